@@ -1,0 +1,100 @@
+"""Chips, cards and their families (contract sections 2 and 10)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ChipFamily(StrEnum):
+    ASCEND310 = "Ascend310"
+    ASCEND310B = "Ascend310B"
+    ASCEND310P = "Ascend310P"
+    ASCEND910 = "Ascend910"  # 910A
+    ASCEND910B = "Ascend910B"
+    ASCEND910A3 = "Ascend910A3"
+    ASCEND950 = "Ascend950"
+
+
+class ResourceType(StrEnum):
+    """The physical resource a chip is advertised under: `huawei.com/<type>`."""
+
+    ASCEND910 = "Ascend910"
+    ASCEND310 = "Ascend310"
+    ASCEND310P = "Ascend310P"
+    NPU = "npu"
+
+
+RESOURCE_PREFIX = "huawei.com/"
+
+# Board ids of Atlas A3 boards (the reference's a3BoardIds, ascend-common devmanager/common
+# constants.go). The reference decides A3 by board id before looking at the chip name.
+A3_BOARD_IDS: frozenset[int] = frozenset({0xB0, 0xB1, 0xB2, 0xB3, 0xB4, 0x81, 0x83, 0xD1, 0xD3})
+# 910B boards without HCCS: each chip is its own reset group (contract section 8).
+NO_HCCS_910B_BOARD_IDS: frozenset[int] = frozenset({0x28, 0x29, 0x33, 0x3C})
+
+_910B_NAME = re.compile(r"^910B\d")
+
+
+def detect_family(chip_name: str, board_id: int | None = None) -> ChipFamily:
+    """Chip family from the DCMI chip name and board id (contract section 10).
+
+    Raises ValueError for a name that belongs to no known family, so that an unknown chip
+    is reported as such instead of being advertised under a guessed resource.
+    """
+    name = chip_name.strip()
+    if board_id is not None and board_id in A3_BOARD_IDS and name.startswith("910"):
+        return ChipFamily.ASCEND910A3
+    if name.startswith("310P"):
+        return ChipFamily.ASCEND310P
+    if "310B" in name:
+        return ChipFamily.ASCEND310B
+    if "310" in name:
+        return ChipFamily.ASCEND310
+    if _910B_NAME.match(name):
+        return ChipFamily.ASCEND910B
+    if name.startswith("910"):
+        return ChipFamily.ASCEND910
+    if name.startswith("Ascend950"):
+        return ChipFamily.ASCEND950
+    raise ValueError(f"unknown chip name {chip_name!r}")
+
+
+def resource_type(family: ChipFamily) -> ResourceType:
+    return {
+        ChipFamily.ASCEND910: ResourceType.ASCEND910,
+        ChipFamily.ASCEND910B: ResourceType.ASCEND910,
+        ChipFamily.ASCEND910A3: ResourceType.ASCEND910,
+        ChipFamily.ASCEND310: ResourceType.ASCEND310,
+        ChipFamily.ASCEND310B: ResourceType.ASCEND310,
+        ChipFamily.ASCEND310P: ResourceType.ASCEND310P,
+        ChipFamily.ASCEND950: ResourceType.NPU,
+    }[family]
+
+
+def is_910_family(family: ChipFamily) -> bool:
+    return family in (ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3)
+
+
+@dataclass(frozen=True, order=True)
+class ChipAddress:
+    """Where a chip sits: DCMI addresses it by (card, device); the node by logic id; reports by phy id."""
+
+    card_id: int
+    device_id: int
+    logic_id: int
+    phy_id: int
+
+
+@dataclass(frozen=True)
+class ChipTopology:
+    """What the reset-group and allocation rules need to know about one chip."""
+
+    logic_id: int
+    phy_id: int
+    card_id: int
+    family: ChipFamily
+    board_id: int | None = None
+    product_type: str | None = None
+    partner_card: int | None = None  # A3: dcmi_get_netdev_brother_device

@@ -1,0 +1,259 @@
+"""The dcmi-exporter's local API: node and chip inventory, events, reset jobs, vNPUs.
+
+Consumers (device-plugin, fault-manager, ascendctl) import these models; the exporter
+serialises them. Every library-sourced field is a `Reading`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ascend_common.chips import ChipFamily, ResourceType
+from ascend_common.schemas.reading import Reading
+
+API_PREFIX = "/v1"
+EVENTS_PATH = "/v1/events"
+MAX_BURST = 10_000
+
+# Synthetic code for a chip that answers "not ready" (DCMI -8012): the card dropped.
+CARD_DROP_CODE = "40F84E00"
+BOOT_STATUS_READY = 16
+
+
+class ChipState(StrEnum):
+    OK = "ok"  # the last read answered
+    UNKNOWN = "unknown"  # a call hung or timed out; values are the last known or missing
+    CARD_DROP = "card_drop"  # the library says the chip is not ready (-8012)
+
+
+class Assertion(StrEnum):
+    RECOVER = "recover"
+    OCCUR = "occur"
+    ONCE = "once"
+
+
+class EventSource(StrEnum):
+    SUBSCRIPTION = "subscription"  # the library's fault-event callback
+    POLL = "poll"  # a code that appeared in, or vanished from, the polled error-code list
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Hbm(Frozen):
+    total_mb: int
+    used_mb: int
+    frequency_mhz: int | None = None
+    temperature_c: int | None = None
+    bandwidth_util_pct: int | None = None
+
+
+class Utilization(Frozen):
+    aicore_pct: int | None = None
+    hbm_pct: int | None = None
+
+
+class ChipProcess(Frozen):
+    pid: int
+    memory_bytes: int
+
+
+class Vnpu(Frozen):
+    vdev_id: int
+    vfg_id: int
+    template: str  # DCMI template name, e.g. "vir05_1c_16g"
+    suffix: str  # resource suffix, e.g. "5c.1cpu.16g"
+    aicore: int
+
+
+class ChipStatic(Frozen):
+    """What a chip is; read at discovery and refreshed rarely."""
+
+    chip_type: Reading[str]
+    chip_name: Reading[str]  # e.g. "910B3"
+    chip_version: Reading[str]
+    aicore: Reading[int]
+    board_id: Reading[int]
+    product_type: Reading[str]
+    partner_card: Reading[int]  # A3: the paired card (dcmi_get_netdev_brother_device)
+    numa_node: Reading[int]
+    device_ip: Reading[str]
+
+
+class ChipDynamic(Frozen):
+    """What a chip is doing; read every poll."""
+
+    health: Reading[int]  # DCMI health: 0 healthy
+    error_codes: Reading[list[str]]  # upper-case hex, no 0x
+    network_health: Reading[int]  # 0 ok, 6 init: both healthy
+    hbm: Reading[Hbm]
+    temperature_c: Reading[int]
+    power_w: Reading[float]
+    utilization: Reading[Utilization]
+    processes: Reading[list[ChipProcess]]
+    boot_status: Reading[int]
+    vnpus: Reading[list[Vnpu]]
+
+
+class Chip(Frozen):
+    logic_id: int
+    phy_id: int
+    card_id: int
+    device_id: int
+    name: str  # "<type>-<phyID>", the name in every report
+    family: ChipFamily | None  # None when the chip name could not be read or is unknown
+    resource_type: ResourceType | None
+    state: ChipState
+    healthy: bool | None  # None: unknown (hung call, unread health)
+    network_healthy: bool | None
+    static: ChipStatic
+    dynamic: ChipDynamic | None  # None until the first read completes
+    updated_at: float  # unix seconds of the last completed read
+
+
+class SwitchFaultData(Frozen):
+    """An A3 switch (L1/L2) event as the reference's SwitchInfoCfg records it."""
+
+    event_type: int
+    assembled_fault_code: str
+    peer_port_device: int
+    peer_port_id: int
+    switch_chip_id: int
+    switch_port_id: int
+    severity: int
+    assertion: Assertion
+    alarm_raised_time: int
+
+
+class SubscriptionState(StrEnum):
+    LIVE = "live"  # the library's fault-event callback is registered
+    POLLING = "polling"  # no subscription: faults come from polling the error-code list
+
+
+class NodeInfo(Frozen):
+    backend: Literal["sim", "dcmi"]
+    profile: str | None
+    run_id: str
+    dcmi_version: Reading[str]
+    card_count: int
+    chip_count: int
+    chips_by_state: dict[ChipState, int]
+    subscription: SubscriptionState
+    poll_period_s: float
+    started_at: float
+    updated_at: float
+    last_event_id: str | None  # the snapshot reflects every event up to this id
+    switch_faults: list[SwitchFaultData] = []  # active A3 switch faults (occurred, not recovered)
+    ready: bool = False  # discovery done and every chip read once
+
+
+class ChipList(Frozen):
+    last_event_id: str | None
+    chips: list[Chip]
+
+
+class FaultEventData(Frozen):
+    code: str
+    assertion: Assertion
+    severity: int | None  # 0 warning .. 3 critical; None when read by polling
+    source: EventSource
+    raised_at_ms: int
+    name: str = ""
+
+
+class ChipChangeData(Frozen):
+    state: ChipState
+    healthy: bool | None
+    network_healthy: bool | None
+    boot_status: int | None
+
+
+class GapData(Frozen):
+    reason: Literal["evicted", "other_run", "malformed"]
+    requested: str
+    resume_after: str | None  # events after this id follow the gap; re-read the snapshot
+
+
+class EventType(StrEnum):
+    FAULT = "fault"
+    SWITCH_FAULT = "switch_fault"
+    CHIP = "chip"
+    JOB = "job"
+    VNPU = "vnpu"
+    GAP = "gap"
+
+
+class ExporterEvent(Frozen):
+    """One event of `GET /v1/events`; the SSE `id` is `<run_id>-<seq>` and `event` is `type`."""
+
+    id: str
+    type: EventType
+    time: float
+    logic_id: int | None = None
+    phy_id: int | None = None
+    chip: str | None = None
+    fault: FaultEventData | None = None
+    switch_fault: SwitchFaultData | None = None
+    change: ChipChangeData | None = None
+    job: ResetJob | None = None
+    vnpu: Vnpu | None = None
+    vnpu_action: Literal["created", "destroyed"] | None = None
+    gap: GapData | None = None
+
+
+class StreamHello(Frozen):
+    """First message of every event stream (SSE event `hello`, no id)."""
+
+    run_id: str
+    subscription: SubscriptionState
+    last_event_id: str | None
+
+
+class ResetChannel(StrEnum):
+    INBAND = "inband"
+    OUTBAND = "outband"
+
+
+class JobState(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class JobError(Frozen):
+    code: int
+    message: str
+
+
+class ResetJob(Frozen):
+    id: str
+    logic_ids: list[int]  # the reset group, by logic id
+    phy_ids: list[int]
+    channel: ResetChannel
+    state: JobState
+    boot_status: dict[int, int | None]  # logic id -> last boot status read
+    error: JobError | None = None
+    created_at: float
+    finished_at: float | None = None
+
+
+class ResetRequest(Frozen):
+    channel: Literal["auto", "inband", "outband"] = "auto"
+
+
+class VnpuCreateRequest(Frozen):
+    template: Annotated[str, Field(min_length=1, max_length=32)]
+    vdev_id: Annotated[int, Field(ge=0, le=65535)] | None = None  # None: the library chooses
+    vfg_id: Annotated[int, Field(ge=0, le=65535)] | None = None
+
+
+class ApiError(Frozen):
+    detail: str
+
+
+ExporterEvent.model_rebuild()

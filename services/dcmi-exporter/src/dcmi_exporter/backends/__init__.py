@@ -1,0 +1,1 @@
+"""Chip backends: `sim` (a simulated node) and `dcmi` (ctypes binding of libdcmi.so)."""

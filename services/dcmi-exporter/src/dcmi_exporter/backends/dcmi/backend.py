@@ -1,0 +1,495 @@
+"""`DcmiBackend`: the Backend protocol on top of the real chip library (libdcmi.so).
+
+Every method may block in C (a dropped card can make a call hang): the exporter calls them only
+through its CallGuard, and this class never holds a lock across a library call. Per-field
+failures come back as `Reading.error(code)` so one unsupported field never hides the others; the
+one exception is the health call answering -8012 (not ready), which raises CardDropped so that
+the caller reports the synthetic card-drop code (the reference appends 0x40F84E00 on exactly
+that condition).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ipaddress
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from ascend_common.chips import ChipAddress
+from ascend_common.schemas.exporter import (
+    Assertion,
+    ChipDynamic,
+    ChipProcess,
+    ChipStatic,
+    Hbm,
+    ResetChannel,
+    Utilization,
+    Vnpu,
+)
+from ascend_common.schemas.reading import Reading
+from ascend_common.vnpu import TEMPLATES
+
+from dcmi_exporter.backends.base import EventSink, RawFaultEvent
+from dcmi_exporter.backends.dcmi import structs as s
+from dcmi_exporter.backends.dcmi.library import DEFAULT_LIB_PATH, DcmiLibrary
+from dcmi_exporter.backends.errors import (
+    RC_INTERNAL,
+    RC_NOT_READY,
+    BadParameter,
+    CardDropped,
+    DcmiError,
+    NotSupported,
+    SymbolMissing,
+    error_for,
+)
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+MAX_CARDS = 64  # the reference's HiAIMaxCardNum: size of the card-list buffer
+MAX_DEVICES_PER_CARD = 64  # sanity bound on dcmi_get_device_num_in_card
+UTIL_AICORE = 2  # dcmi_get_device_utilization_rate input types
+UTIL_HBM = 6
+PORT_TYPE_ROCE = 1  # enum dcmi_port_type
+INBAND_CHANNEL = 1  # enum dcmi_reset_channel
+OUTBAND_CHANNEL = 0
+OUTBAND_READY = 1  # dcmi_get_device_outband_channel_state
+ANY_ID = 0xFFFFFFFF  # vNPU / vfg id: let the library choose
+VERSION_BUF = 64
+PRODUCT_TYPE_BUF = 256
+AFFINITY_BUF = 256  # the driver writes at most TOPO_INFO_MAX_LENTH (32) bytes
+DEFAULT_NUMA_ROOT = "/sys/devices/system/node"
+
+OUTBAND_SYMBOLS = (
+    "dcmi_get_device_outband_channel_state",
+    "dcmi_pre_reset_soc",
+    "dcmi_set_device_reset",
+    "dcmi_rescan_soc",
+)
+
+_ASSERTIONS = {0: Assertion.RECOVER, 1: Assertion.OCCUR, 2: Assertion.ONCE}
+_NODE_DIR = re.compile(r"^node(\d+)$")
+
+
+def format_code(code: int) -> str:
+    """An error / event code as the reference writes it: upper-case hex of the unsigned value.
+
+    The reference formats with strconv.FormatInt(int64(uint32), 16) + ToUpper, i.e. no `0x` and
+    no zero padding ("80E01801", "1A"). A negative int (a uint read through a signed type) is
+    taken modulo 2**32 so that codes above 0x7FFFFFFF never come out negative.
+    """
+    if code < 0:
+        code &= 0xFFFFFFFF
+    return f"{code:X}"
+
+
+def parse_cpulist(text: str) -> set[int]:
+    """Linux cpulist syntax ("0-23,48-71"); raises ValueError on anything else."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        first, last = int(lo), int(hi) if sep else int(lo)
+        if first < 0 or last < first:
+            raise ValueError(f"bad cpu range {part!r}")
+        cpus.update(range(first, last + 1))
+    return cpus
+
+
+def numa_node_of(cpus: set[int], root: Path) -> int | None:
+    """The NUMA node whose cpulist overlaps `cpus` most (lowest id on a tie); None if none does."""
+    best: tuple[int, int] | None = None  # (overlap, -node)
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return None
+    for entry in entries:
+        m = _NODE_DIR.match(entry.name)
+        if m is None:
+            continue
+        try:
+            node_cpus = parse_cpulist((entry / "cpulist").read_text())
+        except (OSError, ValueError):
+            continue
+        overlap = len(cpus & node_cpus)
+        if overlap and (best is None or (overlap, -int(m.group(1))) > best):
+            best = (overlap, -int(m.group(1)))
+    return None if best is None else -best[1]
+
+
+def _read(fn: Callable[[], T]) -> Reading[T]:
+    """One field: its value, or the library's code when the call (or the symbol) failed."""
+    try:
+        return Reading.ok(fn())
+    except DcmiError as exc:
+        return Reading.error(exc.code)
+
+
+class DcmiBackend:
+    """The `Backend` of a real node: a ctypes binding of libdcmi.so."""
+
+    kind: str = "dcmi"
+    profile: str | None = None
+
+    def __init__(
+        self,
+        lib_path: str | os.PathLike[str] = DEFAULT_LIB_PATH,
+        *,
+        numa_root: str | os.PathLike[str] = DEFAULT_NUMA_ROOT,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`lib_path`: libdcmi.so (a bare name searches LD_LIBRARY_PATH and the loader cache).
+        `numa_root`: the sysfs directory with node<N>/cpulist, used to turn the chip's CPU
+        affinity into a NUMA node. `clock`: seconds since the epoch, stamped on received events."""
+        self._lib = DcmiLibrary(lib_path)
+        self._numa_root = Path(numa_root)
+        self._clock = clock
+        self._sink: EventSink | None = None
+        # Every callback handed to the library stays referenced for the life of the process:
+        # the driver keeps the raw pointer, and calling a collected CFUNCTYPE thunk crashes.
+        self._callbacks: list[object] = []
+        # vNPUs created through this process, by logic id then vdev id. Listing the vNPUs that
+        # exist on a chip needs dcmi_get_device_info(VDEV_MNG, ...) and the resource structs,
+        # which are out of scope here, so ChipDynamic.vnpus reports this registry.
+        self._vnpus: dict[int, dict[int, Vnpu]] = {}
+        self._vnpu_mutex = threading.Lock()  # guards _vnpus only; never held across a call
+
+    @property
+    def library(self) -> DcmiLibrary:
+        return self._lib
+
+    # ---------------------------------------------------------------- lifecycle and inventory
+
+    def init(self) -> None:
+        self._lib.open()
+        self._lib.call("dcmi_init")
+
+    def version(self) -> Reading[str]:
+        def read() -> str:
+            buf = ctypes.create_string_buffer(VERSION_BUF)
+            self._lib.call("dcmi_get_dcmi_version", buf, len(buf))
+            return s.c_text(buf.raw)
+
+        return _read(read)
+
+    def discover(self) -> list[ChipAddress]:
+        num = ctypes.c_int(0)
+        cards = (ctypes.c_int * MAX_CARDS)()
+        self._lib.call("dcmi_get_card_list", ctypes.byref(num), cards, MAX_CARDS)
+        if not 0 <= num.value <= MAX_CARDS:
+            raise DcmiError("dcmi_get_card_list", message=f"invalid card count {num.value}")
+        chips: list[ChipAddress] = []
+        for card in cards[: num.value]:
+            if card < 0:  # the reference skips invalid card ids the same way
+                log.warning("library listed an invalid card id", extra={"card_id": card})
+                continue
+            count = ctypes.c_int(0)
+            self._lib.call("dcmi_get_device_num_in_card", card, ctypes.byref(count))
+            if not 0 <= count.value <= MAX_DEVICES_PER_CARD:
+                raise DcmiError("dcmi_get_device_num_in_card", message=f"invalid device count {count.value}")
+            for dev in range(count.value):
+                logic = ctypes.c_int(-1)
+                self._lib.call("dcmi_get_device_logic_id", ctypes.byref(logic), card, dev)
+                phy = ctypes.c_uint(0)
+                self._lib.call("dcmi_get_device_phyid_from_logicid", logic.value, ctypes.byref(phy))
+                chips.append(ChipAddress(card_id=card, device_id=dev, logic_id=logic.value, phy_id=phy.value))
+        return sorted(chips, key=lambda c: c.logic_id)
+
+    # ---------------------------------------------------------------- static facts
+
+    def read_static(self, chip: ChipAddress) -> ChipStatic:
+        info = self._chip_info(chip)
+        if isinstance(info, DcmiError):
+            failed: Reading[str] = Reading.error(info.code)
+            chip_type, chip_name, chip_version = failed, failed, failed
+            aicore: Reading[int] = Reading.error(info.code)
+        else:
+            chip_type, chip_name, chip_version = (Reading.ok(v) for v in info[:3])
+            aicore = Reading.ok(info[3])
+        return ChipStatic(
+            chip_type=chip_type,
+            chip_name=chip_name,
+            chip_version=chip_version,
+            aicore=aicore,
+            board_id=_read(lambda: self._board_id(chip)),
+            product_type=_read(lambda: self._product_type(chip)),
+            partner_card=_read(lambda: self._partner_card(chip)),
+            numa_node=_read(lambda: self._numa_node(chip)),
+            device_ip=_read(lambda: self._device_ip(chip)),
+        )
+
+    def _chip_info(self, chip: ChipAddress) -> tuple[str, str, str, int] | DcmiError:
+        """v2, falling back to v1 on any failure like the reference does (older drivers)."""
+        v2 = s.DcmiChipInfoV2()
+        try:
+            self._lib.call("dcmi_get_device_chip_info_v2", chip.card_id, chip.device_id, ctypes.byref(v2))
+            return s.c_text(v2.chip_type), s.c_text(v2.chip_name), s.c_text(v2.chip_ver), int(v2.aicore_cnt)
+        except DcmiError as exc:
+            first = exc
+        v1 = s.DcmiChipInfo()
+        try:
+            self._lib.call("dcmi_get_device_chip_info", chip.card_id, chip.device_id, ctypes.byref(v1))
+        except DcmiError:
+            return first  # the v2 answer says more than the fallback's
+        return s.c_text(v1.chip_type), s.c_text(v1.chip_name), s.c_text(v1.chip_ver), int(v1.aicore_cnt)
+
+    def _board_id(self, chip: ChipAddress) -> int:
+        board = s.DcmiBoardInfo()
+        self._lib.call("dcmi_get_device_board_info", chip.card_id, chip.device_id, ctypes.byref(board))
+        return int(board.board_id)
+
+    def _product_type(self, chip: ChipAddress) -> str:
+        buf = ctypes.create_string_buffer(PRODUCT_TYPE_BUF)
+        self._lib.call("dcmi_get_product_type", chip.card_id, chip.device_id, buf, len(buf))
+        return s.c_text(buf.raw)
+
+    def _partner_card(self, chip: ChipAddress) -> int:
+        brother = ctypes.c_int(-1)
+        self._lib.call("dcmi_get_netdev_brother_device", chip.card_id, chip.device_id, ctypes.byref(brother))
+        return brother.value
+
+    def _numa_node(self, chip: ChipAddress) -> int:
+        """The NUMA node of the chip's affine CPUs (the library reports CPUs, sysfs maps them)."""
+        op = "dcmi_get_affinity_cpu_info_by_device_id"
+        buf = ctypes.create_string_buffer(AFFINITY_BUF)
+        length = ctypes.c_int(0)
+        self._lib.call(op, chip.card_id, chip.device_id, buf, ctypes.byref(length))
+        raw = buf.raw[: length.value] if 0 < length.value <= AFFINITY_BUF else buf.raw
+        try:
+            cpus = parse_cpulist(s.c_text(raw))
+        except ValueError:
+            raise NotSupported(op, message=f"unparsable CPU affinity {s.c_text(raw)!r}") from None
+        node = numa_node_of(cpus, self._numa_root) if cpus else None
+        if node is None:
+            raise NotSupported(op, message=f"no NUMA node under {self._numa_root} holds CPUs {s.c_text(raw)!r}")
+        return node
+
+    def _device_ip(self, chip: ChipAddress) -> str:
+        ip, mask = s.DcmiIpAddr(), s.DcmiIpAddr()
+        ip.ip_type = s.IP_TYPE_V4  # an input too: the reference asks for v4 unless it wants v6
+        self._lib.call(
+            "dcmi_get_device_ip", chip.card_id, chip.device_id, PORT_TYPE_ROCE, 0, ctypes.byref(ip), ctypes.byref(mask)
+        )
+        if ip.ip_type == s.IP_TYPE_V6:
+            return str(ipaddress.IPv6Address(bytes(ip.u_addr.ip6)))
+        return str(ipaddress.IPv4Address(bytes(ip.u_addr.ip4)))
+
+    # ---------------------------------------------------------------- dynamic state
+
+    def read_dynamic(self, chip: ChipAddress) -> ChipDynamic:
+        # Health first: after a card drop the other calls may hang, and "not ready" here is the
+        # card-drop signal that the caller turns into the synthetic code.
+        health = self._health(chip)
+        return ChipDynamic(
+            health=health,
+            error_codes=_read(lambda: self._error_codes(chip)),
+            network_health=_read(lambda: self._int_out("dcmi_get_device_network_health", chip)),
+            hbm=_read(lambda: self._hbm(chip)),
+            temperature_c=_read(lambda: self._int_out("dcmi_get_device_temperature", chip)),
+            power_w=_read(lambda: self._power(chip)),
+            utilization=self._utilization(chip),
+            processes=_read(lambda: self._processes(chip)),
+            boot_status=_read(lambda: self._int_out("dcmi_get_device_boot_status", chip)),
+            vnpus=Reading.ok(self._registered_vnpus(chip)),
+        )
+
+    def _health(self, chip: ChipAddress) -> Reading[int]:
+        op = "dcmi_get_device_health"
+        value = ctypes.c_uint(0)
+        try:
+            rc = self._lib.rc(op, chip.card_id, chip.device_id, ctypes.byref(value))
+        except SymbolMissing as exc:
+            return Reading.error(exc.code)
+        if rc == RC_NOT_READY:
+            raise CardDropped(op, rc, message=f"chip {chip.logic_id} is not ready: its card dropped")
+        if rc != 0:
+            return Reading.error(rc)
+        return Reading.ok(int(value.value))
+
+    def _int_out(self, op: str, chip: ChipAddress) -> int:
+        value = ctypes.c_int(0)
+        self._lib.call(op, chip.card_id, chip.device_id, ctypes.byref(value))
+        return value.value
+
+    def _error_codes(self, chip: ChipAddress) -> list[str]:
+        op = "dcmi_get_device_errorcode_v2"
+        count = ctypes.c_int(0)
+        codes = (ctypes.c_uint * s.MAX_ERROR_CODES)()
+        self._lib.call(op, chip.card_id, chip.device_id, ctypes.byref(count), codes, s.MAX_ERROR_CODES)
+        if not 0 <= count.value <= s.MAX_ERROR_CODES:
+            raise DcmiError(op, RC_INTERNAL, message=f"invalid error code count {count.value}")
+        # The reference drops zero entries too: a zero is an empty slot, never a code.
+        return [format_code(code) for code in codes[: count.value] if code != 0]
+
+    def _hbm(self, chip: ChipAddress) -> Hbm:
+        info = s.DcmiHbmInfo()
+        self._lib.call("dcmi_get_device_hbm_info", chip.card_id, chip.device_id, ctypes.byref(info))
+        return Hbm(
+            total_mb=int(info.memory_size),
+            used_mb=int(info.memory_usage),
+            frequency_mhz=int(info.freq),
+            temperature_c=int(info.temp),
+            bandwidth_util_pct=int(info.bandwith_util_rate),
+        )
+
+    def _power(self, chip: ChipAddress) -> float:
+        op = "dcmi_get_device_power_info"
+        tenths = self._int_out(op, chip)
+        if tenths < 0:  # the reference rejects negative power the same way
+            raise DcmiError(op, RC_INTERNAL, message=f"invalid power {tenths}")
+        return tenths / 10.0
+
+    def _utilization(self, chip: ChipAddress) -> Reading[Utilization]:
+        """AI Core and HBM utilization; one unsupported half leaves the other (None = unread)."""
+        values: dict[int, int | None] = {}
+        first_error: DcmiError | None = None
+        for kind in (UTIL_AICORE, UTIL_HBM):
+            rate = ctypes.c_uint(0)
+            try:
+                self._lib.call("dcmi_get_device_utilization_rate", chip.card_id, chip.device_id, kind, ctypes.byref(rate))
+                values[kind] = int(rate.value)
+            except DcmiError as exc:
+                values[kind] = None
+                first_error = first_error or exc
+        if first_error is not None and all(v is None for v in values.values()):
+            return Reading.error(first_error.code)
+        return Reading.ok(Utilization(aicore_pct=values[UTIL_AICORE], hbm_pct=values[UTIL_HBM]))
+
+    def _processes(self, chip: ChipAddress) -> list[ChipProcess]:
+        op = "dcmi_get_device_resource_info"
+        procs = (s.DcmiProcMemInfo * s.MAX_PROCS)()
+        num = ctypes.c_int(0)
+        self._lib.call(op, chip.card_id, chip.device_id, procs, ctypes.byref(num))
+        if not 0 <= num.value <= s.MAX_PROCS:
+            raise DcmiError(op, RC_INTERNAL, message=f"invalid process count {num.value}")
+        return [ChipProcess(pid=p.proc_id, memory_bytes=int(p.proc_mem_usage)) for p in procs[: num.value]]
+
+    def _registered_vnpus(self, chip: ChipAddress) -> list[Vnpu]:
+        with self._vnpu_mutex:
+            return sorted(self._vnpus.get(chip.logic_id, {}).values(), key=lambda v: v.vdev_id)
+
+    # ---------------------------------------------------------------- fault events
+
+    def subscribe(self, sink: EventSink) -> bool:
+        op = "dcmi_subscribe_fault_event"
+        if not self._lib.has(op):
+            return False
+        self._sink = sink
+        callback = s.FaultEventCallback(self._on_event)
+        self._callbacks.append(callback)
+        try:
+            # card = dev = -1: every chip; an all-zero filter: every event (as the reference).
+            rc = self._lib.rc(op, -1, -1, s.DcmiEventFilter(), callback)
+        except DcmiError as exc:
+            rc = exc.code
+        if rc != 0:
+            # The exporter falls back to polling the error codes, as the reference does.
+            log.warning("fault-event subscription failed", extra={"error": str(error_for(op, rc))})
+            return False
+        return True
+
+    def _on_event(self, event: ctypes._Pointer[s.DcmiEvent]) -> None:
+        """Runs on the driver's thread; must never raise back into C."""
+        try:
+            ev = event.contents
+            if ev.type != s.EVENT_TYPE_FAULT:
+                return
+            fault = ev.event_t.dms_event
+            assertion = _ASSERTIONS.get(int(fault.assertion))
+            if assertion is None:
+                log.warning("fault event with unknown assertion dropped", extra={"assertion": int(fault.assertion)})
+                return
+            raw = RawFaultEvent(
+                logic_id=int(fault.deviceid),
+                code=format_code(int(fault.event_id)),
+                severity=int(fault.severity),
+                assertion=assertion,
+                # Host receive time, not alarm_raised_time: like the reference, because a recover
+                # event carries the time its fault occurred (and in seconds), which would make
+                # every fault look as if it had lasted no time at all.
+                raised_at_ms=int(self._clock() * 1000),
+                name=s.c_text(fault.event_name),
+            )
+            sink = self._sink
+            if sink is not None:
+                sink(raw)
+        except BaseException:
+            log.exception("fault-event callback failed; event dropped")
+
+    # ---------------------------------------------------------------- reset
+
+    def outband_supported(self, chip: ChipAddress) -> bool:
+        if not all(self._lib.has(name) for name in OUTBAND_SYMBOLS):
+            return False
+        try:
+            return self._int_out("dcmi_get_device_outband_channel_state", chip) == OUTBAND_READY
+        except DcmiError:
+            return False
+
+    def reset(self, chip: ChipAddress, channel: ResetChannel) -> None:
+        card, dev = chip.card_id, chip.device_id
+        if channel is ResetChannel.INBAND:
+            self._lib.call("dcmi_set_device_reset", card, dev, INBAND_CHANNEL)
+            return
+        # Out of band, in the reference's order: channel ready, pre-reset, reset, rescan.
+        state = self._int_out("dcmi_get_device_outband_channel_state", chip)
+        if state != OUTBAND_READY:
+            raise NotSupported(
+                "dcmi_get_device_outband_channel_state", message=f"out-of-band channel not ready (state {state})"
+            )
+        self._lib.call("dcmi_pre_reset_soc", card, dev)
+        self._lib.call("dcmi_set_device_reset", card, dev, OUTBAND_CHANNEL)
+        self._lib.call("dcmi_rescan_soc", card, dev)
+
+    def boot_status(self, chip: ChipAddress) -> int:
+        return self._int_out("dcmi_get_device_boot_status", chip)
+
+    # ---------------------------------------------------------------- vNPU
+
+    def create_vnpu(self, chip: ChipAddress, template: str, vdev_id: int | None, vfg_id: int | None) -> Vnpu:
+        op = "dcmi_create_vdevice"
+        known = TEMPLATES.get(template)
+        if known is None:
+            raise BadParameter(op, message=f"unknown vNPU template {template!r}")
+        name = template.encode("ascii")
+        if len(name) >= s.TEMPLATE_NAME_LEN:  # keep the NUL the library looks for
+            raise BadParameter(op, message=f"template name {template!r} too long")
+        for label, value in (("vdev_id", vdev_id), ("vfg_id", vfg_id)):
+            if value is not None and not 0 <= value < ANY_ID:
+                raise BadParameter(op, message=f"{label} {value} out of range")
+        request = s.DcmiCreateVdevResStru(
+            vdev_id=ANY_ID if vdev_id is None else vdev_id,
+            vfg_id=ANY_ID if vfg_id is None else vfg_id,
+            template_name=name,
+        )
+        out = s.DcmiCreateVdevOut()
+        self._lib.call(op, chip.card_id, chip.device_id, ctypes.byref(request), ctypes.byref(out))
+        vnpu = Vnpu(
+            vdev_id=int(out.vdev_id),
+            vfg_id=int(out.vfg_id),
+            template=template,
+            suffix=known.suffix,
+            aicore=known.aicore,
+        )
+        with self._vnpu_mutex:
+            self._vnpus.setdefault(chip.logic_id, {})[vnpu.vdev_id] = vnpu
+        return vnpu
+
+    def destroy_vnpu(self, chip: ChipAddress, vdev_id: int) -> None:
+        self._lib.call("dcmi_set_destroy_vdevice", chip.card_id, chip.device_id, vdev_id)
+        with self._vnpu_mutex:
+            self._vnpus.get(chip.logic_id, {}).pop(vdev_id, None)
+
+    def close(self) -> None:
+        # Late events are dropped from now on. The library is not unloaded and the callbacks stay
+        # referenced: a driver thread may still hold the callback pointer, and there is no
+        # unsubscribe call to make it let go.
+        self._sink = None

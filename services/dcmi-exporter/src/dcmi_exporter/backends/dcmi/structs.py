@@ -1,0 +1,187 @@
+"""ctypes declarations of the DCMI structs the binding passes (contract section 10).
+
+Written from the contract's call shapes and checked field by field against the reference header
+(Ascend/mind-cluster, component/ascend-common/devmanager/dcmi/dcmi_interface_api.h). Every struct
+uses natural C alignment: ctypes computes sizes and offsets exactly as the C compiler does, so no
+size is written down here; tests/cdouble/layout.c prints what the compiler computes from the same
+shapes and test_dcmi_layout.py compares the two.
+
+C enums (ip_type, the event type, port type, reset channel, boot status) are `int` sized on every
+ABI the driver ships for, so they are declared as c_int.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+CHIP_NAME_LEN = 32  # MAX_CHIP_NAME_LEN
+TEMPLATE_NAME_LEN = 32  # TEMPLATE_NAME_LEN
+VDEV_RESERVED_LEN = 32  # DCMI_VDEV_FOR_RESERVE
+EVENT_NAME_LEN = 256  # DCMI_MAX_EVENT_NAME_LENGTH
+EVENT_DATA_LEN = 32  # DCMI_MAX_EVENT_DATA_LENGTH
+EVENT_RESV_LEN = 32  # DCMI_MAX_EVENT_RESV_LENGTH
+MAX_ERROR_CODES = 128  # the reference's MaxErrorCodeCount
+MAX_PROCS = 32  # processes dcmi_get_device_resource_info may write
+
+IP_TYPE_V4 = 0
+IP_TYPE_V6 = 1
+EVENT_TYPE_FAULT = 0  # DCMI_DMS_FAULT_EVENT
+
+
+class DcmiChipInfo(ctypes.Structure):
+    """dcmi_get_device_chip_info (v1): the fallback when v2 is missing or unsupported."""
+
+    _fields_ = [
+        ("chip_type", ctypes.c_ubyte * CHIP_NAME_LEN),
+        ("chip_name", ctypes.c_ubyte * CHIP_NAME_LEN),
+        ("chip_ver", ctypes.c_ubyte * CHIP_NAME_LEN),
+        ("aicore_cnt", ctypes.c_uint),
+    ]
+
+
+class DcmiChipInfoV2(ctypes.Structure):
+    _fields_ = [
+        ("chip_type", ctypes.c_ubyte * CHIP_NAME_LEN),
+        ("chip_name", ctypes.c_ubyte * CHIP_NAME_LEN),
+        ("chip_ver", ctypes.c_ubyte * CHIP_NAME_LEN),
+        ("aicore_cnt", ctypes.c_uint),
+        ("npu_name", ctypes.c_ubyte * CHIP_NAME_LEN),
+    ]
+
+
+class DcmiHbmInfo(ctypes.Structure):
+    """Sizes in MB. The u64/u32 mix has padding after `freq` and `temp`: ctypes inserts it."""
+
+    _fields_ = [
+        ("memory_size", ctypes.c_ulonglong),
+        ("freq", ctypes.c_uint),
+        ("memory_usage", ctypes.c_ulonglong),
+        ("temp", ctypes.c_int),
+        ("bandwith_util_rate", ctypes.c_uint),  # sic, as spelled by the library
+    ]
+
+
+class DcmiIpUAddr(ctypes.Union):
+    _fields_ = [
+        ("ip6", ctypes.c_ubyte * 16),
+        ("ip4", ctypes.c_ubyte * 4),
+    ]
+
+
+class DcmiIpAddr(ctypes.Structure):
+    _fields_ = [
+        ("u_addr", DcmiIpUAddr),
+        ("ip_type", ctypes.c_int),  # enum dcmi_ip_addr_type: 0 v4, 1 v6
+    ]
+
+
+class DcmiProcMemInfo(ctypes.Structure):
+    _fields_ = [
+        ("proc_id", ctypes.c_int),
+        ("proc_mem_usage", ctypes.c_ulong),  # bytes; C `unsigned long`, 8 bytes on LP64
+    ]
+
+
+class DcmiBoardInfo(ctypes.Structure):
+    _fields_ = [
+        ("board_id", ctypes.c_uint),
+        ("pcb_id", ctypes.c_uint),
+        ("bom_id", ctypes.c_uint),
+        ("slot_id", ctypes.c_uint),
+    ]
+
+
+class DcmiCreateVdevResStru(ctypes.Structure):
+    """dcmi_create_vdevice input; 0xFFFFFFFF ids let the library choose."""
+
+    _fields_ = [
+        ("vdev_id", ctypes.c_uint),
+        ("vfg_id", ctypes.c_uint),
+        ("template_name", ctypes.c_char * TEMPLATE_NAME_LEN),
+        ("reserved", ctypes.c_ubyte * 64),
+    ]
+
+
+class DcmiCreateVdevOut(ctypes.Structure):
+    _fields_ = [
+        ("vdev_id", ctypes.c_uint),
+        ("pcie_bus", ctypes.c_uint),
+        ("pcie_device", ctypes.c_uint),
+        ("pcie_func", ctypes.c_uint),
+        ("vfg_id", ctypes.c_uint),
+        ("reserved", ctypes.c_ubyte * VDEV_RESERVED_LEN),
+    ]
+
+
+class DcmiEventFilter(ctypes.Structure):
+    """Passed BY VALUE to dcmi_subscribe_fault_event; all zero = no filter (what the reference sends)."""
+
+    _fields_ = [
+        ("filter_flag", ctypes.c_ulonglong),
+        ("event_id", ctypes.c_uint),
+        ("severity", ctypes.c_ubyte),
+        ("node_type", ctypes.c_ubyte),
+        ("resv", ctypes.c_ubyte * EVENT_RESV_LEN),
+    ]
+
+
+class DcmiDmsFaultEvent(ctypes.Structure):
+    # Newer drivers carve os_id / node_type_ex / sub_node_type_ex out of `resv`; the 32 bytes and
+    # every offset stay the same, and the binding reads none of them.
+    _fields_ = [
+        ("event_id", ctypes.c_uint),
+        ("deviceid", ctypes.c_ushort),  # the logic id
+        ("node_type", ctypes.c_ubyte),
+        ("node_id", ctypes.c_ubyte),
+        ("sub_node_type", ctypes.c_ubyte),
+        ("sub_node_id", ctypes.c_ubyte),
+        ("severity", ctypes.c_ubyte),  # 0 warning .. 3 critical
+        ("assertion", ctypes.c_ubyte),  # 0 recover, 1 occur, 2 once
+        ("event_serial_num", ctypes.c_int),
+        ("notify_serial_num", ctypes.c_int),
+        ("alarm_raised_time", ctypes.c_ulonglong),
+        ("event_name", ctypes.c_char * EVENT_NAME_LEN),
+        ("additional_info", ctypes.c_char * EVENT_DATA_LEN),
+        ("resv", ctypes.c_ubyte * EVENT_RESV_LEN),
+    ]
+
+
+class DcmiEventU(ctypes.Union):
+    _fields_ = [("dms_event", DcmiDmsFaultEvent)]
+
+
+class DcmiEvent(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_int),  # enum dcmi_event_type; 0 = fault event
+        ("event_t", DcmiEventU),
+    ]
+
+
+# void (*dcmi_fault_event_callback)(struct dcmi_event *event); runs on a driver thread.
+FaultEventCallback = ctypes.CFUNCTYPE(None, ctypes.POINTER(DcmiEvent))
+
+# C name -> declaration, for the layout test (which compares every entry with the C compiler).
+C_TYPES: dict[str, type[ctypes.Structure] | type[ctypes.Union]] = {
+    "dcmi_chip_info": DcmiChipInfo,
+    "dcmi_chip_info_v2": DcmiChipInfoV2,
+    "dcmi_hbm_info": DcmiHbmInfo,
+    "dcmi_ip_u_addr": DcmiIpUAddr,
+    "dcmi_ip_addr": DcmiIpAddr,
+    "dcmi_proc_mem_info": DcmiProcMemInfo,
+    "dcmi_board_info": DcmiBoardInfo,
+    "dcmi_create_vdev_res_stru": DcmiCreateVdevResStru,
+    "dcmi_create_vdev_out": DcmiCreateVdevOut,
+    "dcmi_event_filter": DcmiEventFilter,
+    "dcmi_dms_fault_event": DcmiDmsFaultEvent,
+    "dcmi_event_u": DcmiEventU,
+    "dcmi_event": DcmiEvent,
+}
+
+
+def c_text(raw: bytes | ctypes.Array[ctypes.c_ubyte] | ctypes.Array[ctypes.c_char]) -> str:
+    """A fixed-size C char array as text: up to the first NUL, undecodable bytes replaced."""
+    data = bytes(raw)
+    end = data.find(b"\0")
+    if end >= 0:
+        data = data[:end]
+    return data.decode("utf-8", errors="replace").strip()

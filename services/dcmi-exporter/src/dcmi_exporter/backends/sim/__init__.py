@@ -1,0 +1,34 @@
+"""The simulated chip backend: a whole Ascend node in memory, scriptable for drills.
+
+`SimBackend(profile, clock=None, seed=0, subscription=True)` implements the Backend protocol
+for one of `PROFILES` and adds a control surface (inject_fault, burst, drop_card, set_network,
+hang/release, set_processes, fail_next_reset, switch_fault) used by tests, the exporter's sim
+API and scenario files (`load_scenario`, `ScenarioRunner`).
+"""
+
+from dcmi_exporter.backends.sim.backend import SimBackend
+from dcmi_exporter.backends.sim.profiles import PROFILES, Profile, get_profile
+from dcmi_exporter.backends.sim.scenario import (
+    Scenario,
+    ScenarioError,
+    ScenarioRunner,
+    StepResult,
+    load_scenario,
+    parse_scenario,
+)
+from dcmi_exporter.backends.sim.state import RESET_STAGES, ResetFailMode
+
+__all__ = [
+    "PROFILES",
+    "RESET_STAGES",
+    "Profile",
+    "ResetFailMode",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioRunner",
+    "SimBackend",
+    "StepResult",
+    "get_profile",
+    "load_scenario",
+    "parse_scenario",
+]

@@ -1,0 +1,178 @@
+"""Simulated node layouts: which chips a node has and how DCMI numbers them.
+
+DCMI addresses a chip by (card, device), the node by logic id and every report by phy id.
+Real nodes number logic ids in card order while phy ids follow the board wiring, so the
+profiles that model such boards use a fixed permutation: code that confuses the two ids
+breaks visibly in the simulator instead of on a customer's node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ascend_common.chips import A3_BOARD_IDS, ChipAddress, ChipFamily, detect_family, is_910_family
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    chip_name: str  # what dcmi_get_device_chip_info_v2 reports, e.g. "910B3"
+    board_id: int
+    product_type: str
+    cards: int
+    chips_per_card: int
+    aicore: int
+    hbm_mb: int
+    logic_to_phy: tuple[int, ...]  # index = logic id
+    power_idle_w: float
+    power_max_w: float
+    outband: bool  # out-of-band reset channel available (BMC path on 910B / A3 boards)
+    # Phy-id groups that share an HCCS interconnect; informative (reset groups are computed by
+    # ascend_common.reset_groups from the static data, not from this field).
+    hccs_groups: tuple[tuple[int, ...], ...] = ()
+    partner_cards: bool = False  # A3: cards are paired (dcmi_get_netdev_brother_device)
+    switch_faults: bool = False  # A3: the node has L1/L2 switches that raise switch events
+    dcmi_version: str = "24.1.rc2"
+    chip_type: str = "Ascend"
+    chip_version: str = "V1"
+    hbm_frequency_mhz: int | None = 1600
+
+    def __post_init__(self) -> None:
+        n = self.cards * self.chips_per_card
+        if sorted(self.logic_to_phy) != list(range(n)):
+            raise ValueError(f"profile {self.name}: logic_to_phy must be a permutation of 0..{n - 1}")
+        detect_family(self.chip_name, self.board_id)  # raises for an unknown chip name
+
+    @property
+    def family(self) -> ChipFamily:
+        return detect_family(self.chip_name, self.board_id)
+
+    @property
+    def chip_count(self) -> int:
+        return self.cards * self.chips_per_card
+
+    @property
+    def has_network(self) -> bool:
+        """910 chips have a RoCE port (device IP, network health); 310 cards have none."""
+        return is_910_family(self.family)
+
+    def addresses(self) -> list[ChipAddress]:
+        """Every chip, by logic id: logic ids follow card order, as the driver assigns them."""
+        out: list[ChipAddress] = []
+        for card in range(self.cards):
+            for dev in range(self.chips_per_card):
+                logic = card * self.chips_per_card + dev
+                out.append(ChipAddress(card_id=card, device_id=dev, logic_id=logic, phy_id=self.logic_to_phy[logic]))
+        return out
+
+    def partner_card(self, card: int) -> int | None:
+        return card ^ 1 if self.partner_cards else None
+
+    def numa_node(self, phy_id: int) -> int:
+        # Two-socket hosts: the first half of the chips hang off socket 0.
+        return 0 if phy_id < self.chip_count // 2 else 1
+
+    def device_ip(self, phy_id: int) -> str | None:
+        return f"192.168.100.{phy_id + 1}" if self.has_network else None
+
+
+def _shifted(n: int, by: int) -> tuple[int, ...]:
+    return tuple((i + by) % n for i in range(n))
+
+
+def _identity(n: int) -> tuple[int, ...]:
+    return tuple(range(n))
+
+
+A3_BOARD_ID = min(A3_BOARD_IDS)
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            name="910b-8",
+            chip_name="910B3",
+            board_id=0x22,  # an HCCS board (not in NO_HCCS_910B_BOARD_IDS): one reset group of 8
+            product_type="Atlas 800T A2",
+            cards=8,
+            chips_per_card=1,
+            aicore=20,
+            hbm_mb=65536,
+            logic_to_phy=_shifted(8, 4),
+            power_idle_w=90.0,
+            power_max_w=350.0,
+            outband=True,
+            hccs_groups=(tuple(range(8)),),
+        ),
+        Profile(
+            name="910a-8",
+            chip_name="910A",
+            board_id=0x00,
+            product_type="Atlas 800 (Model 9000)",
+            cards=8,
+            chips_per_card=1,
+            aicore=32,
+            hbm_mb=32768,
+            logic_to_phy=_identity(8),
+            power_idle_w=70.0,
+            power_max_w=310.0,
+            outband=False,
+            hccs_groups=((0, 1, 2, 3), (4, 5, 6, 7)),
+            hbm_frequency_mhz=1200,
+        ),
+        Profile(
+            name="a3-16",
+            chip_name="910B3",
+            board_id=A3_BOARD_ID,
+            product_type="Atlas 900 A3 SuperPoD",
+            cards=8,
+            chips_per_card=2,
+            aicore=24,
+            hbm_mb=65536,
+            logic_to_phy=_shifted(16, 8),
+            power_idle_w=90.0,
+            power_max_w=350.0,
+            outband=True,
+            hccs_groups=(tuple(range(16)),),
+            partner_cards=True,
+            switch_faults=True,
+        ),
+        Profile(
+            name="310p-duo-4",
+            chip_name="310P3",
+            board_id=0x67,
+            product_type="Atlas 300I Duo",
+            cards=2,
+            chips_per_card=2,
+            aicore=8,
+            hbm_mb=24576,
+            logic_to_phy=_identity(4),
+            power_idle_w=20.0,
+            power_max_w=70.0,
+            outband=False,
+            hbm_frequency_mhz=None,  # LPDDR: the driver reports no HBM frequency
+        ),
+        Profile(
+            name="310p-4",
+            chip_name="310P3",
+            board_id=0x64,
+            product_type="Atlas 300I Pro",
+            cards=4,
+            chips_per_card=1,
+            aicore=8,
+            hbm_mb=24576,
+            logic_to_phy=_identity(4),
+            power_idle_w=20.0,
+            power_max_w=70.0,
+            outband=False,
+            hbm_frequency_mhz=None,
+        ),
+    )
+}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown simulator profile {name!r}; known: {', '.join(sorted(PROFILES))}") from None

@@ -1,0 +1,70 @@
+"""Deterministic, plausible telemetry for simulated chips.
+
+Values are pure functions of (seed, chip, sim time, processes): reads from many threads never
+disturb a shared random generator, and two runs with one seed show the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from dcmi_exporter.backends.sim.profiles import Profile
+
+TEMP_MIN_C = 35
+TEMP_MAX_C = 75
+_MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ChipTraits:
+    """Per-chip constants drawn once from the seed."""
+
+    base_temp_c: float  # idle temperature
+    phase: float  # offsets so that chips do not drift in lockstep
+    phase2: float
+    idle_hbm_mb: int  # firmware and runtime reservations of an idle chip
+
+
+def traits_for(seed: int, logic_ids: list[int]) -> dict[int, ChipTraits]:
+    rng = random.Random(seed)
+    out: dict[int, ChipTraits] = {}
+    for logic in sorted(logic_ids):
+        out[logic] = ChipTraits(
+            base_temp_c=rng.uniform(38.0, 46.0),
+            phase=rng.uniform(0.0, 2 * math.pi),
+            phase2=rng.uniform(0.0, 2 * math.pi),
+            idle_hbm_mb=rng.randint(200, 480),
+        )
+    return out
+
+
+def aicore_util(traits: ChipTraits, t: float, process_count: int) -> int:
+    """0 when idle; busier with more processes, with a small wobble."""
+    if process_count == 0:
+        return 0
+    wobble = 6.0 * math.sin(t / 7.0 + traits.phase)
+    return int(_clamp(45.0 + 15.0 * process_count + wobble, 1.0, 100.0))
+
+
+def hbm_used_mb(traits: ChipTraits, total_mb: int, process_bytes: list[int]) -> int:
+    used = traits.idle_hbm_mb + sum(b // _MB for b in process_bytes)
+    return min(used, total_mb)
+
+
+def temperature_c(traits: ChipTraits, t: float, util_pct: int) -> int:
+    drift = 2.0 * math.sin(t / 97.0 + traits.phase) + 0.6 * math.sin(t / 13.0 + traits.phase2)
+    return round(_clamp(traits.base_temp_c + 0.22 * util_pct + drift, TEMP_MIN_C, TEMP_MAX_C))
+
+
+def power_w(profile: Profile, traits: ChipTraits, t: float, util_pct: int) -> float:
+    span = profile.power_max_w - profile.power_idle_w
+    wobble = 0.02 * span * math.sin(t / 5.0 + traits.phase2)
+    value = profile.power_idle_w + span * util_pct / 100.0 + wobble
+    # The library reports 0.1 W units.
+    return round(_clamp(value, profile.power_idle_w * 0.95, profile.power_max_w), 1)
+
+
+def _clamp(value: float, lo: float, hi: float) -> float:
+    return max(lo, min(hi, value))

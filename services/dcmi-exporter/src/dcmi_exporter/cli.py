@@ -1,0 +1,37 @@
+"""`dcmi-exporter`: flags (and DCMI_EXPORTER_* variables) -> a running exporter."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from ascend_common.logs import setup_logging
+from ascend_common.settings import load_settings
+from ascend_common.tokens import TokenFileError
+from dcmi_exporter.runtime import Exporter
+from dcmi_exporter.server import serve
+from dcmi_exporter.settings import ExporterSettings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        settings = load_settings(ExporterSettings, sys.argv[1:] if argv is None else argv, prog="dcmi-exporter")
+    except ValidationError as exc:
+        print(f"dcmi-exporter: invalid settings:\n{exc}", file=sys.stderr)
+        return 2
+    setup_logging("dcmi-exporter", settings.log_level)
+    try:
+        exporter = Exporter.from_settings(settings)
+    except (TokenFileError, OSError, ValueError, KeyError) as exc:
+        logging.getLogger("dcmi_exporter").error("cannot start", extra={"error": str(exc)})
+        return 2
+    asyncio.run(serve(exporter))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,359 @@
+"""Keeps the snapshot: one read loop per chip, plus the library's fault-event subscription.
+
+Each chip has its own loop so that a chip whose call hangs delays nobody else. Events from
+the subscription arrive on a driver thread and hop to the event loop; a code they report
+is trusted over a poll that started before it, so the two sources never double or undo an
+occurrence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ascend_common.chips import ChipAddress
+from ascend_common.clock import Clock
+from ascend_common.schemas.exporter import (
+    Assertion,
+    Chip,
+    ChipDynamic,
+    ChipStatic,
+    EventSource,
+    EventType,
+    FaultEventData,
+    NodeInfo,
+    SubscriptionState,
+    SwitchFaultData,
+)
+from ascend_common.schemas.reading import Reading
+from dcmi_exporter.backends.base import Backend, RawFaultEvent, RawSwitchEvent
+from dcmi_exporter.backends.errors import CardDropped, DcmiError
+from dcmi_exporter.calls import CallGuard
+from dcmi_exporter.events import EventLog
+from dcmi_exporter.snapshot import (
+    Snapshot,
+    change_of,
+    chip_dropped,
+    chip_ok,
+    chip_unknown,
+    codes_of,
+    placeholder_static,
+    static_identity,
+    with_codes,
+)
+
+log = logging.getLogger(__name__)
+NODE_KEY = "node"
+STATIC_RETRY_S = 30.0
+
+
+def chip_key(logic_id: int) -> tuple[str, int]:
+    return ("chip", logic_id)
+
+
+class ChipPoller:
+    def __init__(
+        self,
+        backend: Backend,
+        guard: CallGuard,
+        events: EventLog,
+        clock: Clock,
+        poll_period: float,
+    ) -> None:
+        self.backend = backend
+        self.guard = guard
+        self.events = events
+        self.clock = clock
+        self.poll_period = poll_period
+        self._addr: dict[int, ChipAddress] = {}
+        self._static: dict[int, ChipStatic] = {}
+        self._static_read_at: dict[int, float] = {}
+        self._chips: dict[int, Chip] = {}
+        self._read_started: dict[int, float] = {}
+        # (logic id, code) -> monotonic time the subscription last changed it
+        self._sub_touched: dict[tuple[int, str], float] = {}
+        self._switch: dict[str, SwitchFaultData] = {}
+        self._wake: dict[int, asyncio.Event] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._first_read: set[int] = set()
+        self.discovered = asyncio.Event()
+        self.snapshot = Snapshot(node=self._node(Reading[str].error(-8005), SubscriptionState.POLLING, ready=False))
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._tasks.append(asyncio.create_task(self._discover_loop(), name="discover"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    async def _discover_loop(self) -> None:
+        backoff = self.poll_period
+        while True:
+            try:
+                await self._discover()
+                return
+            except DcmiError as exc:
+                log.error("chip discovery failed; retrying", extra={"code": exc.code, "error": str(exc)})
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)
+
+    async def _discover(self) -> None:
+        await self.guard.call(NODE_KEY, self.backend.init)
+        version = await self.guard.call(NODE_KEY, self.backend.version)
+        addresses = await self.guard.call(NODE_KEY, self.backend.discover)
+        for addr in sorted(addresses):
+            self._addr[addr.logic_id] = addr
+            self._wake[addr.logic_id] = asyncio.Event()
+        await asyncio.gather(*(self._read_static(logic) for logic in self._addr))
+        for logic, addr in self._addr.items():
+            static = self._static[logic]
+            self._chips[logic] = Chip(
+                logic_id=logic,
+                phy_id=addr.phy_id,
+                card_id=addr.card_id,
+                device_id=addr.device_id,
+                state="unknown",  # type: ignore[arg-type]
+                healthy=None,
+                network_healthy=None,
+                static=static,
+                dynamic=None,
+                updated_at=0.0,
+                **static_identity(addr, static),  # type: ignore[arg-type]
+            )
+        live = await self.guard.call(NODE_KEY, lambda: self.backend.subscribe(self._sink))
+        subscription = SubscriptionState.LIVE if live else SubscriptionState.POLLING
+        self.snapshot = Snapshot.build(self._node(version, subscription, ready=False), self._chips)
+        log.info(
+            "chips discovered",
+            extra={"chips": len(self._addr), "subscription": subscription.value, "backend": self.backend.kind},
+        )
+        self.discovered.set()
+        for logic in self._addr:
+            self._tasks.append(asyncio.create_task(self._chip_loop(logic), name=f"chip-{logic}"))
+
+    def _node(self, version: Reading[str], subscription: SubscriptionState, ready: bool) -> NodeInfo:
+        now = self.clock.now()
+        return NodeInfo(
+            backend=self.backend.kind,  # type: ignore[arg-type]
+            profile=self.backend.profile,
+            run_id=self.events.run_id,
+            dcmi_version=version,
+            card_count=0,
+            chip_count=0,
+            chips_by_state={},
+            subscription=subscription,
+            poll_period_s=self.poll_period,
+            started_at=now,
+            updated_at=now,
+            last_event_id=None,
+            ready=ready,
+        )
+
+    # ---- reads -----------------------------------------------------------------------------
+
+    @property
+    def addresses(self) -> dict[int, ChipAddress]:
+        return dict(self._addr)
+
+    async def _read_static(self, logic: int) -> None:
+        addr = self._addr[logic]
+        try:
+            static = await self.guard.call(chip_key(logic), lambda: self.backend.read_static(addr))
+        except DcmiError as exc:
+            static = self._static.get(logic) or placeholder_static(exc.code)
+        self._static[logic] = static
+        self._static_read_at[logic] = time.monotonic()
+
+    def _static_incomplete(self, logic: int) -> bool:
+        static = self._static[logic]
+        return not (static.chip_name.is_ok and static.aicore.is_ok)
+
+    async def _chip_loop(self, logic: int) -> None:
+        wake = self._wake[logic]
+        while True:
+            try:
+                await self.read_chip(logic)
+            except Exception:  # a bug in one read must not stop the chip's loop
+                log.exception("chip read failed", extra={"logic_id": logic})
+            try:
+                await asyncio.wait_for(wake.wait(), self.poll_period)
+            except TimeoutError:
+                pass
+            wake.clear()
+
+    def refresh_soon(self, logic: int) -> None:
+        """Re-read a chip now instead of at its next period (after an event or a command)."""
+        if (wake := self._wake.get(logic)) is not None:
+            wake.set()
+
+    async def read_chip(self, logic: int) -> None:
+        if self._static_incomplete(logic) and time.monotonic() - self._static_read_at[logic] > STATIC_RETRY_S:
+            await self._read_static(logic)
+        addr = self._addr[logic]
+        started = time.monotonic()
+        result: ChipDynamic | DcmiError
+        try:
+            result = await self.guard.call(chip_key(logic), lambda: self.backend.read_dynamic(addr))
+        except DcmiError as exc:
+            result = exc
+        self._apply_read(logic, started, result)
+
+    def _apply_read(self, logic: int, started: float, result: ChipDynamic | DcmiError) -> None:
+        if started < self._read_started.get(logic, 0.0):
+            return  # a newer read of this chip was already applied
+        self._read_started[logic] = started
+        prev = self._chips[logic]
+        now = self.clock.now()
+        if isinstance(result, CardDropped):
+            new = chip_dropped(prev, now)
+        elif isinstance(result, DcmiError):
+            if prev.state != "unknown" or prev.dynamic is not None:
+                log.warning(
+                    "chip did not answer", extra={"logic_id": logic, "chip": prev.name, "code": result.code}
+                )
+            new = chip_unknown(prev)
+        else:
+            new = chip_ok(self._addr[logic], self._static[logic], result, now)
+            new = with_codes(new, self._merge_codes(logic, started, codes_of(prev), codes_of(new)))
+        self._first_read.add(logic)
+        self._commit(prev, new)
+
+    def _merge_codes(self, logic: int, started: float, known: list[str], polled: list[str]) -> list[str]:
+        """Polled codes, except where the subscription changed a code after the poll began."""
+        merged = list(polled)
+        for code in set(known) | set(polled):
+            touched = self._sub_touched.get((logic, code))
+            if touched is None or touched < started:
+                continue
+            if code in known and code not in merged:
+                merged.append(code)
+            elif code not in known and code in merged:
+                merged.remove(code)
+        return merged
+
+    # ---- commits and events ----------------------------------------------------------------
+
+    def _commit(self, prev: Chip, new: Chip, origin: FaultEventData | None = None) -> None:
+        """Replace one chip, publish what changed, then publish the snapshot that includes it.
+
+        `origin` describes the library event behind the change; without it the change came
+        from a poll and the events say so (no severity: polling does not report one).
+        """
+        now = self.clock.now()
+        if new.state != "unknown":
+            before, after = codes_of(prev), codes_of(new)
+            for code in before:
+                if code not in after:
+                    self._publish_fault(new, self._fault_data(code, Assertion.RECOVER, origin, now))
+            for code in after:
+                if code not in before:
+                    self._publish_fault(new, self._fault_data(code, Assertion.OCCUR, origin, now))
+        if change_of(prev) != change_of(new):
+            self.events.publish(
+                EventType.CHIP, now, logic_id=new.logic_id, phy_id=new.phy_id, chip=new.name, change=change_of(new)
+            )
+        self._chips[new.logic_id] = new
+        self._rebuild()
+
+    @staticmethod
+    def _fault_data(code: str, assertion: Assertion, origin: FaultEventData | None, now: float) -> FaultEventData:
+        if origin is not None and origin.code == code:
+            return origin
+        return FaultEventData(
+            code=code, assertion=assertion, severity=None, source=EventSource.POLL, raised_at_ms=int(now * 1000)
+        )
+
+    def _publish_fault(self, chip: Chip, fault: FaultEventData) -> None:
+        self.events.publish(
+            EventType.FAULT, self.clock.now(), logic_id=chip.logic_id, phy_id=chip.phy_id, chip=chip.name, fault=fault
+        )
+
+    def _rebuild(self) -> None:
+        ready = bool(self._addr) and len(self._first_read) == len(self._addr)
+        node = self.snapshot.node.model_copy(
+            update={
+                "updated_at": self.clock.now(),
+                "last_event_id": self.events.head_id,
+                "switch_faults": list(self._switch.values()),
+                "ready": ready,
+            }
+        )
+        self.snapshot = Snapshot.build(node, self._chips)
+
+    def publish(self, type_: EventType, **fields: Any) -> None:
+        """Publish an event that changes no chip (jobs, vNPUs) and refresh the snapshot's id."""
+        self.events.publish(type_, self.clock.now(), **fields)
+        self._rebuild()
+
+    # ---- subscription ----------------------------------------------------------------------
+
+    def _sink(self, raw: RawFaultEvent | RawSwitchEvent) -> None:
+        """Called by the library on its own thread: hand over to the event loop, never block."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(self._on_raw, raw)
+        except RuntimeError:  # the loop closed between the check and the call
+            pass
+
+    def _on_raw(self, raw: RawFaultEvent | RawSwitchEvent) -> None:
+        if isinstance(raw, RawSwitchEvent):
+            self._on_switch(raw)
+            return
+        chip = self._chips.get(raw.logic_id)
+        if chip is None:
+            log.warning("fault event for an unknown chip dropped", extra={"logic_id": raw.logic_id, "code": raw.code})
+            return
+        self._sub_touched[(raw.logic_id, raw.code)] = time.monotonic()
+        fault = FaultEventData(
+            code=raw.code,
+            assertion=raw.assertion,
+            severity=raw.severity,
+            source=EventSource.SUBSCRIPTION,
+            raised_at_ms=raw.raised_at_ms,
+            name=raw.name,
+        )
+        codes = codes_of(chip)
+        if raw.assertion is Assertion.ONCE:
+            self._publish_fault(chip, fault)
+            self._rebuild()
+            return
+        if raw.assertion is Assertion.OCCUR and raw.code not in codes:
+            new = with_codes(chip, [*codes, raw.code])
+        elif raw.assertion is Assertion.RECOVER and raw.code in codes:
+            new = with_codes(chip, [c for c in codes if c != raw.code])
+        else:
+            # A repeated occur or a recover of an absent code changes nothing and is not an
+            # occurrence of its own: the library re-sends on re-subscription.
+            return
+        self._commit(chip, new, fault)
+        self.refresh_soon(raw.logic_id)
+
+    def _on_switch(self, raw: RawSwitchEvent) -> None:
+        data = raw.data
+        key = f"{data.assembled_fault_code}_{data.switch_chip_id}_{data.switch_port_id}"
+        if data.assertion is Assertion.RECOVER:
+            self._switch.pop(key, None)
+        elif data.assertion is Assertion.OCCUR:
+            self._switch[key] = data
+        self.events.publish(EventType.SWITCH_FAULT, self.clock.now(), logic_id=raw.logic_id, switch_fault=data)
+        self._rebuild()
+
+    # ---- helpers for the API ---------------------------------------------------------------
+
+    def address(self, logic: int) -> ChipAddress | None:
+        return self._addr.get(logic)
+
+    def on_loop(self, fn: Callable[[], None]) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(fn)

@@ -1,0 +1,102 @@
+"""Wires one exporter together: backend, call pool, poller, event log, reset jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ascend_common.clock import Clock, SystemClock
+from ascend_common.tokens import TokenTable, load_token_file
+from dcmi_exporter.backends.base import Backend
+from dcmi_exporter.calls import CallGuard
+from dcmi_exporter.events import EventLog
+from dcmi_exporter.jobs import ResetJobs
+from dcmi_exporter.poller import ChipPoller
+from dcmi_exporter.settings import ExporterSettings
+
+log = logging.getLogger(__name__)
+MAX_CHIPS = 64
+
+
+def make_backend(settings: ExporterSettings, clock: Clock) -> Backend:
+    if settings.backend == "sim":
+        from dcmi_exporter.backends.sim import SimBackend
+
+        return SimBackend(settings.profile, clock=clock, seed=settings.seed)
+    from dcmi_exporter.backends.dcmi import DcmiBackend
+
+    return DcmiBackend(settings.library)
+
+
+@dataclass
+class Exporter:
+    settings: ExporterSettings
+    backend: Backend
+    clock: Clock
+    tokens: TokenTable
+    events: EventLog = field(init=False)
+    guard: CallGuard = field(init=False)
+    poller: ChipPoller = field(init=False)
+    jobs: ResetJobs = field(init=False)
+    stream_clients: int = 0
+
+    def __post_init__(self) -> None:
+        self.events = EventLog(self.settings.event_buffer)
+        self.guard = CallGuard(keys=MAX_CHIPS + 1, timeout_s=self.settings.call_timeout)
+        self.poller = ChipPoller(self.backend, self.guard, self.events, self.clock, self.settings.poll_period)
+        self.jobs = ResetJobs(
+            self.backend,
+            self.guard,
+            self.poller,
+            self.clock,
+            timeout_s=self.settings.reset_timeout,
+            poll_period_s=self.settings.reset_poll_period,
+        )
+        self._scenario: object | None = None
+
+    @classmethod
+    def from_settings(cls, settings: ExporterSettings, clock: Clock | None = None) -> Exporter:
+        clock = clock or SystemClock(time_scale=settings.time_scale)
+        tokens = load_token_file(settings.token_file) if settings.token_file else TokenTable()
+        return cls(settings, make_backend(settings, clock), clock, tokens)
+
+    async def start(self) -> None:
+        await self.poller.start()
+        if self.settings.scenario is not None:
+            await self._start_scenario(self.settings.scenario)
+
+    async def _start_scenario(self, path: Path) -> None:
+        if self.backend.kind != "sim":
+            raise ValueError("--scenario needs the sim backend")
+        from dcmi_exporter.backends.sim.scenario import ScenarioRunner, load_scenario
+
+        scenario = load_scenario(path)
+        await self.poller.discovered.wait()
+        runner = ScenarioRunner(self.backend, scenario, self.clock)  # type: ignore[arg-type]
+        runner.start()
+        self._scenario = runner
+        log.info("scenario started", extra={"scenario": scenario.name, "path": str(path)})
+
+    async def stop(self) -> None:
+        stop_scenario = getattr(self._scenario, "stop", None)
+        if stop_scenario is not None:
+            stop_scenario()
+        release = getattr(self.backend, "release_all", None)
+        if release is not None:
+            release()
+        await self.jobs.stop()
+        await self.poller.stop()
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self.backend.close), self.settings.call_timeout)
+        except (TimeoutError, Exception):
+            log.warning("backend did not close cleanly")
+        self.guard.shutdown()
+
+    def stats(self) -> dict[str, float]:
+        return {
+            "events_published": float(self.events.published),
+            "stream_clients": float(self.stream_clients),
+            "hung_calls": float(len(self.guard.hung_keys())),
+        }

@@ -1,0 +1,40 @@
+"""The dcmi-exporter's settings: every flag also settable as DCMI_EXPORTER_<NAME>."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings
+
+from ascend_common.settings import parse_host_port, service_config
+
+MIN_EVENT_BUFFER = 16_384
+
+
+class ExporterSettings(BaseSettings):
+    model_config = service_config("DCMI_EXPORTER_")
+
+    backend: Literal["sim", "dcmi"] = Field("sim", description="Chip backend: the simulator or libdcmi.so.")
+    profile: str = Field("910b-8", description="Simulator profile (sim backend only).")
+    socket: Path = Field(Path("/run/ascend/dcmi-exporter.sock"), description="Unix socket of the local API (0660).")
+    socket_group: str | None = Field(None, description="Group that owns the API socket (default: the process's).")
+    metrics_addr: str = Field("0.0.0.0:8082", description="HOST:PORT for /healthz, /readyz and /metrics.")
+    token_file: Path | None = Field(None, description="Tokens for mutating calls; none: mutating calls are refused.")
+    scenario: Path | None = Field(None, description="Scripted fault scenario, YAML (sim backend only).")
+    library: Path = Field(Path("/usr/local/dcmi/libdcmi.so"), description="Path of libdcmi.so (dcmi backend).")
+    time_scale: float = Field(1.0, gt=0, le=10_000, description="Simulated time runs this many times faster.")
+    seed: int = Field(0, description="Seed of the simulator's telemetry.")
+    poll_period: float = Field(1.0, ge=0.05, le=60, description="Seconds between two reads of every chip.")
+    call_timeout: float = Field(2.0, gt=0, le=60, description="Seconds before a library call is abandoned.")
+    event_buffer: int = Field(MIN_EVENT_BUFFER, ge=MIN_EVENT_BUFFER, le=1_000_000, description="Events kept.")
+    reset_timeout: float = Field(180.0, gt=0, le=3600, description="Seconds a reset may take to reach boot 16.")
+    reset_poll_period: float = Field(1.0, gt=0, le=10, description="Seconds between boot-status reads in a reset.")
+    log_level: str = Field("INFO", description="Log level.")
+
+    @field_validator("metrics_addr")
+    @classmethod
+    def _addr(cls, value: str) -> str:
+        parse_host_port(value)
+        return value

@@ -1,0 +1,166 @@
+"""The immutable view of the node that HTTP handlers read, and the pure rules that build it.
+
+A new Snapshot replaces the old one whole; readers never see a half-updated node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ascend_common.chips import ChipAddress, detect_family, resource_type
+from ascend_common.naming import chip_name
+from ascend_common.schemas.exporter import (
+    CARD_DROP_CODE,
+    Chip,
+    ChipChangeData,
+    ChipDynamic,
+    ChipList,
+    ChipState,
+    ChipStatic,
+    NodeInfo,
+)
+from ascend_common.schemas.reading import Reading
+
+NETWORK_OK_VALUES = frozenset({0, 6})  # 6: still initialising, which the reference counts as healthy
+RC_NOT_READY = -8012
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    node: NodeInfo
+    chips: tuple[Chip, ...] = ()
+    by_logic: Mapping[int, Chip] = field(default_factory=dict)
+
+    @staticmethod
+    def build(node: NodeInfo, chips: Mapping[int, Chip]) -> Snapshot:
+        ordered = tuple(chips[k] for k in sorted(chips))
+        states = {s: 0 for s in ChipState}
+        for chip in ordered:
+            states[chip.state] += 1
+        node = node.model_copy(
+            update={
+                "chip_count": len(ordered),
+                "card_count": len({c.card_id for c in ordered}),
+                "chips_by_state": states,
+            }
+        )
+        return Snapshot(node=node, chips=ordered, by_logic=dict(chips))
+
+    @cached_property
+    def chips_json(self) -> bytes:
+        return ChipList(last_event_id=self.node.last_event_id, chips=list(self.chips)).model_dump_json().encode()
+
+    @cached_property
+    def node_json(self) -> bytes:
+        return self.node.model_dump_json().encode()
+
+    def chip_json(self, logic_id: int) -> bytes | None:
+        chip = self.by_logic.get(logic_id)
+        return None if chip is None else chip.model_dump_json().encode()
+
+
+def static_identity(addr: ChipAddress, static: ChipStatic) -> dict[str, object]:
+    """Family, resource type and report name from what the library said the chip is."""
+    family = None
+    if static.chip_name.is_ok and static.chip_name.value:
+        board = static.board_id.value if static.board_id.is_ok else None
+        try:
+            family = detect_family(static.chip_name.value, board)
+        except ValueError:
+            family = None
+    rtype = resource_type(family) if family is not None else None
+    name = chip_name(rtype, addr.phy_id) if rtype is not None else f"unknown-{addr.phy_id}"
+    return {"family": family, "resource_type": rtype, "name": name}
+
+
+def health_of(dynamic: ChipDynamic) -> tuple[bool | None, bool | None]:
+    healthy = dynamic.health.value == 0 if dynamic.health.is_ok else None
+    network = dynamic.network_health.value in NETWORK_OK_VALUES if dynamic.network_health.is_ok else None
+    return healthy, network
+
+
+def chip_ok(addr: ChipAddress, static: ChipStatic, dynamic: ChipDynamic, now: float) -> Chip:
+    healthy, network = health_of(dynamic)
+    return Chip(
+        logic_id=addr.logic_id,
+        phy_id=addr.phy_id,
+        card_id=addr.card_id,
+        device_id=addr.device_id,
+        state=ChipState.OK,
+        healthy=healthy,
+        network_healthy=network,
+        static=static,
+        dynamic=dynamic,
+        updated_at=now,
+        **static_identity(addr, static),  # type: ignore[arg-type]
+    )
+
+
+def chip_dropped(prev: Chip, now: float) -> Chip:
+    """The card dropped: the chip keeps its identity, reports code 40F84E00 and is unhealthy."""
+    codes = codes_of(prev)
+    if CARD_DROP_CODE not in codes:
+        codes = [*codes, CARD_DROP_CODE]
+    dynamic = (prev.dynamic or _codes_only(codes)).model_copy(
+        update={"health": Reading[int].error(RC_NOT_READY), "error_codes": Reading[list[str]].ok(codes)}
+    )
+    return prev.model_copy(update={"state": ChipState.CARD_DROP, "healthy": False, "dynamic": dynamic, "updated_at": now})
+
+
+def chip_unknown(prev: Chip) -> Chip:
+    """A call hung or failed: keep the last known values, but nobody may trust the health."""
+    return prev.model_copy(update={"state": ChipState.UNKNOWN, "healthy": None})
+
+
+def _codes_only(codes: list[str]) -> ChipDynamic:
+    missing_int = Reading[int].error(RC_NOT_READY)
+    return ChipDynamic(
+        health=missing_int,
+        error_codes=Reading[list[str]].ok(codes),
+        network_health=missing_int,
+        hbm=Reading.error(RC_NOT_READY),
+        temperature_c=missing_int,
+        power_w=Reading.error(RC_NOT_READY),
+        utilization=Reading.error(RC_NOT_READY),
+        processes=Reading.error(RC_NOT_READY),
+        boot_status=missing_int,
+        vnpus=Reading.error(RC_NOT_READY),
+    )
+
+
+def codes_of(chip: Chip | None) -> list[str]:
+    if chip is None or chip.dynamic is None or not chip.dynamic.error_codes.is_ok:
+        return []
+    return list(chip.dynamic.error_codes.value or [])
+
+
+def with_codes(chip: Chip, codes: list[str]) -> Chip:
+    if chip.dynamic is None:
+        return chip.model_copy(update={"dynamic": _codes_only(codes)})
+    dynamic = chip.dynamic.model_copy(update={"error_codes": Reading[list[str]].ok(codes)})
+    return chip.model_copy(update={"dynamic": dynamic})
+
+
+def change_of(chip: Chip) -> ChipChangeData:
+    boot = chip.dynamic.boot_status.value if chip.dynamic and chip.dynamic.boot_status.is_ok else None
+    return ChipChangeData(
+        state=chip.state, healthy=chip.healthy, network_healthy=chip.network_healthy, boot_status=boot
+    )
+
+
+def placeholder_static(code: int) -> ChipStatic:
+    err_s, err_i = Reading[str].error(code), Reading[int].error(code)
+    return ChipStatic(
+        chip_type=err_s,
+        chip_name=err_s,
+        chip_version=err_s,
+        aicore=err_i,
+        board_id=err_i,
+        product_type=err_s,
+        partner_card=err_i,
+        numa_node=err_i,
+        device_ip=err_s,
+    )
+

@@ -1,0 +1,57 @@
+"""The event log's resume rules, table-driven."""
+
+from __future__ import annotations
+
+import pytest
+
+from ascend_common.schemas.exporter import EventType
+from dcmi_exporter.events import EventLog
+
+
+def filled(capacity: int, n: int) -> EventLog:
+    log = EventLog(capacity, run_id="run")
+    for i in range(n):
+        log.publish(EventType.CHIP, float(i), logic_id=i % 4)
+    return log
+
+
+@pytest.mark.parametrize(
+    ("n", "last_id", "seq", "gap"),
+    [
+        (10, None, 10, None),  # a new reader starts live
+        (10, "run-10", 10, None),
+        (10, "run-3", 3, None),
+        (10, "run-0", 0, None),  # from before the first event: replay everything
+        (30, "run-13", 13, None),  # oldest kept is 14: resuming after 13 loses nothing
+        (30, "run-12", 30, "evicted"),
+        (30, "other-5", 30, "other_run"),
+        (10, "run-11", 10, "malformed"),  # from the future
+        (10, "run-x", 10, "malformed"),
+        (10, "garbage", 10, "malformed"),
+    ],
+)
+def test_resume(n: int, last_id: str | None, seq: int, gap: str | None) -> None:
+    log = filled(16, n)
+    start = log.resume(last_id)
+    assert start.seq == seq
+    assert (start.gap.reason if start.gap else None) == gap
+    if start.gap:
+        assert start.gap.resume_after == f"run-{n}"
+
+
+def test_after_returns_exactly_the_missing_events_in_order() -> None:
+    log = filled(16, 30)
+    batch = log.after(20)
+    assert batch is not None
+    assert [s.seq for s in batch] == list(range(21, 31))
+    assert [s.event.id for s in batch] == [f"run-{i}" for i in range(21, 31)]
+    assert log.after(30) == []
+    assert log.after(5) is None  # evicted: the reader must take a gap
+
+
+def test_wire_frame_is_sse_with_id_and_type() -> None:
+    log = filled(16, 1)
+    [stored] = log.after(0) or []
+    text = stored.wire.decode()
+    assert text.startswith("id: run-1\nevent: chip\ndata: {")
+    assert text.endswith("\n\n")

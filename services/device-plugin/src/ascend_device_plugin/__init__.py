@@ -1,0 +1,1 @@
+"""device-plugin: not yet implemented (see the project's issues)."""

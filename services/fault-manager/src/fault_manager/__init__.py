@@ -1,0 +1,1 @@
+"""fault-manager: not yet implemented (see the project's issues)."""

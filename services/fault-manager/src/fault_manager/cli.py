@@ -1,0 +1,14 @@
+"""Placeholder entry point until this service's issue lands."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> int:
+    print("fault-manager: not yet implemented", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

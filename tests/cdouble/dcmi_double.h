@@ -1,0 +1,129 @@
+/*
+ * The DCMI shapes the Python binding uses (contract section 10), written for the C test double
+ * and for layout.c, which prints their sizes and field offsets so that a test can compare them
+ * with the ctypes declarations of dcmi_exporter.backends.dcmi.structs.
+ *
+ * Written from the call shapes of the contract and checked against the reference header
+ * (Ascend/mind-cluster component/ascend-common/devmanager/dcmi/dcmi_interface_api.h). The
+ * anonymous unions of the reference carry a tag here (dcmi_ip_u_addr, dcmi_event_u) only so that
+ * layout.c can name them; a tag does not change the layout.
+ */
+#ifndef DCMI_DOUBLE_H
+#define DCMI_DOUBLE_H
+
+#define DCMI_CHIP_NAME_LEN 32
+#define DCMI_TEMPLATE_NAME_LEN 32
+#define DCMI_VDEV_RESERVED_LEN 32
+#define DCMI_EVENT_NAME_LEN 256
+#define DCMI_EVENT_DATA_LEN 32
+#define DCMI_EVENT_RESV_LEN 32
+#define DCMI_MAX_ERROR_CODES 128
+#define DCMI_MAX_PROCS 32
+
+/* dcmi_get_device_chip_info (v1, the fallback of older drivers) */
+struct dcmi_chip_info {
+    unsigned char chip_type[DCMI_CHIP_NAME_LEN];
+    unsigned char chip_name[DCMI_CHIP_NAME_LEN];
+    unsigned char chip_ver[DCMI_CHIP_NAME_LEN];
+    unsigned int aicore_cnt;
+};
+
+/* dcmi_get_device_chip_info_v2 */
+struct dcmi_chip_info_v2 {
+    unsigned char chip_type[DCMI_CHIP_NAME_LEN];
+    unsigned char chip_name[DCMI_CHIP_NAME_LEN];
+    unsigned char chip_ver[DCMI_CHIP_NAME_LEN];
+    unsigned int aicore_cnt;
+    unsigned char npu_name[DCMI_CHIP_NAME_LEN];
+};
+
+/* dcmi_get_device_hbm_info: sizes in MB */
+struct dcmi_hbm_info {
+    unsigned long long memory_size;
+    unsigned int freq;
+    unsigned long long memory_usage;
+    int temp;
+    unsigned int bandwith_util_rate; /* sic: the reference spells it this way */
+};
+
+/* dcmi_get_device_ip: ip_type is an enum (0 v4, 1 v6) */
+union dcmi_ip_u_addr {
+    unsigned char ip6[16];
+    unsigned char ip4[4];
+};
+
+struct dcmi_ip_addr {
+    union dcmi_ip_u_addr u_addr;
+    int ip_type;
+};
+
+/* dcmi_get_device_resource_info: one running process */
+struct dcmi_proc_mem_info {
+    int proc_id;
+    unsigned long proc_mem_usage; /* bytes */
+};
+
+/* dcmi_get_device_board_info */
+struct dcmi_board_info {
+    unsigned int board_id;
+    unsigned int pcb_id;
+    unsigned int bom_id;
+    unsigned int slot_id;
+};
+
+/* dcmi_create_vdevice input; 0xFFFFFFFF ids let the library choose */
+struct dcmi_create_vdev_res_stru {
+    unsigned int vdev_id;
+    unsigned int vfg_id;
+    char template_name[DCMI_TEMPLATE_NAME_LEN];
+    unsigned char reserved[64];
+};
+
+/* dcmi_create_vdevice output */
+struct dcmi_create_vdev_out {
+    unsigned int vdev_id;
+    unsigned int pcie_bus;
+    unsigned int pcie_device;
+    unsigned int pcie_func;
+    unsigned int vfg_id;
+    unsigned char reserved[DCMI_VDEV_RESERVED_LEN];
+};
+
+/* dcmi_subscribe_fault_event filter, passed BY VALUE */
+struct dcmi_event_filter {
+    unsigned long long filter_flag;
+    unsigned int event_id;
+    unsigned char severity;
+    unsigned char node_type;
+    unsigned char resv[DCMI_EVENT_RESV_LEN];
+};
+
+struct dcmi_dms_fault_event {
+    unsigned int event_id;
+    unsigned short deviceid; /* the logic id */
+    unsigned char node_type;
+    unsigned char node_id;
+    unsigned char sub_node_type;
+    unsigned char sub_node_id;
+    unsigned char severity;  /* 0 warning .. 3 critical */
+    unsigned char assertion; /* 0 recover, 1 occur, 2 once */
+    int event_serial_num;
+    int notify_serial_num;
+    unsigned long long alarm_raised_time;
+    char event_name[DCMI_EVENT_NAME_LEN];
+    char additional_info[DCMI_EVENT_DATA_LEN];
+    unsigned char resv[DCMI_EVENT_RESV_LEN];
+};
+
+union dcmi_event_u {
+    struct dcmi_dms_fault_event dms_event;
+};
+
+struct dcmi_event {
+    int type; /* enum dcmi_event_type: 0 = fault event */
+    union dcmi_event_u event_t;
+};
+
+typedef void (*dcmi_fault_event_callback)(struct dcmi_event *event);
+
+#endif /* DCMI_DOUBLE_H */

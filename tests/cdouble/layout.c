@@ -1,0 +1,101 @@
+/*
+ * Prints the layout of every DCMI struct the Python binding declares, one fact a line:
+ *   <struct> <sizeof>
+ *   <struct>.<field> <offsetof>
+ * test_dcmi_layout.py compiles this with the same header as the double and compares each line with
+ * ctypes.sizeof / Structure.field.offset, so a wrong declaration fails there instead of corrupting
+ * memory on a node.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "dcmi_double.h"
+
+#define SIZE(tag, name) printf("%s %zu\n", #name, sizeof(tag name))
+#define FIELD(tag, name, field) printf("%s.%s %zu\n", #name, #field, offsetof(tag name, field))
+
+int main(void)
+{
+    SIZE(struct, dcmi_chip_info);
+    FIELD(struct, dcmi_chip_info, chip_type);
+    FIELD(struct, dcmi_chip_info, chip_name);
+    FIELD(struct, dcmi_chip_info, chip_ver);
+    FIELD(struct, dcmi_chip_info, aicore_cnt);
+
+    SIZE(struct, dcmi_chip_info_v2);
+    FIELD(struct, dcmi_chip_info_v2, chip_type);
+    FIELD(struct, dcmi_chip_info_v2, chip_name);
+    FIELD(struct, dcmi_chip_info_v2, chip_ver);
+    FIELD(struct, dcmi_chip_info_v2, aicore_cnt);
+    FIELD(struct, dcmi_chip_info_v2, npu_name);
+
+    SIZE(struct, dcmi_hbm_info);
+    FIELD(struct, dcmi_hbm_info, memory_size);
+    FIELD(struct, dcmi_hbm_info, freq);
+    FIELD(struct, dcmi_hbm_info, memory_usage);
+    FIELD(struct, dcmi_hbm_info, temp);
+    FIELD(struct, dcmi_hbm_info, bandwith_util_rate);
+
+    SIZE(union, dcmi_ip_u_addr);
+    FIELD(union, dcmi_ip_u_addr, ip6);
+    FIELD(union, dcmi_ip_u_addr, ip4);
+
+    SIZE(struct, dcmi_ip_addr);
+    FIELD(struct, dcmi_ip_addr, u_addr);
+    FIELD(struct, dcmi_ip_addr, ip_type);
+
+    SIZE(struct, dcmi_proc_mem_info);
+    FIELD(struct, dcmi_proc_mem_info, proc_id);
+    FIELD(struct, dcmi_proc_mem_info, proc_mem_usage);
+
+    SIZE(struct, dcmi_board_info);
+    FIELD(struct, dcmi_board_info, board_id);
+    FIELD(struct, dcmi_board_info, pcb_id);
+    FIELD(struct, dcmi_board_info, bom_id);
+    FIELD(struct, dcmi_board_info, slot_id);
+
+    SIZE(struct, dcmi_create_vdev_res_stru);
+    FIELD(struct, dcmi_create_vdev_res_stru, vdev_id);
+    FIELD(struct, dcmi_create_vdev_res_stru, vfg_id);
+    FIELD(struct, dcmi_create_vdev_res_stru, template_name);
+    FIELD(struct, dcmi_create_vdev_res_stru, reserved);
+
+    SIZE(struct, dcmi_create_vdev_out);
+    FIELD(struct, dcmi_create_vdev_out, vdev_id);
+    FIELD(struct, dcmi_create_vdev_out, pcie_bus);
+    FIELD(struct, dcmi_create_vdev_out, pcie_device);
+    FIELD(struct, dcmi_create_vdev_out, pcie_func);
+    FIELD(struct, dcmi_create_vdev_out, vfg_id);
+    FIELD(struct, dcmi_create_vdev_out, reserved);
+
+    SIZE(struct, dcmi_event_filter);
+    FIELD(struct, dcmi_event_filter, filter_flag);
+    FIELD(struct, dcmi_event_filter, event_id);
+    FIELD(struct, dcmi_event_filter, severity);
+    FIELD(struct, dcmi_event_filter, node_type);
+    FIELD(struct, dcmi_event_filter, resv);
+
+    SIZE(struct, dcmi_dms_fault_event);
+    FIELD(struct, dcmi_dms_fault_event, event_id);
+    FIELD(struct, dcmi_dms_fault_event, deviceid);
+    FIELD(struct, dcmi_dms_fault_event, node_type);
+    FIELD(struct, dcmi_dms_fault_event, node_id);
+    FIELD(struct, dcmi_dms_fault_event, sub_node_type);
+    FIELD(struct, dcmi_dms_fault_event, sub_node_id);
+    FIELD(struct, dcmi_dms_fault_event, severity);
+    FIELD(struct, dcmi_dms_fault_event, assertion);
+    FIELD(struct, dcmi_dms_fault_event, event_serial_num);
+    FIELD(struct, dcmi_dms_fault_event, notify_serial_num);
+    FIELD(struct, dcmi_dms_fault_event, alarm_raised_time);
+    FIELD(struct, dcmi_dms_fault_event, event_name);
+    FIELD(struct, dcmi_dms_fault_event, additional_info);
+    FIELD(struct, dcmi_dms_fault_event, resv);
+
+    SIZE(union, dcmi_event_u);
+    FIELD(union, dcmi_event_u, dms_event);
+
+    SIZE(struct, dcmi_event);
+    FIELD(struct, dcmi_event, type);
+    FIELD(struct, dcmi_event, event_t);
+    return 0;
+}

@@ -1,0 +1,1584 @@
+/*
+ * libdcmi_double: a C stand-in for libdcmi.so, built from the call shapes of contract section 10.
+ *
+ * It exports the DCMI functions the dcmi-exporter binds (same names, same C signatures, structs
+ * from dcmi_double.h) and answers them from an in-memory model of a node. Tests drive the model in
+ * two ways:
+ *
+ * 1. In process, through the exported dcmi_double_* control functions (see "Control API" below);
+ *    ctypes loads the same path as the backend, so both share this library's state.
+ * 2. Out of process (an exporter started as a subprocess), through a config file named by the
+ *    environment variable DCMI_DOUBLE_CONFIG. dcmi_init() resets the model and applies the file;
+ *    afterwards the file is re-read whenever its mtime changes (checked on dcmi_get_card_list and
+ *    dcmi_get_device_health), so a test can inject faults into a running exporter by rewriting it.
+ *    Without the variable dcmi_init() leaves the model alone (in-process tests configure first).
+ *
+ * Config file format: one command per line, tokens separated by blanks, '#' starts a comment.
+ * <logic> is a logic id or '*' (every chip); numbers accept 0x hex.
+ *   chip <card> <dev> <logic> <phy>          the first chip line replaces the default layout
+ *   int <field> <logic> <value>              see set_int_field() for the field names
+ *   str <field> <logic> <text...>            rest of the line; fields in set_str_field()
+ *   codes <logic> [<hex>[,<hex>...]]         current error codes (hex, with or without 0x)
+ *   procs <logic> [<pid>:<bytes>[,...]]      running processes
+ *   rc <function|*> <logic> <rc>             make a call return rc (0 removes the override)
+ *   hang <logic> <ms|forever>                calls for the chip block (until the file changes)
+ *   event <delay_ms> <logic> <hex id> <severity> <assertion> [name...]
+ *                                            fired from a new thread delay_ms after subscription
+ * Example:
+ *   chip 0 0 0 2
+ *   chip 0 1 1 3
+ *   codes 1 80E01801,8C1FA006
+ *   rc dcmi_get_device_health 1 -8012
+ *
+ * Default layout: cards 0 and 1, two chips each, logic 0..3 -> phy 2, 3, 0, 1.
+ *
+ * Build variants: -DDOUBLE_NO_SUBSCRIBE leaves out dcmi_subscribe_fault_event and
+ * dcmi_get_netdev_brother_device, like an older driver, to prove that missing symbols are handled.
+ *
+ * Concurrency: one mutex guards the model; a "hung" call waits on a condition variable with the
+ * mutex released, and callbacks run without the mutex, on a thread of their own like a driver's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <arpa/inet.h>
+
+#include "dcmi_double.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+#define MAX_CHIPS 64
+#define MAX_CODES 256
+#define MAX_VDEVS 16
+#define MAX_OVERRIDES 64
+#define MAX_EVENTS 32
+#define NO_CHIP MAX_CHIPS /* call-count slot of calls that address no chip */
+
+#define RC_OK 0
+#define RC_BAD_PARAMETER (-8001)
+#define RC_INVALID_DEVICE (-8007)
+#define RC_RESET_FAILED (-8015)
+#define RC_NOT_SUPPORTED (-8255)
+
+#define BOOT_READY 16
+#define BOOT_OS_STARTING 2
+
+/* Every DCMI function the double exports, for call counts and rc overrides. */
+enum fn {
+    FN_INIT,
+    FN_VERSION,
+    FN_CARD_LIST,
+    FN_DEVICE_NUM,
+    FN_LOGIC_ID,
+    FN_PHY_FROM_LOGIC,
+    FN_LOGIC_FROM_PHY,
+    FN_CARD_DEV_FROM_LOGIC,
+    FN_CHIP_INFO,
+    FN_CHIP_INFO_V2,
+    FN_HEALTH,
+    FN_ERRORCODE_V2,
+    FN_NETWORK_HEALTH,
+    FN_IP,
+    FN_TEMPERATURE,
+    FN_POWER,
+    FN_HBM,
+    FN_UTILIZATION,
+    FN_RESOURCE_INFO,
+    FN_RESET,
+    FN_BOOT_STATUS,
+    FN_CREATE_VDEV,
+    FN_DESTROY_VDEV,
+    FN_SUBSCRIBE,
+    FN_BOARD_INFO,
+    FN_PRODUCT_TYPE,
+    FN_BROTHER,
+    FN_AFFINITY,
+    FN_OUTBAND_STATE,
+    FN_PRE_RESET,
+    FN_RESCAN,
+    FN_COUNT
+};
+
+static const char *const FN_NAMES[FN_COUNT] = {
+    "dcmi_init",
+    "dcmi_get_dcmi_version",
+    "dcmi_get_card_list",
+    "dcmi_get_device_num_in_card",
+    "dcmi_get_device_logic_id",
+    "dcmi_get_device_phyid_from_logicid",
+    "dcmi_get_device_logicid_from_phyid",
+    "dcmi_get_card_id_device_id_from_logicid",
+    "dcmi_get_device_chip_info",
+    "dcmi_get_device_chip_info_v2",
+    "dcmi_get_device_health",
+    "dcmi_get_device_errorcode_v2",
+    "dcmi_get_device_network_health",
+    "dcmi_get_device_ip",
+    "dcmi_get_device_temperature",
+    "dcmi_get_device_power_info",
+    "dcmi_get_device_hbm_info",
+    "dcmi_get_device_utilization_rate",
+    "dcmi_get_device_resource_info",
+    "dcmi_set_device_reset",
+    "dcmi_get_device_boot_status",
+    "dcmi_create_vdevice",
+    "dcmi_set_destroy_vdevice",
+    "dcmi_subscribe_fault_event",
+    "dcmi_get_device_board_info",
+    "dcmi_get_product_type",
+    "dcmi_get_netdev_brother_device",
+    "dcmi_get_affinity_cpu_info_by_device_id",
+    "dcmi_get_device_outband_channel_state",
+    "dcmi_pre_reset_soc",
+    "dcmi_rescan_soc",
+};
+
+struct vdev {
+    unsigned int vdev_id;
+    unsigned int vfg_id;
+    char template_name[DCMI_TEMPLATE_NAME_LEN + 1];
+};
+
+struct chip {
+    int present;
+    int card, dev, phy;
+    char chip_type[DCMI_CHIP_NAME_LEN], chip_name[DCMI_CHIP_NAME_LEN], chip_ver[DCMI_CHIP_NAME_LEN];
+    char npu_name[DCMI_CHIP_NAME_LEN];
+    unsigned int aicore;
+    unsigned int health;
+    int network_health;
+    int temperature;
+    int power; /* 0.1 W */
+    struct dcmi_hbm_info hbm;
+    unsigned int util_aicore, util_hbm;
+    unsigned int codes[MAX_CODES];
+    int ncodes;
+    int nprocs;
+    int pids[DCMI_MAX_PROCS];
+    unsigned long proc_mem[DCMI_MAX_PROCS];
+    int boot_status;
+    int boot_delay;     /* reads that report "starting" after a reset */
+    int boot_countdown; /* reads left before the chip reports ready again */
+    struct dcmi_board_info board;
+    char product_type[64];
+    int brother_card;
+    char affinity[64];
+    int ip_type; /* -1: no address configured */
+    unsigned char ip[16];
+    unsigned char mask[16];
+    int outband_state;
+    int last_reset_channel;
+    char reset_log[256];
+    int pre_reset_done;
+    int nvdevs;
+    struct vdev vdevs[MAX_VDEVS];
+    unsigned int next_vfg;
+    unsigned int req_vdev, req_vfg;
+    char req_template[DCMI_TEMPLATE_NAME_LEN + 1];
+    int hang_ms; /* 0 none, < 0 until released, > 0 every call takes that long */
+};
+
+struct override {
+    int fn; /* -1: every function */
+    int logic; /* -1: any chip and calls that address no chip */
+    int rc;
+};
+
+struct pending_event {
+    int delay_ms;
+    struct dcmi_event ev;
+};
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static struct chip g_chips[MAX_CHIPS];
+static int g_order[MAX_CHIPS]; /* logic ids in (card, dev) order */
+static int g_nchips;
+static struct override g_overrides[MAX_OVERRIDES];
+static int g_noverrides;
+static int g_counts[FN_COUNT][MAX_CHIPS + 1];
+static int g_hanging;
+static unsigned long g_generation; /* bumped by reset/release so that waiting calls re-check */
+static char g_version[64];
+static unsigned int g_next_vdev;
+
+static dcmi_fault_event_callback g_cb;
+static int g_sub_card, g_sub_dev;
+static struct dcmi_event_filter g_sub_filter;
+static struct pending_event g_events[MAX_EVENTS];
+static int g_nevents;
+
+static char g_config_path[4096];
+static struct timespec g_config_mtime;
+
+/* ------------------------------------------------------------------------------------------ */
+/* model                                                                                        */
+
+static void reset_model(int keep_subscription);
+
+static void init_once(void)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    /* monotonic, so that a test machine's clock change cannot end or stretch a hang */
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&g_cv, &attr);
+    pthread_condattr_destroy(&attr);
+    reset_model(0); /* the model exists before the first call of any kind */
+}
+
+static void copy_str(char *dst, size_t size, const char *src)
+{
+    snprintf(dst, size, "%s", src ? src : "");
+}
+
+static void chip_defaults(struct chip *c, int card, int dev, int logic, int phy)
+{
+    memset(c, 0, sizeof(*c));
+    c->present = 1;
+    c->card = card;
+    c->dev = dev;
+    c->phy = phy;
+    copy_str(c->chip_type, sizeof(c->chip_type), "Ascend");
+    copy_str(c->chip_name, sizeof(c->chip_name), "910B3");
+    copy_str(c->chip_ver, sizeof(c->chip_ver), "V1");
+    c->aicore = 20;
+    c->health = 0;
+    c->network_health = 0;
+    c->temperature = 40 + logic;
+    c->power = 900 + 10 * logic;
+    c->hbm.memory_size = 65536;
+    c->hbm.freq = 1600;
+    c->hbm.memory_usage = 1024ULL * (unsigned long long)(logic + 1);
+    c->hbm.temp = 45;
+    c->hbm.bandwith_util_rate = 5;
+    c->util_aicore = 10 + (unsigned int)logic;
+    c->util_hbm = 20 + (unsigned int)logic;
+    c->boot_status = BOOT_READY;
+    c->boot_delay = 2;
+    c->board.board_id = 0x22;
+    c->board.slot_id = (unsigned int)phy;
+    copy_str(c->product_type, sizeof(c->product_type), "Atlas 800T A2");
+    c->brother_card = card ^ 1;
+    snprintf(c->affinity, sizeof(c->affinity), "%d-%d", (phy / 2) * 16, (phy / 2) * 16 + 15);
+    c->ip_type = 0;
+    c->ip[0] = 192;
+    c->ip[1] = 168;
+    c->ip[2] = 100;
+    c->ip[3] = (unsigned char)(100 + phy);
+    memset(c->mask, 0xff, 3);
+    c->outband_state = 1;
+    c->last_reset_channel = -1;
+}
+
+static void clear_layout(void)
+{
+    for (int i = 0; i < MAX_CHIPS; i++) {
+        g_chips[i].present = 0;
+    }
+    g_nchips = 0;
+}
+
+static int add_chip(int card, int dev, int logic, int phy)
+{
+    if (logic < 0 || logic >= MAX_CHIPS || card < 0 || dev < 0 || phy < 0 || g_chips[logic].present) {
+        return -1;
+    }
+    chip_defaults(&g_chips[logic], card, dev, logic, phy);
+    g_order[g_nchips++] = logic;
+    return 0;
+}
+
+static void default_layout(void)
+{
+    static const int phys[4] = {2, 3, 0, 1};
+    clear_layout();
+    for (int logic = 0; logic < 4; logic++) {
+        add_chip(logic / 2, logic % 2, logic, phys[logic]);
+    }
+}
+
+/* Back to the default model; keeps the subscription when keep_subscription is set. */
+static void reset_model(int keep_subscription)
+{
+    default_layout();
+    g_noverrides = 0;
+    memset(g_counts, 0, sizeof(g_counts));
+    copy_str(g_version, sizeof(g_version), "24.1.rc2");
+    g_next_vdev = 100;
+    g_nevents = 0;
+    if (!keep_subscription) {
+        g_cb = NULL;
+        g_sub_card = g_sub_dev = 0;
+        memset(&g_sub_filter, 0, sizeof(g_sub_filter));
+    }
+    g_generation++;
+    pthread_cond_broadcast(&g_cv); /* hangs are gone with the old model */
+}
+
+static int logic_of(int card, int dev)
+{
+    for (int i = 0; i < g_nchips; i++) {
+        const struct chip *c = &g_chips[g_order[i]];
+        if (c->card == card && c->dev == dev) {
+            return g_order[i];
+        }
+    }
+    return -1;
+}
+
+static int fn_index(const char *name)
+{
+    for (int i = 0; i < FN_COUNT; i++) {
+        if (strcmp(FN_NAMES[i], name) == 0) {
+            return i;
+        }
+    }
+    return -2;
+}
+
+static int override_rc(int fn, int logic)
+{
+    for (int i = 0; i < g_noverrides; i++) {
+        const struct override *o = &g_overrides[i];
+        if ((o->fn == -1 || o->fn == fn) && (o->logic == -1 || o->logic == logic)) {
+            return o->rc;
+        }
+    }
+    return RC_OK;
+}
+
+static int set_override(int fn, int logic, int rc)
+{
+    for (int i = 0; i < g_noverrides; i++) {
+        if (g_overrides[i].fn == fn && g_overrides[i].logic == logic) {
+            if (rc == RC_OK) {
+                g_overrides[i] = g_overrides[--g_noverrides];
+            } else {
+                g_overrides[i].rc = rc;
+            }
+            return 0;
+        }
+    }
+    if (rc == RC_OK) {
+        return 0;
+    }
+    if (g_noverrides == MAX_OVERRIDES) {
+        return -1;
+    }
+    g_overrides[g_noverrides++] = (struct override){fn, logic, rc};
+    return 0;
+}
+
+static void deadline_after(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec += 1;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Blocks while the chip is hung; called and returns with g_mu held. */
+static void wait_if_hung(int logic)
+{
+    struct chip *c = &g_chips[logic];
+    if (c->hang_ms == 0) {
+        return;
+    }
+    unsigned long generation = g_generation;
+    g_hanging++;
+    if (c->hang_ms < 0) {
+        while (c->hang_ms < 0 && g_generation == generation) {
+            pthread_cond_wait(&g_cv, &g_mu);
+        }
+    } else {
+        struct timespec deadline;
+        deadline_after(&deadline, c->hang_ms);
+        while (c->hang_ms > 0 && g_generation == generation) {
+            if (pthread_cond_timedwait(&g_cv, &g_mu, &deadline) == ETIMEDOUT) {
+                break;
+            }
+        }
+    }
+    g_hanging--;
+}
+
+static void maybe_reload_config(void);
+/*
+ * Entry of every chip-addressed call: locks the model, counts the call, resolves (card, dev),
+ * blocks while the chip hangs and applies an rc override. Returns with g_mu HELD; *logic is the
+ * chip's logic id when the return value is RC_OK.
+ */
+static int begin_chip(enum fn fn, int card, int dev, int *logic)
+{
+    pthread_once(&g_once, init_once);
+    pthread_mutex_lock(&g_mu);
+    int l = logic_of(card, dev);
+    g_counts[fn][l < 0 ? NO_CHIP : l]++;
+    if (l < 0) {
+        return RC_INVALID_DEVICE;
+    }
+    wait_if_hung(l);
+    if (!g_chips[l].present) { /* the layout changed while the call was blocked */
+        return RC_INVALID_DEVICE;
+    }
+    *logic = l;
+    return override_rc(fn, l);
+}
+
+/* Entry of calls that address no chip; returns with g_mu HELD. */
+static int begin_global(enum fn fn)
+{
+    pthread_once(&g_once, init_once);
+    pthread_mutex_lock(&g_mu);
+    g_counts[fn][NO_CHIP]++;
+    return override_rc(fn, -1);
+}
+
+#define CHIP_CALL(fn, card, dev)                          \
+    int logic_ = -1;                                      \
+    int rc_ = begin_chip((fn), (card), (dev), &logic_);   \
+    if (rc_ != RC_OK) {                                   \
+        pthread_mutex_unlock(&g_mu);                      \
+        return rc_;                                       \
+    }                                                     \
+    struct chip *c = &g_chips[logic_]
+
+#define GLOBAL_CALL(fn)                     \
+    int rc_ = begin_global(fn);             \
+    if (rc_ != RC_OK) {                     \
+        pthread_mutex_unlock(&g_mu);        \
+        return rc_;                         \
+    }
+
+#define RETURN(rc)                   \
+    do {                             \
+        pthread_mutex_unlock(&g_mu); \
+        return (rc);                 \
+    } while (0)
+
+/* ------------------------------------------------------------------------------------------ */
+/* events                                                                                       */
+
+struct delivery {
+    int delay_ms;
+    struct dcmi_event ev;
+};
+
+/* Runs on its own thread, like the driver's event thread. */
+static void *deliver(void *arg)
+{
+    struct delivery *d = arg;
+    if (d->delay_ms > 0) {
+        struct timespec ts = {d->delay_ms / 1000, (long)(d->delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&g_mu);
+    dcmi_fault_event_callback cb = g_cb;
+    pthread_mutex_unlock(&g_mu);
+    if (cb != NULL) {
+        cb(&d->ev); /* never with the mutex held: the callback may call back into the library */
+    }
+    free(d);
+    return NULL;
+}
+
+static void build_event(struct dcmi_event *ev, int type, int logic, unsigned int event_id, int severity,
+                        int assertion, unsigned long long raised, const char *name)
+{
+    memset(ev, 0, sizeof(*ev));
+    ev->type = type;
+    struct dcmi_dms_fault_event *f = &ev->event_t.dms_event;
+    f->event_id = event_id;
+    f->deviceid = (unsigned short)logic;
+    f->severity = (unsigned char)severity;
+    f->assertion = (unsigned char)assertion;
+    f->alarm_raised_time = raised;
+    f->event_serial_num = 1;
+    f->notify_serial_num = 1;
+    copy_str(f->event_name, sizeof(f->event_name), name);
+}
+
+/* Starts the config file's scheduled events; g_mu held. */
+static void start_pending_events(void)
+{
+    for (int i = 0; i < g_nevents; i++) {
+        struct delivery *d = malloc(sizeof(*d));
+        if (d == NULL) {
+            continue;
+        }
+        d->delay_ms = g_events[i].delay_ms;
+        d->ev = g_events[i].ev;
+        pthread_t t;
+        if (pthread_create(&t, NULL, deliver, d) == 0) {
+            pthread_detach(t);
+        } else {
+            free(d);
+        }
+    }
+    g_nevents = 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* settable fields (shared by the control API and the config file); g_mu held                   */
+
+static int set_int_field(struct chip *c, const char *field, long long v)
+{
+    if (strcmp(field, "health") == 0) {
+        c->health = (unsigned int)v;
+    } else if (strcmp(field, "network_health") == 0) {
+        c->network_health = (int)v;
+    } else if (strcmp(field, "temperature") == 0) {
+        c->temperature = (int)v;
+    } else if (strcmp(field, "power") == 0) { /* 0.1 W */
+        c->power = (int)v;
+    } else if (strcmp(field, "aicore") == 0) {
+        c->aicore = (unsigned int)v;
+    } else if (strcmp(field, "hbm_total") == 0) {
+        c->hbm.memory_size = (unsigned long long)v;
+    } else if (strcmp(field, "hbm_used") == 0) {
+        c->hbm.memory_usage = (unsigned long long)v;
+    } else if (strcmp(field, "hbm_freq") == 0) {
+        c->hbm.freq = (unsigned int)v;
+    } else if (strcmp(field, "hbm_temp") == 0) {
+        c->hbm.temp = (int)v;
+    } else if (strcmp(field, "hbm_bw") == 0) {
+        c->hbm.bandwith_util_rate = (unsigned int)v;
+    } else if (strcmp(field, "util_aicore") == 0) {
+        c->util_aicore = (unsigned int)v;
+    } else if (strcmp(field, "util_hbm") == 0) {
+        c->util_hbm = (unsigned int)v;
+    } else if (strcmp(field, "boot_status") == 0) {
+        c->boot_status = (int)v;
+        c->boot_countdown = 0;
+    } else if (strcmp(field, "boot_delay") == 0) {
+        c->boot_delay = (int)v;
+    } else if (strcmp(field, "board_id") == 0) {
+        c->board.board_id = (unsigned int)v;
+    } else if (strcmp(field, "brother_card") == 0) {
+        c->brother_card = (int)v;
+    } else if (strcmp(field, "outband_state") == 0) {
+        c->outband_state = (int)v;
+    } else if (strcmp(field, "next_vfg_id") == 0) {
+        c->next_vfg = (unsigned int)v;
+    } else if (strcmp(field, "next_vdev_id") == 0) { /* node-wide */
+        g_next_vdev = (unsigned int)v;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_ip(struct chip *c, const char *text)
+{
+    unsigned char buf[16] = {0};
+    if (text == NULL || text[0] == '\0') {
+        c->ip_type = -1;
+        return 0;
+    }
+    if (inet_pton(AF_INET, text, buf) == 1) {
+        c->ip_type = 0;
+        memset(c->ip, 0, sizeof(c->ip));
+        memcpy(c->ip, buf, 4);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, text, buf) == 1) {
+        c->ip_type = 1;
+        memcpy(c->ip, buf, 16);
+        return 0;
+    }
+    return -1;
+}
+
+static int set_str_field(struct chip *c, const char *field, const char *v)
+{
+    if (strcmp(field, "chip_type") == 0) {
+        copy_str(c->chip_type, sizeof(c->chip_type), v);
+    } else if (strcmp(field, "chip_name") == 0) {
+        copy_str(c->chip_name, sizeof(c->chip_name), v);
+    } else if (strcmp(field, "chip_ver") == 0) {
+        copy_str(c->chip_ver, sizeof(c->chip_ver), v);
+    } else if (strcmp(field, "npu_name") == 0) {
+        copy_str(c->npu_name, sizeof(c->npu_name), v);
+    } else if (strcmp(field, "product_type") == 0) {
+        copy_str(c->product_type, sizeof(c->product_type), v);
+    } else if (strcmp(field, "affinity") == 0) { /* "" makes the call unsupported */
+        copy_str(c->affinity, sizeof(c->affinity), v);
+    } else if (strcmp(field, "ip") == 0) { /* dotted v4 or v6 text; "" makes the call unsupported */
+        return parse_ip(c, v);
+    } else if (strcmp(field, "version") == 0) { /* node-wide */
+        copy_str(g_version, sizeof(g_version), v);
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static int apply_to(int logic, int (*fn)(struct chip *, const char *, const void *), const char *field,
+                    const void *value)
+{
+    if (logic == -1) {
+        int rc = 0;
+        for (int i = 0; i < g_nchips; i++) {
+            rc |= fn(&g_chips[g_order[i]], field, value);
+        }
+        return g_nchips == 0 ? -1 : rc;
+    }
+    if (logic < 0 || logic >= MAX_CHIPS || !g_chips[logic].present) {
+        return -1;
+    }
+    return fn(&g_chips[logic], field, value);
+}
+
+static int int_thunk(struct chip *c, const char *field, const void *value)
+{
+    return set_int_field(c, field, *(const long long *)value);
+}
+
+static int str_thunk(struct chip *c, const char *field, const void *value)
+{
+    return set_str_field(c, field, (const char *)value);
+}
+
+static int set_codes_locked(int logic, int n, const unsigned int *codes)
+{
+    if (logic < 0 || logic >= MAX_CHIPS || !g_chips[logic].present || n < 0 || n > MAX_CODES) {
+        return -1;
+    }
+    struct chip *c = &g_chips[logic];
+    for (int i = 0; i < n; i++) {
+        c->codes[i] = codes[i];
+    }
+    c->ncodes = n;
+    return 0;
+}
+
+static int set_hang_locked(int logic, int ms)
+{
+    if (logic == -1) {
+        for (int i = 0; i < g_nchips; i++) {
+            g_chips[g_order[i]].hang_ms = ms;
+        }
+    } else if (logic >= 0 && logic < MAX_CHIPS && g_chips[logic].present) {
+        g_chips[logic].hang_ms = ms;
+    } else {
+        return -1;
+    }
+    if (ms == 0) {
+        g_generation++;
+        pthread_cond_broadcast(&g_cv);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* config file                                                                                  */
+
+static int parse_logic(const char *tok, int *logic)
+{
+    if (tok == NULL) {
+        return -1;
+    }
+    if (strcmp(tok, "*") == 0) {
+        *logic = -1;
+        return 0;
+    }
+    char *end = NULL;
+    long v = strtol(tok, &end, 0);
+    if (*end != '\0' || v < 0 || v >= MAX_CHIPS) {
+        return -1;
+    }
+    *logic = (int)v;
+    return 0;
+}
+
+static int parse_ll(const char *tok, long long *out)
+{
+    if (tok == NULL) {
+        return -1;
+    }
+    char *end = NULL;
+    *out = strtoll(tok, &end, 0);
+    return *end == '\0' ? 0 : -1;
+}
+
+static char *rest_of_line(char *s)
+{
+    if (s == NULL) {
+        return (char *)"";
+    }
+    while (*s == ' ' || *s == '\t') {
+        s++;
+    }
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) {
+        s[--n] = '\0';
+    }
+    return s;
+}
+
+/* Applies one line; g_mu held. Returns 0, or -1 when the line is invalid. */
+static int apply_line(char *line, int *layout_replaced)
+{
+    char *hash = strchr(line, '#');
+    if (hash != NULL) {
+        *hash = '\0';
+    }
+    char *save = NULL;
+    char *cmd = strtok_r(line, " \t\r\n", &save);
+    if (cmd == NULL) {
+        return 0;
+    }
+    if (strcmp(cmd, "chip") == 0) {
+        long long v[4];
+        for (int i = 0; i < 4; i++) {
+            if (parse_ll(strtok_r(NULL, " \t\r\n", &save), &v[i]) != 0) {
+                return -1;
+            }
+        }
+        if (!*layout_replaced) {
+            clear_layout();
+            *layout_replaced = 1;
+        }
+        return add_chip((int)v[0], (int)v[1], (int)v[2], (int)v[3]);
+    }
+    if (strcmp(cmd, "int") == 0) {
+        char *field = strtok_r(NULL, " \t\r\n", &save);
+        int logic;
+        long long value;
+        if (field == NULL || parse_logic(strtok_r(NULL, " \t\r\n", &save), &logic) != 0 ||
+            parse_ll(strtok_r(NULL, " \t\r\n", &save), &value) != 0) {
+            return -1;
+        }
+        return apply_to(logic, int_thunk, field, &value);
+    }
+    if (strcmp(cmd, "str") == 0) {
+        char *field = strtok_r(NULL, " \t\r\n", &save);
+        int logic;
+        if (field == NULL || parse_logic(strtok_r(NULL, " \t\r\n", &save), &logic) != 0) {
+            return -1;
+        }
+        char *value = rest_of_line(strtok_r(NULL, "\r\n", &save));
+        if (strcmp(field, "version") == 0) {
+            copy_str(g_version, sizeof(g_version), value);
+            return 0;
+        }
+        return apply_to(logic, str_thunk, field, value);
+    }
+    if (strcmp(cmd, "codes") == 0) {
+        int logic;
+        if (parse_logic(strtok_r(NULL, " \t\r\n", &save), &logic) != 0 || logic < 0) {
+            return -1;
+        }
+        unsigned int codes[MAX_CODES];
+        int n = 0;
+        char *list = strtok_r(NULL, " \t\r\n", &save);
+        char *save2 = NULL;
+        for (char *t = list ? strtok_r(list, ",", &save2) : NULL; t != NULL; t = strtok_r(NULL, ",", &save2)) {
+            char *end = NULL;
+            unsigned long long v = strtoull(t, &end, 16);
+            if (*end != '\0' || n == MAX_CODES || v > 0xFFFFFFFFULL) {
+                return -1;
+            }
+            codes[n++] = (unsigned int)v;
+        }
+        return set_codes_locked(logic, n, codes);
+    }
+    if (strcmp(cmd, "procs") == 0) {
+        int logic;
+        if (parse_logic(strtok_r(NULL, " \t\r\n", &save), &logic) != 0 || logic < 0 || !g_chips[logic].present) {
+            return -1;
+        }
+        struct chip *c = &g_chips[logic];
+        c->nprocs = 0;
+        char *list = strtok_r(NULL, " \t\r\n", &save);
+        char *save2 = NULL;
+        for (char *t = list ? strtok_r(list, ",", &save2) : NULL; t != NULL; t = strtok_r(NULL, ",", &save2)) {
+            int pid;
+            unsigned long mem;
+            if (sscanf(t, "%d:%lu", &pid, &mem) != 2 || c->nprocs == DCMI_MAX_PROCS) {
+                return -1;
+            }
+            c->pids[c->nprocs] = pid;
+            c->proc_mem[c->nprocs] = mem;
+            c->nprocs++;
+        }
+        return 0;
+    }
+    if (strcmp(cmd, "rc") == 0) {
+        char *name = strtok_r(NULL, " \t\r\n", &save);
+        int logic;
+        long long rc;
+        if (name == NULL || parse_logic(strtok_r(NULL, " \t\r\n", &save), &logic) != 0 ||
+            parse_ll(strtok_r(NULL, " \t\r\n", &save), &rc) != 0) {
+            return -1;
+        }
+        int fn = strcmp(name, "*") == 0 ? -1 : fn_index(name);
+        return fn == -2 ? -1 : set_override(fn, logic, (int)rc);
+    }
+    if (strcmp(cmd, "hang") == 0) {
+        int logic;
+        char *tok;
+        long long ms;
+        if (parse_logic(strtok_r(NULL, " \t\r\n", &save), &logic) != 0 ||
+            (tok = strtok_r(NULL, " \t\r\n", &save)) == NULL) {
+            return -1;
+        }
+        if (strcmp(tok, "forever") == 0) {
+            ms = -1;
+        } else if (parse_ll(tok, &ms) != 0 || ms < 0) {
+            return -1;
+        }
+        return set_hang_locked(logic, (int)ms);
+    }
+    if (strcmp(cmd, "event") == 0) {
+        long long delay, sev, assertion;
+        int logic;
+        char *id_tok;
+        if (parse_ll(strtok_r(NULL, " \t\r\n", &save), &delay) != 0 ||
+            parse_logic(strtok_r(NULL, " \t\r\n", &save), &logic) != 0 || logic < 0 ||
+            (id_tok = strtok_r(NULL, " \t\r\n", &save)) == NULL ||
+            parse_ll(strtok_r(NULL, " \t\r\n", &save), &sev) != 0 ||
+            parse_ll(strtok_r(NULL, " \t\r\n", &save), &assertion) != 0 || g_nevents == MAX_EVENTS) {
+            return -1;
+        }
+        char *end = NULL;
+        unsigned long long id = strtoull(id_tok, &end, 16);
+        if (*end != '\0') {
+            return -1;
+        }
+        char *name = rest_of_line(strtok_r(NULL, "\r\n", &save));
+        struct pending_event *p = &g_events[g_nevents++];
+        p->delay_ms = (int)delay;
+        build_event(&p->ev, 0, logic, (unsigned int)id, (int)sev, (int)assertion, (unsigned long long)time(NULL),
+                    name);
+        return 0;
+    }
+    return -1;
+}
+
+/* Resets the model (keeping the subscription) and applies the file; g_mu held.
+ * Returns 0, -1 when the file cannot be read, or the number of the first bad line. */
+static int load_config_locked(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0) {
+        g_config_mtime = st.st_mtim;
+    }
+    reset_model(1);
+    char line[1024];
+    int lineno = 0, bad = 0, layout_replaced = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        lineno++;
+        if (apply_line(line, &layout_replaced) != 0 && bad == 0) {
+            bad = lineno;
+            fprintf(stderr, "libdcmi_double: %s:%d: invalid line\n", path, lineno);
+        }
+    }
+    fclose(f);
+    if (g_cb != NULL) {
+        start_pending_events();
+    }
+    return bad;
+}
+
+/* g_mu NOT held. */
+static void maybe_reload_config(void)
+{
+    pthread_once(&g_once, init_once);
+    pthread_mutex_lock(&g_mu);
+    if (g_config_path[0] != '\0') {
+        struct stat st;
+        if (stat(g_config_path, &st) == 0 && (st.st_mtim.tv_sec != g_config_mtime.tv_sec ||
+                                               st.st_mtim.tv_nsec != g_config_mtime.tv_nsec)) {
+            load_config_locked(g_config_path);
+        }
+    }
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* DCMI API                                                                                     */
+
+EXPORT int dcmi_init(void)
+{
+    pthread_once(&g_once, init_once);
+    pthread_mutex_lock(&g_mu);
+    g_counts[FN_INIT][NO_CHIP]++;
+    int rc = override_rc(FN_INIT, -1);
+    const char *path = getenv("DCMI_DOUBLE_CONFIG");
+    if (rc == RC_OK && path != NULL && path[0] != '\0') {
+        copy_str(g_config_path, sizeof(g_config_path), path);
+        if (load_config_locked(g_config_path) != 0) {
+            rc = RC_BAD_PARAMETER;
+        }
+    }
+    RETURN(rc);
+}
+
+EXPORT int dcmi_get_dcmi_version(char *buf, int size)
+{
+    GLOBAL_CALL(FN_VERSION);
+    if (buf == NULL || size <= 0 || (size_t)size <= strlen(g_version)) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    copy_str(buf, (size_t)size, g_version);
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_card_list(int *card_num, int *card_list, int list_len)
+{
+    maybe_reload_config();
+    GLOBAL_CALL(FN_CARD_LIST);
+    if (card_num == NULL || card_list == NULL || list_len <= 0) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    int n = 0;
+    for (int i = 0; i < g_nchips; i++) {
+        int card = g_chips[g_order[i]].card, seen = 0;
+        for (int j = 0; j < n; j++) {
+            seen |= card_list[j] == card;
+        }
+        if (!seen) {
+            if (n == list_len) {
+                RETURN(RC_BAD_PARAMETER);
+            }
+            card_list[n++] = card;
+        }
+    }
+    *card_num = n;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_num_in_card(int card_id, int *device_num)
+{
+    GLOBAL_CALL(FN_DEVICE_NUM);
+    if (device_num == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    int n = 0;
+    for (int i = 0; i < g_nchips; i++) {
+        n += g_chips[g_order[i]].card == card_id;
+    }
+    if (n == 0) {
+        RETURN(RC_INVALID_DEVICE);
+    }
+    *device_num = n;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_logic_id(int *device_logic_id, int card_id, int device_id)
+{
+    CHIP_CALL(FN_LOGIC_ID, card_id, device_id);
+    (void)c;
+    if (device_logic_id == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    *device_logic_id = logic_;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int *phyid)
+{
+    GLOBAL_CALL(FN_PHY_FROM_LOGIC);
+    if (phyid == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    if (logicid >= MAX_CHIPS || !g_chips[logicid].present) {
+        RETURN(RC_INVALID_DEVICE);
+    }
+    int rc = override_rc(FN_PHY_FROM_LOGIC, (int)logicid);
+    if (rc != RC_OK) {
+        RETURN(rc);
+    }
+    *phyid = (unsigned int)g_chips[logicid].phy;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_logicid_from_phyid(unsigned int phyid, unsigned int *logicid)
+{
+    GLOBAL_CALL(FN_LOGIC_FROM_PHY);
+    if (logicid == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    for (int i = 0; i < g_nchips; i++) {
+        if ((unsigned int)g_chips[g_order[i]].phy == phyid) {
+            *logicid = (unsigned int)g_order[i];
+            RETURN(RC_OK);
+        }
+    }
+    RETURN(RC_INVALID_DEVICE);
+}
+
+EXPORT int dcmi_get_card_id_device_id_from_logicid(int *card_id, int *device_id, unsigned int device_logic_id)
+{
+    GLOBAL_CALL(FN_CARD_DEV_FROM_LOGIC);
+    if (card_id == NULL || device_id == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    if (device_logic_id >= MAX_CHIPS || !g_chips[device_logic_id].present) {
+        RETURN(RC_INVALID_DEVICE);
+    }
+    *card_id = g_chips[device_logic_id].card;
+    *device_id = g_chips[device_logic_id].dev;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_chip_info(int card_id, int device_id, struct dcmi_chip_info *info)
+{
+    CHIP_CALL(FN_CHIP_INFO, card_id, device_id);
+    if (info == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    memset(info, 0, sizeof(*info));
+    memcpy(info->chip_type, c->chip_type, sizeof(info->chip_type));
+    memcpy(info->chip_name, c->chip_name, sizeof(info->chip_name));
+    memcpy(info->chip_ver, c->chip_ver, sizeof(info->chip_ver));
+    info->aicore_cnt = c->aicore;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_chip_info_v2(int card_id, int device_id, struct dcmi_chip_info_v2 *info)
+{
+    CHIP_CALL(FN_CHIP_INFO_V2, card_id, device_id);
+    if (info == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    memset(info, 0, sizeof(*info));
+    memcpy(info->chip_type, c->chip_type, sizeof(info->chip_type));
+    memcpy(info->chip_name, c->chip_name, sizeof(info->chip_name));
+    memcpy(info->chip_ver, c->chip_ver, sizeof(info->chip_ver));
+    info->aicore_cnt = c->aicore;
+    memcpy(info->npu_name, c->npu_name, sizeof(info->npu_name));
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_health(int card_id, int device_id, unsigned int *health)
+{
+    maybe_reload_config();
+    CHIP_CALL(FN_HEALTH, card_id, device_id);
+    if (health == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    *health = c->health;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_errorcode_v2(int card_id, int device_id, int *error_count, unsigned int *error_code_list,
+                                        unsigned int list_len)
+{
+    CHIP_CALL(FN_ERRORCODE_V2, card_id, device_id);
+    if (error_count == NULL || error_code_list == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    int n = c->ncodes < (int)list_len ? c->ncodes : (int)list_len;
+    for (int i = 0; i < n; i++) {
+        error_code_list[i] = c->codes[i];
+    }
+    *error_count = n;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_network_health(int card_id, int device_id, int *result)
+{
+    CHIP_CALL(FN_NETWORK_HEALTH, card_id, device_id);
+    if (result == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    *result = c->network_health;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_ip(int card_id, int device_id, int port_type, int port_id, struct dcmi_ip_addr *ip,
+                              struct dcmi_ip_addr *mask)
+{
+    CHIP_CALL(FN_IP, card_id, device_id);
+    if (ip == NULL || mask == NULL || port_type != 1 || port_id != 0) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    if (c->ip_type < 0) {
+        RETURN(RC_NOT_SUPPORTED);
+    }
+    memset(ip, 0, sizeof(*ip));
+    memset(mask, 0, sizeof(*mask));
+    memcpy(ip->u_addr.ip6, c->ip, sizeof(c->ip));
+    ip->ip_type = c->ip_type;
+    memcpy(mask->u_addr.ip6, c->mask, sizeof(c->mask));
+    mask->ip_type = c->ip_type;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_temperature(int card_id, int device_id, int *temperature)
+{
+    CHIP_CALL(FN_TEMPERATURE, card_id, device_id);
+    if (temperature == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    *temperature = c->temperature;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_power_info(int card_id, int device_id, int *power)
+{
+    CHIP_CALL(FN_POWER, card_id, device_id);
+    if (power == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    *power = c->power;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_hbm_info(int card_id, int device_id, struct dcmi_hbm_info *hbm_info)
+{
+    CHIP_CALL(FN_HBM, card_id, device_id);
+    if (hbm_info == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    *hbm_info = c->hbm;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type, unsigned int *rate)
+{
+    CHIP_CALL(FN_UTILIZATION, card_id, device_id);
+    if (rate == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    if (input_type == 2) {
+        *rate = c->util_aicore;
+    } else if (input_type == 6) {
+        *rate = c->util_hbm;
+    } else {
+        RETURN(RC_NOT_SUPPORTED);
+    }
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_resource_info(int card_id, int device_id, struct dcmi_proc_mem_info *proc_info,
+                                         int *proc_num)
+{
+    CHIP_CALL(FN_RESOURCE_INFO, card_id, device_id);
+    if (proc_info == NULL || proc_num == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    for (int i = 0; i < c->nprocs; i++) { /* the caller provides DCMI_MAX_PROCS entries */
+        proc_info[i].proc_id = c->pids[i];
+        proc_info[i].proc_mem_usage = c->proc_mem[i];
+    }
+    *proc_num = c->nprocs;
+    RETURN(RC_OK);
+}
+
+static void log_step(struct chip *c, const char *step)
+{
+    size_t n = strlen(c->reset_log);
+    snprintf(c->reset_log + n, sizeof(c->reset_log) - n, "%s%s", n ? "," : "", step);
+}
+
+EXPORT int dcmi_set_device_reset(int card_id, int device_id, int channel_type)
+{
+    CHIP_CALL(FN_RESET, card_id, device_id);
+    if (channel_type != 0 && channel_type != 1) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    if (channel_type == 0 && (c->outband_state != 1 || !c->pre_reset_done)) {
+        RETURN(RC_RESET_FAILED); /* out-of-band reset needs a ready channel and a pre-reset */
+    }
+    c->last_reset_channel = channel_type;
+    c->pre_reset_done = 0;
+    log_step(c, channel_type == 1 ? "reset:inband" : "reset:outband");
+    c->boot_countdown = c->boot_delay;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_boot_status(int card_id, int device_id, int *boot_status)
+{
+    CHIP_CALL(FN_BOOT_STATUS, card_id, device_id);
+    if (boot_status == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    if (c->boot_countdown > 0) {
+        c->boot_countdown--;
+        *boot_status = BOOT_OS_STARTING;
+    } else {
+        *boot_status = c->boot_status;
+    }
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,
+                               struct dcmi_create_vdev_out *out)
+{
+    CHIP_CALL(FN_CREATE_VDEV, card_id, device_id);
+    if (vdev == NULL || out == NULL || memchr(vdev->template_name, '\0', sizeof(vdev->template_name)) == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    c->req_vdev = vdev->vdev_id;
+    c->req_vfg = vdev->vfg_id;
+    copy_str(c->req_template, sizeof(c->req_template), vdev->template_name);
+    if (c->nvdevs == MAX_VDEVS || vdev->template_name[0] == '\0') {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    unsigned int id = vdev->vdev_id == 0xFFFFFFFFu ? g_next_vdev++ : vdev->vdev_id;
+    unsigned int vfg = vdev->vfg_id == 0xFFFFFFFFu ? c->next_vfg++ : vdev->vfg_id;
+    for (int i = 0; i < c->nvdevs; i++) {
+        if (c->vdevs[i].vdev_id == id) {
+            RETURN(RC_BAD_PARAMETER);
+        }
+    }
+    struct vdev *v = &c->vdevs[c->nvdevs++];
+    v->vdev_id = id;
+    v->vfg_id = vfg;
+    copy_str(v->template_name, sizeof(v->template_name), vdev->template_name);
+    memset(out, 0, sizeof(*out));
+    out->vdev_id = id;
+    out->vfg_id = vfg;
+    out->pcie_bus = (unsigned int)(0x80 + c->phy);
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid)
+{
+    CHIP_CALL(FN_DESTROY_VDEV, card_id, device_id);
+    for (int i = 0; i < c->nvdevs; i++) {
+        if (c->vdevs[i].vdev_id == vdevid) {
+            c->vdevs[i] = c->vdevs[--c->nvdevs];
+            RETURN(RC_OK);
+        }
+    }
+    RETURN(RC_BAD_PARAMETER);
+}
+
+#ifndef DOUBLE_NO_SUBSCRIBE
+EXPORT int dcmi_subscribe_fault_event(int card_id, int device_id, struct dcmi_event_filter filter,
+                                      dcmi_fault_event_callback handler)
+{
+    GLOBAL_CALL(FN_SUBSCRIBE);
+    if (handler == NULL || (card_id == -1) != (device_id == -1)) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    if (card_id != -1 && logic_of(card_id, device_id) < 0) {
+        RETURN(RC_INVALID_DEVICE);
+    }
+    g_cb = handler;
+    g_sub_card = card_id;
+    g_sub_dev = device_id;
+    g_sub_filter = filter;
+    start_pending_events();
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_netdev_brother_device(int card_id, int device_id, int *brother_card_id)
+{
+    CHIP_CALL(FN_BROTHER, card_id, device_id);
+    if (brother_card_id == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    *brother_card_id = c->brother_card;
+    RETURN(RC_OK);
+}
+#endif
+
+EXPORT int dcmi_get_device_board_info(int card_id, int device_id, struct dcmi_board_info *board_info)
+{
+    CHIP_CALL(FN_BOARD_INFO, card_id, device_id);
+    if (board_info == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    *board_info = c->board;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_product_type(int card_id, int device_id, char *product_type_str, int buf_size)
+{
+    CHIP_CALL(FN_PRODUCT_TYPE, card_id, device_id);
+    if (product_type_str == NULL || buf_size <= 0 || (size_t)buf_size <= strlen(c->product_type)) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    copy_str(product_type_str, (size_t)buf_size, c->product_type);
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_affinity_cpu_info_by_device_id(int card_id, int device_id, char *affinity_cpu, int *length)
+{
+    CHIP_CALL(FN_AFFINITY, card_id, device_id);
+    if (affinity_cpu == NULL || length == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    if (c->affinity[0] == '\0') {
+        RETURN(RC_NOT_SUPPORTED);
+    }
+    /* the driver writes at most TOPO_INFO_MAX_LENTH (32) bytes and reports the length */
+    copy_str(affinity_cpu, 32, c->affinity);
+    *length = (int)strlen(affinity_cpu);
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_outband_channel_state(int card_id, int device_id, int *channel_state)
+{
+    CHIP_CALL(FN_OUTBAND_STATE, card_id, device_id);
+    if (channel_state == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    *channel_state = c->outband_state;
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_pre_reset_soc(int card_id, int device_id)
+{
+    CHIP_CALL(FN_PRE_RESET, card_id, device_id);
+    c->pre_reset_done = 1;
+    log_step(c, "pre_reset");
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_rescan_soc(int card_id, int device_id)
+{
+    CHIP_CALL(FN_RESCAN, card_id, device_id);
+    log_step(c, "rescan");
+    RETURN(RC_OK);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Control API (tests only). logic -1 means "every chip" unless said otherwise.                  */
+
+static void lock_model(void)
+{
+    pthread_once(&g_once, init_once);
+    pthread_mutex_lock(&g_mu);
+}
+
+/* Back to the default model: default layout and values, no overrides, no hangs (blocked calls
+ * return), no subscription, no config file, zero call counts. Call it at the start of each test. */
+EXPORT void dcmi_double_reset(void)
+{
+    lock_model();
+    g_config_path[0] = '\0';
+    reset_model(0);
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* n chips; chip i sits at (cards[i], devs[i]) with logic id logics[i] (< 64) and phy id phys[i].
+ * Card order of dcmi_get_card_list follows the first appearance of each card. */
+EXPORT int dcmi_double_set_layout(int n, const int *cards, const int *devs, const int *logics, const int *phys)
+{
+    if (n < 0 || n > MAX_CHIPS) {
+        return -1;
+    }
+    lock_model();
+    clear_layout();
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        rc = add_chip(cards[i], devs[i], logics[i], phys[i]);
+    }
+    g_generation++;
+    pthread_cond_broadcast(&g_cv);
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+/* Make `function` ("*" = every function) return rc for chip `logic` (-1 = any chip and the calls
+ * that address no chip). rc 0 removes the override. */
+EXPORT int dcmi_double_set_rc(const char *function, int logic, int rc)
+{
+    int fn = strcmp(function, "*") == 0 ? -1 : fn_index(function);
+    if (fn == -2) {
+        return -1;
+    }
+    lock_model();
+    int r = set_override(fn, logic, rc);
+    pthread_mutex_unlock(&g_mu);
+    return r;
+}
+
+/* Calls for the chip block: ms < 0 until dcmi_double_release, ms > 0 each call takes ms. */
+EXPORT int dcmi_double_hang(int logic, int ms)
+{
+    lock_model();
+    int rc = set_hang_locked(logic, ms);
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+EXPORT int dcmi_double_release(int logic)
+{
+    return dcmi_double_hang(logic, 0);
+}
+
+/* Number of calls blocked in a hang right now. */
+EXPORT int dcmi_double_hanging(void)
+{
+    lock_model();
+    int n = g_hanging;
+    pthread_mutex_unlock(&g_mu);
+    return n;
+}
+
+EXPORT int dcmi_double_set_codes(int logic, int n, const unsigned int *codes)
+{
+    lock_model();
+    int rc = set_codes_locked(logic, n, codes);
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+EXPORT int dcmi_double_set_int(const char *field, int logic, long long value)
+{
+    lock_model();
+    int rc = apply_to(logic, int_thunk, field, &value);
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+EXPORT int dcmi_double_set_str(const char *field, int logic, const char *value)
+{
+    lock_model();
+    int rc = apply_to(logic, str_thunk, field, value);
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+EXPORT int dcmi_double_set_procs(int logic, int n, const int *pids, const unsigned long *mem_bytes)
+{
+    if (n < 0 || n > DCMI_MAX_PROCS) {
+        return -1;
+    }
+    lock_model();
+    if (logic < 0 || logic >= MAX_CHIPS || !g_chips[logic].present) {
+        pthread_mutex_unlock(&g_mu);
+        return -1;
+    }
+    struct chip *c = &g_chips[logic];
+    for (int i = 0; i < n; i++) {
+        c->pids[i] = pids[i];
+        c->proc_mem[i] = mem_bytes[i];
+    }
+    c->nprocs = n;
+    pthread_mutex_unlock(&g_mu);
+    return 0;
+}
+
+/* Calls the subscribed callback from a new thread and waits for it to return.
+ * Returns 0 when delivered, -1 when nobody subscribed, -2 when no thread could be started. */
+EXPORT int dcmi_double_fire_event(int type, int logic, unsigned int event_id, int severity, int assertion,
+                                  unsigned long long raised_time, const char *name)
+{
+    lock_model();
+    int subscribed = g_cb != NULL;
+    pthread_mutex_unlock(&g_mu);
+    if (!subscribed) {
+        return -1;
+    }
+    struct delivery *d = malloc(sizeof(*d));
+    if (d == NULL) {
+        return -2;
+    }
+    d->delay_ms = 0;
+    build_event(&d->ev, type, logic, event_id, severity, assertion, raised_time, name);
+    pthread_t t;
+    if (pthread_create(&t, NULL, deliver, d) != 0) {
+        free(d);
+        return -2;
+    }
+    pthread_join(t, NULL);
+    return 0;
+}
+
+/* 1 when a callback is registered, with the arguments it was registered with. */
+EXPORT int dcmi_double_subscription(int *card, int *dev, struct dcmi_event_filter *filter)
+{
+    lock_model();
+    int subscribed = g_cb != NULL;
+    if (card != NULL) {
+        *card = g_sub_card;
+    }
+    if (dev != NULL) {
+        *dev = g_sub_dev;
+    }
+    if (filter != NULL) {
+        *filter = g_sub_filter;
+    }
+    pthread_mutex_unlock(&g_mu);
+    return subscribed;
+}
+
+/* Calls of `function` for chip `logic`; -1 counts every call, -2 only the calls for no chip. */
+EXPORT int dcmi_double_call_count(const char *function, int logic)
+{
+    int fn = fn_index(function);
+    if (fn < 0 || logic < -2 || logic >= MAX_CHIPS) {
+        return -1;
+    }
+    lock_model();
+    int n = 0;
+    if (logic == -1) {
+        for (int i = 0; i <= MAX_CHIPS; i++) {
+            n += g_counts[fn][i];
+        }
+    } else {
+        n = g_counts[fn][logic == -2 ? NO_CHIP : logic];
+    }
+    pthread_mutex_unlock(&g_mu);
+    return n;
+}
+
+/* The reset steps the chip saw since the last dcmi_double_reset, comma-joined
+ * (pre_reset, reset:inband, reset:outband, rescan); returns the last reset channel or -1. */
+EXPORT int dcmi_double_reset_log(int logic, char *buf, int len)
+{
+    if (logic < 0 || logic >= MAX_CHIPS || buf == NULL || len <= 0) {
+        return -2;
+    }
+    lock_model();
+    copy_str(buf, (size_t)len, g_chips[logic].reset_log);
+    int channel = g_chips[logic].last_reset_channel;
+    pthread_mutex_unlock(&g_mu);
+    return channel;
+}
+
+/* What the last dcmi_create_vdevice for the chip asked for; returns the chip's vNPU count. */
+EXPORT int dcmi_double_vdev_request(int logic, unsigned int *vdev_id, unsigned int *vfg_id, char *template_name,
+                                    int len)
+{
+    if (logic < 0 || logic >= MAX_CHIPS) {
+        return -1;
+    }
+    lock_model();
+    const struct chip *c = &g_chips[logic];
+    if (vdev_id != NULL) {
+        *vdev_id = c->req_vdev;
+    }
+    if (vfg_id != NULL) {
+        *vfg_id = c->req_vfg;
+    }
+    if (template_name != NULL && len > 0) {
+        copy_str(template_name, (size_t)len, c->req_template);
+    }
+    int n = c->nvdevs;
+    pthread_mutex_unlock(&g_mu);
+    return n;
+}
+
+/* Applies a config file now (same format as DCMI_DOUBLE_CONFIG). Returns 0, -1 when the file
+ * cannot be read, or the number of the first invalid line. */
+EXPORT int dcmi_double_load_config(const char *path)
+{
+    lock_model();
+    int rc = load_config_locked(path);
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
