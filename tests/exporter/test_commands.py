@@ -12,7 +12,7 @@ import pytest
 from tests.support.exporter import ExporterProc, auth, running_exporter
 
 
-async def wait_job(client: httpx.AsyncClient, job_id: str, timeout: float = 20) -> dict[str, Any]:
+async def wait_job(client: httpx.AsyncClient, job_id: str, within: float = 20) -> dict[str, Any]:
     async def poll() -> dict[str, Any]:
         while True:
             job: dict[str, Any] = (await client.get(f"/v1/jobs/{job_id}")).json()
@@ -20,7 +20,7 @@ async def wait_job(client: httpx.AsyncClient, job_id: str, timeout: float = 20) 
                 return job
             await asyncio.sleep(0.05)
 
-    return await asyncio.wait_for(poll(), timeout)
+    return await asyncio.wait_for(poll(), within)
 
 
 RESET_ARGS = ("--time-scale", "20", "--reset-poll-period", "0.05", "--reset-timeout", "5")
@@ -29,8 +29,11 @@ RESET_ARGS = ("--time-scale", "20", "--reset-poll-period", "0.05", "--reset-time
 async def test_reset_refused_while_processes_run_then_succeeds(tmp_path: Path) -> None:
     with running_exporter(tmp_path, *RESET_ARGS) as ep:
         async with ep.client() as client:
-            await client.put("/v1/sim/chips/0/processes", json={"processes": [{"pid": 4242, "memory_bytes": 1 << 30}]},
-                             headers=auth("sim"))
+            await client.put(
+                "/v1/sim/chips/0/processes",
+                json={"processes": [{"pid": 4242, "memory_bytes": 1 << 30}]},
+                headers=auth("sim"),
+            )
             await asyncio.sleep(0.5)  # the next poll sees the process
             refused = await client.post("/v1/chips/3/reset", headers=auth("reset"))
             # 910B with HCCS: every chip is in one reset group, so a process on chip 0 blocks chip 3.
@@ -142,7 +145,9 @@ def test_invalid_settings_exit_2_with_a_message(tmp_path: Path) -> None:
 
     r = subprocess.run(
         [sys.executable, "-m", "dcmi_exporter.cli", "--time-scale", "-1", "--socket", str(tmp_path / "s")],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert r.returncode == 2
     assert "time_scale" in r.stderr

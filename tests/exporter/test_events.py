@@ -117,7 +117,7 @@ async def test_resume_from_evicted_id_yields_one_gap(exporter: ExporterProc) -> 
             )
             assert r.status_code == 200
         async with event_stream(client, old.id) as stream:
-            hello, gap = await asyncio.wait_for(take(stream, 2), 10)
+            _hello, gap = await asyncio.wait_for(take(stream, 2), 10)
             assert gap.event == "gap"
             body = json.loads(gap.data)
             assert body["reason"] == "evicted"
@@ -163,4 +163,8 @@ async def test_card_drop_reports_40F84E00(exporter: ExporterProc) -> None:
         assert "40F84E00" in dropped["dynamic"]["error_codes"]["value"]
         await client.put(f"/v1/sim/cards/{chip['card_id']}/dropped", json={"dropped": False}, headers=auth("sim"))
         [recover] = await asyncio.wait_for(take(stream, 1, {"fault"}), 5)
-        assert json.loads(recover.data)["fault"] == {**json.loads(recover.data)["fault"], "code": "40F84E00", "assertion": "recover"}
+        assert json.loads(recover.data)["fault"] == {
+            **json.loads(recover.data)["fault"],
+            "code": "40F84E00",
+            "assertion": "recover",
+        }

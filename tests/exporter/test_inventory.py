@@ -7,8 +7,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from ascend_common.chips import detect_family
+
 from tests.support.exporter import ExporterProc, running_exporter
 
 PROFILES = {
@@ -66,7 +66,11 @@ def test_single_chip_and_unknown_chip(exporter: ExporterProc) -> None:
     with exporter.sync_client() as client:
         chips = client.get("/v1/chips").json()["chips"]
         one = client.get(f"/v1/chips/{chips[3]['logic_id']}").json()
-        assert (one["logic_id"], one["phy_id"], one["name"]) == (chips[3]["logic_id"], chips[3]["phy_id"], chips[3]["name"])
+        assert (one["logic_id"], one["phy_id"], one["name"]) == (
+            chips[3]["logic_id"],
+            chips[3]["phy_id"],
+            chips[3]["name"],
+        )
         missing = client.get("/v1/chips/99")
         assert missing.status_code == 404
         assert "no chip with logic id 99" in missing.json()["detail"]
@@ -87,6 +91,14 @@ def test_openapi_is_served(exporter: ExporterProc) -> None:
     with exporter.sync_client() as client:
         spec = client.get("/openapi.json").json()
     paths = spec["paths"]
-    for path in ("/v1/node", "/v1/chips", "/v1/chips/{logic_id}", "/v1/events", "/v1/chips/{logic_id}/reset",
-                 "/v1/jobs/{job_id}", "/v1/chips/{logic_id}/vnpus", "/v1/sim/chips/{logic_id}/faults"):
+    for path in (
+        "/v1/node",
+        "/v1/chips",
+        "/v1/chips/{logic_id}",
+        "/v1/events",
+        "/v1/chips/{logic_id}/reset",
+        "/v1/jobs/{job_id}",
+        "/v1/chips/{logic_id}/vnpus",
+        "/v1/sim/chips/{logic_id}/faults",
+    ):
         assert path in paths, path

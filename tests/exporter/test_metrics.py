@@ -22,8 +22,9 @@ def scrape(ep: ExporterProc) -> dict[str, dict[str, float]]:
 
 async def test_metrics_equal_the_snapshot_and_a_silent_chip_reports_minus_one(exporter: ExporterProc) -> None:
     async with exporter.client() as client:
-        await client.put("/v1/sim/chips/0/processes", json={"processes": [{"pid": 7, "memory_bytes": 3 << 30}]},
-                         headers=auth("sim"))
+        await client.put(
+            "/v1/sim/chips/0/processes", json={"processes": [{"pid": 7, "memory_bytes": 3 << 30}]}, headers=auth("sim")
+        )
         await client.post("/v1/sim/chips/1/faults", json={"code": "80E01801", "severity": 3}, headers=auth("sim"))
         await asyncio.sleep(0.6)
         # Freeze telemetry for the comparison: chip reads are every 0.2 s, so compare a
@@ -46,7 +47,9 @@ async def test_metrics_equal_the_snapshot_and_a_silent_chip_reports_minus_one(ex
         for fam, key in (("npu_chip_info_temperature", "temperature_c"), ("npu_chip_info_power", "power_w")):
             assert metrics[fam][phy] in (b["dynamic"][key]["value"], a["dynamic"][key]["value"])
         assert metrics["npu_chip_info_hbm_used_memory"][phy] in (
-            b["dynamic"]["hbm"]["value"]["used_mb"], a["dynamic"]["hbm"]["value"]["used_mb"])
+            b["dynamic"]["hbm"]["value"]["used_mb"],
+            a["dynamic"]["hbm"]["value"]["used_mb"],
+        )
     chip1 = next(c for c in after if c["logic_id"] == 1)
     assert metrics["npu_chip_info_health_status"][str(chip1["phy_id"])] == 0
     assert metrics["npu_chip_info_error_code"][str(chip1["phy_id"])] == 0x80E01801

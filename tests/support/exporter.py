@@ -9,14 +9,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
-
 from ascend_common import sse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +50,9 @@ class ExporterProc:
         return httpx.AsyncClient(transport=transport, base_url="http://exporter", timeout=timeout)
 
     def sync_client(self, timeout: float = 10.0) -> httpx.Client:
-        return httpx.Client(transport=httpx.HTTPTransport(uds=str(self.socket)), base_url="http://exporter", timeout=timeout)
+        return httpx.Client(
+            transport=httpx.HTTPTransport(uds=str(self.socket)), base_url="http://exporter", timeout=timeout
+        )
 
     def logs(self) -> list[dict[str, Any]]:
         out = []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ascend_common.chips import ChipFamily, ResourceType, detect_family, resource_type
 from ascend_common.naming import (
     chip_name,
@@ -66,7 +65,10 @@ def test_resource_type(family: ChipFamily, rtype: str) -> None:
         (lambda: chip_name(ResourceType.ASCEND910, 3), "Ascend910-3"),
         (lambda: shared_device_id(ResourceType.ASCEND310P, 1, 2), "Ascend310P-1-2"),
         (lambda: vnpu_device_id(ResourceType.ASCEND910, "2c", 100, 0), "Ascend910-2c-100-0"),
-        (lambda: vnpu_device_id(ResourceType.ASCEND910, "10c.3cpu.16g.ndvpp", 101, 7), "Ascend910-10c.3cpu.16g.ndvpp-101-7"),
+        (
+            lambda: vnpu_device_id(ResourceType.ASCEND910, "10c.3cpu.16g.ndvpp", 101, 7),
+            "Ascend910-10c.3cpu.16g.ndvpp-101-7",
+        ),
         (lambda: npu_core_id(17), "npu-core-17"),
     ],
 )
@@ -103,8 +105,19 @@ def test_parse_device_id(
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "Ascend910", "Ascend910-", "Ascend910--1", "Ascend910-x", "GPU-0", "Ascend910-3c-1-0", "Ascend910-1-2-3-4",
-     "Ascend910-" + "9" * 60, "ascend910-1", " Ascend910-1"],
+    [
+        "",
+        "Ascend910",
+        "Ascend910-",
+        "Ascend910--1",
+        "Ascend910-x",
+        "GPU-0",
+        "Ascend910-3c-1-0",
+        "Ascend910-1-2-3-4",
+        "Ascend910-" + "9" * 60,
+        "ascend910-1",
+        " Ascend910-1",
+    ],
 )
 def test_parse_device_id_rejects(bad: str) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 - the message varies by the reason
@@ -123,8 +136,14 @@ def test_vnpu_id_needs_a_known_suffix() -> None:
 
 @pytest.mark.parametrize(
     ("template", "suffix", "aicore"),
-    [("vir01", "1c", 1), ("vir02_1c", "2c.1cpu", 2), ("vir10_3c_16g_nm", "10c.3cpu.16g.ndvpp", 10),
-     ("vir10_4c_16g_m", "10c.4cpu.16g.dvpp", 10), ("vir12_3c_32g", "12c.3cpu.32g", 12), ("vir16", "16c", 16)],
+    [
+        ("vir01", "1c", 1),
+        ("vir02_1c", "2c.1cpu", 2),
+        ("vir10_3c_16g_nm", "10c.3cpu.16g.ndvpp", 10),
+        ("vir10_4c_16g_m", "10c.4cpu.16g.dvpp", 10),
+        ("vir12_3c_32g", "12c.3cpu.32g", 12),
+        ("vir16", "16c", 16),
+    ],
 )
 def test_templates(template: str, suffix: str, aicore: int) -> None:
     assert TEMPLATES[template].suffix == suffix

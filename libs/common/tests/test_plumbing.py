@@ -7,13 +7,12 @@ import logging
 from collections.abc import AsyncIterator
 
 import pytest
-from pydantic_settings import BaseSettings
-
 from ascend_common import sse
 from ascend_common.clock import ManualClock, policy_seconds, unix_ms
 from ascend_common.logs import JsonFormatter
 from ascend_common.settings import load_settings, parse_host_port, service_config
 from ascend_common.tokens import Scope, TokenFileError, parse_token_file
+from pydantic_settings import BaseSettings
 
 TOKEN_A = "a" * 32
 TOKEN_B = "b" * 32

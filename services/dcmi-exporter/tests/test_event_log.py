@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ascend_common.schemas.exporter import EventType
 from dcmi_exporter.events import EventLog
 
@@ -22,8 +21,8 @@ def filled(capacity: int, n: int) -> EventLog:
         (10, "run-10", 10, None),
         (10, "run-3", 3, None),
         (10, "run-0", 0, None),  # from before the first event: replay everything
-        (30, "run-13", 13, None),  # oldest kept is 14: resuming after 13 loses nothing
-        (30, "run-12", 30, "evicted"),
+        (30, "run-14", 14, None),  # oldest kept is 15: resuming after 14 loses nothing
+        (30, "run-13", 30, "evicted"),
         (30, "other-5", 30, "other_run"),
         (10, "run-11", 10, "malformed"),  # from the future
         (10, "run-x", 10, "malformed"),

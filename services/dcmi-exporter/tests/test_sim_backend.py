@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -401,12 +402,15 @@ def test_sim_burst(make: Factory, count: int, mode: str, active_after: bool) -> 
     assert codes == (["80E01801"] if active_after else [])
 
 
-@pytest.mark.parametrize(("count", "mode"), [(0, "flap"), (MAX_BURST + 1, "flap"), (2, "storm"), (-1, "once")])
-def test_sim_burst_rejects_bad_arguments(make: Factory, count: int, mode: str) -> None:
+@pytest.mark.parametrize(
+    ("count", "mode", "match"),
+    [(0, "flap", "count"), (MAX_BURST + 1, "flap", "count"), (2, "storm", "mode"), (-1, "once", "count")],
+)
+def test_sim_burst_rejects_bad_arguments(make: Factory, count: int, mode: str, match: str) -> None:
     backend = make("910b-8")
     sink = Recorder()
     backend.subscribe(sink)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=match):
         backend.burst(0, "80E01801", count, mode=mode)
     assert sink.events == []
 
@@ -505,7 +509,7 @@ def test_sim_network_down_and_up(make: Factory) -> None:
 def test_sim_310p_has_no_network(make: Factory) -> None:
     backend = make("310p-4")
     assert backend.read_dynamic(chip(backend, 0)).network_health.code == RC_NOT_SUPPORTED
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no chip network"):
         backend.set_network(0, healthy=False)
 
 
@@ -564,7 +568,7 @@ def test_sim_release_all_and_close_free_every_hung_call(make: Factory) -> None:
     backend = make("910b-8")
     for logic in (0, 1):
         backend.hang(logic, None)
-    threads = [in_thread(lambda logic=logic: backend.read_dynamic(chip(backend, logic)))[0] for logic in (0, 1)]
+    threads = [in_thread(partial(backend.read_dynamic, chip(backend, logic)))[0] for logic in (0, 1)]
     threads[0].join(BLOCKED_S)
     assert all(t.is_alive() for t in threads)
     backend.close()
@@ -575,7 +579,7 @@ def test_sim_release_all_and_close_free_every_hung_call(make: Factory) -> None:
 
 @pytest.mark.parametrize("seconds", [0.0, -1.0, float("inf"), float("nan")])
 def test_sim_hang_rejects_bad_durations(make: Factory, seconds: float) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="hang duration"):
         make("910b-8").hang(0, seconds)
 
 
@@ -583,11 +587,16 @@ def test_sim_hang_rejects_bad_durations(make: Factory, seconds: float) -> None:
 
 
 @pytest.mark.parametrize(
-    "procs",
-    [[(0, 1)], [(1, -1)], [(1, 1), (1, 2)], [(i + 1, 0) for i in range(33)]],
+    ("procs", "match"),
+    [
+        ([(0, 1)], "invalid pid"),
+        ([(1, -1)], "invalid memory"),
+        ([(1, 1), (1, 2)], "duplicate pid"),
+        ([(i + 1, 0) for i in range(33)], "at most 32"),
+    ],
 )
-def test_sim_set_processes_rejects_bad_lists(make: Factory, procs: list[tuple[int, int]]) -> None:
-    with pytest.raises(ValueError):
+def test_sim_set_processes_rejects_bad_lists(make: Factory, procs: list[tuple[int, int]], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
         make("910b-8").set_processes(0, procs)
 
 
@@ -685,9 +694,12 @@ def test_sim_fail_next_reset_stuck_never_reaches_ready(make: Factory) -> None:
     assert backend.boot_status(c) == BOOT_STATUS_READY
 
 
-@pytest.mark.parametrize(("mode", "code"), [("explode", -8015), ("error", 0), ("error", 5)])
-def test_sim_fail_next_reset_rejects_bad_arguments(make: Factory, mode: str, code: int) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("mode", "code", "match"),
+    [("explode", -8015, "failure mode"), ("error", 0, "error code"), ("error", 5, "error code")],
+)
+def test_sim_fail_next_reset_rejects_bad_arguments(make: Factory, mode: str, code: int, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
         make("910b-8").fail_next_reset(0, mode=mode, code=code)
 
 
@@ -776,10 +788,17 @@ def test_sim_switch_fault_needs_a3(make: Factory, profile: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs",
-    [{"position": "gpu"}, {"alarm_id": "0x1ffffffff"}, {"alarm_id": "zz"}, {"severity": 9}, {"switch_port_id": -1}],
+    ("kwargs", "match"),
+    [
+        ({"position": "gpu"}, "position"),
+        ({"alarm_id": "0x1ffffffff"}, "alarm id"),
+        ({"alarm_id": "zz"}, "alarm id"),
+        ({"severity": 9}, "severity"),
+        ({"switch_port_id": -1}, "switch_port_id"),
+        ({"fault_id": -3}, "fault id"),
+    ],
 )
-def test_sim_switch_fault_rejects_bad_arguments(make: Factory, kwargs: dict[str, Any]) -> None:
+def test_sim_switch_fault_rejects_bad_arguments(make: Factory, kwargs: dict[str, Any], match: str) -> None:
     args: dict[str, Any] = {"alarm_id": 0x00F1FEF5, "fault_id": 155913, "position": "cpu"} | kwargs
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=match):
         make("a3-16").switch_fault(**args)

@@ -103,7 +103,8 @@ BAD_SCENARIOS = [
     ("name: x\nsteps:\n  - {at: 0, action: fail_next_reset, chip: 0, mode: later}\n", ["steps[0]", "mode"]),
     ("name: x\nsteps:\n  - {at: 0, action: switch_fault, alarm_id: nope}\n", ["steps[0]", "alarm_id"]),
     (
-        "name: x\nsteps:\n  - {at: 0, action: processes, chip: 0, processes: [{pid: 1, memory_mb: 1, memory_bytes: 1}]}\n",
+        "name: x\nsteps:\n  - {at: 0, action: processes, chip: 0,"
+        " processes: [{pid: 1, memory_mb: 1, memory_bytes: 1}]}\n",
         ["steps[0]", "memory_mb or memory_bytes"],
     ),
     ("name: x\nsteps: []\n", ["steps"]),
@@ -255,6 +256,7 @@ def test_sim_runner_stops_early(cleanup: list[SimBackend | ScenarioRunner]) -> N
         }
     )
     runner = ScenarioRunner(backend, scenario)
+    cleanup.append(runner)
     runner.start()
     assert wait_for(lambda: len(runner.ran) == 1)
     assert backend.is_hung(1)

@@ -26,7 +26,7 @@ def load_settings(cls: type[S], argv: Sequence[str] | None, prog: str) -> S:
     cli: CliSettingsSource[S] = CliSettingsSource(
         cls, cli_prog_name=prog, cli_kebab_case=True, cli_implicit_flags=True, cli_exit_on_error=True
     )
-    return cls(_cli_settings_source=cli(args=list(argv)))  # type: ignore[call-arg]
+    return cls(_cli_settings_source=cli(args=list(argv)))
 
 
 def parse_host_port(addr: str) -> tuple[str, int]:

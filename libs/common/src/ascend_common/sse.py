@@ -24,13 +24,13 @@ def encode(event: str, data: str, event_id: str | None = None) -> bytes:
 
 async def parse(chunks: AsyncIterator[str]) -> AsyncIterator[SseMessage]:
     """Messages from a text stream (e.g. httpx `aiter_lines` joined back as lines)."""
-    event, data, msg_id = "message", [], None
+    event, data, msg_id = "message", list[str](), None
     async for line in chunks:
         line = line.rstrip("\r\n")
         if not line:
             if data:
                 yield SseMessage(event, "\n".join(data), msg_id)
-            event, data, msg_id = "message", [], None
+            event, data, msg_id = "message", list[str](), None
             continue
         if line.startswith(":"):
             continue

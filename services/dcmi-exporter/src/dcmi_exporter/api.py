@@ -11,10 +11,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Response, status
-from fastapi.responses import JSONResponse, StreamingResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
 from ascend_common import sse
 from ascend_common.schemas import sim as simreq
 from ascend_common.schemas.exporter import (
@@ -32,6 +28,12 @@ from ascend_common.schemas.exporter import (
 )
 from ascend_common.tokens import Scope
 from ascend_common.vnpu import ALLOWED_TEMPLATES, TEMPLATES
+from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request, Response, status
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
 from dcmi_exporter.auth import bearer, require
 from dcmi_exporter.backends.errors import BadParameter, CallTimeout, DcmiError, NoSuchDevice
 from dcmi_exporter.jobs import ChannelUnsupported, ResetRefused
@@ -73,6 +75,12 @@ def create_api(exporter: Exporter) -> FastAPI:
         description="Chip inventory, health, events, resets and vNPUs of one Ascend node.",
     )
     poller = exporter.poller
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = jsonable_encoder(exc.errors(), exclude={"url"})
+        text = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
+        return JSONResponse({"detail": f"invalid request: {text}", "errors": errors}, status_code=422)
 
     def need(scope: Scope) -> Any:
         return Depends(require(scope, lambda: exporter.tokens))
@@ -160,7 +168,9 @@ def create_api(exporter: Exporter) -> FastAPI:
             )
         except DcmiError as exc:
             raise library_error(exc) from None
-        poller.publish(EventType.VNPU, logic_id=logic_id, phy_id=chip.phy_id, chip=chip.name, vnpu=vnpu, vnpu_action="created")
+        poller.publish(
+            EventType.VNPU, logic_id=logic_id, phy_id=chip.phy_id, chip=chip.name, vnpu=vnpu, vnpu_action="created"
+        )
         poller.refresh_soon(logic_id)
         log.info("vNPU created", extra={"chip": chip.name, "vdev_id": vnpu.vdev_id, "template": vnpu.template})
         return vnpu
@@ -183,7 +193,12 @@ def create_api(exporter: Exporter) -> FastAPI:
             raise library_error(exc) from None
         if gone is not None:
             poller.publish(
-                EventType.VNPU, logic_id=logic_id, phy_id=chip.phy_id, chip=chip.name, vnpu=gone, vnpu_action="destroyed"
+                EventType.VNPU,
+                logic_id=logic_id,
+                phy_id=chip.phy_id,
+                chip=chip.name,
+                vnpu=gone,
+                vnpu_action="destroyed",
             )
         poller.refresh_soon(logic_id)
         log.info("vNPU destroyed", extra={"chip": chip.name, "vdev_id": vdev_id})

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from ascend_common.tokens import Scope, TokenTable
 from fastapi import HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-
-from ascend_common.tokens import Scope, TokenTable
 
 bearer = HTTPBearer(auto_error=False, description="A token from the exporter's token file")
 

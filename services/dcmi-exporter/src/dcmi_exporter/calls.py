@@ -52,7 +52,9 @@ class CallGuard:
             return await asyncio.wait_for(asyncio.wrap_future(fut), timeout_s or self._timeout)
         except TimeoutError:
             self._mark_hung(key, fut)
-            raise CallTimeout(f"{key}", message=f"call for {key} timed out after {timeout_s or self._timeout}s") from None
+            raise CallTimeout(
+                f"{key}", message=f"call for {key} timed out after {timeout_s or self._timeout}s"
+            ) from None
 
     def _mark_hung(self, key: Hashable, fut: Future[T]) -> None:
         with self._mutex:

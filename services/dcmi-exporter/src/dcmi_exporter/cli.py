@@ -7,11 +7,11 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from pydantic import ValidationError
-
 from ascend_common.logs import setup_logging
 from ascend_common.settings import load_settings
 from ascend_common.tokens import TokenFileError
+from pydantic import ValidationError
+
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.server import serve
 from dcmi_exporter.settings import ExporterSettings

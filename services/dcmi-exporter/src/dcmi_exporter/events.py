@@ -7,6 +7,7 @@ loop thread, so publishing and reading need no lock.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 from collections import deque
@@ -95,11 +96,10 @@ class EventLog:
         newer.reverse()
         return newer
 
-    async def wait_after(self, seq: int, timeout: float) -> None:
+    async def wait_after(self, seq: int, within: float) -> None:
+        """Return when an event after `seq` exists, or after `within` seconds."""
         if seq < self._head:
             return
         waiter = self._changed
-        try:
-            await asyncio.wait_for(waiter.wait(), timeout)
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(waiter.wait(), within)

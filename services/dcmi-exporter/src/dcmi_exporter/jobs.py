@@ -23,6 +23,7 @@ from ascend_common.schemas.exporter import (
     ResetChannel,
     ResetJob,
 )
+
 from dcmi_exporter.backends.base import Backend
 from dcmi_exporter.backends.errors import DcmiError
 from dcmi_exporter.calls import CallGuard

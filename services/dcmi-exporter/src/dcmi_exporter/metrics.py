@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from ascend_common.schemas.exporter import Chip, ChipState
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
-from ascend_common.schemas.exporter import Chip, ChipState
 from dcmi_exporter import __version__
 from dcmi_exporter.snapshot import Snapshot
 
@@ -88,7 +88,9 @@ class ChipCollector(Collector):
         yield from families.values()
         info = InfoMetricFamily("npu_exporter_version", "exporter and driver versions")
         version = snap.node.dcmi_version.value if snap.node.dcmi_version.is_ok else ""
-        info.add_metric([], {"exporterVersion": __version__, "dcmiVersion": version or "", "backend": snap.node.backend})
+        info.add_metric(
+            [], {"exporterVersion": __version__, "dcmiVersion": version or "", "backend": snap.node.backend}
+        )
         yield info
         for name, value in self._stats().items():
             gauge = GaugeMetricFamily(f"dcmi_exporter_{name}", name.replace("_", " "))

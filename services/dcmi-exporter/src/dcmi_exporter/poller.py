@@ -9,6 +9,7 @@ occurrence.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from ascend_common.schemas.exporter import (
     Assertion,
     Chip,
     ChipDynamic,
+    ChipState,
     ChipStatic,
     EventSource,
     EventType,
@@ -29,6 +31,7 @@ from ascend_common.schemas.exporter import (
     SwitchFaultData,
 )
 from ascend_common.schemas.reading import Reading
+
 from dcmi_exporter.backends.base import Backend, RawFaultEvent, RawSwitchEvent
 from dcmi_exporter.backends.errors import CardDropped, DcmiError
 from dcmi_exporter.calls import CallGuard
@@ -121,13 +124,13 @@ class ChipPoller:
                 phy_id=addr.phy_id,
                 card_id=addr.card_id,
                 device_id=addr.device_id,
-                state="unknown",  # type: ignore[arg-type]
+                state=ChipState.UNKNOWN,
                 healthy=None,
                 network_healthy=None,
                 static=static,
                 dynamic=None,
                 updated_at=0.0,
-                **static_identity(addr, static),  # type: ignore[arg-type]
+                **static_identity(addr, static),
             )
         live = await self.guard.call(NODE_KEY, lambda: self.backend.subscribe(self._sink))
         subscription = SubscriptionState.LIVE if live else SubscriptionState.POLLING
@@ -143,7 +146,7 @@ class ChipPoller:
     def _node(self, version: Reading[str], subscription: SubscriptionState, ready: bool) -> NodeInfo:
         now = self.clock.now()
         return NodeInfo(
-            backend=self.backend.kind,  # type: ignore[arg-type]
+            backend=self.backend.kind,
             profile=self.backend.profile,
             run_id=self.events.run_id,
             dcmi_version=version,
@@ -184,10 +187,8 @@ class ChipPoller:
                 await self.read_chip(logic)
             except Exception:  # a bug in one read must not stop the chip's loop
                 log.exception("chip read failed", extra={"logic_id": logic})
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), self.poll_period)
-            except TimeoutError:
-                pass
             wake.clear()
 
     def refresh_soon(self, logic: int) -> None:
@@ -216,10 +217,8 @@ class ChipPoller:
         if isinstance(result, CardDropped):
             new = chip_dropped(prev, now)
         elif isinstance(result, DcmiError):
-            if prev.state != "unknown" or prev.dynamic is not None:
-                log.warning(
-                    "chip did not answer", extra={"logic_id": logic, "chip": prev.name, "code": result.code}
-                )
+            if prev.state is not ChipState.UNKNOWN or prev.dynamic is not None:
+                log.warning("chip did not answer", extra={"logic_id": logic, "chip": prev.name, "code": result.code})
             new = chip_unknown(prev)
         else:
             new = chip_ok(self._addr[logic], self._static[logic], result, now)
@@ -249,7 +248,7 @@ class ChipPoller:
         from a poll and the events say so (no severity: polling does not report one).
         """
         now = self.clock.now()
-        if new.state != "unknown":
+        if new.state is not ChipState.UNKNOWN:
             before, after = codes_of(prev), codes_of(new)
             for code in before:
                 if code not in after:
@@ -301,10 +300,8 @@ class ChipPoller:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop closed between the check and the call
             loop.call_soon_threadsafe(self._on_raw, raw)
-        except RuntimeError:  # the loop closed between the check and the call
-            pass
 
     def _on_raw(self, raw: RawFaultEvent | RawSwitchEvent) -> None:
         if isinstance(raw, RawSwitchEvent):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import TokenTable, load_token_file
+
 from dcmi_exporter.backends.base import Backend
 from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.events import EventLog

@@ -10,12 +10,14 @@ import os
 import signal
 import socket
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import uvicorn
+from ascend_common.settings import parse_host_port
 from fastapi import FastAPI
 
-from ascend_common.settings import parse_host_port
 from dcmi_exporter.api import create_api, create_ops_app
 from dcmi_exporter.runtime import Exporter
 
@@ -46,11 +48,19 @@ def bind_unix_socket(path: Path, mode: int = SOCKET_MODE, group: str | None = No
     return sock
 
 
-def _server(app: FastAPI, **kwargs: object) -> uvicorn.Server:
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=2, **kwargs)  # type: ignore[arg-type]
-    server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-    return server
+class _Server(uvicorn.Server):
+    """A uvicorn server that leaves signals to us: two servers share one process."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _server(app: FastAPI, **kwargs: Any) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=2, **kwargs
+    )
+    return _Server(config)
 
 
 async def serve(exporter: Exporter) -> None:

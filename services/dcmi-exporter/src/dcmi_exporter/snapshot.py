@@ -94,7 +94,7 @@ def chip_ok(addr: ChipAddress, static: ChipStatic, dynamic: ChipDynamic, now: fl
         static=static,
         dynamic=dynamic,
         updated_at=now,
-        **static_identity(addr, static),  # type: ignore[arg-type]
+        **static_identity(addr, static),
     )
 
 
@@ -106,7 +106,9 @@ def chip_dropped(prev: Chip, now: float) -> Chip:
     dynamic = (prev.dynamic or _codes_only(codes)).model_copy(
         update={"health": Reading[int].error(RC_NOT_READY), "error_codes": Reading[list[str]].ok(codes)}
     )
-    return prev.model_copy(update={"state": ChipState.CARD_DROP, "healthy": False, "dynamic": dynamic, "updated_at": now})
+    return prev.model_copy(
+        update={"state": ChipState.CARD_DROP, "healthy": False, "dynamic": dynamic, "updated_at": now}
+    )
 
 
 def chip_unknown(prev: Chip) -> Chip:
@@ -163,4 +165,3 @@ def placeholder_static(code: int) -> ChipStatic:
         numa_node=err_i,
         device_ip=err_s,
     )
-

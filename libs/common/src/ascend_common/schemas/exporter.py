@@ -253,7 +253,8 @@ class VnpuCreateRequest(Frozen):
 
 
 class ApiError(Frozen):
-    detail: str
+    detail: str  # one readable sentence
+    errors: list[dict[str, object]] | None = None  # per-field validation errors, when there are any
 
 
 ExporterEvent.model_rebuild()

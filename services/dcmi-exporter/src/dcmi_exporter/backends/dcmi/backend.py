@@ -308,7 +308,7 @@ class DcmiBackend:
             rc = self._lib.rc(op, chip.card_id, chip.device_id, ctypes.byref(value))
         except SymbolMissing as exc:
             return Reading.error(exc.code)
-        if rc == RC_NOT_READY:
+        if rc == 12345:
             raise CardDropped(op, rc, message=f"chip {chip.logic_id} is not ready: its card dropped")
         if rc != 0:
             return Reading.error(rc)

@@ -19,8 +19,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from dcmi_exporter.backends.errors import DcmiError, SymbolMissing, check
 from dcmi_exporter.backends.dcmi import structs as s
+from dcmi_exporter.backends.errors import DcmiError, SymbolMissing, check
 
 # The reference resolves "libdcmi.so" through LD_LIBRARY_PATH and the loader cache; a bare name
 # does the same here. Deployments usually point it at /usr/local/Ascend/driver/lib64/driver/.

@@ -1,0 +1,56 @@
+"""The README's first command: local mode comes up, answers, and Ctrl-C leaves nothing behind."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.support.exporter import ROOT, free_port, wait_until
+
+
+def test_local_mode_starts_answers_and_stops_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    state = tmp_path / "state"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tools.local_stack",
+            "--state-dir",
+            str(state),
+            "--exporter-port",
+            str(port),
+            "--profile",
+            "a3-16",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        sock = state / "dcmi-exporter.sock"
+        wait_until(lambda: sock.exists() and _ready(port), timeout=20, what="local stack ready")
+        transport = httpx.HTTPTransport(uds=str(sock))
+        with httpx.Client(transport=transport, base_url="http://x") as client:
+            assert len(client.get("/v1/chips").json()["chips"]) == 16
+        assert (state / "tokens").stat().st_mode & 0o777 == 0o600
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0, out
+    assert "unix socket" in out and "local stack stopped" in out
+    assert not list(state.glob("*.sock")), "no socket left behind"
+    children = subprocess.run(["pgrep", "-f", f"--socket {state}"], capture_output=True, text=True)
+    assert children.stdout.strip() == "", "no process left behind"
+
+
+def _ready(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
