@@ -1416,7 +1416,11 @@ EXPORT int dcmi_double_hang(int logic, int ms)
 
 EXPORT int dcmi_double_release(int logic)
 {
-    return dcmi_double_hang(logic, 0);
+    /* not via dcmi_double_hang: an exported symbol could be interposed by another loaded copy */
+    lock_model();
+    int rc = set_hang_locked(logic, 0);
+    pthread_mutex_unlock(&g_mu);
+    return rc;
 }
 
 /* Number of calls blocked in a hang right now. */

@@ -69,6 +69,8 @@ class ExporterProc:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGUSR1)  # leave the stacks in the log for the failure report
+                time.sleep(0.5)
                 self.proc.kill()
                 self.proc.wait(5)
         return self.proc.returncode

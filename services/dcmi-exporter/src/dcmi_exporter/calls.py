@@ -49,7 +49,9 @@ class CallGuard:
                 raise CallTimeout(f"{key}", message=f"an earlier call for {key} has not returned")
         fut: Future[T] = self._pool.submit(fn)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(fut), timeout_s or self._timeout)
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
+            async with asyncio.timeout(timeout_s or self._timeout):
+                return await asyncio.wrap_future(fut)
         except TimeoutError:
             self._mark_hung(key, fut)
             raise CallTimeout(

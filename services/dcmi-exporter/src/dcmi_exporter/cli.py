@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -24,12 +27,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dcmi-exporter: invalid settings:\n{exc}", file=sys.stderr)
         return 2
     setup_logging("dcmi-exporter", settings.log_level)
+    # `kill -USR1` dumps every thread's stack: the way to see which library call hangs.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         exporter = Exporter.from_settings(settings)
     except (TokenFileError, OSError, ValueError, KeyError) as exc:
         logging.getLogger("dcmi_exporter").error("cannot start", extra={"error": str(exc)})
         return 2
     asyncio.run(serve(exporter))
+    if exporter.guard.hung_keys():
+        # A library call that never returns would block the interpreter's exit, which joins
+        # every pool thread: everything is closed, so leave without waiting for it.
+        logging.getLogger("dcmi_exporter").warning("exiting with abandoned library calls")
+        logging.shutdown()
+        os._exit(0)
     return 0
 
 

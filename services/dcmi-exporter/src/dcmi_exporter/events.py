@@ -102,4 +102,5 @@ class EventLog:
             return
         waiter = self._changed
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(waiter.wait(), within)
+            async with asyncio.timeout(within):
+                await waiter.wait()

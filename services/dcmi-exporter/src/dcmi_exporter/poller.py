@@ -83,6 +83,7 @@ class ChipPoller:
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._first_read: set[int] = set()
+        self._stopping = False
         self.discovered = asyncio.Event()
         self.snapshot = Snapshot(node=self._node(Reading[str].error(-8005), SubscriptionState.POLLING, ready=False))
 
@@ -93,9 +94,10 @@ class ChipPoller:
         self._tasks.append(asyncio.create_task(self._discover_loop(), name="discover"))
 
     async def stop(self) -> None:
+        self._stopping = True
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.wait(self._tasks, timeout=5)
         self._tasks.clear()
 
     async def _discover_loop(self) -> None:
@@ -182,13 +184,15 @@ class ChipPoller:
 
     async def _chip_loop(self, logic: int) -> None:
         wake = self._wake[logic]
-        while True:
+        while not self._stopping:
             try:
                 await self.read_chip(logic)
             except Exception:  # a bug in one read must not stop the chip's loop
                 log.exception("chip read failed", extra={"logic_id": logic})
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), self.poll_period)
+                async with asyncio.timeout(self.poll_period):
+                    await wake.wait()
             wake.clear()
 
     def refresh_soon(self, logic: int) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +80,7 @@ class Exporter:
         log.info("scenario started", extra={"scenario": scenario.name, "path": str(path)})
 
     async def stop(self) -> None:
+        log.debug("stopping: scenario, hangs, jobs, poller, backend")
         stop_scenario = getattr(self._scenario, "stop", None)
         if stop_scenario is not None:
             stop_scenario()
@@ -90,9 +90,9 @@ class Exporter:
         await self.jobs.stop()
         await self.poller.stop()
         try:
-            await asyncio.wait_for(asyncio.to_thread(self.backend.close), self.settings.call_timeout)
-        except (TimeoutError, Exception):
-            log.warning("backend did not close cleanly")
+            await self.guard.call("node", self.backend.close)
+        except Exception as exc:  # shutting down: report and go on
+            log.warning("backend did not close cleanly", extra={"error": repr(exc)})
         self.guard.shutdown()
 
     def stats(self) -> dict[str, float]:

@@ -91,7 +91,9 @@ async def serve(exporter: Exporter) -> None:
     api.should_exit = True
     ops.should_exit = True
     await asyncio.wait(tasks, timeout=5)
+    log.info("servers stopped")
     waiter.cancel()
     await exporter.stop()
+    log.info("exporter stopped")
     with contextlib.suppress(FileNotFoundError):
         settings.socket.unlink()

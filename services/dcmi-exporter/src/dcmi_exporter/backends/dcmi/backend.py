@@ -308,7 +308,7 @@ class DcmiBackend:
             rc = self._lib.rc(op, chip.card_id, chip.device_id, ctypes.byref(value))
         except SymbolMissing as exc:
             return Reading.error(exc.code)
-        if rc == 12345:
+        if rc == RC_NOT_READY:
             raise CardDropped(op, rc, message=f"chip {chip.logic_id} is not ready: its card dropped")
         if rc != 0:
             return Reading.error(rc)
@@ -351,10 +351,11 @@ class DcmiBackend:
         """AI Core and HBM utilization; one unsupported half leaves the other (None = unread)."""
         values: dict[int, int | None] = {}
         first_error: DcmiError | None = None
+        op = "dcmi_get_device_utilization_rate"
         for kind in (UTIL_AICORE, UTIL_HBM):
             rate = ctypes.c_uint(0)
             try:
-                self._lib.call("dcmi_get_device_utilization_rate", chip.card_id, chip.device_id, kind, ctypes.byref(rate))
+                self._lib.call(op, chip.card_id, chip.device_id, kind, ctypes.byref(rate))
                 values[kind] = int(rate.value)
             except DcmiError as exc:
                 values[kind] = None

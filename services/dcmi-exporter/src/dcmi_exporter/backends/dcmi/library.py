@@ -95,6 +95,9 @@ class DcmiLibrary:
             if self._dll is not None:
                 return
             try:
+                # RTLD_LOCAL (ctypes' default), unlike the reference's RTLD_GLOBAL: nothing else in
+                # this process needs libdcmi's symbols, and keeping them local means a second
+                # library (a test double, another driver copy) can never interpose on them.
                 self._dll = ctypes.CDLL(self.path)
             except OSError as exc:
                 raise DcmiError("dlopen", message=f"cannot load {self.path}: {exc}") from exc

@@ -1,0 +1,77 @@
+"""The exporter as a real process over the C double of libdcmi.so (`--backend dcmi`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from tests.cdouble.fixtures import cdouble_build_dir, dcmi_double_path  # noqa: F401 - pytest fixtures
+from tests.support.exporter import event_stream, running_exporter, take, wait_until
+
+
+async def test_dcmi_backend_process_serves_chips_events_and_survives_a_hung_chip(
+    dcmi_double_path: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "double.conf"
+    config.write_text(
+        "chip 0 0 0 2\nchip 0 1 1 3\nchip 1 0 2 0\nchip 1 1 3 1\n"
+        "codes 2 80E01801\n"
+        "event 1500 3 8C1FA006 3 1 scheduled fault\n"
+    )
+    env = {"DCMI_DOUBLE_CONFIG": str(config)}
+    args = ("--library", str(dcmi_double_path))
+    with running_exporter(tmp_path / "run", *args, backend="dcmi", env=env, wait_ready=False) as ep:
+        wait_until(lambda: ep.socket.exists(), timeout=15, what="socket")
+        async with ep.client() as client:
+
+            async def ready() -> dict[str, object]:
+                while True:
+                    node = (await client.get("/v1/node")).json()
+                    if node["ready"]:
+                        return node  # type: ignore[no-any-return]
+                    await asyncio.sleep(0.05)
+
+            node = await asyncio.wait_for(ready(), 15)
+            assert node["backend"] == "dcmi" and node["subscription"] == "live"
+            chips = {c["logic_id"]: c for c in (await client.get("/v1/chips")).json()["chips"]}
+            assert {k: (c["card_id"], c["device_id"], c["phy_id"]) for k, c in chips.items()} == {
+                0: (0, 0, 2),
+                1: (0, 1, 3),
+                2: (1, 0, 0),
+                3: (1, 1, 1),
+            }
+            assert all(c["state"] == "ok" for c in chips.values())
+            assert chips[2]["dynamic"]["error_codes"]["value"] == ["80E01801"]
+            async with event_stream(client, node["last_event_id"]) as stream:  # type: ignore[arg-type]
+                [fault] = await asyncio.wait_for(take(stream, 1, {"fault"}), 10)
+            body = json.loads(fault.data)
+            assert (body["logic_id"], body["phy_id"]) == (3, 1)
+            assert body["fault"]["code"] == "8C1FA006" and body["fault"]["source"] == "subscription"
+            assert body["fault"]["severity"] == 3
+
+            # Now every call for chip 1 blocks forever (the double re-reads its file).
+            with config.open("a") as f:
+                f.write("hang 1 forever\n")
+
+            async def chip1_unknown() -> dict[int, dict[str, object]]:
+                while True:
+                    listed = {c["logic_id"]: c for c in (await client.get("/v1/chips")).json()["chips"]}
+                    if listed[1]["state"] == "unknown":
+                        return listed
+                    await asyncio.sleep(0.05)
+
+            chips = await asyncio.wait_for(chip1_unknown(), 10)
+            assert chips[1]["healthy"] is None
+            await asyncio.sleep(1.0)  # several poll periods: the other chips keep answering
+            chips = {c["logic_id"]: c for c in (await client.get("/v1/chips")).json()["chips"]}
+            assert [chips[i]["state"] for i in (0, 2, 3)] == ["ok", "ok", "ok"]
+            assert chips[1]["state"] == "unknown"
+            assert chips[2]["dynamic"]["error_codes"]["value"] == ["80E01801"]
+            assert min(chips[i]["updated_at"] for i in (0, 2, 3)) > time.time() - 1.0
+        started = time.monotonic()
+        assert ep.stop() == 0, "SIGTERM ends the exporter even with a library call that never returns"
+        assert time.monotonic() - started < 8
+        assert not ep.socket.exists()
