@@ -151,3 +151,30 @@ def test_invalid_settings_exit_2_with_a_message(tmp_path: Path) -> None:
     )
     assert r.returncode == 2
     assert "time_scale" in r.stderr
+
+
+def test_scenario_runs_and_a_bad_scenario_is_refused_at_start(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nsteps:\n  - {at: 0, action: explode, chip: 0}\n")
+    r = subprocess.run(
+        [sys.executable, "-m", "dcmi_exporter.cli", "--scenario", str(bad), "--socket", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert r.returncode == 2
+    assert "steps[0]" in r.stderr + r.stdout
+
+    good = tmp_path / "good.yaml"
+    good.write_text("name: good\nsteps:\n  - {at: 0.5, action: inject, chip: 2, code: '80E01801'}\n")
+    with running_exporter(tmp_path / "run", "--scenario", str(good)) as ep, ep.sync_client() as client:
+
+        def codes() -> list[str]:
+            return list(client.get("/v1/chips/2").json()["dynamic"]["error_codes"]["value"])
+
+        from tests.support.exporter import wait_until
+
+        wait_until(lambda: codes() == ["80E01801"], timeout=10, what="the scenario's fault")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import TokenTable, load_token_file
@@ -28,6 +29,15 @@ def make_backend(settings: ExporterSettings, clock: Clock) -> Backend:
     from dcmi_exporter.backends.dcmi import DcmiBackend
 
     return DcmiBackend(settings.library)
+
+
+def _load_scenario(settings: ExporterSettings) -> Any:
+    if settings.backend != "sim":
+        raise ValueError("--scenario needs the sim backend")
+    from dcmi_exporter.backends.sim.scenario import load_scenario
+
+    assert settings.scenario is not None
+    return load_scenario(settings.scenario)
 
 
 @dataclass
@@ -55,32 +65,36 @@ class Exporter:
             poll_period_s=self.settings.reset_poll_period,
         )
         self._scenario: object | None = None
+        self._scenario_plan: Any = None
+        self._scenario_task: asyncio.Task[None] | None = None
 
     @classmethod
     def from_settings(cls, settings: ExporterSettings, clock: Clock | None = None) -> Exporter:
         clock = clock or SystemClock(time_scale=settings.time_scale)
         tokens = load_token_file(settings.token_file) if settings.token_file else TokenTable()
-        return cls(settings, make_backend(settings, clock), clock, tokens)
+        exporter = cls(settings, make_backend(settings, clock), clock, tokens)
+        if settings.scenario is not None:
+            exporter._scenario_plan = _load_scenario(settings)  # fail at start-up, not later
+        return exporter
 
     async def start(self) -> None:
         await self.poller.start()
-        if self.settings.scenario is not None:
-            await self._start_scenario(self.settings.scenario)
+        if self._scenario_plan is not None:
+            self._scenario_task = asyncio.create_task(self._start_scenario(self._scenario_plan), name="scenario")
 
-    async def _start_scenario(self, path: Path) -> None:
-        if self.backend.kind != "sim":
-            raise ValueError("--scenario needs the sim backend")
-        from dcmi_exporter.backends.sim.scenario import ScenarioRunner, load_scenario
+    async def _start_scenario(self, scenario: Any) -> None:
+        from dcmi_exporter.backends.sim.scenario import ScenarioRunner
 
-        scenario = load_scenario(path)
         await self.poller.discovered.wait()
         runner = ScenarioRunner(self.backend, scenario, self.clock)  # type: ignore[arg-type]
         runner.start()
         self._scenario = runner
-        log.info("scenario started", extra={"scenario": scenario.name, "path": str(path)})
+        log.info("scenario started", extra={"scenario": scenario.name})
 
     async def stop(self) -> None:
         log.debug("stopping: scenario, hangs, jobs, poller, backend")
+        if self._scenario_task is not None:
+            self._scenario_task.cancel()
         stop_scenario = getattr(self._scenario, "stop", None)
         if stop_scenario is not None:
             stop_scenario()
