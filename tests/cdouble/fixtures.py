@@ -12,31 +12,16 @@ abandoned thread outlives the test).
 from __future__ import annotations
 
 import ctypes
-import importlib.util
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
 
 
-def _load_build() -> ModuleType:
-    name = "ascend_cdouble_build"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE / "build.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-build = _load_build()
+from tests.cdouble import build  # noqa: E402
 
 _c_int_p = ctypes.POINTER(ctypes.c_int)
 _c_uint_p = ctypes.POINTER(ctypes.c_uint)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib.util
 import json
 import os
 import subprocess
@@ -19,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any, TypeAlias
 
 import pytest
@@ -41,20 +39,9 @@ from dcmi_exporter.calls import CallGuard
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _load_fixtures() -> ModuleType:
-    # tests/cdouble is not a package: load its fixtures module by path, once per process.
-    name = "ascend_cdouble_fixtures"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "cdouble" / "fixtures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+# The fixtures live beside the C double; the repo root is on sys.path (pytest `pythonpath`).
+import tests.cdouble.fixtures as _fx  # noqa: E402
 
-
-_fx = _load_fixtures()
 cdouble_build_dir = _fx.cdouble_build_dir
 dcmi_double_path = _fx.dcmi_double_path
 dcmi_double_nosub_path = _fx.dcmi_double_nosub_path

@@ -8,30 +8,14 @@ ctypes.sizeof / Structure.field.offset, and every declared struct and field must
 from __future__ import annotations
 
 import ctypes
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from dcmi_exporter.backends.dcmi import structs
 
+# The fixtures live beside the C double; the repo root is on sys.path (pytest `pythonpath`).
+import tests.cdouble.fixtures as _fx
 
-def _load_fixtures() -> ModuleType:
-    # tests/cdouble is not a package: load its fixtures module by path, once per process.
-    name = "ascend_cdouble_fixtures"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).resolve().parents[3] / "tests" / "cdouble" / "fixtures.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_fx = _load_fixtures()
 cdouble_build_dir = _fx.cdouble_build_dir
 dcmi_layout_binary = _fx.dcmi_layout_binary
 

@@ -39,12 +39,12 @@ from dcmi_exporter.events import EventLog
 from dcmi_exporter.snapshot import (
     Snapshot,
     change_of,
+    chip_discovered,
     chip_dropped,
     chip_ok,
     chip_unknown,
     codes_of,
     placeholder_static,
-    static_identity,
     with_codes,
 )
 
@@ -120,20 +120,7 @@ class ChipPoller:
             self._wake[addr.logic_id] = asyncio.Event()
         await asyncio.gather(*(self._read_static(logic) for logic in self._addr))
         for logic, addr in self._addr.items():
-            static = self._static[logic]
-            self._chips[logic] = Chip(
-                logic_id=logic,
-                phy_id=addr.phy_id,
-                card_id=addr.card_id,
-                device_id=addr.device_id,
-                state=ChipState.UNKNOWN,
-                healthy=None,
-                network_healthy=None,
-                static=static,
-                dynamic=None,
-                updated_at=0.0,
-                **static_identity(addr, static),
-            )
+            self._chips[logic] = chip_discovered(addr, self._static[logic])
         live = await self.guard.call(NODE_KEY, lambda: self.backend.subscribe(self._sink))
         subscription = SubscriptionState.LIVE if live else SubscriptionState.POLLING
         self.snapshot = Snapshot.build(self._node(version, subscription, ready=False), self._chips)

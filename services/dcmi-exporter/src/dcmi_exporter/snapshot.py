@@ -83,12 +83,29 @@ def health_of(dynamic: ChipDynamic) -> tuple[bool | None, bool | None]:
 
 def chip_ok(addr: ChipAddress, static: ChipStatic, dynamic: ChipDynamic, now: float) -> Chip:
     healthy, network = health_of(dynamic)
+    return _chip(addr, static, ChipState.OK, healthy, network, dynamic, now)
+
+
+def chip_discovered(addr: ChipAddress, static: ChipStatic) -> Chip:
+    """A chip found but not read yet: nobody may trust its health."""
+    return _chip(addr, static, ChipState.UNKNOWN, None, None, None, 0.0)
+
+
+def _chip(
+    addr: ChipAddress,
+    static: ChipStatic,
+    state: ChipState,
+    healthy: bool | None,
+    network: bool | None,
+    dynamic: ChipDynamic | None,
+    now: float,
+) -> Chip:
     return Chip(
         logic_id=addr.logic_id,
         phy_id=addr.phy_id,
         card_id=addr.card_id,
         device_id=addr.device_id,
-        state=ChipState.OK,
+        state=state,
         healthy=healthy,
         network_healthy=network,
         static=static,
