@@ -44,6 +44,7 @@ from dcmi_exporter.snapshot import (
     chip_ok,
     chip_unknown,
     codes_of,
+    merge_codes,
     placeholder_static,
     with_codes,
 )
@@ -213,22 +214,12 @@ class ChipPoller:
             new = chip_unknown(prev)
         else:
             new = chip_ok(self._addr[logic], self._static[logic], result, now)
-            new = with_codes(new, self._merge_codes(logic, started, codes_of(prev), codes_of(new)))
+            new = with_codes(new, merge_codes(codes_of(prev), codes_of(new), self._touched_since(logic, started)))
         self._first_read.add(logic)
         self._commit(prev, new)
 
-    def _merge_codes(self, logic: int, started: float, known: list[str], polled: list[str]) -> list[str]:
-        """Polled codes, except where the subscription changed a code after the poll began."""
-        merged = list(polled)
-        for code in set(known) | set(polled):
-            touched = self._sub_touched.get((logic, code))
-            if touched is None or touched < started:
-                continue
-            if code in known and code not in merged:
-                merged.append(code)
-            elif code not in known and code in merged:
-                merged.remove(code)
-        return merged
+    def _touched_since(self, logic: int, started: float) -> set[str]:
+        return {code for (chip, code), at in self._sub_touched.items() if chip == logic and at >= started}
 
     # ---- commits and events ----------------------------------------------------------------
 

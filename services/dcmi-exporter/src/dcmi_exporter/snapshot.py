@@ -155,6 +155,17 @@ def codes_of(chip: Chip | None) -> list[str]:
     return list(chip.dynamic.error_codes.value or [])
 
 
+def merge_codes(known: list[str], polled: list[str], touched: set[str]) -> list[str]:
+    """The codes after a poll: the polled list, except for codes the subscription changed
+    after the poll began (`touched`), whose state stays as the subscription left it in
+    `known`. Without this, a poll that started just before an occur event would undo it
+    and the next poll would report it again: one fault, three events.
+    """
+    merged = [c for c in polled if c not in touched or c in known]
+    merged += [c for c in known if c in touched and c not in merged]
+    return merged
+
+
 def with_codes(chip: Chip, codes: list[str]) -> Chip:
     if chip.dynamic is None:
         return chip.model_copy(update={"dynamic": _codes_only(codes)})
