@@ -12,7 +12,7 @@ from ascend_common.clock import ManualClock, policy_seconds, unix_ms
 from ascend_common.logs import JsonFormatter
 from ascend_common.settings import load_settings, parse_host_port, service_config
 from ascend_common.tokens import Scope, TokenFileError, parse_token_file
-from pydantic_settings import BaseSettings
+from pydantic_settings import BaseSettings, CliImplicitFlag
 
 TOKEN_A = "a" * 32
 TOKEN_B = "b" * 32
@@ -71,14 +71,15 @@ class DemoSettings(BaseSettings):
     model_config = service_config("DEMO_")
     metrics_addr: str = "0.0.0.0:1"
     poll_period: float = 1.0
-    hot_reset: bool = False
+    hot_reset: CliImplicitFlag[bool] = False
+    preset: bool = True
 
 
 def test_settings_flags_beat_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEMO_POLL_PERIOD", "2.5")
     monkeypatch.setenv("DEMO_METRICS_ADDR", "1.2.3.4:5")
-    s = load_settings(DemoSettings, ["--metrics-addr", "127.0.0.1:9", "--hot-reset"], prog="demo")
-    assert (s.metrics_addr, s.poll_period, s.hot_reset) == ("127.0.0.1:9", 2.5, True)
+    s = load_settings(DemoSettings, ["--metrics-addr", "127.0.0.1:9", "--hot-reset", "--preset", "false"], prog="demo")
+    assert (s.metrics_addr, s.poll_period, s.hot_reset, s.preset) == ("127.0.0.1:9", 2.5, True, False)
     assert load_settings(DemoSettings, None, prog="demo").metrics_addr == "1.2.3.4:5"
 
 

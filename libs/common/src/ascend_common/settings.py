@@ -20,11 +20,15 @@ def service_config(env_prefix: str) -> SettingsConfigDict:
 
 
 def load_settings(cls: type[S], argv: Sequence[str] | None, prog: str) -> S:
-    """Parse `argv` (None: no flags, environment only) into the service's settings."""
+    """Parse `argv` (None: no flags, environment only) into the service's settings.
+
+    Booleans take a value (`--preset-virtual-device false`), as the reference's flags do,
+    unless a field is marked `CliImplicitFlag` (a bare `--volcano-type`).
+    """
     if argv is None:
         return cls()
     cli: CliSettingsSource[S] = CliSettingsSource(
-        cls, cli_prog_name=prog, cli_kebab_case=True, cli_implicit_flags=True, cli_exit_on_error=True
+        cls, cli_prog_name=prog, cli_kebab_case=True, cli_implicit_flags=False, cli_exit_on_error=True
     )
     return cls(_cli_settings_source=cli(args=list(argv)))
 

@@ -1,0 +1,1 @@
+"""Clients of the services' local APIs (HTTP over Unix sockets), shared by their consumers."""

@@ -1,0 +1,339 @@
+"""The one way this stack talks to the kube-apiserver: an official-client ApiClient, blocking calls in
+threads with timeouts, raw JSON instead of the client's models, typed errors and bounded retries.
+
+Why raw JSON: the client (37.x) validates every response into pydantic models, which for a
+10,000-pod list costs hundreds of megabytes and seconds of CPU, and turns any field it does not
+expect into a ValidationError after the write already happened. We ask for `_preload_content=False`
+and keep only the fields we need.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import os
+import random
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from time import time
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client import ApiClient as ApiClient  # re-exported: the type every helper here takes
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT_S = 10.0
+MAX_EVENT_BYTES = 16 * 1024 * 1024  # etcd caps an object at 1.5 MiB; anything far larger is garbage
+RETRYABLE_STATUSES = frozenset({409, 429})  # plus every 5xx
+
+
+class KubeConfigError(Exception):
+    """No usable apiserver configuration (no URL, kubeconfig or in-cluster service account)."""
+
+
+class KubeApiError(Exception):
+    """A call to the apiserver failed; `status` is the HTTP status, None for transport errors."""
+
+    def __init__(self, what: str, status: int | None, message: str, attempts: int = 1) -> None:
+        super().__init__(f"{what}: {message}" + (f" (after {attempts} attempts)" if attempts > 1 else ""))
+        self.what = what
+        self.status = status
+        self.message = message
+        self.attempts = attempts
+
+
+class KubeNotFound(KubeApiError):
+    """404: the object does not exist; retrying cannot help."""
+
+
+class KubeRejected(KubeApiError):
+    """The apiserver refused the request itself (400, 401, 403, 422, ...); retrying cannot help."""
+
+
+class KubeRetriesExhausted(KubeApiError):
+    """Transient failures (409, 429, 5xx, timeouts, connection errors) outlasted the retries."""
+
+
+def build_api_client(
+    url: str | None = None,
+    kubeconfig: str | Path | None = None,
+    *,
+    context: str | None = None,
+    token: str | None = None,
+) -> ApiClient:
+    """An ApiClient for an explicit URL (tests, a local proxy), a kubeconfig file, or the pod's service account.
+
+    The choice is explicit first: `url`, then `kubeconfig`, then in-cluster config when
+    KUBERNETES_SERVICE_HOST is set. Nothing falls back to ~/.kube/config silently.
+    """
+    cfg = k8s.Configuration()
+    try:
+        if url:
+            cfg.host = url.rstrip("/")
+            if token:
+                cfg.api_key = {"authorization": token}
+                cfg.api_key_prefix = {"authorization": "Bearer"}
+            if _is_loopback(url):
+                # The client picks HTTP(S)_PROXY from the environment; a local apiserver is never behind one.
+                cfg.proxy = None
+        elif kubeconfig is not None:
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=str(kubeconfig), context=context, client_configuration=cfg
+            )
+        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            raise KubeConfigError("no apiserver configured: give a URL or a kubeconfig, or run inside a pod")
+    except k8s_config.ConfigException as exc:
+        raise KubeConfigError(f"cannot load the Kubernetes configuration: {exc}") from exc
+    return k8s.ApiClient(cfg)
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def core_v1(api: ApiClient) -> Any:
+    return k8s.CoreV1Api(api)
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status of a client error; None for transport errors and timeouts."""
+    if isinstance(exc, k8s.ApiException):
+        status = exc.status
+        return status if isinstance(status, int) and status > 0 else None
+    if isinstance(exc, KubeApiError):
+        return exc.status
+    return None
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait (Retry-After, seconds or an HTTP date), if any."""
+    headers = getattr(exc, "headers", None)
+    if not isinstance(exc, k8s.ApiException) or not headers:
+        return None
+    raw = headers.get("Retry-After")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(raw).timestamp() - time())
+    except (TypeError, ValueError):
+        return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth another try: conflicts, throttling, server errors, timeouts and transport failures."""
+    if isinstance(exc, k8s.ApiException):
+        status = status_of(exc)
+        # status 0 is the client's own "could not even build/send the request" (e.g. TLS errors).
+        return status is None or status in RETRYABLE_STATUSES or status >= 500
+    return isinstance(exc, TimeoutError | urllib3.exceptions.HTTPError | ConnectionError | OSError)
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, k8s.ApiException):
+        body = exc.body
+        if isinstance(body, str | bytes):
+            try:
+                parsed = json.loads(body)
+                if isinstance(parsed, dict) and parsed.get("message"):
+                    return f"{exc.status} {parsed['message']}"
+            except ValueError:
+                pass
+        return f"{exc.status} {exc.reason}"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def typed_error(exc: BaseException, what: str, attempts: int = 1) -> KubeApiError:
+    """Map a client exception to our error types."""
+    if isinstance(exc, KubeApiError):
+        return exc
+    status = status_of(exc)
+    if status == 404:
+        return KubeNotFound(what, status, _message(exc), attempts)
+    if is_transient(exc):
+        return KubeRetriesExhausted(what, status, _message(exc), attempts)
+    return KubeRejected(what, status, _message(exc), attempts)
+
+
+# -- calls ------------------------------------------------------------------------------------
+
+
+async def call(
+    fn: Callable[..., T],
+    *args: Any,
+    timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - the bound travels into the thread too
+    **kwargs: Any,
+) -> T:
+    """Run one blocking client API method in a thread, bounded twice.
+
+    `_request_timeout` makes the thread itself give up (so it is not left hanging), and
+    wait_for bounds the caller even if the thread is stuck somewhere the socket timeout misses.
+    """
+    kwargs.setdefault("_request_timeout", timeout)
+    return await asyncio.wait_for(asyncio.to_thread(fn, *args, **kwargs), timeout + 1.0)
+
+
+def read_json(resp: Any) -> Any:
+    """Body of a `_preload_content=False` response as JSON; the connection goes back to the pool."""
+    try:
+        return json.loads(resp.data)
+    finally:
+        resp.release_conn()
+
+
+def get_json(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a client API method without the client's model validation and return its JSON."""
+    return read_json(fn(*args, _preload_content=False, **kwargs))
+
+
+_rng = random.Random()
+
+
+def backoff_s(attempt: int, base: float, cap: float) -> float:
+    """Exponential backoff with "equal jitter": between half and all of base * 2**(attempt-1), capped."""
+    ceiling = min(cap, base * 2.0 ** min(max(0, attempt - 1), 30))
+    return ceiling / 2 + _rng.uniform(0, ceiling / 2)
+
+
+async def retrying(
+    fn: Callable[[], Awaitable[T]],
+    what: str,
+    retries: int = 3,
+    base_delay: float = 0.2,
+    *,
+    max_delay: float = 5.0,
+    max_retry_after: float = 30.0,
+) -> T:
+    """Await `fn()`; on a transient failure try again up to `retries` more times.
+
+    Backoff is exponential with jitter; a 429's Retry-After is honoured (bounded by
+    `max_retry_after`). 404 raises KubeNotFound at once, other refusals (400, 403, 422)
+    KubeRejected; after the last try KubeRetriesExhausted. `what` names the call in logs.
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await fn()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not is_transient(exc) or attempt > retries:
+                err = typed_error(exc, what, attempt)
+                log.warning(
+                    "kube call failed",
+                    extra={"what": what, "status": err.status, "attempts": attempt, "error": err.message},
+                )
+                raise err from exc
+            delay = backoff_s(attempt, base_delay, max_delay)
+            hint = retry_after_s(exc)
+            if hint is not None:
+                delay = min(max(delay, hint), max_retry_after)
+            log.info(
+                "kube call failed, retrying",
+                extra={
+                    "what": what,
+                    "status": status_of(exc),
+                    "attempt": attempt,
+                    "delay_s": round(delay, 3),
+                    "error": _message(exc),
+                },
+            )
+            await asyncio.sleep(delay)
+
+
+# -- watch ------------------------------------------------------------------------------------
+
+
+class WatchStream:
+    """The events of one watch request, read as raw JSON lines from a blocking thread.
+
+    close() may be called from any thread: it shuts the socket down so that a read blocked in
+    the watching thread returns at once (the client's own Watch.stop only sets a flag checked
+    between events, and it turns ERROR events into exceptions while dropping the status).
+    """
+
+    def __init__(self, resp: Any) -> None:
+        self._resp = resp
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        buffer = b""
+        try:
+            for chunk in self._resp.stream(amt=None, decode_content=True):
+                buffer += chunk
+                if len(buffer) > MAX_EVENT_BYTES:
+                    raise ValueError(f"watch event larger than {MAX_EVENT_BYTES} bytes")
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        event = json.loads(line)
+                        if not isinstance(event, dict):
+                            raise ValueError("watch event is not a JSON object")
+                        yield event
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        # Already released or never connected: then nothing blocks on it.
+        with contextlib.suppress(OSError, ValueError, RuntimeError, AttributeError):
+            self._resp.shutdown()
+        # Tearing down; the next request gets a fresh connection anyway.
+        with contextlib.suppress(Exception):
+            self._resp.release_conn()
+
+
+def open_watch(
+    fn: Callable[..., Any], *args: Any, timeout_seconds: int, connect_timeout: float = 5.0, **kwargs: Any
+) -> WatchStream:
+    """Start a watch with a client list method (`watch=True`); the server ends it after `timeout_seconds`.
+
+    The read timeout is a little longer than the server-side timeout, so a server that
+    silently stops talking cannot hang the watching thread forever.
+    """
+    resp = fn(
+        *args,
+        watch=True,
+        timeout_seconds=int(timeout_seconds),
+        _preload_content=False,
+        _request_timeout=(connect_timeout, float(timeout_seconds) + 5.0),
+        **kwargs,
+    )
+    return WatchStream(resp)
+
+
+def watch_error(obj: Any) -> Exception:
+    """An ERROR watch event as a client ApiException carrying its status code (410: re-list)."""
+    code = obj.get("code") if isinstance(obj, dict) else None
+    message = obj.get("message") if isinstance(obj, dict) else None
+    return k8s.ApiException(status=code if isinstance(code, int) else 500, reason=str(message or "watch error")[:300])

@@ -1,0 +1,43 @@
+"""Names and paths of the kubelet APIs (contract section 1) that are part of the wire protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+VERSION: Final = "v1beta1"
+HEALTHY: Final = "Healthy"
+UNHEALTHY: Final = "Unhealthy"
+
+DEFAULT_PLUGIN_DIR: Final = Path("/var/lib/kubelet/device-plugins")
+# The kubelet's Registration socket, in the plugin dir; plugin endpoints are file names in that dir.
+KUBELET_SOCKET: Final = "kubelet.sock"
+DEFAULT_KUBELET_SOCKET_PATH: Final = DEFAULT_PLUGIN_DIR / KUBELET_SOCKET
+
+# Mount the directory, not the socket: the kubelet re-creates the socket when it restarts.
+DEFAULT_PODRESOURCES_DIR: Final = Path("/var/lib/kubelet/pod-resources")
+DEFAULT_PODRESOURCES_SOCKET: Final = DEFAULT_PODRESOURCES_DIR / KUBELET_SOCKET
+
+# The proto package is part of every method path, so these are fixed by the kubelet, not by us.
+REGISTRATION_SERVICE: Final = f"{VERSION}.Registration"
+DEVICE_PLUGIN_SERVICE: Final = f"{VERSION}.DevicePlugin"
+REGISTER_METHOD: Final = f"/{REGISTRATION_SERVICE}/Register"
+GET_DEVICE_PLUGIN_OPTIONS_METHOD: Final = f"/{DEVICE_PLUGIN_SERVICE}/GetDevicePluginOptions"
+LIST_AND_WATCH_METHOD: Final = f"/{DEVICE_PLUGIN_SERVICE}/ListAndWatch"
+GET_PREFERRED_ALLOCATION_METHOD: Final = f"/{DEVICE_PLUGIN_SERVICE}/GetPreferredAllocation"
+ALLOCATE_METHOD: Final = f"/{DEVICE_PLUGIN_SERVICE}/Allocate"
+PRE_START_CONTAINER_METHOD: Final = f"/{DEVICE_PLUGIN_SERVICE}/PreStartContainer"
+DEVICE_PLUGIN_METHODS: Final = (
+    GET_DEVICE_PLUGIN_OPTIONS_METHOD,
+    LIST_AND_WATCH_METHOD,
+    GET_PREFERRED_ALLOCATION_METHOD,
+    ALLOCATE_METHOD,
+    PRE_START_CONTAINER_METHOD,
+)
+
+PODRESOURCES_SERVICE: Final = "v1.PodResourcesLister"
+PODRESOURCES_LIST_METHOD: Final = f"/{PODRESOURCES_SERVICE}/List"
+PODRESOURCES_GET_ALLOCATABLE_METHOD: Final = f"/{PODRESOURCES_SERVICE}/GetAllocatableResources"
+
+# The kubelet gives PreStartContainer this long before it fails the container start.
+PRE_START_CONTAINER_TIMEOUT_S: Final = 30.0

@@ -1,0 +1,306 @@
+"""Allocate and GetPreferredAllocation: the kubelet's request -> what the container gets.
+
+Paths (contract sections 3-5): plain (the kubelet's ids), Volcano (the devices Volcano wrote
+on the oldest pending pod, which is marked taken), static vNPU, dynamic vNPU (`npu-core`:
+the vNPU the pod's annotation names is created through the exporter) and 310P sharing. The
+only API write on the Allocate path is the one patch per pod; reads come from the pod cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import grpc
+from ascend_common.chips import RESOURCE_PREFIX, ChipFamily
+from ascend_common.clients.exporter import ExporterClient, ExporterError
+from ascend_common.kubelet import deviceplugin_pb2 as pb
+from ascend_common.naming import NPU_CORE, parse_device_id, vnpu_device_id
+
+from ascend_device_plugin.core.allocate import AllocDevice, ContainerAlloc, container_response, validate_request
+from ascend_device_plugin.core.annotations import (
+    ConfigDevice,
+    configuration_key,
+    device_configuration,
+    real_allocation_annotations,
+)
+from ascend_device_plugin.core.model import ChipInfo, PodView
+from ascend_device_plugin.core.preferred import preferred_allocation
+from ascend_device_plugin.core.topology import affinity_groups, device_groups
+from ascend_device_plugin.core.volcano import pick_pod, taken_patch
+from ascend_device_plugin.podresources import find_pod
+from ascend_device_plugin.resources import ResourceManager
+from ascend_device_plugin.server import AllocationError
+from ascend_device_plugin.views import ViewBoard
+
+log = logging.getLogger(__name__)
+MAX_DEVICES_PER_CONTAINER = 128
+MAX_CONTAINERS = 64
+HOST_DEV_NODES = ("/dev/davinci_manager", "/dev/davinci_manager_docker", "/dev/hisi_hdc", "/dev/devmm_svm",
+                  "/dev/dvpp_cmdlist")  # fmt: skip
+
+
+class PodSource(Protocol):
+    def pods(self) -> list[PodView]: ...
+
+
+class Patcher(Protocol):
+    async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    host_ip: str = ""  # the node's InternalIP
+    super_pod_id: int = -1
+    server_index: str = ""
+    rack_id: int = -1
+
+
+def invalid(message: str) -> AllocationError:
+    return AllocationError(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+@dataclass
+class Allocator:
+    manager: ResourceManager
+    board: ViewBoard
+    runtime_mode: bool = True
+    volcano: bool = False
+    pods: PodSource | None = None
+    patcher: Patcher | None = None
+    exporter: ExporterClient | None = None
+    podresources_socket: Path | None = None
+    node: Callable[[], NodeFacts] = NodeFacts
+    dev_root: Path = Path("/")
+    _taken: set[str] = field(default_factory=set)  # pod uids marked taken, before the cache sees it
+    _background: set[asyncio.Task[None]] = field(default_factory=set)
+
+    # ---- GetPreferredAllocation --------------------------------------------------------------
+
+    def preferred_available(self, resource: str) -> bool:
+        return resource == self._physical()
+
+    def preferred(self, resource: str, request: pb.PreferredAllocationRequest) -> pb.PreferredAllocationResponse:
+        groups = affinity_groups(self.manager.infos.values())
+        responses = []
+        for creq in request.container_requests:
+            available = list(creq.available_deviceIDs)
+            try:
+                ids = preferred_allocation(
+                    available, list(creq.must_include_deviceIDs), creq.allocation_size,
+                    device_groups(available, groups),
+                )  # fmt: skip
+            except ValueError as exc:
+                raise invalid(str(exc)) from None
+            responses.append(pb.ContainerPreferredAllocationResponse(deviceIDs=ids))
+        return pb.PreferredAllocationResponse(container_responses=responses)
+
+    # ---- Allocate ----------------------------------------------------------------------------
+
+    def _physical(self) -> str | None:
+        rtype = self.manager.physical_type
+        return rtype.value if rtype is not None else None
+
+    def _validate(self, resource: str, request: pb.AllocateRequest) -> list[list[str]]:
+        view = self.board.get(resource)
+        if view is None:
+            raise invalid(f"resource {resource} has no devices")
+        known = {d.id for d in view.devices}
+        if not request.container_requests:
+            raise invalid("the request has no container")
+        if len(request.container_requests) > MAX_CONTAINERS:
+            raise invalid(f"the request has more than {MAX_CONTAINERS} containers")
+        containers = []
+        for i, creq in enumerate(request.container_requests):
+            ids = list(creq.devices_ids)
+            try:
+                validate_request(ids, known, MAX_DEVICES_PER_CONTAINER)
+            except ValueError as exc:
+                raise invalid(f"container {i}: {exc}") from None
+            containers.append(ids)
+        return containers
+
+    async def allocate(self, resource: str, request: pb.AllocateRequest) -> pb.AllocateResponse:
+        containers = self._validate(resource, request)
+        if resource == NPU_CORE:
+            return await self._dynamic(containers)
+        if self.volcano and resource == self._physical():
+            return await self._volcano(resource, containers)
+        responses = [self._response(self._devices(ids), dynamic=False) for ids in containers]
+        self._after_plain(resource, containers)
+        return pb.AllocateResponse(container_responses=responses)
+
+    def _devices(self, ids: Sequence[str], real: Sequence[str] | None = None) -> list[AllocDevice]:
+        out = []
+        for kubelet_id, real_id in zip(ids, real or ids, strict=False):
+            parsed = parse_device_id(real_id)
+            out.append(AllocDevice(kubelet_id, parsed.phy_id, parsed.vdev_id))
+        return out
+
+    def _family(self) -> ChipFamily:
+        infos = list(self.manager.infos.values())
+        if not infos:
+            raise AllocationError(grpc.StatusCode.UNAVAILABLE, "no chip inventory yet")
+        return infos[0].family
+
+    def _host_dev_nodes(self) -> frozenset[str]:
+        return frozenset(p for p in HOST_DEV_NODES if (self.dev_root / p.lstrip("/")).exists())
+
+    def _response(self, devices: list[AllocDevice], dynamic: bool) -> pb.ContainerAllocateResponse:
+        try:
+            alloc: ContainerAlloc = container_response(
+                devices, family=self._family(), runtime_mode=self.runtime_mode, dynamic=dynamic,
+                host_dev_nodes=self._host_dev_nodes(),
+            )  # fmt: skip
+        except ValueError as exc:
+            raise invalid(str(exc)) from None
+        return pb.ContainerAllocateResponse(
+            envs=alloc.envs,
+            devices=[pb.DeviceSpec(container_path=d.container_path, host_path=d.host_path, permissions=d.permissions)
+                     for d in alloc.devices],
+        )  # fmt: skip
+
+    # ---- Volcano ----------------------------------------------------------------------------
+
+    async def _volcano(self, resource: str, containers: list[list[str]]) -> pb.AllocateResponse:
+        if self.pods is None or self.patcher is None:
+            raise AllocationError(
+                grpc.StatusCode.FAILED_PRECONDITION, "the Volcano path needs the cluster (--kube api)"
+            )
+        kubelet_ids = [i for ids in containers for i in ids]
+        pods = [p for p in self.pods.pods() if p.uid not in self._taken]
+        choice = pick_pod(pods, RESOURCE_PREFIX + resource, len(kubelet_ids))
+        for reject in choice.rejects:
+            log.warning("pod skipped: bad Volcano annotation", extra={"pod": reject.pod.key, "reason": reject.reason})
+        if choice.pod is None:
+            raise AllocationError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"no pending pod annotated by Volcano for {len(kubelet_ids)} {resource}"
+                + (f" ({len(choice.rejects)} with a malformed annotation)" if choice.rejects else ""),
+            )
+        pod, real = choice.pod, list(choice.devices)
+        self._taken.add(pod.uid)
+        view = self.board.get(resource)
+        known = {d.id for d in view.devices} if view is not None else set()
+        if unknown := [r for r in real if r not in known]:
+            raise invalid(f"pod {pod.key}: Volcano chose devices this node does not have: {','.join(unknown)}")
+        # Serve the containers in order with the pod's real devices.
+        responses, offset = [], 0
+        for ids in containers:
+            responses.append(self._response(self._devices(ids, real[offset : offset + len(ids)]), dynamic=False))
+            offset += len(ids)
+        self.manager.volcano_map.update(zip(kubelet_ids, real, strict=True))
+        self.manager.recompute()
+        annotations = {**taken_patch(), **self._pod_annotations(pod, resource, real, kubelet_ids)}
+        await self.patcher.patch_pod(pod.namespace, pod.name, annotations)
+        log.info("allocated by Volcano", extra={"pod": pod.key, "devices": real, "kubelet_ids": kubelet_ids})
+        return pb.AllocateResponse(container_responses=responses)
+
+    def _pod_annotations(
+        self, pod: PodView, resource: str, real: Sequence[str], kubelet_ids: Sequence[str]
+    ) -> dict[str, str]:
+        preset_vnpu = resource not in (self._physical(), NPU_CORE)
+        annotations = real_allocation_annotations(real, kubelet_ids, preset_vnpu=preset_vnpu)
+        rtype = self.manager.physical_type
+        infos = {c.phy_id: c for c in self.manager.infos.values()}
+        duo = any(c.product_type == "Atlas 300I Duo" for c in infos.values())
+        key = configuration_key(rtype, atlas_300i_duo=duo) if rtype is not None else None
+        if key is not None:
+            node = self.node()
+            devices, vnpu = [], False
+            for device_id in real:
+                parsed = parse_device_id(device_id)
+                vnpu = vnpu or parsed.vdev_id is not None
+                info = infos.get(parsed.phy_id)
+                devices.append(ConfigDevice(parsed.phy_id, info.device_ip if info else None, None))
+            annotations[key] = device_configuration(
+                pod.name, pod.uid, node.host_ip, devices, vnpu=vnpu, super_pod_id=node.super_pod_id,
+                rack_id=node.rack_id, server_index=node.server_index, server_ip=node.host_ip,
+            )  # fmt: skip
+        return annotations
+
+    # ---- plain path: find the pod through PodResources, then annotate it ----------------------
+
+    def _after_plain(self, resource: str, containers: list[list[str]]) -> None:
+        if self.patcher is None or self.podresources_socket is None or self.pods is None:
+            return
+        task = asyncio.create_task(self._annotate_plain(resource, containers), name="annotate-plain")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _annotate_plain(self, resource: str, containers: list[list[str]]) -> None:
+        assert self.patcher is not None and self.podresources_socket is not None and self.pods is not None
+        ids = [i for c in containers for i in c]
+        found = await find_pod(self.podresources_socket, RESOURCE_PREFIX + resource, set(containers[0]))
+        if found is None:
+            log.warning("no pod found for an allocation", extra={"resource": resource, "devices": ids})
+            return
+        namespace, name = found
+        pod = next((p for p in self.pods.pods() if (p.namespace, p.name) == found), None)
+        if pod is None:
+            log.warning("allocated pod is not in the cache", extra={"pod": f"{namespace}/{name}"})
+            return
+        real = [parse_device_id(i).chip if resource == self._physical() else i for i in ids]
+        try:
+            await self.patcher.patch_pod(namespace, name, self._pod_annotations(pod, resource, real, ids))
+        except Exception as exc:  # the container runs anyway; the annotation is a report
+            log.error("could not annotate the pod", extra={"pod": pod.key, "error": str(exc)})
+
+    # ---- dynamic vNPU (npu-core) ------------------------------------------------------------
+
+    async def _dynamic(self, containers: list[list[str]]) -> pb.AllocateResponse:
+        if self.pods is None or self.patcher is None or self.exporter is None:
+            raise AllocationError(
+                grpc.StatusCode.FAILED_PRECONDITION, "dynamic vNPU mode needs the cluster and the exporter"
+            )
+        cores = [i for ids in containers for i in ids]
+        infos = {c.phy_id: c for c in self.manager.infos.values()}
+        aicore = max((c.aicore for c in infos.values()), default=0)
+        pods = [p for p in self.pods.pods() if p.uid not in self._taken]
+        choice = pick_pod(pods, RESOURCE_PREFIX + NPU_CORE, len(cores), chip_aicore=aicore)
+        for reject in choice.rejects:
+            log.warning("pod skipped: bad npu-core annotation", extra={"pod": reject.pod.key, "reason": reject.reason})
+        if choice.pod is None or choice.dynamic is None:
+            raise AllocationError(
+                grpc.StatusCode.FAILED_PRECONDITION, f"no pending pod annotated for {len(cores)} npu-core"
+            )
+        pod, want = choice.pod, choice.dynamic
+        self._taken.add(pod.uid)
+        chips: list[ChipInfo] = []
+        for phy in want.phy_ids:
+            if phy not in infos:
+                raise invalid(f"pod {pod.key}: chip {phy} is not on this node")
+            chips.append(infos[phy])
+        real: list[str]
+        if want.template is not None:
+            chip = chips[0]
+            try:
+                vnpu = await self.exporter.create_vnpu(chip.logic_id, want.template)
+            except ExporterError as exc:
+                self._taken.discard(pod.uid)
+                raise AllocationError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"pod {pod.key}: {exc.detail}") from None
+            name = vnpu_device_id(chip.rtype, vnpu.suffix, vnpu.vdev_id, chip.phy_id)
+            devices = [AllocDevice(core, chip.phy_id, vnpu.vdev_id) for core in cores]
+            real, vfg = [name], {name: vnpu.vfg_id}
+        else:
+            devices = [AllocDevice(core, chips[i % len(chips)].phy_id) for i, core in enumerate(cores)]
+            real, vfg = [c.name for c in chips], {}
+        responses, offset = [], 0
+        for ids in containers:
+            responses.append(self._response(devices[offset : offset + len(ids)], dynamic=True))
+            offset += len(ids)
+        self.manager.cores_in_use.update({d.kubelet_id: d.phy_id for d in devices})
+        self.manager.recompute()
+        annotations = {**taken_patch(), **real_allocation_annotations(real, cores, vfg_ids=vfg)}
+        await self.patcher.patch_pod(pod.namespace, pod.name, annotations)
+        log.info("allocated npu-core", extra={"pod": pod.key, "real": real, "cores": len(cores)})
+        return pb.AllocateResponse(container_responses=responses)
+
+    async def stop(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)

@@ -1,0 +1,164 @@
+"""Wires the device-plugin together and runs it until SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ascend_common.clients.exporter import ExporterClient, InventoryFollower
+from ascend_common.clients.verdicts import VerdictFollower
+from ascend_common.faults import default_fault_code_table
+from ascend_common.kubelet import deviceplugin_pb2 as pb
+from ascend_common.schemas.exporter import Chip
+from ascend_common.schemas.verdict import ChipVerdict
+from ascend_common.serving import server as uvicorn_server
+from ascend_common.settings import parse_host_port
+from ascend_common.tokens import first_token
+
+from ascend_device_plugin.allocator import Allocator, NodeFacts
+from ascend_device_plugin.kube import KubeBridge
+from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.ops import create_ops_app
+from ascend_device_plugin.registrar import Registrar
+from ascend_device_plugin.resources import ResourceManager
+from ascend_device_plugin.server import DevicePluginService, ResourceServer
+from ascend_device_plugin.settings import PluginSettings
+from ascend_device_plugin.views import ViewBoard
+
+log = logging.getLogger(__name__)
+GRACE_CHECK_S = 0.5
+
+
+@dataclass
+class DevicePlugin:
+    settings: PluginSettings
+    metrics: PluginMetrics = field(default_factory=PluginMetrics)
+    board: ViewBoard = field(default_factory=ViewBoard)
+    servers: dict[str, ResourceServer] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        token = first_token(s.token_file) if s.token_file else None
+        self.exporter = ExporterClient(s.exporter_socket, token=token)
+        self.manager = ResourceManager(
+            self.board, default_fault_code_table(), self.metrics,
+            share_count=s.share_dev_count, preset_virtual_device=s.preset_virtual_device,
+        )  # fmt: skip
+        self.follower = InventoryFollower(self.exporter, self._on_chips)
+        self.verdicts = VerdictFollower(s.fault_manager_socket, self._on_verdicts) if s.fault_manager_socket else None
+        self.kube = KubeBridge.create(s, self._on_pods) if s.kube == "api" else None
+        self.allocator = Allocator(
+            self.manager,
+            self.board,
+            runtime_mode=s.use_ascend_docker,
+            volcano=s.volcano_type,
+            pods=self.kube,
+            patcher=self.kube,
+            exporter=self.exporter,
+            podresources_socket=s.podresources_socket,
+            node=self.kube.node_facts if self.kube else NodeFacts,
+        )
+        self.registrar = Registrar(
+            s.plugin_dir, lambda: self.servers, self._options, self.metrics, require_root=s.require_root_owned
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # ---- inputs ------------------------------------------------------------------------------
+
+    def _on_chips(self, changed: Mapping[int, Chip]) -> None:
+        self.manager.set_chips(changed)
+        self._ensure_servers()
+        if self.kube is not None:
+            node = self.follower.node
+            version = node.dcmi_version.value if node is not None and node.dcmi_version.is_ok else None
+            self.kube.chips_changed(self.manager, version)
+
+    def _on_verdicts(self, changed: Mapping[str, ChipVerdict]) -> None:
+        assert self.verdicts is not None
+        self.manager.set_verdicts(self.verdicts.verdicts, self.verdicts.connected)
+
+    def _on_pods(self) -> None:
+        assert self.kube is not None
+        self.manager.set_pods(self.kube.pods())
+
+    def _options(self, resource: str) -> pb.DevicePluginOptions:
+        return pb.DevicePluginOptions(
+            pre_start_required=False, get_preferred_allocation_available=self.allocator.preferred_available(resource)
+        )
+
+    def _ensure_servers(self) -> None:
+        """A server for every resource the board has (vNPU types can appear at any time)."""
+        for resource in self.board.resources():
+            if resource not in self.servers:
+                service = DevicePluginService(
+                    resource, self.board, self.allocator, self.settings.list_watch_period, self.metrics
+                )
+                self.servers[resource] = ResourceServer(
+                    resource,
+                    self.settings.plugin_dir / f"{resource}.sock",
+                    service,
+                    self.settings.max_message_bytes,
+                    self.settings.max_streams,
+                )
+
+    def readiness(self) -> tuple[bool, str]:
+        if not self.follower.state.connected:
+            return False, "exporter unreachable"
+        if not self.servers:
+            return False, "no chips yet"
+        if not self.registrar.all_registered():
+            return False, "not registered with the kubelet"
+        return True, f"{len(self.servers)} resources registered"
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.follower.start()
+        if self.verdicts is not None:
+            await self.verdicts.start()
+        if self.kube is not None:
+            await self.kube.start()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(10):
+                await self.follower.synced.wait()
+        await self.registrar.start()
+        self._tasks.append(asyncio.create_task(self._grace_watch(), name="exporter-grace"))
+
+    async def _grace_watch(self) -> None:
+        while True:
+            self.manager.set_exporter_lost(self.follower.unreachable_for() > self.settings.exporter_grace)
+            await asyncio.sleep(GRACE_CHECK_S)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.registrar.shutdown()
+        await self.allocator.stop()
+        await self.follower.stop()
+        if self.verdicts is not None:
+            await self.verdicts.stop()
+        if self.kube is not None:
+            await self.kube.stop()
+        await self.exporter.close()
+
+
+async def serve(plugin: DevicePlugin) -> None:
+    host, port = parse_host_port(plugin.settings.metrics_addr)
+    ops = uvicorn_server(create_ops_app(plugin.metrics, plugin.readiness), host=host, port=port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await plugin.start()
+    ops_task = asyncio.create_task(ops.serve(), name="ops")
+    log.info("ascend-device-plugin serving", extra={"plugin_dir": str(plugin.settings.plugin_dir)})
+    await stop.wait()
+    log.info("ascend-device-plugin stopping")
+    ops.should_exit = True
+    await asyncio.wait([ops_task], timeout=5)
+    await plugin.stop()

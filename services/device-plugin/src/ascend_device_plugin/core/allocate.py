@@ -1,0 +1,147 @@
+"""The Allocate response for one container (contract section 3).
+
+Reference: pkg/server/plugin.go `Allocate`, `mountDevice`, `mountDefaultDevice`,
+`checkAllocateRequest`; pkg/common/common.go `SetAscendRuntimeEnv`, `GetDefaultDevices`.
+
+- Ascend Docker Runtime mode: only env vars; the runtime mounts the device nodes itself.
+- Direct-mount mode: only DeviceSpecs (the reference sets no env vars there), the shared
+  driver nodes first, then `/dev/davinci<N>` per chip (host `/dev/vdavinci<N>` for a vNPU,
+  where N is the vdev id; the container still sees `/dev/davinci<N>`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from ascend_common.chips import ChipFamily
+from ascend_common.naming import MAX_DEVICE_ID_LEN, parse_device_id
+
+ASCEND_VISIBLE_DEVICES = "ASCEND_VISIBLE_DEVICES"
+ASCEND_RUNTIME_OPTIONS = "ASCEND_RUNTIME_OPTIONS"
+ASCEND_ALLOW_LINK = "ASCEND_ALLOW_LINK"
+RUNTIME_VIRTUAL = "VIRTUAL"
+# Dynamic vNPU mode: the plugin, not the job operator, tells the frameworks how many NPUs the
+# container has (PyTorch, MindSpore, and the CM_* pair the reference names TfWorkerSize/TfLocalWorker).
+WORKER_COUNT_ENVS = (
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "MS_WORKER_NUM",
+    "MS_LOCAL_WORKER",
+    "CM_WORKER_SIZE",
+    "CM_LOCAL_WORKER",
+)
+LOCAL_RANK = "LOCAL_RANK"
+
+DAVINCI_MANAGER = "/dev/davinci_manager"
+DAVINCI_MANAGER_DOCKER = "/dev/davinci_manager_docker"  # 310B hosts: mounted as /dev/davinci_manager
+HISI_HDC = "/dev/hisi_hdc"
+DEVMM_SVM = "/dev/devmm_svm"
+DVPP_CMDLIST = "/dev/dvpp_cmdlist"
+RW = "rw"
+MAX_VNPUS_PER_REQUEST = 1  # the reference's MaxRequestVirtualDeviceNum
+
+
+@dataclass(frozen=True)
+class AllocDevice:
+    """One device of an Allocate after the Volcano/kubelet mapping."""
+
+    kubelet_id: str
+    phy_id: int
+    vdev_id: int | None = None  # set for a vNPU
+
+    @property
+    def is_vnpu(self) -> bool:
+        return self.vdev_id is not None
+
+
+@dataclass(frozen=True)
+class DeviceNode:
+    container_path: str
+    host_path: str
+    permissions: str = RW
+
+
+@dataclass(frozen=True)
+class ContainerAlloc:
+    envs: dict[str, str] = field(default_factory=dict)
+    devices: list[DeviceNode] = field(default_factory=list)
+
+
+def container_response(
+    devices: Sequence[AllocDevice],
+    *,
+    family: ChipFamily,
+    runtime_mode: bool,
+    dynamic: bool,
+    host_dev_nodes: frozenset[str],
+) -> ContainerAlloc:
+    """Env vars or device nodes for one container; ValueError for an empty or mixed request.
+
+    Several kubelet ids may map to one real device (dynamic mode: N cores -> one vNPU or
+    chip); the container sees each real device once.
+    """
+    if not devices:
+        raise ValueError("no devices to allocate")
+    vnpu = devices[0].is_vnpu
+    if any(d.is_vnpu != vnpu for d in devices):
+        raise ValueError("a request cannot mix vNPUs and physical chips")
+    visible = sorted({d.vdev_id if d.vdev_id is not None else d.phy_id for d in devices})
+    if vnpu and len(visible) > MAX_VNPUS_PER_REQUEST:
+        raise ValueError(f"a container can use at most {MAX_VNPUS_PER_REQUEST} vNPU, got {len(visible)}")
+
+    if not runtime_mode:
+        nodes = _default_nodes(family, host_dev_nodes)
+        for n in visible:
+            host = f"/dev/vdavinci{n}" if vnpu else f"/dev/davinci{n}"
+            nodes.append(DeviceNode(f"/dev/davinci{n}", host, RW))
+        return ContainerAlloc({}, nodes)
+
+    envs = {
+        ASCEND_VISIBLE_DEVICES: ",".join(str(n) for n in visible),
+        ASCEND_RUNTIME_OPTIONS: RUNTIME_VIRTUAL if vnpu else "",
+    }
+    if family is ChipFamily.ASCEND310B:
+        envs[ASCEND_ALLOW_LINK] = "True"
+    if dynamic:
+        count = str(len(visible))
+        envs.update(dict.fromkeys(WORKER_COUNT_ENVS, count))
+        envs[LOCAL_RANK] = ",".join(str(i) for i in range(len(visible)))
+    return ContainerAlloc(envs, [])
+
+
+def _default_nodes(family: ChipFamily, host_dev_nodes: frozenset[str]) -> list[DeviceNode]:
+    """The driver's shared nodes, in the reference's order (common.go `GetDefaultDevices`)."""
+    nodes: list[DeviceNode] = []
+    if family is ChipFamily.ASCEND310B and DAVINCI_MANAGER_DOCKER in host_dev_nodes:
+        nodes.append(DeviceNode(DAVINCI_MANAGER, DAVINCI_MANAGER_DOCKER, RW))
+    elif DAVINCI_MANAGER in host_dev_nodes:
+        nodes.append(DeviceNode(DAVINCI_MANAGER, DAVINCI_MANAGER, RW))
+    nodes.extend(DeviceNode(p, p, RW) for p in (HISI_HDC, DEVMM_SVM, DVPP_CMDLIST) if p in host_dev_nodes)
+    return nodes
+
+
+def validate_request(ids: Sequence[str], known: Collection[str], max_devices: int) -> None:
+    """Reject a kubelet request before touching anything; ValueError names the first bad id."""
+    if not ids:
+        raise ValueError("the request names no device")
+    if len(ids) > max_devices:
+        raise ValueError(f"the request names {len(ids)} devices, more than {max_devices}")
+    seen: set[str] = set()
+    for device_id in ids:
+        if len(device_id) > MAX_DEVICE_ID_LEN:
+            raise ValueError(f"device id {device_id[:MAX_DEVICE_ID_LEN]!r}... is longer than {MAX_DEVICE_ID_LEN}")
+        if device_id not in known:
+            raise ValueError(f"unknown device {device_id!r}")
+        if device_id in seen:
+            raise ValueError(f"device {device_id!r} is requested twice")
+        seen.add(device_id)
+        if len(ids) > MAX_VNPUS_PER_REQUEST and _is_vnpu_id(device_id):
+            raise ValueError(f"vNPU {device_id!r}: at most {MAX_VNPUS_PER_REQUEST} vNPU per container")
+
+
+def _is_vnpu_id(device_id: str) -> bool:
+    try:
+        return parse_device_id(device_id).vnpu_suffix is not None
+    except ValueError:
+        return False

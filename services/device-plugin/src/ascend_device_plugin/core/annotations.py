@@ -1,0 +1,122 @@
+"""Pod annotations the plugin writes after an allocation (contract section 5).
+
+Reference: pkg/device/ascendcommon.go `AddPodAnnotation`, pkg/common/common.go
+`GetPodConfiguration`, pkg/common/proto.go `Instance` / `Device` (json tags and field order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from ascend_common.chips import RESOURCE_PREFIX, ResourceType
+
+from ascend_device_plugin.core.gojson import GoJSON, go_json, go_map
+
+__all__ = [
+    "ASCEND_REAL",
+    "CONFIG_910_KEY",
+    "CONFIG_NPU_KEY",
+    "KLT_DEV",
+    "UNKNOWN_DEVICE_IP",
+    "VNPU_DEVICE_IP",
+    "ConfigDevice",
+    "configuration_key",
+    "device_configuration",
+    "go_json",
+    "go_map",
+    "real_allocation_annotations",
+]
+
+ASCEND_REAL = RESOURCE_PREFIX + "AscendReal"
+KLT_DEV = RESOURCE_PREFIX + "kltDev"
+CONFIG_910_KEY = "ascend.kubectl.kubernetes.io/ascend-910-configuration"
+CONFIG_NPU_KEY = "ascend.kubectl.kubernetes.io/ascend-npu-configuration"
+VNPU_DEVICE_IP = "127.0.0.1"  # the reference's DefaultDeviceIP
+UNKNOWN_DEVICE_IP = "-1"
+
+
+def real_allocation_annotations(
+    real: Sequence[str],
+    kubelet_ids: Sequence[str],
+    *,
+    preset_vnpu: bool = False,
+    vfg_ids: Mapping[str, int] | None = None,
+) -> dict[str, str]:
+    """`huawei.com/AscendReal` and `huawei.com/kltDev`, each sorted and comma-joined.
+
+    Sorted in Go's sort.Strings order (plain string order, `Ascend910-10` before `Ascend910-2`):
+    the reference's real list comes out of sets.String.List(), which sorts that way.
+    `preset_vnpu`: a static vNPU resource - the reference writes neither key; we still write
+    kltDev so the fault-manager can see which chips are in use (the vNPU ids name their chip).
+    `vfg_ids`: dynamic vNPU mode - a created vNPU's name gets its `_<vfgID>` suffix.
+    """
+    annotations = {KLT_DEV: ",".join(sorted(set(kubelet_ids)))}
+    if not preset_vnpu:
+        vfg = vfg_ids or {}
+        names = {f"{name}_{vfg[name]}" if name in vfg else name for name in real}
+        annotations[ASCEND_REAL] = ",".join(sorted(names))
+    return annotations
+
+
+class ConfigDevice(NamedTuple):
+    phy_id: int
+    device_ip: str | None = None  # None: could not be read
+    super_device_id: int | None = None  # None: omitted (not in a super pod)
+
+
+def device_configuration(
+    pod_name: str,
+    pod_uid: str,
+    host_ip: str,
+    devices: Sequence[ConfigDevice] | Sequence[tuple[int, str | None, int | None]],
+    *,
+    vnpu: bool,
+    super_pod_id: int = -1,
+    rack_id: int = -1,
+    server_index: str = "",
+    server_ip: str = "",
+) -> str:
+    """The rank-table annotation value, byte for byte as the reference's json.Marshal(Instance).
+
+    Devices sorted by phy id; `device_ip` is 127.0.0.1 for a vNPU and -1 when unknown;
+    `super_device_id` is omitted when absent and always for a vNPU (the reference sets it for
+    physical chips only). No devices gives `"devices":null`, as a nil Go slice does.
+    """
+    by_phy: dict[int, tuple[str | None, int | None]] = {}
+    for phy_id, device_ip, sdid in devices:
+        by_phy.setdefault(phy_id, (device_ip, sdid))
+    entries: list[GoJSON] = []
+    for phy_id in sorted(by_phy):
+        device_ip, sdid = by_phy[phy_id]
+        entry: dict[str, GoJSON] = {
+            "device_id": str(phy_id),
+            "device_ip": VNPU_DEVICE_IP if vnpu else (UNKNOWN_DEVICE_IP if device_ip is None else device_ip),
+        }
+        if not vnpu and sdid is not None:
+            entry["super_device_id"] = str(sdid)
+        entries.append(entry)
+    instance: dict[str, GoJSON] = {  # proto.go Instance, in field order
+        "pod_name": pod_name,
+        "server_id": pod_uid,
+        "host_ip": host_ip,
+        "super_pod_id": super_pod_id,
+        "devices": entries or None,
+        "rack_id": rack_id,
+        "server_index": server_index,
+        "server_ip": server_ip,
+    }
+    return go_json(instance)
+
+
+def configuration_key(rtype: ResourceType, *, atlas_300i_duo: bool = False) -> str | None:
+    """Which annotation carries the configuration, or None when the resource gets none.
+
+    Ascend910 always, a node of Atlas 300I Duo cards (Ascend310P) too (reference:
+    `tool.name == Ascend910 || IsContainAll300IDuo()`), the 950 generation its own key.
+    """
+    if rtype is ResourceType.ASCEND910 or (rtype is ResourceType.ASCEND310P and atlas_300i_duo):
+        return CONFIG_910_KEY
+    if rtype is ResourceType.NPU:
+        return CONFIG_NPU_KEY
+    return None

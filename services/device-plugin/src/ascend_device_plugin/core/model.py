@@ -1,0 +1,63 @@
+"""What the pure device-plugin rules see of chips and pods.
+
+The I/O layer builds these from the exporter's snapshot, the fault-manager's verdicts and the
+pod cache; everything under `core` works on them alone, so the rules are testable without a
+cluster, a kubelet or a chip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ascend_common.chips import ChipFamily, ResourceType
+from ascend_common.schemas.exporter import Vnpu
+
+POD_PENDING = "Pending"
+POD_RUNNING = "Running"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChipInfo:
+    """One physical chip as the plugin advertises it.
+
+    Keyword-only so that adding a field never silently shifts a positional argument.
+    """
+
+    logic_id: int
+    phy_id: int
+    card_id: int
+    name: str  # "<type>-<phyID>", e.g. "Ascend910-3"
+    rtype: ResourceType
+    family: ChipFamily
+    aicore: int
+    healthy: bool  # final: the exporter sees the chip AND its verdict is schedulable
+    numa_node: int | None = None
+    device_ip: str | None = None
+    board_id: int | None = None
+    product_type: str | None = None
+    partner_card: int | None = None  # A3: dcmi_get_netdev_brother_device
+    super_device_id: int | None = None  # A3 super pod: the chip's SDID
+    vnpus: tuple[Vnpu, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodView:
+    """The slim record of a pod that the Allocate path needs."""
+
+    namespace: str
+    name: str
+    uid: str
+    phase: str
+    # Left out of the hash (mappings are not hashable) but not out of equality, so pods can go in sets.
+    annotations: Mapping[str, str] = field(hash=False)
+    requests: Mapping[str, int] = field(hash=False)  # "huawei.com/Ascend910" -> count, summed over containers
+    deleting: bool = False
+    created: float = 0.0  # unix seconds of the creation timestamp
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def request(self, resource_name: str) -> int:
+        return self.requests.get(resource_name, 0)

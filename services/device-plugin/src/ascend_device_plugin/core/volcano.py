@@ -1,0 +1,230 @@
+"""The Volcano path of Allocate (contract section 4).
+
+Volcano's Ascend plugin chooses the real chips at scheduling time and writes them on the pod:
+`huawei.com/<type>` = `Ascend910-0,Ascend910-1` (dynamic vNPU mode: `huawei.com/npu-core` =
+`<phy>-<template>` or `0,1`) and `predicate-time` = a decimal uint64. The kubelet's Allocate
+carries only anonymous IDs, so the plugin finds the pod it is serving: the pending pod of the
+node that requests the resource, carries the annotation, is not being deleted, whose annotated
+device count equals the request, and whose predicate-time is the smallest not yet taken.
+Reference: pkg/server/plugin.go `doWithVolcanoSchedule`, `checkAnnotationAllocateValid`,
+`getOldestPod`; pkg/common/common.go `FilterPods`.
+
+Where we are stricter than the reference: a pod whose annotation or predicate-time does not
+parse is skipped and reported, instead of being used with a wrong device list (the reference
+treats a missing or unparsable predicate-time as the largest time and may still pick the pod).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ascend_common.chips import RESOURCE_PREFIX, ChipFamily, ResourceType
+from ascend_common.naming import NPU_CORE, chip_name, parse_device_id
+from ascend_common.vnpu import TEMPLATES, template_allowed
+
+from ascend_device_plugin.core.model import POD_PENDING, PodView
+
+PREDICATE_TIME = "predicate-time"
+UINT64_MAX = 2**64 - 1
+TAKEN = str(UINT64_MAX)  # "18446744073709551615": the pod's devices were handed out already
+MAX_ANNOTATED_DEVICES = 64
+MAX_ANNOTATION_LENGTH = 1024 * 1024  # the reference's PodAnnotationMaxLength
+MAX_PHY_ID = 100  # the reference's MaxDevicesNum bound on a dynamic vNPU's phy id (GetVNPUSegmentInfo)
+NPU_CORE_RESOURCE = RESOURCE_PREFIX + NPU_CORE
+
+_DECIMAL = re.compile(r"^(0|[1-9]\d{0,3})$")  # a canonical phy id: no sign, no leading zeros
+_UINT = re.compile(r"^\d+$")  # what Go's strconv.ParseUint(s, 10, 64) accepts, before the range check
+
+
+def annotation_key(resource_type: str) -> str:
+    """The pod annotation Volcano writes for a resource type: `huawei.com/<type>`."""
+    return RESOURCE_PREFIX + resource_type
+
+
+def taken_patch() -> dict[str, str]:
+    """The annotation patch that marks a pod's Volcano devices as handed out."""
+    return {PREDICATE_TIME: TAKEN}
+
+
+def parse_predicate_time(value: str) -> int:
+    """Parse `predicate-time` as Go's strconv.ParseUint(value, 10, 64) would; ValueError otherwise."""
+    if not _UINT.match(value):
+        raise ValueError(f"predicate-time {value[:40]!r} is not a decimal uint64")
+    number = int(value)
+    if number > UINT64_MAX:
+        raise ValueError(f"predicate-time {value[:40]!r} is out of the uint64 range")
+    return number
+
+
+def _items(value: str, what: str) -> list[str]:
+    if len(value) > MAX_ANNOTATION_LENGTH:
+        raise ValueError(f"{what} annotation is longer than {MAX_ANNOTATION_LENGTH} characters")
+    items = [item.strip() for item in value.split(",")]
+    if len(items) > MAX_ANNOTATED_DEVICES:
+        raise ValueError(f"{what} annotation names {len(items)} devices, more than {MAX_ANNOTATED_DEVICES}")
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        if not item:
+            raise ValueError(f"{what} annotation has an empty item at position {index}")
+        if item in seen:
+            raise ValueError(f"{what} annotation names {item!r} twice")
+        seen.add(item)
+    return items
+
+
+def parse_real_devices(value: str, rtype: ResourceType) -> list[str]:
+    """The chips of a `huawei.com/<type>` annotation, in annotation order.
+
+    Every item must be a physical chip id of `rtype` in canonical form (`Ascend910-3`, not
+    `Ascend910-03`, a vNPU or a shared copy): these names go verbatim into annotations that
+    ClusterD and the fault-manager match by string.
+    """
+    items = _items(value, annotation_key(rtype.value))
+    for item in items:
+        try:
+            parsed = parse_device_id(item)
+        except ValueError:
+            raise ValueError(f"{item!r} is not a device id") from None
+        if parsed.rtype is not rtype or parsed.share_index is not None or parsed.vnpu_suffix is not None:
+            raise ValueError(f"{item!r} is not a {rtype.value} chip")
+        if chip_name(rtype, parsed.phy_id) != item:
+            raise ValueError(f"{item!r} is not in canonical form {chip_name(rtype, parsed.phy_id)!r}")
+    return items
+
+
+@dataclass(frozen=True)
+class DynamicRequest:
+    """A `huawei.com/npu-core` annotation: one vNPU to create, or whole chips."""
+
+    phy_ids: tuple[int, ...]  # the chip of the vNPU, or the whole chips by phy id
+    template: str | None = None  # DCMI template name (e.g. "vir02") for a vNPU
+
+    @property
+    def is_vnpu(self) -> bool:
+        return self.template is not None
+
+    def core_count(self, chip_aicore: int) -> int:
+        """How many `npu-core-<n>` devices the kubelet must have allocated for this request.
+
+        Reference: checkAnnotationAllocateValid - a vNPU takes its template's AI cores, whole
+        chips take all their cores.
+        """
+        if self.template is not None:
+            return TEMPLATES[self.template].aicore
+        return len(self.phy_ids) * chip_aicore
+
+
+def parse_npu_core(value: str, *, family: ChipFamily | None = None) -> DynamicRequest:
+    """Parse `<phy>-<template>` (a vNPU) or `0,1` (whole chips by phy id); ValueError otherwise.
+
+    With `family`, the template must also be one this chip family can create.
+    """
+    value = value.strip()
+    if "-" in value:
+        parts = value.split("-")
+        if len(parts) != 2:
+            raise ValueError(f"{NPU_CORE_RESOURCE} annotation {value[:60]!r} is not <phy>-<template>")
+        phy_text, template = (p.strip() for p in parts)
+        phy = _phy(phy_text)
+        if template not in TEMPLATES:
+            raise ValueError(f"unknown vNPU template {template!r}")
+        if family is not None and not template_allowed(family, template):
+            raise ValueError(f"vNPU template {template!r} is not allowed on {family.value}")
+        return DynamicRequest((phy,), template)
+    return DynamicRequest(tuple(_phy(item) for item in _items(value, NPU_CORE_RESOURCE)))
+
+
+def _phy(text: str) -> int:
+    if not _DECIMAL.match(text) or int(text) > MAX_PHY_ID:
+        raise ValueError(f"{text!r} is not a phy id (0..{MAX_PHY_ID})")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class Reject:
+    pod: PodView
+    reason: str
+
+
+@dataclass(frozen=True)
+class VolcanoChoice:
+    """The pod an Allocate serves, its real devices, and the pods skipped for bad annotations."""
+
+    pod: PodView | None
+    devices: tuple[str, ...] = ()  # physical resources: the annotated chips, annotation order
+    dynamic: DynamicRequest | None = None  # npu-core: what to create or hand out
+    rejects: tuple[Reject, ...] = ()
+
+
+def pick_pod(
+    pods: Iterable[PodView],
+    resource_name: str,
+    count: int,
+    *,
+    chip_aicore: int | None = None,
+) -> VolcanoChoice:
+    """Choose the pod this Allocate of `count` devices of `resource_name` is for.
+
+    `resource_name` is `huawei.com/<physical type>` or `huawei.com/npu-core` (then
+    `chip_aicore` is needed to count cores). vNPU resources have no Volcano path: the reference
+    allocates them by the kubelet's IDs (plugin.go `useVolcano`).
+    Smallest predicate-time wins; ties by creation time, then namespace/name, so the choice
+    does not depend on the order of the pod cache.
+    """
+    dynamic = resource_name == NPU_CORE_RESOURCE
+    rtype: ResourceType | None = None
+    if dynamic:
+        if chip_aicore is None or chip_aicore <= 0:
+            raise ValueError("the npu-core resource needs the AI core count of a chip")
+    else:
+        if not resource_name.startswith(RESOURCE_PREFIX):
+            raise ValueError(f"{resource_name!r} is not a huawei.com resource")
+        try:
+            rtype = ResourceType(resource_name.removeprefix(RESOURCE_PREFIX))
+        except ValueError:
+            raise ValueError(f"{resource_name!r} has no Volcano path (physical types and npu-core only)") from None
+
+    rejects: list[Reject] = []
+    best: tuple[tuple[int, float, str, str], PodView, tuple[str, ...], DynamicRequest | None] | None = None
+    for pod in pods:
+        if pod.request(resource_name) <= 0 or pod.phase != POD_PENDING or pod.deleting:
+            continue
+        annotation = pod.annotations.get(resource_name)
+        if annotation is None:
+            continue
+        raw_time = pod.annotations.get(PREDICATE_TIME)
+        if raw_time == TAKEN:
+            continue  # handed out already; its annotation no longer matters
+        devices: tuple[str, ...] = ()
+        request: DynamicRequest | None = None
+        try:
+            if rtype is not None:
+                devices = tuple(parse_real_devices(annotation, rtype))
+                annotated = len(devices)
+            else:
+                request = parse_npu_core(annotation)
+                annotated = request.core_count(chip_aicore or 0)
+        except ValueError as exc:
+            rejects.append(Reject(pod, f"annotation {resource_name}: {exc}"))
+            continue
+        if annotated != count:
+            continue  # a pod waiting for another Allocate
+        if raw_time is None:
+            rejects.append(Reject(pod, f"no {PREDICATE_TIME} annotation"))
+            continue
+        try:
+            time = parse_predicate_time(raw_time)
+        except ValueError as exc:
+            rejects.append(Reject(pod, str(exc)))
+            continue
+        if time == UINT64_MAX:
+            continue  # taken, written in a non-canonical form
+        rank = (time, pod.created, pod.namespace, pod.name)
+        if best is None or rank < best[0]:
+            best = (rank, pod, devices, request)
+    if best is None:
+        return VolcanoChoice(None, rejects=tuple(rejects))
+    _, pod, devices, request = best
+    return VolcanoChoice(pod, devices, request, tuple(rejects))

@@ -1,0 +1,54 @@
+"""Whether the kubelet may schedule on a chip: the exporter's view and the verdicts, combined.
+
+Pure. The fault-manager's verdict decides while it is connected. Without it, the plugin keeps
+the last verdict and may only make it worse with the code-level policy of libs/common: it
+never releases a chip that the fault-manager isolated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ascend_common.faults import FaultCodeTable, chip_level, schedulable
+from ascend_common.schemas.exporter import Chip, ChipState
+from ascend_common.schemas.verdict import ChipVerdict
+
+
+class HealthSource(StrEnum):
+    EXPORTER = "exporter"  # the exporter cannot read the chip (or is gone)
+    VERDICT = "verdict"
+    LAST_VERDICT = "last-verdict+code-policy"
+    CODE_POLICY = "code-policy"
+
+
+@dataclass(frozen=True)
+class HealthDecision:
+    healthy: bool
+    source: HealthSource
+    reason: str
+
+
+def decide(
+    chip: Chip,
+    verdict: ChipVerdict | None,
+    fault_manager_connected: bool,
+    table: FaultCodeTable,
+    used_by_running_pod: bool,
+) -> HealthDecision:
+    if chip.state is not ChipState.OK:
+        return HealthDecision(False, HealthSource.EXPORTER, f"exporter reports the chip {chip.state.value}")
+    if verdict is not None and fault_manager_connected:
+        return HealthDecision(verdict.schedulable, HealthSource.VERDICT, f"verdict {verdict.fault_level}")
+    codes = []
+    if chip.dynamic is not None and chip.dynamic.error_codes.is_ok:
+        codes = list(chip.dynamic.error_codes.value or [])
+    level = chip_level(table, [(code, None) for code in codes])
+    by_codes = schedulable(level, used_by_running_pod)
+    if not codes and chip.healthy is False:
+        # The library says unhealthy without a code to explain it: do not offer the chip.
+        by_codes = False
+    if verdict is not None:
+        healthy = verdict.schedulable and by_codes
+        return HealthDecision(healthy, HealthSource.LAST_VERDICT, f"last verdict {verdict.fault_level}, codes {level}")
+    return HealthDecision(by_codes, HealthSource.CODE_POLICY, f"codes {level}")

@@ -1,0 +1,143 @@
+"""The plugin's edge to the cluster: the node's pods, pod patches, node labels.
+
+Wraps the shared pod cache (one watch, slim records) and patch helpers of libs/common; the
+Allocate path reads pods from here without an API call and writes one patch per pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ascend_common.kube.client import KubeApiError, build_api_client
+from ascend_common.kube.patch import SlimNode, get_node, patch_node, patch_pod_annotations
+from ascend_common.kube.pods import PodCache, SlimPod
+from kubernetes.client import ApiClient
+
+from ascend_device_plugin.allocator import NodeFacts
+from ascend_device_plugin.core.model import PodView
+from ascend_device_plugin.core.node_labels import node_annotations, node_labels
+from ascend_device_plugin.resources import ResourceManager
+from ascend_device_plugin.settings import PluginSettings
+
+log = logging.getLogger(__name__)
+NODE_REFRESH_S = 60.0
+
+
+def pod_view(pod: SlimPod) -> PodView:
+    return PodView(
+        namespace=pod.namespace,
+        name=pod.name,
+        uid=pod.uid,
+        phase=pod.phase,
+        annotations=pod.annotations,
+        requests=pod.requests,
+        deleting=pod.deleting,
+        created=pod.created,
+    )
+
+
+@dataclass
+class KubeBridge:
+    api: ApiClient
+    node_name: str
+    on_pods: Callable[[], None]
+    cache: PodCache = field(init=False)
+    node: SlimNode | None = None
+    _views: list[PodView] | None = None
+    _labels_written: dict[str, str] = field(default_factory=dict)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _label_task: asyncio.Task[None] | None = None
+
+    def __post_init__(self) -> None:
+        self.cache = PodCache(self.api, self.node_name)
+        self.cache.on_change.append(self._pods_changed)
+
+    @classmethod
+    def create(cls, settings: PluginSettings, on_pods: Callable[[], None]) -> KubeBridge:
+        api = build_api_client(kubeconfig=settings.kubeconfig)
+        return cls(api, settings.node_name, on_pods)
+
+    def _pods_changed(self, kind: str, pod: SlimPod) -> None:
+        self._views = None
+        self.on_pods()
+
+    def pods(self) -> list[PodView]:
+        if self._views is None:
+            self._views = [pod_view(p) for p in self.cache.pods()]
+        return self._views
+
+    async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        await patch_pod_annotations(self.api, namespace, name, annotations)
+
+    def node_facts(self) -> NodeFacts:
+        if self.node is None:
+            return NodeFacts()
+        a = self.node.annotations
+        return NodeFacts(
+            host_ip=self.node.internal_ip,
+            super_pod_id=_int(a.get("superPodID"), -1),
+            server_index=a.get("serverIndex", ""),
+        )
+
+    async def start(self) -> None:
+        await self.cache.start()
+        self._tasks.append(asyncio.create_task(self._node_loop(), name="node-refresh"))
+
+    async def _node_loop(self) -> None:
+        while True:
+            try:
+                self.node = await get_node(self.api, self.node_name)
+            except KubeApiError as exc:
+                log.warning("cannot read the node", extra={"node": self.node_name, "error": str(exc)})
+            await asyncio.sleep(NODE_REFRESH_S)
+
+    def chips_changed(self, manager: ResourceManager, driver_version: str | None) -> None:
+        """Write node labels and annotations (contract section 9) when they change."""
+        if self._label_task is not None and not self._label_task.done():
+            return  # one write at a time; the next chip change re-checks
+        self._label_task = asyncio.create_task(self._write_labels(manager, driver_version), name="node-labels")
+
+    async def _write_labels(self, manager: ResourceManager, version: str | None) -> None:
+        infos = sorted(manager.infos.values(), key=lambda c: c.phy_id)
+        chips = [c for c in manager.chips.values() if c.state == "ok"]
+        if not infos or not chips:
+            return
+        first = chips[0]
+        hbm = first.dynamic.hbm.value if first.dynamic and first.dynamic.hbm.is_ok else None
+        chip_name = first.static.chip_name.value or ""
+        existing = self.node.labels if self.node is not None else {}
+        labels = node_labels(
+            chip_name,
+            infos[0].family,
+            infos[0].aicore,
+            version,
+            infos[0].rtype,
+            hbm.total_mb if hbm else None,
+            existing,
+        )
+        annotations = node_annotations(infos)
+        wanted = {**{f"l:{k}": v for k, v in labels.items()}, **{f"a:{k}": v for k, v in annotations.items()}}
+        if wanted == self._labels_written:
+            return
+        try:
+            self.node = await patch_node(self.api, self.node_name, labels=labels, annotations=annotations)
+            self._labels_written = wanted
+        except KubeApiError as exc:
+            log.warning("cannot label the node", extra={"node": self.node_name, "error": str(exc)})
+
+    async def stop(self) -> None:
+        for task in [*self._tasks, *([self._label_task] if self._label_task else [])]:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.cache.stop()
+        await asyncio.to_thread(self.api.close)
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default

@@ -1,0 +1,28 @@
+"""The plugin's Prometheus metrics (one registry per process, so tests can build several)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class PluginMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.registrations = Counter(
+            "ascend_device_plugin_registrations", "registrations with the kubelet", ["resource"], registry=r
+        )
+        self.list_and_watch_sends = Counter(
+            "ascend_device_plugin_list_and_watch_sends", "ListAndWatch messages sent", ["resource"], registry=r
+        )
+        self.allocations = Counter(
+            "ascend_device_plugin_allocations", "Allocate calls by result", ["resource", "result"], registry=r
+        )
+        self.allocate_seconds = Histogram(
+            "ascend_device_plugin_allocate_seconds",
+            "Allocate latency",
+            ["resource"],
+            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+            registry=r,
+        )
+        self.devices = Gauge("ascend_device_plugin_devices", "advertised devices", ["resource", "health"], registry=r)

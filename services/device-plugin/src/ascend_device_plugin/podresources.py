@@ -1,0 +1,39 @@
+"""Ask the kubelet's PodResources API which pod got a set of device ids (plain path)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import grpc
+from ascend_common.kubelet import podresources_pb2 as pr
+from ascend_common.kubelet import podresources_pb2_grpc as pr_grpc
+from grpc import aio
+
+log = logging.getLogger(__name__)
+
+
+async def find_pod(
+    socket: Path, resource_name: str, device_ids: set[str], attempts: int = 40, interval: float = 0.05
+) -> tuple[str, str] | None:
+    """(namespace, name) of the pod whose container holds exactly these ids, or None.
+
+    The kubelet records an allocation only after Allocate returns, so the answer may lag
+    behind: retry a few times. The channel is per call: the kubelet re-creates its socket
+    when it restarts, and the directory (not the socket) is what we mount.
+    """
+    for _ in range(attempts):
+        try:
+            async with aio.insecure_channel(f"unix://{socket}") as channel:
+                reply = await pr_grpc.PodResourcesListerStub(channel).List(pr.ListPodResourcesRequest(), timeout=2.0)
+        except grpc.aio.AioRpcError as exc:
+            log.debug("PodResources List failed", extra={"error": exc.details()})
+        else:
+            for pod in reply.pod_resources:
+                for container in pod.containers:
+                    for devices in container.devices:
+                        if devices.resource_name == resource_name and set(devices.device_ids) == device_ids:
+                            return pod.namespace, pod.name
+        await asyncio.sleep(interval)
+    return None

@@ -1,0 +1,55 @@
+"""The device-plugin's settings: every flag also settable as ASCEND_DEVICE_PLUGIN_<NAME>.
+
+Names follow the reference's flags where one exists (volcanoType, presetVirtualDevice,
+shareDevCount, listWatchPeriod, useAscendDocker) in kebab case.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from ascend_common.kubelet.constants import DEFAULT_PLUGIN_DIR, DEFAULT_PODRESOURCES_SOCKET
+from ascend_common.settings import parse_host_port, service_config
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, CliImplicitFlag
+
+
+class PluginSettings(BaseSettings):
+    model_config = service_config("ASCEND_DEVICE_PLUGIN_")
+
+    exporter_socket: Path = Field(Path("/run/ascend/dcmi-exporter.sock"), description="The exporter's API socket.")
+    plugin_dir: Path = Field(Path(DEFAULT_PLUGIN_DIR), description="The kubelet's device-plugin directory.")
+    podresources_socket: Path = Field(
+        Path(DEFAULT_PODRESOURCES_SOCKET), description="The kubelet's PodResources socket."
+    )
+    node_name: str = Field("", max_length=253, description="This node's name (the pod cache's field selector).")
+    fault_manager_socket: Path | None = Field(None, description="The fault-manager's API socket (verdicts).")
+    kube: Literal["api", "offline"] = Field(
+        "api", description="api: talk to the cluster; offline: no pods, no patches."
+    )
+    kubeconfig: Path | None = Field(None, description="A kubeconfig; default: in-cluster config.")
+    volcano_type: CliImplicitFlag[bool] = Field(
+        False, description="Allocate the devices Volcano chose (pod annotations)."
+    )
+    preset_virtual_device: bool = Field(True, description="Static vNPUs; false: dynamic vNPU mode (npu-core).")
+    share_dev_count: int = Field(1, ge=1, le=100, description="310P/310B sharing: advertise each chip N times.")
+    use_ascend_docker: bool = Field(True, description="Ascend Docker Runtime mode; false: mount /dev/davinci*.")
+    token_file: Path | None = Field(None, description="Holds the plugin's `vnpu` token (dynamic vNPU mode).")
+    list_watch_period: float = Field(
+        5.0, gt=0, le=600, description="Resync period of ListAndWatch (sends only on change)."
+    )
+    exporter_grace: float = Field(
+        30.0, ge=0, le=3600, description="Seconds without the exporter before all go Unhealthy."
+    )
+    metrics_addr: str = Field("0.0.0.0:8083", description="HOST:PORT for /healthz, /readyz and /metrics.")
+    require_root_owned: bool = Field(True, description="Refuse a plugin dir or kubelet.sock not owned by root.")
+    max_message_bytes: int = Field(4 << 20, ge=64 << 10, le=64 << 20, description="gRPC message size cap.")
+    max_streams: int = Field(16, ge=1, le=1024, description="Concurrent gRPC streams per connection.")
+    log_level: str = Field("INFO", description="Log level.")
+
+    @field_validator("metrics_addr")
+    @classmethod
+    def _addr(cls, value: str) -> str:
+        parse_host_port(value)
+        return value

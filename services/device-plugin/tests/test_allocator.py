@@ -1,0 +1,171 @@
+"""The Allocate and GetPreferredAllocation paths, in process (no gRPC, no cluster)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import grpc
+import pytest
+from ascend_common.faults import default_fault_code_table
+from ascend_common.kubelet import deviceplugin_pb2 as pb
+from ascend_common.schemas.exporter import Chip, ChipState
+from ascend_device_plugin.allocator import Allocator, NodeFacts
+from ascend_device_plugin.core.model import PodView
+from ascend_device_plugin.core.volcano import TAKEN
+from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.resources import ResourceManager
+from ascend_device_plugin.server import AllocationError
+from ascend_device_plugin.views import ViewBoard
+
+from tests.support.chips import node_910a, node_910b
+
+
+@dataclass
+class FakePods:
+    items: list[PodView] = field(default_factory=list)
+    patches: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+
+    def pods(self) -> list[PodView]:
+        return list(self.items)
+
+    async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        self.patches.append((namespace, name, annotations))
+
+
+def setup(chips: Mapping[int, Chip], **kw: object) -> tuple[Allocator, ResourceManager, FakePods]:
+    board = ViewBoard()
+    manager = ResourceManager(board, default_fault_code_table(), PluginMetrics())
+    manager.set_chips(chips)
+    pods = FakePods()
+    allocator = Allocator(manager, board, pods=pods, patcher=pods, node=lambda: NodeFacts(host_ip="10.0.0.5"), **kw)  # type: ignore[arg-type]
+    return allocator, manager, pods
+
+
+def request(*containers: list[str]) -> pb.AllocateRequest:
+    return pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=c) for c in containers])
+
+
+async def test_plain_path_uses_phy_ids_and_answers_each_container_in_order() -> None:
+    allocator, _, _ = setup(node_910b())
+    resp = await allocator.allocate("Ascend910", request(["Ascend910-3", "Ascend910-1"], ["Ascend910-6"]))
+    assert [dict(r.envs) for r in resp.container_responses] == [
+        {"ASCEND_VISIBLE_DEVICES": "1,3", "ASCEND_RUNTIME_OPTIONS": ""},
+        {"ASCEND_VISIBLE_DEVICES": "6", "ASCEND_RUNTIME_OPTIONS": ""},
+    ]
+    assert all(not r.devices for r in resp.container_responses)
+
+
+async def test_direct_mount_mode_gives_davinci_nodes(tmp_path: object) -> None:
+    allocator, _, _ = setup(node_910b(), runtime_mode=False)
+    resp = await allocator.allocate("Ascend910", request(["Ascend910-5"]))
+    [c] = resp.container_responses
+    assert [(d.container_path, d.host_path, d.permissions) for d in c.devices] == [
+        ("/dev/davinci5", "/dev/davinci5", "rw")
+    ]
+    assert not c.envs
+
+
+@pytest.mark.parametrize(
+    ("containers", "message"),
+    [
+        ([["Ascend910-9"]], "unknown device 'Ascend910-9'"),
+        ([["Ascend910-1", "Ascend910-1"]], "requested twice"),
+        ([[]], "names no device"),
+        ([["x" * 60]], "longer than 50"),
+        ([], "no container"),
+    ],
+)
+async def test_bad_requests_are_invalid_argument(containers: list[list[str]], message: str) -> None:
+    allocator, _, pods = setup(node_910b())
+    with pytest.raises(AllocationError) as err:
+        await allocator.allocate("Ascend910", request(*containers))
+    assert err.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert message in err.value.message
+    assert pods.patches == []
+
+
+def pending(name: str, devices: str, predicate: str, uid: str | None = None, count: int = 2) -> PodView:
+    return PodView(
+        namespace="ml", name=name, uid=uid or f"uid-{name}", phase="Pending",
+        annotations={"huawei.com/Ascend910": devices, "predicate-time": predicate},
+        requests={"huawei.com/Ascend910": count}, created=1.0,
+    )  # fmt: skip
+
+
+async def test_volcano_serves_the_oldest_pod_with_its_devices_and_marks_it_taken() -> None:
+    allocator, manager, pods = setup(node_910b(), volcano=True)
+    pods.items = [
+        pending("younger", "Ascend910-0,Ascend910-1", "2000"),
+        pending("older", "Ascend910-6,Ascend910-7", "1000"),
+        pending("broken", "Ascend910-0,,", "10"),
+    ]
+    resp = await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
+    assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
+    [(ns, name, patch)] = pods.patches
+    assert (ns, name) == ("ml", "older")
+    assert patch["predicate-time"] == TAKEN
+    assert patch["huawei.com/AscendReal"] == "Ascend910-6,Ascend910-7"
+    assert patch["huawei.com/kltDev"] == "Ascend910-2,Ascend910-3"
+    config = json.loads(patch["ascend.kubectl.kubernetes.io/ascend-910-configuration"])
+    assert config["server_id"] == "uid-older" and config["pod_name"] == "older" and config["host_ip"] == "10.0.0.5"
+    assert [d["device_id"] for d in config["devices"]] == ["6", "7"]
+    assert config["devices"][0]["device_ip"] == "192.168.100.7"
+    # The kubelet's ids now report the health of the real devices behind them.
+    assert manager.volcano_map == {"Ascend910-2": "Ascend910-6", "Ascend910-3": "Ascend910-7"}
+    # The next Allocate serves the other pod, even before the cache sees the patch.
+    resp = await allocator.allocate("Ascend910", request(["Ascend910-4", "Ascend910-5"]))
+    assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "0,1"
+    assert pods.patches[-1][1] == "younger"
+    # Nothing left: a clear error, no patch.
+    with pytest.raises(AllocationError, match="no pending pod annotated by Volcano") as err:
+        await allocator.allocate("Ascend910", request(["Ascend910-0", "Ascend910-1"]))
+    assert "malformed" in err.value.message
+    assert len(pods.patches) == 2
+
+
+async def test_volcano_device_health_follows_the_real_device() -> None:
+    chips = node_910b()
+    allocator, manager, pods = setup(chips, volcano=True)
+    pods.items = [pending("p", "Ascend910-6", "5", count=1)]
+    await allocator.allocate("Ascend910", request(["Ascend910-2"]))
+    logic_of_phy6 = next(c.logic_id for c in chips.values() if c.phy_id == 6)
+    manager.set_chips({logic_of_phy6: chips[logic_of_phy6].model_copy(update={"state": ChipState.CARD_DROP})})
+    view = allocator.board.get("Ascend910")
+    assert view is not None
+    health = {d.id: d.healthy for d in view.devices}
+    assert health["Ascend910-2"] is False, "kubelet id 2 stands for real device 6"
+
+
+def preferred(available: list[str], must: list[str], size: int) -> pb.PreferredAllocationRequest:
+    return pb.PreferredAllocationRequest(
+        container_requests=[
+            pb.ContainerPreferredAllocationRequest(
+                available_deviceIDs=available, must_include_deviceIDs=must, allocation_size=size
+            )
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("must", "size", "expect"),
+    [
+        ([], 4, [["Ascend910-4", "Ascend910-5", "Ascend910-6", "Ascend910-7"]]),
+        (["Ascend910-2"], 2, [["Ascend910-0", "Ascend910-2"], ["Ascend910-2", "Ascend910-3"]]),
+        ([], 1, [["Ascend910-0"], ["Ascend910-2"], ["Ascend910-3"]]),
+    ],
+)
+def test_preferred_allocation_on_910a_rings(must: list[str], size: int, expect: list[list[str]]) -> None:
+    allocator, _, _ = setup(node_910a())
+    available = [f"Ascend910-{i}" for i in range(8) if i != 1]
+    [resp] = allocator.preferred("Ascend910", preferred(available, must, size)).container_responses
+    assert list(resp.deviceIDs) in expect
+    assert allocator.preferred_available("Ascend910")
+
+
+def test_preferred_allocation_bad_request_is_invalid_argument() -> None:
+    allocator, _, _ = setup(node_910a())
+    with pytest.raises(AllocationError) as err:
+        allocator.preferred("Ascend910", preferred(["Ascend910-0"], ["Ascend910-5"], 1))
+    assert err.value.code is grpc.StatusCode.INVALID_ARGUMENT

@@ -1,0 +1,275 @@
+"""The Volcano path of Allocate (contract section 4)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+from ascend_common.chips import ChipFamily, ResourceType
+from ascend_device_plugin.core import (
+    PREDICATE_TIME,
+    TAKEN,
+    DynamicRequest,
+    PodView,
+    annotation_key,
+    parse_npu_core,
+    parse_predicate_time,
+    parse_real_devices,
+    pick_pod,
+    taken_patch,
+)
+
+R910 = ResourceType.ASCEND910
+RES = "huawei.com/Ascend910"
+CORE = "huawei.com/npu-core"
+
+
+def pod(
+    name: str,
+    devices: str | None = "Ascend910-0,Ascend910-1",
+    time: str | None = "100",
+    *,
+    resource: str = RES,
+    request: int = 2,
+    phase: str = "Pending",
+    deleting: bool = False,
+    created: float = 0.0,
+    namespace: str = "default",
+) -> PodView:
+    annotations: dict[str, str] = {}
+    if devices is not None:
+        annotations[resource] = devices
+    if time is not None:
+        annotations[PREDICATE_TIME] = time
+    return PodView(
+        namespace=namespace,
+        name=name,
+        uid=f"uid-{name}",
+        phase=phase,
+        annotations=annotations,
+        requests={resource: request} if request else {},
+        deleting=deleting,
+        created=created,
+    )
+
+
+def test_constants_and_patch() -> None:
+    assert TAKEN == "18446744073709551615" == str(2**64 - 1)
+    assert taken_patch() == {"predicate-time": "18446744073709551615"}
+    assert annotation_key("Ascend910") == RES
+    assert annotation_key("npu-core") == CORE
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("Ascend910-0", ["Ascend910-0"]),
+        ("Ascend910-1,Ascend910-0", ["Ascend910-1", "Ascend910-0"]),  # annotation order is kept
+        (" Ascend910-0 , Ascend910-10 ", ["Ascend910-0", "Ascend910-10"]),
+        (",".join(f"Ascend910-{i}" for i in range(64)), [f"Ascend910-{i}" for i in range(64)]),
+    ],
+)
+def test_parse_real_devices(value: str, expected: list[str]) -> None:
+    assert parse_real_devices(value, R910) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("", "empty item at position 0"),
+        ("Ascend910-0,,Ascend910-1", "empty item at position 1"),
+        ("Ascend910-0,", "empty item at position 1"),
+        ("Ascend910-0,Ascend910-0", "'Ascend910-0' twice"),
+        ("Ascend910-0, Ascend910-0", "'Ascend910-0' twice"),
+        ("Ascend910-0,Ascend310P-1", "'Ascend310P-1' is not a Ascend910 chip"),
+        ("Ascend910-2c-100-0", "'Ascend910-2c-100-0' is not a Ascend910 chip"),
+        ("Ascend910-0-1", "'Ascend910-0-1' is not a Ascend910 chip"),
+        ("Ascend910-01", "'Ascend910-01' is not in canonical form 'Ascend910-1'"),
+        ("Ascend910-x", "'Ascend910-x' is not a device id"),
+        ("0,1", "'0' is not a device id"),
+        (",".join(f"Ascend910-{i}" for i in range(65)), "65 devices, more than 64"),
+    ],
+)
+def test_parse_real_devices_rejects(value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_real_devices(value, R910)
+
+
+@pytest.mark.parametrize(("value", "expected"), [("0", 0), ("123", 123), (TAKEN, 2**64 - 1), ("007", 7)])
+def test_parse_predicate_time(value: str, expected: int) -> None:
+    assert parse_predicate_time(value) == expected
+
+
+@pytest.mark.parametrize("value", ["", "-1", "+1", " 1", "1 ", "1.5", "1_000", "0x10", "abc", "18446744073709551616"])
+def test_parse_predicate_time_rejects_what_go_parseuint_rejects(value: str) -> None:
+    with pytest.raises(ValueError, match="predicate-time"):
+        parse_predicate_time(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("0-vir02", DynamicRequest((0,), "vir02")),
+        ("3-vir05_1c_16g", DynamicRequest((3,), "vir05_1c_16g")),
+        ("100-vir16", DynamicRequest((100,), "vir16")),
+        ("0,1", DynamicRequest((0, 1))),
+        (" 1 , 0 ", DynamicRequest((1, 0))),
+        ("7", DynamicRequest((7,))),
+    ],
+)
+def test_parse_npu_core(value: str, expected: DynamicRequest) -> None:
+    assert parse_npu_core(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0-vir99", "unknown vNPU template 'vir99'"),
+        ("0-2c", "unknown vNPU template '2c'"),
+        ("0-vir02-x", "is not <phy>-<template>"),
+        ("x-vir02", "'x' is not a phy id"),
+        ("-vir02", "'' is not a phy id"),
+        ("101-vir02", "'101' is not a phy id"),
+        ("01", "'01' is not a phy id"),
+        ("0,0", "'0' twice"),
+        ("0,,1", "empty item"),
+        ("", "empty item"),
+        ("Ascend910-0", "'Ascend910' is not a phy id"),
+    ],
+)
+def test_parse_npu_core_rejects(value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_npu_core(value)
+
+
+def test_parse_npu_core_checks_the_template_against_the_family() -> None:
+    assert parse_npu_core("0-vir05_1c_16g", family=ChipFamily.ASCEND910B).template == "vir05_1c_16g"
+    with pytest.raises(ValueError, match="'vir02' is not allowed on Ascend910B"):
+        parse_npu_core("0-vir02", family=ChipFamily.ASCEND910B)
+
+
+@pytest.mark.parametrize(
+    ("request_", "aicore", "cores"),
+    [
+        (DynamicRequest((0,), "vir04"), 20, 4),
+        (DynamicRequest((0,), "vir12_3c_32g"), 24, 12),
+        (DynamicRequest((0, 1)), 20, 40),
+    ],
+)
+def test_dynamic_request_core_count(request_: DynamicRequest, aicore: int, cores: int) -> None:
+    assert request_.core_count(aicore) == cores
+    assert request_.is_vnpu == (request_.template is not None)
+
+
+def test_the_smallest_predicate_time_wins_and_its_annotated_devices_are_used() -> None:
+    pods = [
+        pod("a", "Ascend910-0,Ascend910-1", "300"),
+        pod("b", "Ascend910-4,Ascend910-5", "200"),
+        pod("c", time="250"),
+    ]
+    choice = pick_pod(pods, RES, 2)
+    assert choice.pod is pods[1]
+    assert choice.devices == ("Ascend910-4", "Ascend910-5")
+    assert choice.rejects == ()
+
+
+@pytest.mark.parametrize(
+    ("skipped", "why"),
+    [
+        (pod("x", time=TAKEN), "taken"),
+        (pod("x", time="018446744073709551615"), "taken, written with a leading zero"),
+        (pod("x", "Ascend910-0"), "annotated count differs from the request"),
+        (pod("x", phase="Running"), "not pending"),
+        (pod("x", phase="Succeeded"), "not pending"),
+        (pod("x", deleting=True), "being deleted"),
+        (pod("x", request=0), "does not request the resource"),
+        (pod("x", devices=None), "no annotation"),
+        (pod("x", time=TAKEN, devices="garbage"), "taken pods are not parsed at all"),
+    ],
+)
+def test_pods_that_are_skipped_silently(skipped: PodView, why: str) -> None:
+    fallback = pod("fallback", time="999")
+    choice = pick_pod([skipped, fallback], RES, 2)
+    assert choice.pod is fallback, why
+    assert choice.rejects == (), why
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        (pod("bad", "Ascend910-0,Ascend910-0", "1"), "annotation huawei.com/Ascend910: .*'Ascend910-0' twice"),
+        (pod("bad", "Ascend910-0,npu-1", "1"), "'npu-1' is not a Ascend910 chip"),
+        (pod("bad", "", "1"), "empty item"),
+        (pod("bad", time=None), "no predicate-time annotation"),
+        (pod("bad", time="yesterday"), "predicate-time 'yesterday' is not a decimal uint64"),
+        (pod("bad", time="18446744073709551616"), "out of the uint64 range"),
+    ],
+)
+def test_pods_with_malformed_annotations_are_skipped_and_reported(bad: PodView, reason: str) -> None:
+    good = pod("good", time="999")
+    choice = pick_pod([bad, good], RES, 2)
+    assert choice.pod is good
+    assert len(choice.rejects) == 1
+    assert choice.rejects[0].pod is bad
+    assert re.search(reason, choice.rejects[0].reason), choice.rejects[0].reason
+
+
+def test_no_pod_gives_an_empty_choice_with_the_rejects() -> None:
+    bad = pod("bad", time="soon")
+    choice = pick_pod([bad, pod("other", time=TAKEN)], RES, 2)
+    assert choice.pod is None
+    assert choice.devices == ()
+    assert [r.pod for r in choice.rejects] == [bad]
+    assert pick_pod([], RES, 2).pod is None
+
+
+def test_ties_go_to_the_older_pod_then_namespace_and_name() -> None:
+    older = pod("z", time="5", created=10.0)
+    newer = pod("a", time="5", created=20.0)
+    assert pick_pod([newer, older], RES, 2).pod is older
+    first = pod("b", time="5", namespace="ns-a")
+    second = pod("a", time="5", namespace="ns-b")
+    third = pod("c", time="5", namespace="ns-a")
+    for order in itertools.permutations([first, second, third]):
+        assert pick_pod(order, RES, 2).pod is first
+
+
+def test_the_choice_does_not_depend_on_the_cache_order() -> None:
+    pods = [pod(f"p{i}", time=str(t)) for i, t in enumerate([30, 10, 20, 10])]
+    winners = {pick_pod(order, RES, 2).pod for order in itertools.permutations(pods)}
+    assert winners == {pods[1]}
+
+
+def test_npu_core_vnpu_and_whole_chip_requests() -> None:
+    vnpu_pod = pod("v", "0-vir04", "1", resource=CORE, request=4)
+    chips_pod = pod("c", "0,1", "2", resource=CORE, request=40)
+    choice = pick_pod([vnpu_pod, chips_pod], CORE, 4, chip_aicore=20)
+    assert choice.pod is vnpu_pod
+    assert choice.dynamic == DynamicRequest((0,), "vir04")
+    assert choice.devices == ()
+    choice = pick_pod([vnpu_pod, chips_pod], CORE, 40, chip_aicore=20)
+    assert choice.pod is chips_pod
+    assert choice.dynamic == DynamicRequest((0, 1))
+
+
+def test_npu_core_malformed_annotation_is_reported() -> None:
+    bad = pod("bad", "0-vir99", "1", resource=CORE, request=4)
+    choice = pick_pod([bad], CORE, 4, chip_aicore=20)
+    assert choice.pod is None
+    assert "unknown vNPU template 'vir99'" in choice.rejects[0].reason
+
+
+@pytest.mark.parametrize(
+    ("resource", "aicore", "message"),
+    [
+        (CORE, None, "AI core count"),
+        (CORE, 0, "AI core count"),
+        ("huawei.com/Ascend910-2c", None, "no Volcano path"),
+        ("huawei.com/Ascend910B", None, "no Volcano path"),
+        ("nvidia.com/gpu", None, "not a huawei.com resource"),
+    ],
+)
+def test_pick_pod_rejects_resources_without_a_volcano_path(resource: str, aicore: int | None, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        pick_pod([], resource, 1, chip_aicore=aicore)

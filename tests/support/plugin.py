@@ -1,0 +1,79 @@
+"""Run the device-plugin as a real process beside a sim exporter, for cross-service tests."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.support.exporter import ROOT, ExporterProc, free_port
+
+
+@dataclass
+class PluginProc:
+    proc: subprocess.Popen[bytes]
+    plugin_dir: Path
+    ops_url: str
+    log_path: Path
+
+    def ready(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"plugin exited with {self.proc.returncode}: {self.log_path.read_text()[-3000:]}")
+        try:
+            return httpx.get(self.ops_url + "/readyz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def metrics(self) -> str:
+        return httpx.get(self.ops_url + "/metrics", timeout=2).text
+
+    def stop(self, timeout: float = 10.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+
+def start_plugin(
+    workdir: Path,
+    exporter: ExporterProc,
+    plugin_dir: Path,
+    *extra: str,
+    kube: str = "offline",
+    env: dict[str, str] | None = None,
+) -> PluginProc:
+    port = free_port()
+    log_path = workdir / "plugin.log"
+    args = [
+        sys.executable, "-m", "ascend_device_plugin.cli",
+        "--exporter-socket", str(exporter.socket),
+        "--plugin-dir", str(plugin_dir),
+        "--node-name", "node-a",
+        "--kube", kube,
+        "--metrics-addr", f"127.0.0.1:{port}",
+        "--require-root-owned", "false",
+        *extra,
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        args, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, **(env or {})}
+    )
+    return PluginProc(proc, plugin_dir, f"http://127.0.0.1:{port}", log_path)
+
+
+async def wait_ready(plugin: PluginProc, timeout: float = 15) -> None:
+    """Async: the fake kubelet runs on the test's event loop and must keep serving meanwhile."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not await asyncio.to_thread(plugin.ready):
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"plugin not ready within {timeout}s (log: {plugin.log_path})") from None
