@@ -110,7 +110,7 @@ async def standin(dirs: tuple[Path, Path], lines: Lines) -> AsyncIterator[asynci
     stop = asyncio.Event()
     task = asyncio.create_task(kubelet_standin.run(dirs[0], lines, stop, podresources_dir=dirs[1]))
     async with asyncio.timeout(5):
-        while not (dirs[0] / constants.KUBELET_SOCKET).exists():  # noqa: ASYNC110 - a file, no event to wait on
+        while not (dirs[0] / constants.KUBELET_SOCKET).exists():
             await asyncio.sleep(0.01)
     try:
         yield task
@@ -190,7 +190,7 @@ async def test_serves_pod_resources(dirs: tuple[Path, Path]) -> None:
             stub = pr_grpc.PodResourcesListerStub(channel)
             assert list((await stub.List(pr.ListPodResourcesRequest(), timeout=5)).pod_resources) == []
             async with asyncio.timeout(5):
-                while "Unhealthy" not in (lines.lines[-1] if lines.lines else ""):  # noqa: ASYNC110 - lines, no event
+                while "Unhealthy" not in (lines.lines[-1] if lines.lines else ""):
                     await asyncio.sleep(0.01)
             response = await stub.GetAllocatableResources(pr.AllocatableResourcesRequest(), timeout=5)
         assert [(d.resource_name, list(d.device_ids)) for d in response.devices] == [

@@ -35,6 +35,8 @@ def test_local_mode_starts_answers_and_stops_cleanly(tmp_path: Path) -> None:
     try:
         sock = state / "dcmi-exporter.sock"
         wait_until(lambda: sock.exists() and _ready(port), timeout=20, what="local stack ready")
+        plugin_sock = state / "device-plugins" / "Ascend910.sock"
+        wait_until(plugin_sock.exists, timeout=20, what="the plugin's socket")
         transport = httpx.HTTPTransport(uds=str(sock))
         with httpx.Client(transport=transport, base_url="http://x") as client:
             assert len(client.get("/v1/chips").json()["chips"]) == 16
@@ -44,8 +46,10 @@ def test_local_mode_starts_answers_and_stops_cleanly(tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=20)
     assert proc.returncode == 0, out
     assert "unix socket" in out and "local stack stopped" in out
+    # The kubelet stand-in printed what the kubelet sees: 16 chips, all Healthy.
+    assert "huawei.com/Ascend910: 16 devices, 16 Healthy" in out
     assert not list(state.glob("*.sock")), "no socket left behind"
-    children = subprocess.run(["pgrep", "-f", f"--socket {state}"], capture_output=True, text=True)
+    children = subprocess.run(["pgrep", "-f", str(state)], capture_output=True, text=True)
     assert children.stdout.strip() == "", "no process left behind"
 
 

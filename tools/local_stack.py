@@ -1,8 +1,9 @@
 """Local mode: the node stack on one machine with simulated chips and no cluster.
 
-`./dev local [--profile 910b-8] [--state-dir .state/local]` starts every service that
-exists so far as a real process, prints where each API is, and stops them all on Ctrl-C,
-leaving no process and no socket behind. A development tool, never part of a service.
+`./dev local [--profile 910b-8] [--state-dir .state/local]` starts the exporter (sim), the
+device-plugin (offline: no pod cache, no patches) and a kubelet stand-in that prints what
+the kubelet sees, as real processes; prints where each API is; and stops them all on
+Ctrl-C, leaving no process and no socket behind. A development tool, never part of a service.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class Service:
     name: str
     proc: subprocess.Popen[bytes]
     socket: Path
-    ops_url: str
+    ops_url: str | None  # None: no /readyz (the kubelet stand-in)
 
 
 def write_tokens(state: Path) -> dict[str, str]:
@@ -40,7 +41,24 @@ def write_tokens(state: Path) -> dict[str, str]:
         f.write("# local mode tokens: <token> <scopes>\n")
         for scope, token in tokens.items():
             f.write(f"{token} {scope}\n")
+    # The plugin's own file: its `vnpu` token first (it uses the first token of its file).
+    plugin = state / "plugin-token"
+    fd = os.open(plugin, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{tokens['vnpu']} vnpu\n")
     return tokens
+
+
+def spawn(state: Path, name: str, module_args: list[str], to_terminal: bool = False) -> subprocess.Popen[bytes]:
+    """A service as its own process (own session: Ctrl-C reaches us, and we stop it in order)."""
+    log = (state / f"{name}.log").open("ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", *module_args],
+        stdout=None if to_terminal else log,
+        stderr=log,
+        cwd=ROOT,
+        start_new_session=True,
+    )
 
 
 def wait_ready(svc: Service, timeout: float = 20.0) -> None:
@@ -48,11 +66,15 @@ def wait_ready(svc: Service, timeout: float = 20.0) -> None:
     while time.monotonic() < deadline:
         if svc.proc.poll() is not None:
             raise SystemExit(f"{svc.name} exited with {svc.proc.returncode}; see its log")
-        try:
-            if httpx.get(svc.ops_url + "/readyz", timeout=1).status_code == 200:
+        if svc.ops_url is None:
+            if svc.socket.exists():
                 return
-        except httpx.HTTPError:
-            pass
+        else:
+            try:
+                if httpx.get(svc.ops_url + "/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
         time.sleep(0.1)
     raise SystemExit(f"{svc.name} not ready within {timeout}s")
 
@@ -60,29 +82,40 @@ def wait_ready(svc: Service, timeout: float = 20.0) -> None:
 def start_exporter(state: Path, profile: str, port: int, scenario: Path | None) -> Service:
     sock = state / "dcmi-exporter.sock"
     args = [
-        sys.executable, "-m", "dcmi_exporter.cli",
-        "--backend", "sim", "--profile", profile,
-        "--socket", str(sock), "--metrics-addr", f"127.0.0.1:{port}",
-        "--token-file", str(state / "tokens"),
+        "dcmi_exporter.cli", "--backend", "sim", "--profile", profile,
+        "--socket", str(sock), "--metrics-addr", f"127.0.0.1:{port}", "--token-file", str(state / "tokens"),
     ]  # fmt: skip
     if scenario is not None:
         args += ["--scenario", str(scenario)]
-    log = (state / "dcmi-exporter.log").open("ab")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
-    return Service("dcmi-exporter", proc, sock, f"http://127.0.0.1:{port}")
+    return Service("dcmi-exporter", spawn(state, "dcmi-exporter", args), sock, f"http://127.0.0.1:{port}")
+
+
+def start_kubelet(state: Path, plugin_dir: Path) -> Service:
+    proc = spawn(state, "kubelet-standin", ["tools.kubelet_standin", "--plugin-dir", str(plugin_dir)], to_terminal=True)
+    return Service("kubelet stand-in", proc, plugin_dir / "kubelet.sock", None)
+
+
+def start_plugin(state: Path, exporter: Service, plugin_dir: Path, port: int) -> Service:
+    args = [
+        "ascend_device_plugin.cli", "--exporter-socket", str(exporter.socket), "--plugin-dir", str(plugin_dir),
+        "--node-name", "local", "--kube", "offline", "--metrics-addr", f"127.0.0.1:{port}",
+        "--token-file", str(state / "plugin-token"),
+        # Local files belong to whoever runs this, not to root as on a node.
+        "--require-root-owned", "false",
+    ]  # fmt: skip
+    return Service("ascend-device-plugin", spawn(state, "device-plugin", args), plugin_dir, f"http://127.0.0.1:{port}")
 
 
 def stop(services: list[Service]) -> None:
-    for svc in services:
+    for svc in reversed(services):
         if svc.proc.poll() is None:
             svc.proc.send_signal(signal.SIGTERM)
-    for svc in services:
         try:
             svc.proc.wait(10)
         except subprocess.TimeoutExpired:
             svc.proc.kill()
             svc.proc.wait(5)
-        if svc.socket.exists():
+        if svc.socket.is_socket():
             svc.socket.unlink()
 
 
@@ -91,11 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", choices=PROFILES, default="910b-8", help="simulated node (default 910b-8)")
     parser.add_argument("--state-dir", type=Path, default=ROOT / ".state" / "local", help="sockets, logs, tokens")
     parser.add_argument("--exporter-port", type=int, default=9101, help="exporter /metrics, /healthz, /readyz")
+    parser.add_argument("--plugin-port", type=int, default=9102, help="device-plugin /metrics, /healthz, /readyz")
     parser.add_argument("--scenario", type=Path, help="a scripted fault scenario (YAML) for the simulator")
     args = parser.parse_args(argv)
     state: Path = args.state_dir.resolve()
     state.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o700)
+    plugin_dir = state / "device-plugins"
+    plugin_dir.mkdir(exist_ok=True)
     tokens = write_tokens(state)
     services: list[Service] = []
     stopping = False
@@ -110,24 +146,33 @@ def main(argv: list[str] | None = None) -> int:
         exporter = start_exporter(state, args.profile, args.exporter_port, args.scenario)
         services.append(exporter)
         wait_ready(exporter)
+        kubelet = start_kubelet(state, plugin_dir)
+        services.append(kubelet)
+        wait_ready(kubelet)
+        plugin = start_plugin(state, exporter, plugin_dir, args.plugin_port)
+        services.append(plugin)
+        wait_ready(plugin)
         sock = exporter.socket
         print(
             f"""
 Local Ascend node stack is up (profile {args.profile}); state in {state}
 
-  dcmi-exporter   API    unix socket {sock}
-                  ops    {exporter.ops_url}/metrics  /healthz  /readyz
-                  log    {state / "dcmi-exporter.log"}
-  device-plugin   not yet part of the stack (issue 3)
-  fault-manager   not yet part of the stack (issue 4)
+  dcmi-exporter         API  unix socket {sock}
+                        ops  {exporter.ops_url}/metrics  /healthz  /readyz
+  ascend-device-plugin  gRPC {plugin_dir}/<resource>.sock (registered with the stand-in)
+                        ops  {plugin.ops_url}/metrics  /healthz  /readyz
+  kubelet stand-in      {plugin_dir}/kubelet.sock; prints below what the kubelet sees
+  fault-manager         not yet part of the stack (issue 4)
+  logs                  {state}/*.log
 
 Try:
   curl -s --unix-socket {sock} http://x/v1/chips | python3 -m json.tool | head -40
   curl -sN --unix-socket {sock} http://x/v1/events
   curl -s --unix-socket {sock} -H 'Authorization: Bearer {tokens["sim"]}' \\
-       -H 'Content-Type: application/json' -d '{{"code": "80E01801"}}' http://x/v1/sim/chips/0/faults
+       -H 'Content-Type: application/json' -d '{{"code": "8C1FA006"}}' http://x/v1/sim/chips/0/faults
 
-Ctrl-C stops everything.""",
+Ctrl-C stops everything.
+""",
             flush=True,
         )
         while not stopping:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,8 @@ async def make_node(workdir: Path, *plugin_args: str, profile: str = "910b-8", k
 
 async def close_node(node: Node) -> None:
     code = node.plugin.stop()
+    # Keep the last plugin log where a failing test's reader can find it (the workdir is removed).
+    shutil.copyfile(node.plugin.log_path, Path(tempfile.gettempdir()) / "last-device-plugin.log")
     await node.kubelet.stop()
     node.exporter.stop()
     assert code == 0, node.plugin.log_path.read_text()[-3000:]

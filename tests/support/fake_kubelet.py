@@ -407,7 +407,7 @@ class FakeKubelet:
         self,
         resource: str,
         predicate: Callable[[StreamMessage], bool] | None = None,
-        timeout: float = 5.0,  # noqa: ASYNC109 - the bound is the API: every wait of the fake is bounded
+        timeout: float = 5.0,
         *,
         after: int = 0,
         instance: int | None = None,
@@ -431,7 +431,7 @@ class FakeKubelet:
     async def wait_registered(
         self,
         resource: str,
-        timeout: float = 5.0,  # noqa: ASYNC109 - as in wait_for
+        timeout: float = 5.0,
         *,
         instance: int | None = None,
     ) -> Registration:
@@ -449,7 +449,7 @@ class FakeKubelet:
     async def wait_until(
         self,
         condition: Callable[[], bool],
-        timeout: float = 5.0,  # noqa: ASYNC109 - as in wait_for
+        timeout: float = 5.0,
         what: str = "condition",
     ) -> None:
         """Wait for any state of the fake (registrations, streams, connections) to satisfy `condition`."""

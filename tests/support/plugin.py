@@ -57,6 +57,7 @@ def start_plugin(
         sys.executable, "-m", "ascend_device_plugin.cli",
         "--exporter-socket", str(exporter.socket),
         "--plugin-dir", str(plugin_dir),
+        "--podresources-socket", str(workdir / "podres" / "kubelet.sock"),
         "--node-name", "node-a",
         "--kube", kube,
         "--metrics-addr", f"127.0.0.1:{port}",

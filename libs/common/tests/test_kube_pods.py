@@ -58,7 +58,7 @@ async def make_cache(api: ApiClient) -> AsyncIterator[Callable[..., Awaitable[Po
     assert not leftovers, f"pod cache threads still running: {leftovers}"
 
 
-async def eventually(check: Callable[[], bool], what: str, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+async def eventually(check: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:

@@ -114,6 +114,9 @@ async def test_volcano_serves_the_oldest_pod_with_its_devices_and_marks_it_taken
     assert config["devices"][0]["device_ip"] == "192.168.100.7"
     # The kubelet's ids now report the health of the real devices behind them.
     assert manager.volcano_map == {"Ascend910-2": "Ascend910-6", "Ascend910-3": "Ascend910-7"}
+    # A pod that finished takes its mapping with it.
+    manager.set_pods([p for p in pods.items if p.name != "older"])
+    assert manager.volcano_map == {}
     # The next Allocate serves the other pod, even before the cache sees the patch.
     resp = await allocator.allocate("Ascend910", request(["Ascend910-4", "Ascend910-5"]))
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "0,1"

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import grpc
+import httpx
 from ascend_common.chips import RESOURCE_PREFIX, ChipFamily
 from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.kubelet import deviceplugin_pb2 as pb
@@ -23,12 +25,13 @@ from ascend_common.naming import NPU_CORE, parse_device_id, vnpu_device_id
 
 from ascend_device_plugin.core.allocate import AllocDevice, ContainerAlloc, container_response, validate_request
 from ascend_device_plugin.core.annotations import (
+    ASCEND_REAL,
     ConfigDevice,
     configuration_key,
     device_configuration,
     real_allocation_annotations,
 )
-from ascend_device_plugin.core.model import ChipInfo, PodView
+from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING, ChipInfo, PodView
 from ascend_device_plugin.core.preferred import preferred_allocation
 from ascend_device_plugin.core.topology import affinity_groups, device_groups
 from ascend_device_plugin.core.volcano import pick_pod, taken_patch
@@ -78,6 +81,7 @@ class Allocator:
     dev_root: Path = Path("/")
     _taken: set[str] = field(default_factory=set)  # pod uids marked taken, before the cache sees it
     _background: set[asyncio.Task[None]] = field(default_factory=set)
+    _created: dict[str, float] = field(default_factory=dict)  # vNPU name -> monotonic time we created it
 
     # ---- GetPreferredAllocation --------------------------------------------------------------
 
@@ -193,7 +197,7 @@ class Allocator:
         for ids in containers:
             responses.append(self._response(self._devices(ids, real[offset : offset + len(ids)]), dynamic=False))
             offset += len(ids)
-        self.manager.volcano_map.update(zip(kubelet_ids, real, strict=True))
+        self.manager.volcano_by_pod[pod.uid] = dict(zip(kubelet_ids, real, strict=True))
         self.manager.recompute()
         annotations = {**taken_patch(), **self._pod_annotations(pod, resource, real, kubelet_ids)}
         await self.patcher.patch_pod(pod.namespace, pod.name, annotations)
@@ -284,6 +288,7 @@ class Allocator:
                 self._taken.discard(pod.uid)
                 raise AllocationError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"pod {pod.key}: {exc.detail}") from None
             name = vnpu_device_id(chip.rtype, vnpu.suffix, vnpu.vdev_id, chip.phy_id)
+            self._created[name] = time.monotonic()
             devices = [AllocDevice(core, chip.phy_id, vnpu.vdev_id) for core in cores]
             real, vfg = [name], {name: vnpu.vfg_id}
         else:
@@ -293,12 +298,45 @@ class Allocator:
         for ids in containers:
             responses.append(self._response(devices[offset : offset + len(ids)], dynamic=True))
             offset += len(ids)
-        self.manager.cores_in_use.update({d.kubelet_id: d.phy_id for d in devices})
+        self.manager.cores_by_pod[pod.uid] = {d.kubelet_id: d.phy_id for d in devices}
         self.manager.recompute()
         annotations = {**taken_patch(), **real_allocation_annotations(real, cores, vfg_ids=vfg)}
         await self.patcher.patch_pod(pod.namespace, pod.name, annotations)
         log.info("allocated npu-core", extra={"pod": pod.key, "real": real, "cores": len(cores)})
         return pb.AllocateResponse(container_responses=responses)
+
+    def forget(self, present: set[str]) -> None:
+        """Drop what we remember of pods that are gone (their uids) to keep memory bounded."""
+        self._taken &= present
+
+    async def collect_vnpus(self, grace_s: float) -> list[str]:
+        """Dynamic mode: destroy the vNPUs no pending or running pod holds.
+
+        A vNPU we created less than `grace_s` ago is kept: its pod's annotation may not have
+        reached the cache yet. Returns the names destroyed.
+        """
+        if self.exporter is None or self.pods is None:
+            return []
+        held: set[str] = set()
+        for pod in self.pods.pods():
+            if pod.phase in (POD_PENDING, POD_RUNNING):
+                held |= {item.split("_")[0] for item in pod.annotations.get(ASCEND_REAL, "").split(",") if item}
+        now = time.monotonic()
+        destroyed = []
+        for info in list(self.manager.infos.values()):
+            for vnpu in info.vnpus:
+                name = vnpu_device_id(info.rtype, vnpu.suffix, vnpu.vdev_id, info.phy_id)
+                if name in held or now - self._created.get(name, -grace_s) < grace_s:
+                    continue
+                try:
+                    await self.exporter.destroy_vnpu(info.logic_id, vnpu.vdev_id)
+                except (ExporterError, httpx.HTTPError) as exc:
+                    log.warning("could not destroy an unused vNPU", extra={"vnpu": name, "error": str(exc)})
+                    continue
+                self._created.pop(name, None)
+                destroyed.append(name)
+                log.info("destroyed an unused vNPU", extra={"vnpu": name, "chip": info.name})
+        return destroyed
 
     async def stop(self) -> None:
         for task in list(self._background):

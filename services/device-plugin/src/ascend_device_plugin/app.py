@@ -83,7 +83,9 @@ class DevicePlugin:
 
     def _on_pods(self) -> None:
         assert self.kube is not None
-        self.manager.set_pods(self.kube.pods())
+        pods = self.kube.pods()
+        self.manager.set_pods(pods)
+        self.allocator.forget({p.uid for p in pods})
 
     def _options(self, resource: str) -> pb.DevicePluginOptions:
         return pb.DevicePluginOptions(
@@ -127,11 +129,22 @@ class DevicePlugin:
                 await self.follower.synced.wait()
         await self.registrar.start()
         self._tasks.append(asyncio.create_task(self._grace_watch(), name="exporter-grace"))
+        if not self.settings.preset_virtual_device and self.kube is not None:
+            self._tasks.append(asyncio.create_task(self._vnpu_gc(), name="vnpu-gc"))
 
     async def _grace_watch(self) -> None:
         while True:
             self.manager.set_exporter_lost(self.follower.unreachable_for() > self.settings.exporter_grace)
             await asyncio.sleep(GRACE_CHECK_S)
+
+    async def _vnpu_gc(self) -> None:
+        period = self.settings.vnpu_gc_period
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await self.allocator.collect_vnpus(grace_s=2 * period)
+            except Exception:  # keep sweeping; one bad round must not end the loop
+                log.exception("vNPU sweep failed")
 
     async def stop(self) -> None:
         for task in self._tasks:

@@ -19,7 +19,7 @@ from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 
 from ascend_device_plugin.core.devices import DeviceEntry, device_list, vnpu_devices
-from ascend_device_plugin.core.model import POD_RUNNING, ChipInfo, PodView
+from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING, ChipInfo, PodView
 from ascend_device_plugin.core.vnpu_cores import core_health, core_ids
 from ascend_device_plugin.health import HealthDecision, HealthSource, decide
 from ascend_device_plugin.metrics import PluginMetrics
@@ -90,10 +90,11 @@ class ResourceManager:
     fault_manager_connected: bool = False
     exporter_lost: bool = False
     pods: list[PodView] = field(default_factory=list)
-    # Volcano path: kubelet device id -> the real device Volcano chose for the pod behind it.
-    volcano_map: dict[str, str] = field(default_factory=dict)
-    # Dynamic vNPU mode: npu-core id -> phy id of the chip its pod's vNPU lives on.
-    cores_in_use: dict[str, int] = field(default_factory=dict)
+    # Per pod uid, so that a finished pod's entries go with it:
+    # Volcano path: kubelet device id -> the real device Volcano chose for the pod behind it;
+    # dynamic vNPU mode: npu-core id -> phy id of the chip its pod's vNPU lives on.
+    volcano_by_pod: dict[str, dict[str, str]] = field(default_factory=dict)
+    cores_by_pod: dict[str, dict[str, int]] = field(default_factory=dict)
     infos: dict[int, ChipInfo] = field(default_factory=dict)  # by phy id
     decisions: dict[int, HealthDecision] = field(default_factory=dict)  # by logic id
 
@@ -138,12 +139,21 @@ class ResourceManager:
             cores = core_ids(chips)
             self._publish(NPU_CORE, [DeviceEntry(core, health[core], numa.get(cores[core])) for core in cores])
 
+    @property
+    def volcano_map(self) -> dict[str, str]:
+        return {k: v for mapping in self.volcano_by_pod.values() for k, v in mapping.items()}
+
+    @property
+    def cores_in_use(self) -> dict[str, int]:
+        return {k: v for mapping in self.cores_by_pod.values() for k, v in mapping.items()}
+
     def _remap(self, entries: list[DeviceEntry]) -> list[DeviceEntry]:
         """Volcano path: a kubelet id reports the health of the real device behind it."""
-        if not self.volcano_map:
+        mapping = self.volcano_map
+        if not mapping:
             return entries
         health = {e.id: e.healthy for e in entries}
-        return [e._replace(healthy=health.get(self.volcano_map.get(e.id, e.id), e.healthy)) for e in entries]
+        return [e._replace(healthy=health.get(mapping.get(e.id, e.id), e.healthy)) for e in entries]
 
     def _publish(self, resource: str, entries: Iterable[DeviceEntry]) -> None:
         devices = tuple(AdvertisedDevice(e.id, e.healthy, e.numa) for e in entries)
@@ -171,4 +181,9 @@ class ResourceManager:
 
     def set_pods(self, pods: list[PodView]) -> None:
         self.pods = pods
+        # A pod that is gone or finished no longer holds its devices: forget its mappings.
+        holding = {p.uid for p in pods if p.phase in (POD_PENDING, POD_RUNNING)}
+        for table in (self.volcano_by_pod, self.cores_by_pod):
+            for uid in [uid for uid in table if uid not in holding]:
+                del table[uid]
         self.recompute()

@@ -42,6 +42,9 @@ class PluginSettings(BaseSettings):
     exporter_grace: float = Field(
         30.0, ge=0, le=3600, description="Seconds without the exporter before all go Unhealthy."
     )
+    vnpu_gc_period: float = Field(
+        30.0, gt=0, le=3600, description="Dynamic vNPU mode: seconds between sweeps for vNPUs no pod holds."
+    )
     metrics_addr: str = Field("0.0.0.0:8083", description="HOST:PORT for /healthz, /readyz and /metrics.")
     require_root_owned: bool = Field(True, description="Refuse a plugin dir or kubelet.sock not owned by root.")
     max_message_bytes: int = Field(4 << 20, ge=64 << 10, le=64 << 20, description="gRPC message size cap.")

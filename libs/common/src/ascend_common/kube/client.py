@@ -206,6 +206,14 @@ def read_json(resp: Any) -> Any:
         resp.release_conn()
 
 
+def discard(resp: Any) -> None:
+    """Read and drop a `_preload_content=False` body so the connection can be reused."""
+    try:
+        resp.drain_conn()
+    finally:
+        resp.release_conn()
+
+
 def get_json(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call a client API method without the client's model validation and return its JSON."""
     return read_json(fn(*args, _preload_content=False, **kwargs))
@@ -308,7 +316,9 @@ class WatchStream:
         # Already released or never connected: then nothing blocks on it.
         with contextlib.suppress(OSError, ValueError, RuntimeError, AttributeError):
             self._resp.shutdown()
-        # Tearing down; the next request gets a fresh connection anyway.
+        # Closed before release: the pool then drops the connection instead of reusing a half-read one.
+        with contextlib.suppress(Exception):
+            self._resp.close()
         with contextlib.suppress(Exception):
             self._resp.release_conn()
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ascend_common.kube.client import DEFAULT_TIMEOUT_S, ApiClient, call, core_v1, read_json, retrying
+from ascend_common.kube.client import DEFAULT_TIMEOUT_S, ApiClient, call, core_v1, discard, read_json, retrying
 
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
@@ -94,7 +94,7 @@ async def patch_pod_annotations(
             _preload_content=False,
             timeout=timeout,
         )
-        resp.release_conn()  # the patched pod is not needed: the watch brings it to the cache
+        discard(resp)  # the patched pod is not needed: the watch brings it to the cache
 
     await retrying(attempt, what, retries, base_delay)
 

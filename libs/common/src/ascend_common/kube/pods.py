@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -175,8 +175,10 @@ def _timestamp(value: Any, ns: str, name: str) -> float:
     if not isinstance(value, str):
         raise InvalidPod("creationTimestamp is not a string", ns, name)
     try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError as exc:
+        parsed = datetime.fromisoformat(value)
+        # RFC 3339 always has a zone; a naive stamp is read as UTC rather than local time.
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+    except (ValueError, OverflowError, OSError) as exc:
         raise InvalidPod(f"creationTimestamp {value[:40]!r} is not RFC 3339", ns, name) from exc
 
 
@@ -199,7 +201,7 @@ def slim_pod(obj: Any) -> SlimPod:
             raise InvalidPod(f"not a pod object: {type(obj).__name__}")
         try:
             obj = json.loads(to_json())
-        except (TypeError, ValueError) as exc:
+        except Exception as exc:  # whatever a foreign model's serialiser throws, the pod is unusable
             raise InvalidPod(f"cannot serialise {type(obj).__name__}: {exc}") from exc
         if not isinstance(obj, Mapping):
             raise InvalidPod("not a pod object")
@@ -428,7 +430,8 @@ class PodCache:
                 # or 410s in a row, waits with backoff so that a sick apiserver is not hammered.
                 first_gone = gone and failures == 1
                 delay = 0.0 if first_gone else backoff_s(failures, self._backoff_base_s, self._backoff_max_s)
-                log.warning(
+                log.log(
+                    logging.INFO if first_gone else logging.WARNING,
                     "pod watch failed, re-listing",
                     extra={
                         "node": self.node_name,

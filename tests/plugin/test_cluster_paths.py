@@ -1,0 +1,217 @@
+"""The plugin with a cluster (the fake API server): Volcano, dynamic vNPU, plain-path annotations, node labels."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import grpc
+import httpx
+import pytest
+
+from tests.plugin.conftest import Node, close_node, make_node
+from tests.plugin.test_kubelet_flow import ALL, R, inject, phy_of
+from tests.support.exporter import TOKENS
+from tests.support.fake_apiserver import FakeApiServer
+from tests.support.plugin import wait_ready
+
+TAKEN = "18446744073709551615"
+CONFIG_KEY = "ascend.kubectl.kubernetes.io/ascend-910-configuration"
+
+
+@pytest.fixture
+def apiserver() -> Iterator[FakeApiServer]:
+    with FakeApiServer() as server:
+        server.add_node("node-a", internal_ip="10.1.2.3")
+        yield server
+
+
+def kubeconfig(workdir: Path, url: str) -> Path:
+    path = workdir / "kubeconfig"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "fake",
+                "clusters": [{"name": "fake", "cluster": {"server": url}}],
+                "users": [{"name": "fake", "user": {}}],
+                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
+            }
+        )
+    )
+    return path
+
+
+async def cluster_node(workdir: Path, apiserver: FakeApiServer, *args: str) -> Node:
+    n = await make_node(workdir, "--kubeconfig", str(kubeconfig(workdir, apiserver.url)), *args, kube="api")
+    await wait_ready(n.plugin)
+    return n
+
+
+def pod_annotations(apiserver: FakeApiServer, name: str, namespace: str = "ml") -> dict[str, str]:
+    pod = apiserver.get_object("pods", name, namespace)
+    assert pod is not None
+    return dict(pod["metadata"].get("annotations") or {})
+
+
+async def eventually(check: object, timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not check():  # type: ignore[operator]
+            await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def volcano(workdir: Path, apiserver: FakeApiServer) -> AsyncIterator[Node]:
+    common = {"phase": "Pending", "requests": {R: 2}}
+    apiserver.add_pod("second", "ml", annotations={R: "Ascend910-0,Ascend910-1", "predicate-time": "2000"}, **common)
+    apiserver.add_pod("first", "ml", annotations={R: "Ascend910-6,Ascend910-7", "predicate-time": "1000"}, **common)
+    apiserver.add_pod("broken", "ml", annotations={R: "Ascend910-6,,GPU-1", "predicate-time": "5"}, **common)
+    n = await cluster_node(workdir, apiserver, "--volcano-type")
+    try:
+        yield n
+    finally:
+        await close_node(n)
+
+
+async def test_volcano_serves_the_oldest_pod_then_the_next(volcano: Node, apiserver: FakeApiServer) -> None:
+    await volcano.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
+    await asyncio.sleep(0.5)  # the pod cache lists the pods
+    patches_before = apiserver.count("PATCH", "/api/v1/namespaces/ml/pods")
+    resp = await volcano.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])
+    assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
+    first = pod_annotations(apiserver, "first")
+    assert first["predicate-time"] == TAKEN
+    assert first["huawei.com/AscendReal"] == "Ascend910-6,Ascend910-7"
+    assert first["huawei.com/kltDev"] == "Ascend910-2,Ascend910-3"
+    config = json.loads(first[CONFIG_KEY])
+    uid = apiserver.get_object("pods", "first", "ml")["metadata"]["uid"]  # type: ignore[index]
+    assert config["server_id"] == uid and config["host_ip"] == "10.1.2.3" and config["pod_name"] == "first"
+    assert [d["device_id"] for d in config["devices"]] == ["6", "7"]
+    assert apiserver.count("PATCH", "/api/v1/namespaces/ml/pods") == patches_before + 1, "one write per Allocate"
+
+    resp = await volcano.kubelet.allocate(R, [["Ascend910-4", "Ascend910-5"]])
+    assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "0,1"
+    assert pod_annotations(apiserver, "second")["predicate-time"] == TAKEN
+    assert "predicate-time" in pod_annotations(apiserver, "broken")
+    assert pod_annotations(apiserver, "broken")["predicate-time"] == "5", "the malformed pod is left alone"
+
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await volcano.kubelet.allocate(R, [["Ascend910-0", "Ascend910-1"]])
+    assert err.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert "malformed" in (err.value.details() or "")
+    log = volcano.plugin.log_path.read_text()
+    assert "bad Volcano annotation" in log and "ml/broken" in log
+
+
+async def test_volcano_kubelet_id_reports_the_real_devices_health(volcano: Node, apiserver: FakeApiServer) -> None:
+    await volcano.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
+    await asyncio.sleep(0.5)
+    await volcano.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])  # real: 6, 7
+    phys = {logic: await phy_of(volcano, logic) for logic in range(8)}
+    logic_of_6 = next(logic for logic, phy in phys.items() if phy == 6)
+    await inject(volcano, logic_of_6, "8C1FA006", "occur")
+    msg = await volcano.kubelet.wait_for(R, lambda m: bool(m.unhealthy), timeout=2)
+    assert msg.unhealthy == {"Ascend910-2", "Ascend910-6"}, "kubelet id 2 stands for real chip 6"
+
+
+async def test_dynamic_vnpu_creates_the_annotated_vnpu(workdir: Path, apiserver: FakeApiServer) -> None:
+    token = workdir / "plugin-token"
+    token.write_text(f"{TOKENS['vnpu'][0]} vnpu\n")
+    core = "huawei.com/npu-core"
+    apiserver.add_pod(
+        "infer", "ml", phase="Pending", requests={core: 5},
+        annotations={core: "2-vir05_1c_16g", "predicate-time": "7"},
+    )  # fmt: skip
+    n = await cluster_node(
+        workdir, apiserver, "--preset-virtual-device", "false", "--token-file", str(token), "--vnpu-gc-period", "0.5"
+    )
+    try:
+        msg = await n.kubelet.wait_for(core, lambda m: len(m.devices) == 8 * 20)
+        assert msg.healthy == {f"npu-core-{i}" for i in range(160)}
+        await asyncio.sleep(0.5)
+        # The kubelet picked 5 cores; chip 2's are cores 40..59.
+        cores = [f"npu-core-{i}" for i in range(40, 45)]
+        resp = await n.kubelet.allocate(core, [cores])
+        envs = dict(resp.container_responses[0].envs)
+        transport = httpx.AsyncHTTPTransport(uds=str(n.exporter.socket))
+        async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+            chips = (await client.get("/v1/chips")).json()["chips"]
+        chip2 = next(c for c in chips if c["phy_id"] == 2)
+        [vnpu] = chip2["dynamic"]["vnpus"]["value"] or [None]
+        assert vnpu is not None and vnpu["template"] == "vir05_1c_16g"
+        assert envs["ASCEND_RUNTIME_OPTIONS"] == "VIRTUAL"
+        assert envs["ASCEND_VISIBLE_DEVICES"] == str(vnpu["vdev_id"])
+        for key in ("WORLD_SIZE", "LOCAL_WORLD_SIZE", "MS_WORKER_NUM", "MS_LOCAL_WORKER", "CM_WORKER_SIZE",
+                    "CM_LOCAL_WORKER"):  # fmt: skip
+            assert envs[key] == "1"
+        assert envs["LOCAL_RANK"] == "0"
+        annotations = pod_annotations(apiserver, "infer")
+        assert annotations["predicate-time"] == TAKEN
+        real = f"Ascend910-5c.1cpu.16g-{vnpu['vdev_id']}-2_{vnpu['vfg_id']}"
+        assert annotations["huawei.com/AscendReal"] == real
+
+        # 2 of 8 chips unhealthy: exactly 2 x 20 cores Unhealthy, the pod's cores among them.
+        logic_of = {c["phy_id"]: c["logic_id"] for c in chips}
+        await inject(n, logic_of[2], "8C1FA006", "occur")
+        await inject(n, logic_of[7], "8C1FA006", "occur")
+        msg = await n.kubelet.wait_for(core, lambda m: len(m.unhealthy) == 40, timeout=3)
+        assert set(cores) <= msg.unhealthy
+        free = sorted(i for i in range(160) if f"npu-core-{i}" not in cores)
+        expected_free_unhealthy = {f"npu-core-{i}" for i in free[:35]}
+        assert msg.unhealthy == set(cores) | expected_free_unhealthy
+
+        # The pod goes away: its vNPU is destroyed by the sweep.
+        apiserver.remove("pods", "infer", "ml")
+        async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+
+            async def vnpus_left() -> list[object]:
+                return list((await client.get(f"/v1/chips/{chip2['logic_id']}")).json()["dynamic"]["vnpus"]["value"])
+
+            async with asyncio.timeout(5):
+                while await vnpus_left():
+                    await asyncio.sleep(0.1)
+        assert "destroyed an unused vNPU" in n.plugin.log_path.read_text()
+    finally:
+        await close_node(n)
+
+
+async def test_plain_path_annotates_the_pod_podresources_names(workdir: Path, apiserver: FakeApiServer) -> None:
+    apiserver.add_pod("web", "ml", phase="Pending", requests={R: 1})
+    n = await cluster_node(workdir, apiserver)
+    try:
+        await n.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
+        n.kubelet.set_pod_resources([("ml", "web", "c0", R, ["Ascend910-3"])])
+        await n.kubelet.allocate(R, [["Ascend910-3"]])
+        await eventually(lambda: "huawei.com/AscendReal" in pod_annotations(apiserver, "web"))
+        annotations = pod_annotations(apiserver, "web")
+        assert annotations["huawei.com/AscendReal"] == "Ascend910-3"
+        assert annotations["huawei.com/kltDev"] == "Ascend910-3"
+        assert json.loads(annotations[CONFIG_KEY])["devices"][0]["device_id"] == "3"
+    finally:
+        await close_node(n)
+
+
+async def test_node_labels_and_annotations(workdir: Path, apiserver: FakeApiServer) -> None:
+    n = await cluster_node(workdir, apiserver)
+    try:
+
+        def labelled() -> bool:
+            node = apiserver.get_object("nodes", "node-a")
+            return node is not None and "accelerator" in (node["metadata"].get("labels") or {})
+
+        await eventually(labelled)
+        meta = apiserver.get_object("nodes", "node-a")["metadata"]  # type: ignore[index]
+        labels, annotations = meta["labels"], meta["annotations"]
+        assert labels["node.kubernetes.io/npu.chip.name"] == "910B3"
+        assert labels["accelerator"] == "huawei-Ascend910"
+        assert labels["servertype"] == "Ascend910B-20"
+        assert labels["mind-cluster/npu-chip-memory"] == "64G"
+        assert labels["huawei.com/driver.version"]
+        infos = json.loads(annotations["baseDeviceInfos"])
+        assert set(infos) == ALL
+        assert infos["Ascend910-0"]["IP"].startswith("192.168.")
+    finally:
+        await close_node(n)
