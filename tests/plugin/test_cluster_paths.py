@@ -82,6 +82,7 @@ async def test_volcano_serves_the_oldest_pod_then_the_next(volcano: Node, apiser
     patches_before = apiserver.count("PATCH", "/api/v1/namespaces/ml/pods")
     resp = await volcano.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
+    await eventually(lambda: pod_annotations(apiserver, "first").get("predicate-time") == TAKEN)
     first = pod_annotations(apiserver, "first")
     assert first["predicate-time"] == TAKEN
     assert first["huawei.com/AscendReal"] == "Ascend910-6,Ascend910-7"
@@ -94,7 +95,7 @@ async def test_volcano_serves_the_oldest_pod_then_the_next(volcano: Node, apiser
 
     resp = await volcano.kubelet.allocate(R, [["Ascend910-4", "Ascend910-5"]])
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "0,1"
-    assert pod_annotations(apiserver, "second")["predicate-time"] == TAKEN
+    await eventually(lambda: pod_annotations(apiserver, "second").get("predicate-time") == TAKEN)
     assert "predicate-time" in pod_annotations(apiserver, "broken")
     assert pod_annotations(apiserver, "broken")["predicate-time"] == "5", "the malformed pod is left alone"
 
@@ -148,8 +149,8 @@ async def test_dynamic_vnpu_creates_the_annotated_vnpu(workdir: Path, apiserver:
                     "CM_LOCAL_WORKER"):  # fmt: skip
             assert envs[key] == "1"
         assert envs["LOCAL_RANK"] == "0"
+        await eventually(lambda: pod_annotations(apiserver, "infer").get("predicate-time") == TAKEN)
         annotations = pod_annotations(apiserver, "infer")
-        assert annotations["predicate-time"] == TAKEN
         real = f"Ascend910-5c.1cpu.16g-{vnpu['vdev_id']}-2_{vnpu['vfg_id']}"
         assert annotations["huawei.com/AscendReal"] == real
 

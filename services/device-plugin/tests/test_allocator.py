@@ -103,6 +103,7 @@ async def test_volcano_serves_the_oldest_pod_with_its_devices_and_marks_it_taken
     ]
     resp = await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
+    await allocator.stop()  # flushes the patch written after the answer
     [(ns, name, patch)] = pods.patches
     assert (ns, name) == ("ml", "older")
     assert patch["predicate-time"] == TAKEN
@@ -120,6 +121,7 @@ async def test_volcano_serves_the_oldest_pod_with_its_devices_and_marks_it_taken
     # The next Allocate serves the other pod, even before the cache sees the patch.
     resp = await allocator.allocate("Ascend910", request(["Ascend910-4", "Ascend910-5"]))
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "0,1"
+    await allocator.stop()
     assert pods.patches[-1][1] == "younger"
     # Nothing left: a clear error, no patch.
     with pytest.raises(AllocationError, match="no pending pod annotated by Volcano") as err:

@@ -3,7 +3,8 @@
 Paths (contract sections 3-5): plain (the kubelet's ids), Volcano (the devices Volcano wrote
 on the oldest pending pod, which is marked taken), static vNPU, dynamic vNPU (`npu-core`:
 the vNPU the pod's annotation names is created through the exporter) and 310P sharing. The
-only API write on the Allocate path is the one patch per pod; reads come from the pod cache.
+one API write per allocation is the patch of the pod, sent right after the kubelet has its
+answer; reads come from the pod cache.
 """
 
 from __future__ import annotations
@@ -200,7 +201,7 @@ class Allocator:
         self.manager.volcano_by_pod[pod.uid] = dict(zip(kubelet_ids, real, strict=True))
         self.manager.recompute()
         annotations = {**taken_patch(), **self._pod_annotations(pod, resource, real, kubelet_ids)}
-        await self.patcher.patch_pod(pod.namespace, pod.name, annotations)
+        self._patch_later(pod, annotations)
         log.info("allocated by Volcano", extra={"pod": pod.key, "devices": real, "kubelet_ids": kubelet_ids})
         return pb.AllocateResponse(container_responses=responses)
 
@@ -226,6 +227,26 @@ class Allocator:
                 rack_id=node.rack_id, server_index=node.server_index, server_ip=node.host_ip,
             )  # fmt: skip
         return annotations
+
+    def _patch_later(self, pod: PodView, annotations: dict[str, str]) -> None:
+        """Write the pod's one patch (taken + allocation report) off the Allocate path.
+
+        The pod is already marked taken in memory, so no later Allocate can pick it again;
+        the kubelet gets its answer without waiting for the API server. The patch retries
+        with backoff (libs/common) and is awaited on shutdown.
+        """
+        assert self.patcher is not None
+        patcher = self.patcher
+
+        async def write() -> None:
+            try:
+                await patcher.patch_pod(pod.namespace, pod.name, annotations)
+            except Exception as exc:  # the allocation stands; the report is what failed
+                log.error("could not annotate the allocated pod", extra={"pod": pod.key, "error": str(exc)})
+
+        task = asyncio.create_task(write(), name=f"patch-{pod.key}")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     # ---- plain path: find the pod through PodResources, then annotate it ----------------------
 
@@ -301,7 +322,7 @@ class Allocator:
         self.manager.cores_by_pod[pod.uid] = {d.kubelet_id: d.phy_id for d in devices}
         self.manager.recompute()
         annotations = {**taken_patch(), **real_allocation_annotations(real, cores, vfg_ids=vfg)}
-        await self.patcher.patch_pod(pod.namespace, pod.name, annotations)
+        self._patch_later(pod, annotations)
         log.info("allocated npu-core", extra={"pod": pod.key, "real": real, "cores": len(cores)})
         return pb.AllocateResponse(container_responses=responses)
 
@@ -338,7 +359,10 @@ class Allocator:
                 log.info("destroyed an unused vNPU", extra={"vnpu": name, "chip": info.name})
         return destroyed
 
-    async def stop(self) -> None:
+    async def stop(self, flush_s: float = 5.0) -> None:
+        """Let the pending pod patches finish (bounded), then cancel what is left."""
+        if self._background:
+            await asyncio.wait(list(self._background), timeout=flush_s)
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)

@@ -8,6 +8,7 @@ import logging
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ascend_common.clients.exporter import ExporterClient, InventoryFollower
 from ascend_common.clients.verdicts import VerdictFollower
@@ -20,7 +21,6 @@ from ascend_common.settings import parse_host_port
 from ascend_common.tokens import first_token
 
 from ascend_device_plugin.allocator import Allocator, NodeFacts
-from ascend_device_plugin.kube import KubeBridge
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.ops import create_ops_app
 from ascend_device_plugin.registrar import Registrar
@@ -28,6 +28,9 @@ from ascend_device_plugin.resources import ResourceManager
 from ascend_device_plugin.server import DevicePluginService, ResourceServer
 from ascend_device_plugin.settings import PluginSettings
 from ascend_device_plugin.views import ViewBoard
+
+if TYPE_CHECKING:
+    from ascend_device_plugin.kube import KubeBridge
 
 log = logging.getLogger(__name__)
 GRACE_CHECK_S = 0.5
@@ -50,7 +53,12 @@ class DevicePlugin:
         )  # fmt: skip
         self.follower = InventoryFollower(self.exporter, self._on_chips)
         self.verdicts = VerdictFollower(s.fault_manager_socket, self._on_verdicts) if s.fault_manager_socket else None
-        self.kube = KubeBridge.create(s, self._on_pods) if s.kube == "api" else None
+        self.kube: KubeBridge | None = None
+        if s.kube == "api":
+            # Imported only with a cluster: the Kubernetes client is most of an offline plugin's memory.
+            from ascend_device_plugin.kube import KubeBridge
+
+            self.kube = KubeBridge.create(s, self._on_pods)
         self.allocator = Allocator(
             self.manager,
             self.board,

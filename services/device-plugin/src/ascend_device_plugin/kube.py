@@ -24,6 +24,7 @@ from ascend_device_plugin.settings import PluginSettings
 
 log = logging.getLogger(__name__)
 NODE_REFRESH_S = 60.0
+POD_DEBOUNCE_S = 0.01
 
 
 def pod_view(pod: SlimPod) -> PodView:
@@ -46,10 +47,12 @@ class KubeBridge:
     on_pods: Callable[[], None]
     cache: PodCache = field(init=False)
     node: SlimNode | None = None
-    _views: list[PodView] | None = None
+    _views: dict[str, PodView] = field(default_factory=dict)  # by pod uid, following the cache
+    _list: list[PodView] | None = None
     _labels_written: dict[str, str] = field(default_factory=dict)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _label_task: asyncio.Task[None] | None = None
+    _pending: asyncio.TimerHandle | None = None
 
     def __post_init__(self) -> None:
         self.cache = PodCache(self.api, self.node_name)
@@ -61,13 +64,24 @@ class KubeBridge:
         return cls(api, settings.node_name, on_pods)
 
     def _pods_changed(self, kind: str, pod: SlimPod) -> None:
-        self._views = None
+        # Views are kept per pod, so an event costs one conversion, not one per cached pod;
+        # a burst of events (a re-list, a patch storm) becomes one recompute.
+        if kind == "DELETED":
+            self._views.pop(pod.uid, None)
+        else:
+            self._views[pod.uid] = pod_view(pod)
+        self._list = None
+        if self._pending is None:
+            self._pending = asyncio.get_running_loop().call_later(POD_DEBOUNCE_S, self._flush)
+
+    def _flush(self) -> None:
+        self._pending = None
         self.on_pods()
 
     def pods(self) -> list[PodView]:
-        if self._views is None:
-            self._views = [pod_view(p) for p in self.cache.pods()]
-        return self._views
+        if self._list is None:
+            self._list = list(self._views.values())
+        return self._list
 
     async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         await patch_pod_annotations(self.api, namespace, name, annotations)
@@ -129,6 +143,8 @@ class KubeBridge:
             log.warning("cannot label the node", extra={"node": self.node_name, "error": str(exc)})
 
     async def stop(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
         for task in [*self._tasks, *([self._label_task] if self._label_task else [])]:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,10 +1,11 @@
 """Keeps one registration per resource per kubelet instance.
 
 The kubelet deletes the plugin sockets and re-creates `kubelet.sock` when it restarts. We
-notice by polling the socket's inode every few tens of milliseconds (a stat is cheap and
-needs no inotify binding), stop each old server before starting it again (the kubelet drops
-a registration made while the old stream is open), and dial the new kubelet every few tens
-of milliseconds until it listens (the file exists from bind(), before listen()).
+notice through inotify on the plugin dir (a slow poll of the socket's inode backs it up, or
+replaces it where inotify is unavailable), stop each old server before starting it again
+(the kubelet drops a registration made while the old stream is open), and dial the new
+kubelet every few tens of milliseconds until it listens (the file exists from bind(),
+before listen()).
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from ascend_common.kubelet import deviceplugin_pb2_grpc as pb_grpc
 from ascend_common.kubelet.constants import KUBELET_SOCKET, VERSION
 from grpc import aio
 
+from ascend_device_plugin.dirwatch import DirWatch
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.server import ResourceServer
 
 log = logging.getLogger(__name__)
-WATCH_INTERVAL_S = 0.02
+POLL_S = 0.05  # without inotify
+BACKUP_POLL_S = 1.0  # with inotify
 DIAL_RETRY_S = 0.03
 REGISTER_DEADLINE_S = 10.0
 
@@ -69,6 +72,8 @@ class Registrar:
     registrations: int = 0
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _retry_at: dict[str, float] = field(default_factory=dict)  # resource -> loop time of the next try
+    _missing_logged: set[str] = field(default_factory=set)
+    _dirwatch: DirWatch | None = None
     _task: asyncio.Task[None] | None = None
 
     @property
@@ -81,20 +86,25 @@ class Registrar:
 
     async def start(self) -> None:
         check_path(self.plugin_dir, self.require_root, want_dir=True)
+        self._dirwatch = DirWatch(self.plugin_dir)
+        self._dirwatch.start()
         self._task = asyncio.create_task(self._watch(), name="kubelet-watch")
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        if self._dirwatch is not None:
+            self._dirwatch.stop()
 
     async def _watch(self) -> None:
+        assert self._dirwatch is not None
         while True:
             try:
                 await self.sync()
             except Exception:  # keep watching whatever one round did
                 log.exception("registration round failed")
-            await asyncio.sleep(WATCH_INTERVAL_S)
+            await self._dirwatch.wait(BACKUP_POLL_S if self._dirwatch.active else POLL_S)
 
     async def sync(self) -> None:
         """One round: restart and register whatever needs it for the current kubelet."""
@@ -107,12 +117,22 @@ class Registrar:
                 log.info("kubelet socket (re)created", extra={"inode": instance[0]})
                 self.kubelet_instance = instance
             for resource, server in sorted(self.servers().items()):
-                if self.registered.get(resource) == instance and server.socket_present():
+                if self.registered.get(resource) == instance:
+                    # Registered with this kubelet. A vanished socket alone is not a reason to
+                    # register again (twice per kubelet instance leaks a client in the kubelet):
+                    # the kubelet deletes our sockets when it restarts, and then its own socket
+                    # is re-created, which is what starts the next registration.
+                    if not server.socket_present() and resource not in self._missing_logged:
+                        self._missing_logged.add(resource)
+                        log.warning(
+                            "plugin socket vanished; waiting for a kubelet restart", extra={"resource": resource}
+                        )
                     continue
+                self._missing_logged.discard(resource)
                 if asyncio.get_running_loop().time() < self._retry_at.get(resource, 0.0):
                     continue
-                # Our socket vanished (the kubelet wipes the dir) or this kubelet has not
-                # seen this resource: restart the server, then register it once.
+                # This kubelet has not seen this resource: restart the server (the kubelet
+                # dropped the old one's socket when it restarted), then register it once.
                 await server.stop()
                 await server.start()
                 if await self._register(resource, server, instance):

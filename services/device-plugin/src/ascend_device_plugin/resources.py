@@ -8,6 +8,7 @@ ListAndWatch streams of exactly the resources that changed.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,8 +31,12 @@ REAL_ANNOTATION = "huawei.com/AscendReal"
 KLT_ANNOTATION = "huawei.com/kltDev"
 
 
-def chips_named(value: str) -> set[str]:
-    """Chip names in an AscendReal/kltDev annotation (vNPUs and shared copies name their chip)."""
+@functools.lru_cache(maxsize=8192)
+def chips_named(value: str) -> frozenset[str]:
+    """Chip names in an AscendReal/kltDev annotation (vNPUs and shared copies name their chip).
+
+    Cached by value: every pod change re-reads every pod's annotations.
+    """
     names: set[str] = set()
     for item in value.split(","):
         item = item.strip()
@@ -41,7 +46,7 @@ def chips_named(value: str) -> set[str]:
             names.add(parse_device_id(item).chip)
         except ValueError:
             continue  # another plugin's or a malformed entry: it names no chip of ours
-    return names
+    return frozenset(names)
 
 
 def chips_in_use(pods: Iterable[PodView], running_only: bool) -> set[str]:

@@ -96,7 +96,7 @@ class FollowerState:
     run_id: str | None = None
     last_event_id: str | None = None
     connected: bool = False
-    last_contact: float = 0.0  # monotonic time of the last answer from the exporter
+    last_contact: float = 0.0  # monotonic time the exporter was last known reachable
 
 
 class InventoryFollower:
@@ -141,6 +141,8 @@ class InventoryFollower:
                     await self._on_message(msg)
             except (httpx.HTTPError, ExporterError, OSError, ValueError) as exc:
                 if self.state.connected:
+                    # An open stream is contact: the grace period starts when it breaks.
+                    self.state.last_contact = time.monotonic()
                     log.warning("lost the exporter; reconnecting", extra={"error": repr(exc)})
                 self.state.connected = False
                 await asyncio.sleep(backoff.next())

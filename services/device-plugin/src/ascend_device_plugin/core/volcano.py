@@ -16,6 +16,7 @@ treats a missing or unparsable predicate-time as the largest time and may still 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -77,6 +78,16 @@ def _items(value: str, what: str) -> list[str]:
 def parse_real_devices(value: str, rtype: ResourceType) -> list[str]:
     """The chips of a `huawei.com/<type>` annotation, in annotation order.
 
+    Cached by value: every Allocate looks at every pending pod, and their annotations do not
+    change between calls.
+    """
+    return list(_parse_real_devices(value, rtype))
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_real_devices(value: str, rtype: ResourceType) -> tuple[str, ...]:
+    """See parse_real_devices.
+
     Every item must be a physical chip id of `rtype` in canonical form (`Ascend910-3`, not
     `Ascend910-03`, a vNPU or a shared copy): these names go verbatim into annotations that
     ClusterD and the fault-manager match by string.
@@ -91,7 +102,7 @@ def parse_real_devices(value: str, rtype: ResourceType) -> list[str]:
             raise ValueError(f"{item!r} is not a {rtype.value} chip")
         if chip_name(rtype, parsed.phy_id) != item:
             raise ValueError(f"{item!r} is not in canonical form {chip_name(rtype, parsed.phy_id)!r}")
-    return items
+    return tuple(items)
 
 
 @dataclass(frozen=True)
@@ -201,7 +212,7 @@ def pick_pod(
         request: DynamicRequest | None = None
         try:
             if rtype is not None:
-                devices = tuple(parse_real_devices(annotation, rtype))
+                devices = _parse_real_devices(annotation, rtype)
                 annotated = len(devices)
             else:
                 request = parse_npu_core(annotation)

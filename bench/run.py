@@ -1,0 +1,260 @@
+"""Benchmarks of the node stack; prints a table and writes docs/benchmarks.md.
+
+    ./dev bench            (or: .venv/bin/python -m bench.run [--quick])
+
+Everything runs as real processes on real sockets (sim exporter, device-plugin) against the
+test doubles of the kubelet and the API server, on this machine. Targets come from the
+architecture doc; the reference's documented periods give the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psutil
+
+from tests.support.exporter import auth, start_exporter
+from tests.support.fake_apiserver import FakeApiServer
+from tests.support.fake_kubelet import FakeKubelet, short_tmp_dir
+from tests.support.plugin import PluginProc, start_plugin, wait_ready
+
+ROOT = Path(__file__).resolve().parents[1]
+R = "huawei.com/Ascend910"
+ALL = {f"Ascend910-{i}" for i in range(8)}
+
+
+@dataclass
+class Figure:
+    name: str
+    value: str
+    target: str
+    reference: str = ""
+    verdict: str = ""
+
+
+def pct(samples: list[float], p: float) -> float:
+    ordered = sorted(samples)
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+@dataclass
+class Stack:
+    workdir: Path
+    exporter: object
+    kubelet: FakeKubelet
+    plugin: PluginProc
+
+
+@contextlib.asynccontextmanager
+async def stack(
+    *plugin_args: str, kube: str = "offline", apiserver: FakeApiServer | None = None
+) -> AsyncIterator[Stack]:
+    with short_tmp_dir("bench-") as workdir:
+        exporter = start_exporter(workdir / "exporter", "--poll-period", "1.0", "--call-timeout", "2.0")
+        plugin_dir = workdir / "dp"
+        plugin_dir.mkdir()
+        kubelet = FakeKubelet(plugin_dir, workdir / "podres")
+        await kubelet.start()
+        args = list(plugin_args)
+        if apiserver is not None:
+            cfg = workdir / "kubeconfig"
+            cfg.write_text(json.dumps({
+                "apiVersion": "v1", "kind": "Config", "current-context": "b",
+                "clusters": [{"name": "b", "cluster": {"server": apiserver.url}}], "users": [{"name": "b", "user": {}}],
+                "contexts": [{"name": "b", "context": {"cluster": "b", "user": "b"}}],
+            }))  # fmt: skip
+            args += ["--kubeconfig", str(cfg)]
+        plugin = start_plugin(workdir, exporter, plugin_dir, *args, kube=kube)  # type: ignore[arg-type]
+        try:
+            await wait_ready(plugin)
+            await kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
+            yield Stack(workdir, exporter, kubelet, plugin)
+        finally:
+            plugin.stop()
+            await kubelet.stop()
+            exporter.stop()  # type: ignore[attr-defined]
+
+
+async def fault_latency(s: Stack, rounds: int) -> list[float]:
+    """Sim fault injected (subscription path) -> the kubelet's stream shows the chip Unhealthy."""
+    transport = httpx.AsyncHTTPTransport(uds=str(s.exporter.socket))  # type: ignore[attr-defined]
+    samples = []
+    async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+        phy = (await client.get("/v1/chips/0")).json()["phy_id"]
+        chip = f"Ascend910-{phy}"
+        for _ in range(rounds):
+            for assertion, want_unhealthy in (("occur", True), ("recover", False)):
+                seen = len(s.kubelet.streams[R])
+                started = time.monotonic()
+                await client.post("/v1/sim/chips/0/faults", json={"code": "8C1FA006", "assertion": assertion},
+                                  headers=auth("sim"))  # fmt: skip
+                msg = await s.kubelet.wait_for(R, lambda m: (chip in m.unhealthy) == want_unhealthy, after=seen)
+                if want_unhealthy:
+                    samples.append(msg.at - started)
+            await asyncio.sleep(0.02)
+    return samples
+
+
+async def reregistration(s: Stack, rounds: int) -> list[float]:
+    samples = []
+    for _ in range(rounds):
+        started = time.monotonic()
+        await s.kubelet.restart(listen_delay=0.0)
+        reg = await s.kubelet.wait_registered(R, timeout=5)
+        samples.append(reg.at - started)
+        await s.kubelet.wait_for(R, lambda m: set(m.devices) == ALL, instance=s.kubelet.instance)
+    return samples
+
+
+async def allocate_latency(s: Stack, rounds: int, gap: float = 0.0) -> list[float]:
+    """Allocate latency at the caller; `gap` paces the calls as pod admissions are paced."""
+    samples = []
+    ids = sorted(ALL)
+    for _ in range(rounds):
+        started = time.perf_counter()
+        await s.kubelet.allocate(R, [ids])
+        samples.append(time.perf_counter() - started)
+        if gap:
+            await asyncio.sleep(gap)
+    return samples
+
+
+async def volcano_latency(rounds: int, gap: float) -> list[float]:
+    """`rounds` pending pods annotated by "Volcano"; each Allocate serves (and patches) one of them."""
+    with FakeApiServer(history=rounds * 4 + 100) as api:
+        api.add_node("node-a")
+        for i in range(rounds):
+            api.add_pod(f"p{i:05d}", "ml", phase="Pending", requests={R: 8},
+                        annotations={R: ",".join(sorted(ALL)), "predicate-time": str(1000 + i)})  # fmt: skip
+        async with stack("--volcano-type", kube="api", apiserver=api) as s:
+            await asyncio.sleep(2.0)  # the pod cache is warm
+            return await allocate_latency(s, rounds, gap)
+
+
+async def cold_start() -> float:
+    """Exporter and plugin started from nothing -> the kubelet's first full ListAndWatch."""
+    with short_tmp_dir("cold-") as workdir:
+        plugin_dir = workdir / "dp"
+        plugin_dir.mkdir()
+        kubelet = FakeKubelet(plugin_dir, workdir / "podres")
+        await kubelet.start()
+        started = time.monotonic()
+        exporter = start_exporter(workdir / "exporter", wait_ready=False)
+        plugin = start_plugin(workdir, exporter, plugin_dir)
+        try:
+            msg = await kubelet.wait_for(R, lambda m: set(m.devices) == ALL, timeout=30)
+            return msg.at - started
+        finally:
+            plugin.stop()
+            await kubelet.stop()
+            exporter.stop()
+
+
+async def idle_usage(s: Stack, seconds: float) -> dict[str, tuple[float, float]]:
+    """(CPU % of one core, RSS MB) per service over an idle window."""
+    procs = {"dcmi-exporter": psutil.Process(s.exporter.proc.pid), "device-plugin": psutil.Process(s.plugin.proc.pid)}  # type: ignore[attr-defined]
+    before = {k: p.cpu_times() for k, p in procs.items()}
+    await asyncio.sleep(seconds)
+    out = {}
+    for k, p in procs.items():
+        t0, t1 = before[k], p.cpu_times()
+        cpu = (t1.user + t1.system - t0.user - t0.system) / seconds * 100
+        out[k] = (cpu, p.memory_info().rss / 2**20)
+    return out
+
+
+async def main(quick: bool) -> list[Figure]:
+    n = 20 if quick else 200
+    figures: list[Figure] = []
+    async with stack() as s:
+        lat = await fault_latency(s, n)
+        figures.append(Figure("fault -> kubelet Unhealthy, p50", ms(pct(lat, 50)), "-", "1 s after an event",
+                              f"{1 / pct(lat, 50):.0f}x faster"))  # fmt: skip
+        figures.append(Figure("fault -> kubelet Unhealthy, p99", ms(pct(lat, 99)), "<= 100 ms", "1 s / 5 s polled",
+                              "met" if pct(lat, 99) <= 0.1 else "MISSED"))  # fmt: skip
+        rereg = await reregistration(s, 20 if quick else 50)
+        figures.append(Figure("kubelet restart -> registered, p99", ms(pct(rereg, 99)), "<= 100 ms",
+                              "re-registers only when its stream breaks", "met" if pct(rereg, 99) <= 0.1 else "MISSED"))  # fmt: skip
+        alloc = await allocate_latency(s, 100 if quick else 1000)
+        figures.append(Figure("Allocate 8 chips, plain, p99", ms(pct(alloc, 99)), "-", "", ""))
+        usage = await idle_usage(s, 5 if quick else 20)
+        for name, (cpu, rss) in usage.items():
+            figures.append(
+                Figure(f"{name} idle CPU", f"{cpu:.2f} % of a core", "< 1 %", "", "met" if cpu < 1 else "MISSED")
+            )
+            figures.append(
+                Figure(f"{name} resident memory", f"{rss:.0f} MB", "<= 80 MB", "", "met" if rss <= 80 else "MISSED")
+            )
+    rounds = 100 if quick else 500
+    vol = await volcano_latency(rounds, gap=0.05)
+    figures.append(Figure(f"Allocate 8 chips, Volcano path, warm cache ({rounds} pods), 20/s, p99", ms(pct(vol, 99)),
+                          "<= 5 ms", "", "met" if pct(vol, 99) <= 0.005 else "MISSED"))  # fmt: skip
+    burst = await volcano_latency(rounds, gap=0.0)
+    figures.append(Figure(f"Allocate 8 chips, Volcano path, {rounds} back to back, p99", ms(pct(burst, 99)), "-", "",
+                          "each patch's watch event competes with the next call"))  # fmt: skip
+    cold = statistics.median([await cold_start() for _ in range(3 if quick else 5)])
+    figures.append(
+        Figure("cold start -> first ListAndWatch (median)", ms(cold), "<= 3 s", "", "met" if cold <= 3 else "MISSED")
+    )
+    return figures
+
+
+def render(figures: list[Figure], command: str) -> str:
+    cpu = platform.processor() or platform.machine()
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Produced by `{command}` on {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
+        f"{psutil.virtual_memory().total / 2**30:.0f} GiB, {platform.system()} {platform.release()} ({cpu}), "
+        f"Python {platform.python_version()}. Real processes on real Unix sockets: sim exporter (910b-8, "
+        "1 s poll), device-plugin, the tests' fake kubelet and fake API server in the benchmark process.",
+        "",
+        "| figure | measured | target | reference | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [f"| {f.name} | {f.value} | {f.target} | {f.reference} | {f.verdict} |" for f in figures]
+    lines += [
+        "",
+        "Notes:",
+        "- Fault latency is measured on the event path (the simulator emits the library's fault-event",
+        "  callback): injection -> exporter event -> plugin re-reads the chip -> ListAndWatch -> the fake",
+        "  kubelet's receipt. The reference reacts 1 s after an event and up to 5 s when polling.",
+        "- Re-registration counts from the kubelet socket being re-created to the accepted Register call;",
+        "  the fake kubelet listens at once (listen_delay 0) in this figure.",
+        "- Allocate latency is measured at the caller (the fake kubelet) and includes the gRPC round trip;",
+        "  the Volcano path includes the one pod patch to the fake API server.",
+        "- Not yet measured (issue 6): 112 devices, 10,000 cached pods, ConfigMap writes, 1,000,000-event history.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
+    parser.add_argument("--no-write", action="store_true", help="print only; do not write docs/benchmarks.md")
+    args = parser.parse_args()
+    figures = asyncio.run(main(args.quick))
+    command = ".venv/bin/python -m bench.run" + (" --quick" if args.quick else "")
+    text = render(figures, command)
+    print(text)
+    if not args.no_write:
+        (ROOT / "docs" / "benchmarks.md").write_text(text)
+    del subprocess, sys
