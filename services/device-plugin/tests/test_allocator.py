@@ -27,8 +27,13 @@ class FakePods:
     items: list[PodView] = field(default_factory=list)
     patches: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
 
+    refreshes: int = 0
+
     def pods(self) -> list[PodView]:
         return list(self.items)
+
+    async def refresh(self) -> None:
+        self.refreshes += 1
 
     async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         self.patches.append((namespace, name, annotations))
@@ -128,6 +133,7 @@ async def test_volcano_serves_the_oldest_pod_with_its_devices_and_marks_it_taken
         await allocator.allocate("Ascend910", request(["Ascend910-0", "Ascend910-1"]))
     assert "malformed" in err.value.message
     assert len(pods.patches) == 2
+    assert pods.refreshes == 1, "a miss re-lists the cache once, then answers"
 
 
 async def test_volcano_device_health_follows_the_real_device() -> None:

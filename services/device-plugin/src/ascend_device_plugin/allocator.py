@@ -35,7 +35,7 @@ from ascend_device_plugin.core.annotations import (
 from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING, ChipInfo, PodView
 from ascend_device_plugin.core.preferred import preferred_allocation
 from ascend_device_plugin.core.topology import affinity_groups, device_groups
-from ascend_device_plugin.core.volcano import pick_pod, taken_patch
+from ascend_device_plugin.core.volcano import VolcanoChoice, pick_pod, taken_patch
 from ascend_device_plugin.podresources import find_pod
 from ascend_device_plugin.resources import ResourceManager
 from ascend_device_plugin.server import AllocationError
@@ -50,6 +50,9 @@ HOST_DEV_NODES = ("/dev/davinci_manager", "/dev/davinci_manager_docker", "/dev/h
 
 class PodSource(Protocol):
     def pods(self) -> list[PodView]: ...
+
+    async def refresh(self) -> None:
+        """Re-list now (a cold cache may not have the pod an Allocate is for yet)."""
 
 
 class Patcher(Protocol):
@@ -177,8 +180,7 @@ class Allocator:
                 grpc.StatusCode.FAILED_PRECONDITION, "the Volcano path needs the cluster (--kube api)"
             )
         kubelet_ids = [i for ids in containers for i in ids]
-        pods = [p for p in self.pods.pods() if p.uid not in self._taken]
-        choice = pick_pod(pods, RESOURCE_PREFIX + resource, len(kubelet_ids))
+        choice = await self._choose(RESOURCE_PREFIX + resource, len(kubelet_ids))
         for reject in choice.rejects:
             log.warning("pod skipped: bad Volcano annotation", extra={"pod": reject.pod.key, "reason": reject.reason})
         if choice.pod is None:
@@ -204,6 +206,17 @@ class Allocator:
         self._patch_later(pod, annotations)
         log.info("allocated by Volcano", extra={"pod": pod.key, "devices": real, "kubelet_ids": kubelet_ids})
         return pb.AllocateResponse(container_responses=responses)
+
+    async def _choose(self, resource_name: str, count: int, aicore: int | None = None) -> VolcanoChoice:
+        """The pod from the cache; if none fits, re-list once (a cold cache) and look again."""
+        assert self.pods is not None
+        for attempt in range(2):
+            pods = [p for p in self.pods.pods() if p.uid not in self._taken]
+            choice = pick_pod(pods, resource_name, count, chip_aicore=aicore)
+            if choice.pod is not None or attempt:
+                return choice
+            await self.pods.refresh()
+        raise AssertionError("unreachable")
 
     def _pod_annotations(
         self, pod: PodView, resource: str, real: Sequence[str], kubelet_ids: Sequence[str]
@@ -285,8 +298,7 @@ class Allocator:
         cores = [i for ids in containers for i in ids]
         infos = {c.phy_id: c for c in self.manager.infos.values()}
         aicore = max((c.aicore for c in infos.values()), default=0)
-        pods = [p for p in self.pods.pods() if p.uid not in self._taken]
-        choice = pick_pod(pods, RESOURCE_PREFIX + NPU_CORE, len(cores), chip_aicore=aicore)
+        choice = await self._choose(RESOURCE_PREFIX + NPU_CORE, len(cores), aicore)
         for reject in choice.rejects:
             log.warning("pod skipped: bad npu-core annotation", extra={"pod": reject.pod.key, "reason": reject.reason})
         if choice.pod is None or choice.dynamic is None:

@@ -83,6 +83,10 @@ class KubeBridge:
             self._list = list(self._views.values())
         return self._list
 
+    async def refresh(self) -> None:
+        await self.cache.relist(timeout=2.0)
+        self._flush()
+
     async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         await patch_pod_annotations(self.api, namespace, name, annotations)
 
