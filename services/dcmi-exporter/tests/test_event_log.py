@@ -43,7 +43,7 @@ def test_after_returns_exactly_the_missing_events_in_order() -> None:
     batch = log.after(20)
     assert batch is not None
     assert [s.seq for s in batch] == list(range(21, 31))
-    assert [s.event.id for s in batch] == [f"run-{i}" for i in range(21, 31)]
+    assert [s.item.id for s in batch] == [f"run-{i}" for i in range(21, 31)]
     assert log.after(30) == []
     assert log.after(5) is None  # evicted: the reader must take a gap
 

@@ -1,0 +1,39 @@
+"""The fault-manager's settings: every flag also settable as FAULT_MANAGER_<NAME>."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, CliImplicitFlag
+
+from ascend_common.settings import parse_host_port, service_config
+
+
+class FaultManagerSettings(BaseSettings):
+    model_config = service_config("FAULT_MANAGER_")
+
+    exporter_socket: Path = Field(Path("/run/ascend/dcmi-exporter.sock"), description="The exporter's API socket.")
+    db: Path = Field(Path("/var/lib/ascend/fault-manager.db"), description="SQLite file (on a hostPath).")
+    socket: Path = Field(Path("/run/ascend/fault-manager.sock"), description="Unix socket of the API (0660).")
+    socket_group: str | None = Field(None, description="Group that owns the API socket.")
+    node_name: str = Field("", max_length=253, description="This node's name (ConfigMap name, pod watch).")
+    kube: Literal["api", "offline"] = Field("api", description="api: write to the cluster; offline: files + API.")
+    kubeconfig: Path | None = Field(None, description="A kubeconfig; default: in-cluster config.")
+    state_dir: Path = Field(Path("/var/lib/ascend/fault-manager"), description="Offline mode: objects as files.")
+    policy_dir: Path | None = Field(None, description="faultCode.json etc. to use instead of the packaged tables.")
+    hot_reset: CliImplicitFlag[bool] = Field(False, description="Reset chips whose faults call for it.")
+    token_file: Path | None = Field(None, description="Holds the `reset` token for the exporter.")
+    reset_mirror_dir: Path = Field(Path("/user/restore/reset"), description="Host mirror of reset ConfigMaps.")
+    time_scale: float = Field(1.0, gt=0, le=10_000, description="Policy time runs this many times faster (drills).")
+    metrics_addr: str = Field("0.0.0.0:8084", description="HOST:PORT for /healthz, /readyz and /metrics.")
+    refresh_period: float = Field(300.0, ge=1, le=3600, description="Rewrite the ConfigMap at least this often (s).")
+    write_interval: float = Field(1.0, ge=0.05, le=60, description="At most one ConfigMap write per this many s.")
+    log_level: str = Field("INFO", description="Log level.")
+
+    @field_validator("metrics_addr")
+    @classmethod
+    def _addr(cls, value: str) -> str:
+        parse_host_port(value)
+        return value
