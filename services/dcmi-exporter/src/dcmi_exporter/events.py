@@ -15,7 +15,6 @@ from ascend_common import sse
 from ascend_common.schemas.exporter import EventType, ExporterEvent, GapData
 from ascend_common.seqlog import Entry, SeqLog
 
-
 Stored = Entry[ExporterEvent]
 
 
