@@ -26,7 +26,8 @@ class JsonFormatter(logging.Formatter):
         }
         for key, value in record.__dict__.items():
             if key not in _RESERVED and not key.startswith("_"):
-                entry[key] = value
+                # An extra field never overwrites the line's own (ts, level, service, ...).
+                entry[f"{key}_" if key in entry else key] = value
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str, separators=(",", ":"))

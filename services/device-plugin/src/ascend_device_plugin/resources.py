@@ -8,14 +8,14 @@ ListAndWatch streams of exactly the resources that changed.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ascend_common.chips import ResourceType
 from ascend_common.faults import FaultCodeTable
-from ascend_common.naming import NPU_CORE, parse_device_id
+from ascend_common.inuse import chips_in_use
+from ascend_common.naming import NPU_CORE
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 
@@ -27,37 +27,6 @@ from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.views import AdvertisedDevice, ViewBoard
 
 log = logging.getLogger(__name__)
-REAL_ANNOTATION = "huawei.com/AscendReal"
-KLT_ANNOTATION = "huawei.com/kltDev"
-
-
-@functools.lru_cache(maxsize=8192)
-def chips_named(value: str) -> frozenset[str]:
-    """Chip names in an AscendReal/kltDev annotation (vNPUs and shared copies name their chip).
-
-    Cached by value: every pod change re-reads every pod's annotations.
-    """
-    names: set[str] = set()
-    for item in value.split(","):
-        item = item.strip()
-        if not item or item.startswith(NPU_CORE):
-            continue
-        try:
-            names.add(parse_device_id(item).chip)
-        except ValueError:
-            continue  # another plugin's or a malformed entry: it names no chip of ours
-    return frozenset(names)
-
-
-def chips_in_use(pods: Iterable[PodView], running_only: bool) -> set[str]:
-    used: set[str] = set()
-    for pod in pods:
-        if running_only and pod.phase != POD_RUNNING:
-            continue
-        for key in (REAL_ANNOTATION, KLT_ANNOTATION):
-            if key in pod.annotations:
-                used |= chips_named(pod.annotations[key])
-    return used
 
 
 def chip_info(chip: Chip, healthy: bool) -> ChipInfo | None:
@@ -109,7 +78,7 @@ class ResourceManager:
         return min(types) if types else None
 
     def recompute(self) -> None:
-        running = chips_in_use(self.pods, running_only=True)
+        running = chips_in_use(self.pods, phases=(POD_RUNNING,))
         infos: dict[int, ChipInfo] = {}
         for chip in self.chips.values():
             decision = (

@@ -1,1 +1,1 @@
-"""fault-manager: not yet implemented (see the project's issues)."""
+"""fault-manager: fault policy with durable history, verdicts and the device-info ConfigMap."""

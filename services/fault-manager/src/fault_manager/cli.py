@@ -1,13 +1,45 @@
-"""Placeholder entry point until this service's issue lands."""
+"""`fault-manager`: flags (and FAULT_MANAGER_* variables) -> a running fault-manager."""
 
 from __future__ import annotations
 
+import asyncio
+import faulthandler
+import logging
+import signal
 import sys
+from collections.abc import Sequence
+
+from ascend_common.logs import setup_logging
+from ascend_common.settings import load_settings
+from pydantic import ValidationError
+
+from fault_manager.settings import FaultManagerSettings
 
 
-def main() -> int:
-    print("fault-manager: not yet implemented", file=sys.stderr)
-    return 1
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        settings = load_settings(FaultManagerSettings, sys.argv[1:] if argv is None else argv, prog="fault-manager")
+    except ValidationError as exc:
+        print(f"fault-manager: invalid settings:\n{exc}", file=sys.stderr)
+        return 2
+    setup_logging("fault-manager", settings.log_level)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    log = logging.getLogger("fault_manager")
+    if not settings.node_name:
+        log.error("cannot start", extra={"error": "--node-name is required (it names the device-info ConfigMap)"})
+        return 2
+    from ascend_common.faults import FaultPolicyError
+
+    from fault_manager.app import Service, serve
+    from fault_manager.store import StoreError
+
+    try:
+        service = Service.build(settings)
+    except (FaultPolicyError, StoreError, OSError, ValueError) as exc:
+        log.error("cannot start", extra={"error": str(exc)})
+        return 2
+    asyncio.run(serve(service))
+    return 0
 
 
 if __name__ == "__main__":

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from ascend_common.settings import parse_host_port, service_config
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, CliImplicitFlag
-
-from ascend_common.settings import parse_host_port, service_config
 
 
 class FaultManagerSettings(BaseSettings):

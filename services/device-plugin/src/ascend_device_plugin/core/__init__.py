@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ascend_common.gojson import go_json, go_map
+
 from ascend_device_plugin.core.allocate import (
     AllocDevice,
     ContainerAlloc,
@@ -20,7 +22,6 @@ from ascend_device_plugin.core.annotations import (
     real_allocation_annotations,
 )
 from ascend_device_plugin.core.devices import DeviceEntry, chip_of, device_list, vnpu_devices
-from ascend_device_plugin.core.gojson import go_json, go_map
 from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels
 from ascend_device_plugin.core.ordering import natural_key, natural_sorted

@@ -10,8 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from ascend_common.chips import RESOURCE_PREFIX, ResourceType
-
-from ascend_device_plugin.core.gojson import GoJSON, go_json, go_map
+from ascend_common.gojson import GoJSON, go_json, go_map
 
 __all__ = [
     "ASCEND_REAL",

@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterable, Mapping
 
 from ascend_common.chips import ChipFamily, ResourceType
+from ascend_common.gojson import GoJSON, go_json, go_map
 
-from ascend_device_plugin.core.gojson import GoJSON, go_json, go_map
 from ascend_device_plugin.core.model import ChipInfo
 
 CHIP_NAME_LABEL = "node.kubernetes.io/npu.chip.name"

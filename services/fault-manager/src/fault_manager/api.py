@@ -1,0 +1,150 @@
+"""The fault-manager's API (Unix socket) and ops endpoints (TCP)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from ascend_common.schemas.exporter import ApiError
+from ascend_common.schemas.verdict import VERDICT_EVENTS_PATH, VERDICTS_PATH, VerdictList
+from fastapi import FastAPI, Header, HTTPException, Path, Query, Request, Response, status
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+from pydantic import BaseModel, ConfigDict
+
+from fault_manager.configmaps import OfflineConfigMaps
+from fault_manager.service import FaultManager
+
+ChipName = Annotated[str, Path(pattern=r"^(Ascend910|Ascend310P|Ascend310|npu)-\d{1,4}$", max_length=32)]
+ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ApiError}, 409: {"model": ApiError}, 422: {"model": ApiError}}
+
+
+class FaultRecord(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    event_id: str
+    chip: str
+    code: str
+    assertion: str
+    severity: int | None
+    source: str
+    raised_at_ms: int
+
+
+class FaultPage(BaseModel):
+    chip: str
+    faults: list[FaultRecord]
+    next_before_id: int | None  # pass as before_id for the next (older) page
+
+
+class Separation(BaseModel):
+    chip: str
+    manually_separated: bool
+
+
+def create_api(fm: FaultManager, offline: OfflineConfigMaps | None) -> FastAPI:
+    app = FastAPI(title="fault-manager", version="1", description="Verdicts, fault history and isolation of one node.")
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = jsonable_encoder(exc.errors(), exclude={"url"})
+        text = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
+        return JSONResponse({"detail": f"invalid request: {text}", "errors": errors}, status_code=422)
+
+    def known(chip: str) -> None:
+        if chip not in fm.engine.chips:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no chip {chip!r} on this node")
+
+    @app.get(VERDICTS_PATH, response_model=VerdictList)
+    async def verdicts() -> Response:
+        return Response(fm.board.listing().model_dump_json(), media_type="application/json")
+
+    @app.get(
+        VERDICT_EVENTS_PATH,
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"}},
+    )
+    async def verdict_events(last_event_id: Annotated[str | None, Header(max_length=32)] = None) -> StreamingResponse:
+        return StreamingResponse(fm.board.stream(last_event_id), media_type="text/event-stream")
+
+    @app.get("/v1/faults", response_model=FaultPage, responses=ERRORS)
+    async def faults(
+        chip: Annotated[str, Query(pattern=r"^(Ascend910|Ascend310P|Ascend310|npu)-\d{1,4}$", max_length=32)],
+        since_ms: Annotated[int | None, Query(ge=0, le=2**53)] = None,
+        until_ms: Annotated[int | None, Query(ge=0, le=2**53)] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        before_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    ) -> FaultPage:
+        rows = await asyncio.to_thread(fm.store.history, chip, since_ms, until_ms, limit, before_id)
+        records = [
+            FaultRecord(event_id=r.event_id, chip=r.chip, code=r.code, assertion=r.assertion, severity=r.severity,
+                        source=r.source, raised_at_ms=r.raised_at_ms)
+            for r in rows
+        ]  # fmt: skip
+        return FaultPage(chip=chip, faults=records, next_before_id=rows[-1].id if len(rows) == limit else None)
+
+    @app.post("/v1/chips/{chip}/separation", response_model=Separation, responses=ERRORS)
+    async def separate(chip: ChipName) -> Separation:
+        known(chip)
+        await fm.set_manual(chip, True, "api")
+        return Separation(chip=chip, manually_separated=True)
+
+    @app.delete("/v1/chips/{chip}/separation", response_model=Separation, responses=ERRORS)
+    async def unseparate(chip: ChipName) -> Separation:
+        known(chip)
+        await fm.set_manual(chip, False, "api")
+        return Separation(chip=chip, manually_separated=False)
+
+    @app.get("/v1/kube/objects", responses=ERRORS)
+    async def kube_objects() -> list[dict[str, Any]]:
+        if offline is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "the objects are in the cluster (--kube api)")
+        return offline.listing()
+
+    return app
+
+
+class _Stats(Collector):
+    def __init__(self, fm: FaultManager) -> None:
+        self.fm = fm
+
+    def collect(self) -> Any:
+        ingested = GaugeMetricFamily("fault_manager_events_ingested", "fault events stored since start")
+        ingested.add_metric([], self.fm.ingested)
+        yield ingested
+        levels = GaugeMetricFamily("fault_manager_chips", "chips by fault level", labels=["level", "schedulable"])
+        counts: dict[tuple[str, str], int] = {}
+        for v in self.fm.board.current().values():
+            key = (v.fault_level.value, str(v.schedulable).lower())
+            counts[key] = counts.get(key, 0) + 1
+        for (level, ok), n in sorted(counts.items()):
+            levels.add_metric([level, ok], n)
+        yield levels
+        revision = GaugeMetricFamily("fault_manager_verdict_revision", "verdict revision")
+        revision.add_metric([], self.fm.board.revision)
+        yield revision
+
+
+def create_ops_app(fm: FaultManager) -> FastAPI:
+    app = FastAPI(title="fault-manager ops", docs_url=None, redoc_url=None, openapi_url=None)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Stats(fm))
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz() -> JSONResponse:
+        if not fm.synced.is_set():
+            return JSONResponse({"status": "not ready", "reason": "not synced with the exporter yet"}, 503)
+        return JSONResponse({"status": "ready", "chips": len(fm.engine.chips)})
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

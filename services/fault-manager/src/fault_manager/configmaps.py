@@ -1,0 +1,131 @@
+"""Where the fault-manager's ConfigMaps go: the API server, or files (offline mode).
+
+A small interface with two implementations, so the writers above it (device-info, reset
+configs) are the same with and without a cluster. Optimistic concurrency is explicit: a
+write names the resourceVersion it read, and a stale one raises Conflict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ascend_common.kube.client import call, core_v1, get_json, status_of, typed_error
+
+
+class Conflict(Exception):
+    """The object changed since it was read (HTTP 409): read it again and redo the change."""
+
+
+@dataclass(frozen=True)
+class ConfigMapState:
+    data: dict[str, str]
+    labels: dict[str, str]
+    resource_version: str
+
+
+class ConfigMaps(Protocol):
+    async def get(self, namespace: str, name: str) -> ConfigMapState | None: ...
+
+    async def put(
+        self, namespace: str, name: str, data: dict[str, str], labels: dict[str, str], resource_version: str | None
+    ) -> str:
+        """Create (resource_version None) or update; returns the new resourceVersion."""
+
+    async def delete(self, namespace: str, name: str) -> None: ...
+
+
+def _body(namespace: str, name: str, data: dict[str, str], labels: dict[str, str], rv: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
+    if rv is not None:
+        meta["resourceVersion"] = rv
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+
+
+class ApiConfigMaps:
+    def __init__(self, api: Any, timeout: float = 10.0) -> None:
+        self._v1 = core_v1(api)
+        self._timeout = timeout
+
+    async def get(self, namespace: str, name: str) -> ConfigMapState | None:
+        try:
+            obj = await call(get_json, self._v1.read_namespaced_config_map, name, namespace, timeout=self._timeout)
+        except Exception as exc:
+            if status_of(exc) == 404:
+                return None
+            raise typed_error(exc, f"read configmap {namespace}/{name}") from exc
+        meta = obj.get("metadata") or {}
+        return ConfigMapState(
+            dict(obj.get("data") or {}), dict(meta.get("labels") or {}), str(meta.get("resourceVersion") or "")
+        )
+
+    async def put(
+        self, namespace: str, name: str, data: dict[str, str], labels: dict[str, str], resource_version: str | None
+    ) -> str:
+        body = _body(namespace, name, data, labels, resource_version)
+        try:
+            if resource_version is None:
+                obj = await call(
+                    get_json, self._v1.create_namespaced_config_map, namespace, body, timeout=self._timeout
+                )
+            else:
+                obj = await call(
+                    get_json, self._v1.replace_namespaced_config_map, name, namespace, body, timeout=self._timeout
+                )
+        except Exception as exc:
+            if status_of(exc) == 409:
+                raise Conflict(f"configmap {namespace}/{name} changed since it was read") from exc
+            raise typed_error(exc, f"write configmap {namespace}/{name}") from exc
+        return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+    async def delete(self, namespace: str, name: str) -> None:
+        try:
+            await call(get_json, self._v1.delete_namespaced_config_map, name, namespace, timeout=self._timeout)
+        except Exception as exc:
+            if status_of(exc) != 404:
+                raise typed_error(exc, f"delete configmap {namespace}/{name}") from exc
+
+
+@dataclass
+class OfflineConfigMaps:
+    """Offline mode: objects kept in memory (served at /v1/kube/objects) and mirrored as files."""
+
+    root: Path
+    objects: dict[tuple[str, str], ConfigMapState] = field(default_factory=dict)
+    _rv: int = 0
+
+    async def get(self, namespace: str, name: str) -> ConfigMapState | None:
+        return self.objects.get((namespace, name))
+
+    async def put(
+        self, namespace: str, name: str, data: dict[str, str], labels: dict[str, str], resource_version: str | None
+    ) -> str:
+        current = self.objects.get((namespace, name))
+        if (current is None) != (resource_version is None) or (
+            current is not None and current.resource_version != resource_version
+        ):
+            raise Conflict(f"configmap {namespace}/{name} changed since it was read")
+        self._rv += 1
+        state = ConfigMapState(dict(data), dict(labels), str(self._rv))
+        self.objects[(namespace, name)] = state
+        await asyncio.to_thread(self._write_file, namespace, name, state)
+        return state.resource_version
+
+    async def delete(self, namespace: str, name: str) -> None:
+        self.objects.pop((namespace, name), None)
+        path = self.root / "configmaps" / namespace / f"{name}.json"
+        await asyncio.to_thread(lambda: path.unlink(missing_ok=True))
+
+    def _write_file(self, namespace: str, name: str, state: ConfigMapState) -> None:
+        folder = self.root / "configmaps" / namespace
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{name}.json.tmp"
+        tmp.write_text(json.dumps(_body(namespace, name, state.data, state.labels, state.resource_version), indent=2))
+        os.replace(tmp, folder / f"{name}.json")
+
+    def listing(self) -> list[dict[str, Any]]:
+        return [_body(ns, name, s.data, s.labels, s.resource_version) for (ns, name), s in sorted(self.objects.items())]

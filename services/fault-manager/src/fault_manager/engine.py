@@ -1,0 +1,253 @@
+"""The fault policy over time: every chip's code timelines -> its level, reasons and verdict.
+
+Pure state plus explicit time: the service feeds events (`apply`) and asks for an
+`evaluate(chip, now)`; tests drive time by hand. Policy windows run on "policy time" =
+real seconds x time scale, so a drill can pass minutes of policy in seconds; stored
+times stay real. The rules themselves (code levels, FaultDuration, FaultFrequency, the
+scheduling rule) are the pure functions of libs/common.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ascend_common.faults import (
+    CodeEvent,
+    FaultCodeTable,
+    FaultCustomization,
+    FaultLevel,
+    code_level,
+    duration_state,
+    frequency_state,
+    is_network_code,
+    most_serious,
+    network_level,
+    normalize_code,
+    occurrences,
+    presence,
+    schedulable,
+)
+from ascend_common.faults import (
+    network_healthy as level_network_healthy,
+)
+from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
+
+UPGRADE_DURATION = "FaultDuration"
+UPGRADE_FREQUENCY = "FaultFrequency"
+
+
+@dataclass(frozen=True)
+class Policy:
+    table: FaultCodeTable
+    customization: FaultCustomization
+
+
+@dataclass(frozen=True)
+class CodeReport:
+    """One code of a chip as the ConfigMap's `-Fault` entry lists it."""
+
+    code: str
+    level: FaultLevel
+    first_seen_ms: int
+    network: bool
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """An UpgradeFaultReason: a rule (not the code table) raised the chip's level."""
+
+    code: str
+    level: FaultLevel
+    upgrade_type: str  # FaultDuration | FaultFrequency
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    verdict: ChipVerdict
+    codes: tuple[CodeReport, ...]
+    escalations: tuple[Escalation, ...]
+    isolate: bool  # a FaultFrequency rule with ManuallySeparateNPU fired: add to ManuallySeparateNPU
+    wake_at: float | None  # real time at which this evaluation changes with no new event
+
+
+@dataclass
+class ChipFaults:
+    name: str
+    logic_id: int
+    phy_id: int
+    timelines: dict[str, list[CodeEvent]] = field(default_factory=dict)  # policy time
+    first_seen: dict[str, float] = field(default_factory=dict)  # real time the current presence began
+    severity: dict[str, int | None] = field(default_factory=dict)
+    present: set[str] = field(default_factory=set)
+    manual: bool = False  # in ManuallySeparateNPU (by an administrator or a frequency rule)
+    released_at: float | None = None  # policy time an administrator last released the chip
+    reachable: bool = True  # the exporter reads the chip
+    resetting: bool = False
+    since: float = 0.0  # real time the current level began
+    last_level: FaultLevel = FaultLevel.NORMAL_NPU
+
+
+class FaultEngine:
+    def __init__(self, policy: Policy, time_scale: float = 1.0, history_s: float | None = None) -> None:
+        self.policy = policy
+        self.scale = time_scale
+        self.chips: dict[str, ChipFaults] = {}
+        # How much policy time a timeline keeps: the longest window any rule looks back over.
+        c = policy.customization
+        windows = [r.time_window_s for r in c.frequencies] + [r.release_time_window_s for r in c.frequencies]
+        windows += [r.fault_timeout_s + r.recover_timeout_s for r in c.durations]
+        self.keep_s = history_s if history_s is not None else float(max(windows, default=0) + 60)
+
+    def policy_time(self, real: float) -> float:
+        return real * self.scale
+
+    def real_time(self, policy: float) -> float:
+        return policy / self.scale
+
+    def chip(self, name: str, logic_id: int, phy_id: int) -> ChipFaults:
+        """The chip's state, created on first sight; ids < 0 mean "not known yet" (restored from history)."""
+        chip = self.chips.get(name)
+        if chip is None:
+            chip = self.chips[name] = ChipFaults(name, logic_id, phy_id)
+        elif logic_id >= 0:
+            chip.logic_id, chip.phy_id = logic_id, phy_id
+        return chip
+
+    def apply(self, name: str, code: str, kind: str, severity: int | None, at: float) -> None:
+        """One event of one code (occur / recover / once) at real time `at`."""
+        chip = self.chips[name]
+        code = normalize_code(code)
+        timeline = self.timelines_of(chip, code)
+        timeline.append(CodeEvent(self.policy_time(at), kind))  # type: ignore[arg-type]
+        if kind == "occur":
+            if code not in chip.present:
+                chip.first_seen[code] = at
+            chip.present.add(code)
+            chip.severity[code] = severity
+        elif kind == "recover":
+            chip.present.discard(code)
+        elif kind == "once":
+            chip.severity[code] = severity
+        self._trim(timeline, self.policy_time(at))
+
+    def timelines_of(self, chip: ChipFaults, code: str) -> list[CodeEvent]:
+        return chip.timelines.setdefault(code, [])
+
+    def _trim(self, timeline: list[CodeEvent], now_p: float) -> None:
+        # Keep the last event before the horizon: it carries the state (present or not) forward.
+        horizon = now_p - self.keep_s
+        cut = 0
+        while cut + 1 < len(timeline) and timeline[cut + 1].at < horizon:
+            cut += 1
+        if cut:
+            del timeline[:cut]
+
+    def release(self, name: str, at: float) -> None:
+        """An administrator removed the chip from ManuallySeparateNPU: its frequency windows restart."""
+        chip = self.chips[name]
+        chip.manual = False
+        chip.released_at = self.policy_time(at)
+
+    def isolate(self, name: str) -> None:
+        self.chips[name].manual = True
+
+    def evaluate(self, name: str, now: float, used_by_running_pod: bool = False) -> Evaluation:
+        chip = self.chips[name]
+        pnow = self.policy_time(now)
+        custom = self.policy.customization
+        levels: list[FaultLevel] = []
+        net_levels: list[FaultLevel] = []
+        reports: list[CodeReport] = []
+        escalations: list[Escalation] = []
+        reasons: set[VerdictReason] = set()
+        isolate = False
+        wake: list[float] = []
+        for code, events in chip.timelines.items():
+            present = code in chip.present
+            level: FaultLevel | None = None
+            duration = custom.duration_rule(code)
+            if duration is not None:
+                state = duration_state(duration, events, pnow)
+                if state.changes_at is not None:
+                    wake.append(state.changes_at)
+                if state.counting:
+                    level = duration.handling
+                    reasons.add(VerdictReason.FAULT_DURATION)
+                    escalations.append(Escalation(code, duration.handling, UPGRADE_DURATION,
+                                                  int(self.real_time(state.since or pnow) * 1000)))  # fmt: skip
+                elif state.pending:
+                    level = FaultLevel.NOT_HANDLE_FAULT
+            elif present:
+                level = code_level(self.policy.table, code, chip.severity.get(code))
+                reasons.add(VerdictReason.FAULT_CODE)
+            frequency = custom.frequency_rule(code)
+            if frequency is not None:
+                # Contract section 7: every occur or once is an occurrence, also of a code with a
+                # FaultDuration rule (so link flaps shorter than the timeout still add up).
+                fstate = frequency_state(
+                    frequency, occurrences(events, now=pnow), pnow, chip.released_at, present=presence(events, now=pnow)
+                )
+                if fstate.releases_at is not None and math.isfinite(fstate.releases_at):
+                    wake.append(fstate.releases_at)
+                if fstate.escalated:
+                    level = most_serious([level or FaultLevel.NORMAL_NPU, frequency.handling])
+                    reasons.add(VerdictReason.FAULT_FREQUENCY)
+                    at_ms = int(self.real_time(fstate.escalated_at or pnow) * 1000)
+                    escalations.append(Escalation(code, frequency.handling, UPGRADE_FREQUENCY, at_ms))
+                    isolate = isolate or frequency.handling is FaultLevel.MANUALLY_SEPARATE_NPU
+            if level is None:
+                continue
+            network = is_network_code(code)
+            if network and present:
+                net_levels.append(network_level(self.policy.table, code))
+            # A network code alone drives `-NetworkUnhealthy` only (as the reference does); its
+            # rules (FaultDuration, FaultFrequency) do raise the chip's level.
+            if not network or duration is not None or frequency is not None:
+                levels.append(level)
+            reports.append(CodeReport(code, level, int(chip.first_seen.get(code, now) * 1000), network))
+        if isolate:
+            chip.manual = True
+        if chip.manual:
+            levels.append(FaultLevel.MANUALLY_SEPARATE_NPU)
+            reasons.add(VerdictReason.MANUAL)
+        level = most_serious(levels)
+        if level != chip.last_level:
+            chip.last_level, chip.since = level, now
+        net = most_serious(net_levels)
+        ok = chip.reachable and schedulable(level, used_by_running_pod)
+        reason = _main_reason(reasons, chip.reachable, level)
+        verdict = ChipVerdict(
+            chip=chip.name,
+            logic_id=chip.logic_id,
+            phy_id=chip.phy_id,
+            fault_level=level,
+            network_level=net,
+            schedulable=ok,
+            network_healthy=level_network_healthy(net),
+            reason=reason,
+            since=chip.since,
+            codes=sorted(chip.present),
+            resetting=chip.resetting,
+            manually_separated=chip.manual,
+        )
+        future = [w for w in wake if w > pnow]
+        return Evaluation(
+            verdict,
+            tuple(sorted(reports, key=lambda r: r.code)),
+            tuple(escalations),
+            isolate,
+            self.real_time(min(future)) if future else None,
+        )
+
+
+def _main_reason(reasons: Iterable[VerdictReason], reachable: bool, level: FaultLevel) -> VerdictReason:
+    if not reachable:
+        return VerdictReason.UNKNOWN
+    found = set(reasons)
+    for reason in (VerdictReason.MANUAL, VerdictReason.FAULT_FREQUENCY, VerdictReason.FAULT_DURATION):
+        if reason in found:
+            return reason
+    return VerdictReason.FAULT_CODE if level is not FaultLevel.NORMAL_NPU else VerdictReason.NORMAL

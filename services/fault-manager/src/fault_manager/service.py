@@ -1,0 +1,456 @@
+"""The fault-manager's reactor: exporter events in, verdicts and the device-info ConfigMap out.
+
+Flow: the exporter's event stream is resumed from the last event stored for its run; each
+batch of fault events is written to SQLite first (idempotent on the exporter's event id)
+and applied to the engine after, so a crash loses or doubles nothing. A gap, a new
+exporter run or our own start reconciles against a fresh snapshot with synthetic events
+whose ids are deterministic. Changed chips are re-evaluated, their verdicts published, and
+the ConfigMap rewritten (at most once per write interval, plus a periodic refresh).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+from ascend_common import sse
+from ascend_common.clients.backoff import Backoff
+from ascend_common.clients.exporter import ExporterClient, ExporterError
+from ascend_common.clock import Clock
+from ascend_common.deviceinfo import ChipReport, FaultEntry, UpgradeReason, parse_manually_separated, render_device_info
+from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType, ExporterEvent, StreamHello
+
+from fault_manager.configmaps import ConfigMaps, Conflict
+from fault_manager.engine import Evaluation, FaultEngine
+from fault_manager.store import FaultEventRow, Store
+from fault_manager.store.store import MAX_PAGE
+from fault_manager.verdicts import VerdictBoard
+
+log = logging.getLogger(__name__)
+NAMESPACE = "kube-system"
+LABELS = {"mx-consumer-cim": "true"}
+BATCH = 500
+CONFLICT_RETRIES = 5
+
+
+class _Resync(Exception):
+    """The stream cannot continue where it is (new exporter run, gap): resume from `resume`."""
+
+    def __init__(self, resume: str | None) -> None:
+        super().__init__(resume)
+        self.resume = resume
+
+
+@dataclass
+class FaultManager:
+    store: Store
+    engine: FaultEngine
+    exporter: ExporterClient
+    configmaps: ConfigMaps
+    clock: Clock
+    node_name: str
+    write_interval: float = 1.0
+    refresh_period: float = 300.0
+    board: VerdictBoard = field(default_factory=VerdictBoard)
+    used_by_running_pod: Callable[[str], bool] = lambda _chip: False
+    in_use: Callable[[], set[str]] = set
+    ingested: int = 0
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.rtype = "Ascend910"
+        self.evaluations: dict[str, Evaluation] = {}
+        self._queue: asyncio.Queue[FaultEventRow | ChipList] = asyncio.Queue()
+        self._dirty: set[str] = set()
+        self._write_wanted = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._last_written: tuple[object, ...] | None = None
+        self._last_write = 0.0
+        self._written_manual: set[str] | None = None
+        self._names: dict[int, str] = {}  # logic id -> chip name
+
+    @property
+    def cm_name(self) -> str:
+        return f"mindx-dl-deviceinfo-{self.node_name}"
+
+    # ---- start-up ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._restore()
+        self._tasks = [
+            asyncio.create_task(self._follow(), name="ingest-follow"),
+            asyncio.create_task(self._apply_loop(), name="ingest-apply"),
+            asyncio.create_task(self._timer(), name="policy-timer"),
+            asyncio.create_task(self._writer(), name="deviceinfo-writer"),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.wait(self._tasks, timeout=5)
+        self._tasks.clear()
+
+    async def _restore(self) -> None:
+        """Rebuild the engine from SQLite: manual isolation, then every event in the policy horizon."""
+        manual = await asyncio.to_thread(self.store.manual_chips)
+        states = await asyncio.to_thread(self.store.chip_states)
+        since_ms = int((self.clock.now() - self.engine.real_time(self.engine.keep_s)) * 1000)
+        for name in sorted(set(states) | manual):
+            rows = await asyncio.to_thread(self._chip_history, name, since_ms)
+            chip = self.engine.chip(name, rows[0].logic_id if rows else -1, rows[0].phy_id if rows else -1)
+            chip.manual = name in manual
+            for row in rows:
+                self.engine.apply(name, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
+            self._dirty.add(name)
+        self._evaluate_dirty()
+
+    def _chip_history(self, chip: str, since_ms: int) -> list[FaultEventRow]:
+        """Every stored event of a chip since `since_ms`, oldest first (paged: bounded memory per call)."""
+        rows: list[FaultEventRow] = []
+        before: int | None = None
+        while True:
+            page = self.store.history(chip, since_ms=since_ms, limit=MAX_PAGE, before_id=before)
+            rows.extend(page)
+            if len(page) < MAX_PAGE:
+                break
+            before = page[-1].id
+        rows.reverse()
+        return rows
+
+    # ---- ingestion ----------------------------------------------------------------------------
+
+    async def _follow(self) -> None:
+        """Tail the exporter's events without missing or doubling one.
+
+        Resume after the last event stored for the exporter's run. For a run we have stored
+        nothing of yet, replay it from its start (the exporter keeps the run's first 16,384
+        events), then reconcile against the snapshot taken before the replay, to drop codes
+        left over from an earlier run. When the exporter cannot replay (a gap), reconcile
+        against a fresh snapshot and resume exactly where that snapshot stands.
+        """
+        backoff = Backoff(base=0.1, cap=5.0)
+        resume: str | None = None
+        while True:
+            try:
+                node = await self.exporter.node()
+                if resume is None or not resume.startswith(node.run_id + "-"):
+                    resume = await asyncio.to_thread(self.store.last_event_id, node.run_id)
+                if resume is None:
+                    listing = await self.exporter.chips()
+                    await self._queue.put(listing)  # reconciles once the replay has reached it
+                    resume = f"{node.run_id}-0"
+                    if listing.last_event_id is None:
+                        resume = None
+                self.synced.set()
+                backoff.reset()
+                async for msg in self.exporter.events(resume):
+                    resume = await self._on_message(msg, node.run_id) or resume
+            except _Resync as again:
+                resume = again.resume
+            except (httpx.HTTPError, ExporterError, OSError, ValueError) as exc:
+                log.warning("exporter stream lost; resuming", extra={"error": repr(exc)})
+                await asyncio.sleep(backoff.next())
+
+    async def _on_message(self, msg: sse.SseMessage, run_id: str) -> str | None:
+        """Handle one message; returns the id to resume after when it is an event."""
+        if msg.event == "hello":
+            if StreamHello.model_validate_json(msg.data).run_id != run_id:
+                raise _Resync(None)
+            return None
+        if msg.event == "gap":
+            listing = await self.exporter.chips()
+            await self._queue.put(listing)
+            raise _Resync(listing.last_event_id)
+        event = ExporterEvent.model_validate_json(msg.data)
+        if event.type is EventType.FAULT and event.fault is not None and event.chip is not None:
+            f = event.fault
+            await self._queue.put(
+                FaultEventRow(
+                    event_id=event.id,
+                    chip=event.chip,
+                    logic_id=event.logic_id or 0,
+                    phy_id=event.phy_id or 0,
+                    code=f.code,
+                    assertion=f.assertion.value,
+                    severity=f.severity,
+                    source=f.source.value,
+                    raised_at_ms=int(event.time * 1000),
+                    recorded_at_ms=int(self.clock.now() * 1000),
+                )
+            )
+        elif event.type is EventType.CHIP and event.change is not None and event.chip is not None:
+            chip = self.engine.chips.get(event.chip)
+            if chip is not None:
+                chip.reachable = event.change.state is not ChipState.UNKNOWN
+                self._touch(event.chip)
+        return event.id
+
+    async def _reconcile(self, listing: ChipList) -> None:
+        """Make the engine agree with a snapshot, by synthetic events with deterministic ids."""
+        anchor = listing.last_event_id or "none-0"
+        now_ms = int(self.clock.now() * 1000)
+        rows: list[FaultEventRow] = []
+        for chip in listing.chips:
+            self._learn(chip)
+            state = self.engine.chip(chip.name, chip.logic_id, chip.phy_id)
+            state.reachable = chip.state is not ChipState.UNKNOWN
+            codes = (
+                set(chip.dynamic.error_codes.value or []) if chip.dynamic and chip.dynamic.error_codes.is_ok else set()
+            )
+            for code, kind in [(c, "occur") for c in sorted(codes - state.present)] + [
+                (c, "recover") for c in sorted(state.present - codes)
+            ]:
+                rows.append(
+                    FaultEventRow(
+                        event_id=f"{anchor}-r-{chip.name}-{code}-{kind}",
+                        chip=chip.name,
+                        logic_id=chip.logic_id,
+                        phy_id=chip.phy_id,
+                        code=code,
+                        assertion=kind,
+                        severity=None,
+                        source="reconcile",
+                        raised_at_ms=now_ms,
+                        recorded_at_ms=now_ms,
+                    )
+                )
+            self._touch(chip.name)
+        await self._persist_and_apply(rows)
+        self._evaluate_dirty()
+        log.info("reconciled with the exporter", extra={"chips": len(listing.chips), "synthesised": len(rows)})
+
+    def _learn(self, chip: Chip) -> None:
+        self._names[chip.logic_id] = chip.name
+        if chip.resource_type is not None:
+            self.rtype = chip.resource_type.value
+
+    async def _apply_loop(self) -> None:
+        """Events in batches (one transaction each), and snapshots to reconcile with, in stream order."""
+        held: FaultEventRow | ChipList | None = None
+        while True:
+            item = held if held is not None else await self._queue.get()
+            held = None
+            if isinstance(item, ChipList):
+                await self._reconcile(item)
+                continue
+            batch = [item]
+            while len(batch) < BATCH and not self._queue.empty():
+                following = self._queue.get_nowait()
+                if isinstance(following, ChipList):
+                    held = following  # after this batch: the snapshot reflects it
+                    break
+                batch.append(following)
+            await self._persist_and_apply(batch)
+
+    async def _persist_and_apply(self, rows: list[FaultEventRow]) -> None:
+        if not rows:
+            return
+        for row in rows:
+            self.engine.chip(row.chip, row.logic_id, row.phy_id)
+        inserted = await asyncio.to_thread(self.store.append_events, rows)
+        self.ingested += inserted
+        for row in rows:
+            self.engine.apply(row.chip, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
+            self._touch(row.chip)
+        self._evaluate_dirty()
+
+    # ---- evaluation -----------------------------------------------------------------------------
+
+    def _touch(self, chip: str) -> None:
+        self._dirty.add(chip)
+        self._wake.set()
+
+    def _evaluate_dirty(self) -> None:
+        dirty, self._dirty = self._dirty, set()
+        now = self.clock.now()
+        changed_states = []
+        for name in sorted(dirty):
+            ev = self.engine.evaluate(name, now, self.used_by_running_pod(name))
+            self.evaluations[name] = ev
+            if self.board.publish(ev.verdict):
+                changed_states.append(ev)
+                log.info(
+                    "verdict",
+                    extra={
+                        "chip": name,
+                        "fault_level": ev.verdict.fault_level.value,
+                        "schedulable": ev.verdict.schedulable,
+                        "reason": ev.verdict.reason.value,
+                    },
+                )
+            if ev.isolate:
+                self._spawn(asyncio.to_thread(self.store.set_manual, name, True, "FaultFrequency", int(now * 1000)))
+        if changed_states:
+            self._spawn(self._save(changed_states))
+            self._write_wanted.set()
+
+    async def _save(self, evaluations: list[Evaluation]) -> None:
+        for ev in evaluations:
+            v = ev.verdict
+            await asyncio.to_thread(
+                self.store.save_chip_state,
+                v.chip,
+                v.fault_level.value,
+                v.schedulable,
+                v.reason.value,
+                int(v.since * 1000),
+                v.codes,
+                int(self.clock.now() * 1000),
+            )
+            for esc in ev.escalations:
+                await asyncio.to_thread(
+                    self.store.add_escalation, v.chip, esc.code, esc.level.value, esc.upgrade_type, esc.at_ms
+                )
+
+    def _spawn(self, coro: object) -> None:
+        task = asyncio.ensure_future(coro)  # type: ignore[call-overload]
+        task.add_done_callback(_log_failure)
+
+    async def _timer(self) -> None:
+        """Re-evaluate when a policy window ends by itself (FaultTimeout, RecoverTimeout, release)."""
+        while True:
+            wakes = [ev.wake_at for ev in self.evaluations.values() if ev.wake_at is not None]
+            delay = max(0.0, min(wakes) - self.clock.now()) if wakes else 60.0
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay + 0.001):
+                    await self._wake.wait()
+            due = [n for n, ev in self.evaluations.items() if ev.wake_at is not None and ev.wake_at <= self.clock.now()]
+            self._dirty.update(due)
+            self._evaluate_dirty()
+
+    async def set_manual(self, chip: str, on: bool, by: str) -> None:
+        """An operator's isolation or release through the API (the ConfigMap follows)."""
+        now = self.clock.now()
+        if on:
+            self.engine.isolate(chip)
+        else:
+            self.engine.release(chip, now)
+            await asyncio.to_thread(self.store.release_escalations, chip, int(now * 1000), by)
+        await asyncio.to_thread(self.store.set_manual, chip, on, by, int(now * 1000))
+        log.info("chip isolated" if on else "chip released", extra={"chip": chip, "by": by})
+        self._touch(chip)
+        self._evaluate_dirty()
+
+    # ---- the device-info ConfigMap -----------------------------------------------------------
+
+    async def _writer(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(self.refresh_period, 5.0)):
+                    await self._write_wanted.wait()
+            self._write_wanted.clear()
+            wait = self.write_interval - (time.monotonic() - self._last_write)
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                await self.sync_configmap()
+            except Exception as exc:  # keep writing later; the next change or refresh retries
+                log.error("device-info ConfigMap not written", extra={"configmap": self.cm_name, "error": str(exc)})
+
+    async def sync_configmap(self) -> bool:
+        """Honour an administrator's ManuallySeparateNPU edits, then write if anything changed."""
+        for _ in range(CONFLICT_RETRIES):
+            current = await self.configmaps.get(NAMESPACE, self.cm_name)
+            if current is not None:
+                await self._admin_edits(current.data.get("ManuallySeparateNPU", ""))
+            data, content = await self._render()
+            refresh_due = time.monotonic() - self._last_write >= self.refresh_period
+            if current is not None and content == self._last_written and not refresh_due:
+                return False
+            try:
+                await self.configmaps.put(
+                    NAMESPACE, self.cm_name, data, LABELS, current.resource_version if current else None
+                )
+            except Conflict:
+                log.info("device-info ConfigMap changed under us; re-reading", extra={"configmap": self.cm_name})
+                continue
+            self._last_written = content
+            self._last_write = time.monotonic()
+            self._written_manual = {c for c, chip in self.engine.chips.items() if chip.manual}
+            return True
+        raise RuntimeError(f"{self.cm_name}: still conflicting after {CONFLICT_RETRIES} tries")
+
+    async def _admin_edits(self, value: str) -> None:
+        if self._written_manual is None:
+            return  # nothing written by us yet: the list there is the restored one
+        try:
+            listed = set(parse_manually_separated(value))
+        except ValueError as exc:
+            log.warning(
+                "ignoring a malformed ManuallySeparateNPU", extra={"configmap": self.cm_name, "error": str(exc)}
+            )
+            return
+        now = self.clock.now()
+        for name in sorted(self._written_manual - listed):
+            if name in self.engine.chips:
+                self.engine.release(name, now)
+                await asyncio.to_thread(self.store.set_manual, name, False, "administrator", int(now * 1000))
+                await asyncio.to_thread(self.store.release_escalations, name, int(now * 1000), "administrator")
+                log.info("administrator released a chip", extra={"chip": name})
+                self._dirty.add(name)
+        for name in sorted(listed - self._written_manual):
+            if name in self.engine.chips:
+                self.engine.isolate(name)
+                await asyncio.to_thread(self.store.set_manual, name, True, "administrator", int(now * 1000))
+                log.info("administrator isolated a chip", extra={"chip": name})
+                self._dirty.add(name)
+        self._written_manual = listed & set(self.engine.chips)
+        self._evaluate_dirty()
+
+    async def _render(self) -> tuple[dict[str, str], tuple[object, ...]]:
+        in_use = self.in_use()
+        reports: list[ChipReport] = []
+        manual: list[str] = []
+        reasons: dict[str, list[UpgradeReason]] = {}
+        escalations = await asyncio.to_thread(self.store.escalations, True)
+        for row in escalations:
+            reasons.setdefault(row.chip, []).append(
+                UpgradeReason(row.upgrade_time_ms, row.code, row.level, row.upgrade_type)
+            )
+        for name, chip in sorted(self.engine.chips.items(), key=lambda kv: kv[1].logic_id):
+            ev = self.evaluations.get(name)
+            if ev is None:
+                continue
+            v = ev.verdict
+            if chip.manual:
+                manual.append(name)
+            faults = []
+            for kind, network in (("CardUnhealthy", False), ("CardNetworkUnhealthy", True)):
+                codes = [r for r in ev.codes if r.network == network]
+                if codes:
+                    level = max(r.level for r in codes)
+                    faults.append(
+                        FaultEntry(
+                            kind,
+                            name,
+                            level.value,
+                            tuple(r.code for r in codes),  # type: ignore[arg-type]
+                            {r.code: (r.first_seen_ms, r.level.value) for r in codes},
+                        )
+                    )
+            reports.append(
+                ChipReport(
+                    name,
+                    healthy=v.schedulable,
+                    in_use=name in in_use,
+                    network_unhealthy=not v.network_healthy,
+                    recovering=v.resetting,
+                    faults=tuple(faults),
+                )
+            )
+        kwargs = {"manually_separated": manual, "upgrade_reasons": reasons}
+        content = (tuple(reports), tuple(manual), tuple(sorted((k, tuple(v)) for k, v in reasons.items())))
+        data = render_device_info(self.rtype, reports, update_time_s=int(self.clock.now()), **kwargs)  # type: ignore[arg-type]
+        return data, content
+
+
+def _log_failure(task: asyncio.Future[object]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("background write failed", extra={"error": repr(task.exception())})

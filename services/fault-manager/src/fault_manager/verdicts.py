@@ -1,0 +1,78 @@
+"""The published verdicts: the current one per chip, a revision counter and its stream.
+
+`GET /v1/verdicts` reads `listing()`; `/v1/verdicts/events` tails the SeqLog, whose
+sequence numbers are the revisions. The epoch changes with every start of the
+fault-manager, so a consumer holding revisions of an earlier run re-reads the list.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator
+
+from ascend_common import sse
+from ascend_common.schemas.verdict import ChipVerdict, VerdictEvent, VerdictList
+from ascend_common.seqlog import SeqLog
+
+KEEPALIVE_S = 15.0
+
+
+class VerdictBoard:
+    def __init__(self, capacity: int = 16_384) -> None:
+        self.epoch = f"{int(time.time()):x}{secrets.token_hex(3)}"
+        self._log: SeqLog[VerdictEvent] = SeqLog(capacity)
+        self._current: dict[str, ChipVerdict] = {}
+
+    @property
+    def revision(self) -> int:
+        return self._log.head_seq
+
+    def get(self, chip: str) -> ChipVerdict | None:
+        return self._current.get(chip)
+
+    def current(self) -> dict[str, ChipVerdict]:
+        return dict(self._current)
+
+    def publish(self, verdict: ChipVerdict) -> bool:
+        """A new revision when the chip's verdict changed; False (and nothing sent) otherwise."""
+        if self._current.get(verdict.chip) == verdict:
+            return False
+        self._current[verdict.chip] = verdict
+        event = VerdictEvent(epoch=self.epoch, revision=self._log.next_seq, verdict=verdict)
+        self._log.append(event, sse.encode("verdict", event.model_dump_json(), str(event.revision)))
+        return True
+
+    def listing(self) -> VerdictList:
+        return VerdictList(
+            epoch=self.epoch,
+            revision=self.revision,
+            verdicts=sorted(self._current.values(), key=lambda v: v.phy_id),
+        )
+
+    async def stream(self, last_event_id: str | None) -> AsyncIterator[bytes]:
+        """SSE frames after `last_event_id`; a `reset` event when it cannot resume from there."""
+        cursor = self.revision
+        if last_event_id is not None:
+            if (
+                last_event_id.isdigit()
+                and int(last_event_id) <= self.revision
+                and self._log.holds_after(int(last_event_id))
+            ):
+                cursor = int(last_event_id)
+            else:
+                yield sse.encode("reset", '{"reason":"cannot resume; re-read /v1/verdicts"}')
+        while True:
+            batch = self._log.after(cursor)
+            if batch is None:
+                yield sse.encode("reset", '{"reason":"fell behind; re-read /v1/verdicts"}')
+                cursor = self.revision
+                continue
+            if batch:
+                yield b"".join(e.wire for e in batch)
+                cursor = batch[-1].seq
+                continue
+            before = cursor
+            await self._log.wait_after(cursor, KEEPALIVE_S)
+            if self.revision == before:
+                yield b": keepalive\n\n"

@@ -1,0 +1,103 @@
+"""The fault policy over time, driven by a hand-moved clock (no sleeping)."""
+
+from __future__ import annotations
+
+import pytest
+from ascend_common.faults import FaultLevel, default_fault_code_table, default_fault_customization
+from fault_manager.engine import FaultEngine, Policy
+
+LINK_DOWN = "81078603"
+HBM_ECC = "80E01801"  # FaultFrequency: 2 in 24 h -> ManuallySeparateNPU (packaged table)
+RESTART_NPU = "8C1FA006"
+CHIP = "Ascend910-4"
+
+
+def engine(scale: float = 1.0) -> FaultEngine:
+    e = FaultEngine(Policy(default_fault_code_table(), default_fault_customization()), time_scale=scale)
+    e.chip(CHIP, logic_id=0, phy_id=4)
+    return e
+
+
+@pytest.mark.parametrize(
+    ("down_s", "at", "level", "schedulable"),
+    [
+        (10, 5, FaultLevel.NOT_HANDLE_FAULT, True),  # inside FaultTimeout: listed, harmless
+        (10, 10, FaultLevel.NORMAL_NPU, True),
+        (10, 200, FaultLevel.NORMAL_NPU, True),
+        (25, 19, FaultLevel.NOT_HANDLE_FAULT, True),
+        (25, 20, FaultLevel.PRE_SEPARATE_NPU, False),  # lasted 20 s: no new pods
+        (25, 25 + 59, FaultLevel.PRE_SEPARATE_NPU, False),  # recovered, but not for 60 s yet
+        (25, 25 + 60, FaultLevel.NORMAL_NPU, True),
+    ],
+)
+def test_link_down_duration(down_s: float, at: float, level: FaultLevel, schedulable: bool) -> None:
+    e = engine()
+    t0 = 1000.0
+    e.apply(CHIP, LINK_DOWN, "occur", 1, t0)
+    if down_s <= at:
+        e.apply(CHIP, LINK_DOWN, "recover", 1, t0 + down_s)
+    ev = e.evaluate(CHIP, t0 + at)
+    assert (ev.verdict.fault_level, ev.verdict.schedulable) == (level, schedulable)
+
+
+def test_link_down_while_a_running_pod_uses_the_chip_stays_usable_for_it() -> None:
+    e = engine()
+    e.apply(CHIP, LINK_DOWN, "occur", 1, 0.0)
+    ev = e.evaluate(CHIP, 30.0, used_by_running_pod=True)
+    assert ev.verdict.fault_level is FaultLevel.PRE_SEPARATE_NPU
+    assert ev.verdict.schedulable is True
+    assert [x.upgrade_type for x in ev.escalations] == ["FaultDuration"]
+
+
+def test_wake_up_time_is_when_the_state_changes_by_itself() -> None:
+    e = engine()
+    e.apply(CHIP, LINK_DOWN, "occur", 1, 100.0)
+    assert e.evaluate(CHIP, 105.0).wake_at == pytest.approx(120.0)
+
+
+def test_time_scale_shrinks_policy_windows_only() -> None:
+    e = engine(scale=10.0)
+    e.apply(CHIP, LINK_DOWN, "occur", 1, 100.0)
+    assert e.evaluate(CHIP, 101.9).verdict.fault_level is FaultLevel.NOT_HANDLE_FAULT
+    assert e.evaluate(CHIP, 102.0).verdict.fault_level is FaultLevel.PRE_SEPARATE_NPU  # 20 s of policy
+
+
+def test_two_hbm_faults_in_a_day_isolate_and_an_admin_release_sticks() -> None:
+    e = engine()
+    day = 86400.0
+    e.apply(CHIP, HBM_ECC, "occur", 2, 0.0)
+    e.apply(CHIP, HBM_ECC, "recover", 2, 10.0)
+    ev = e.evaluate(CHIP, 20.0)
+    assert not ev.isolate and ev.verdict.fault_level is not FaultLevel.MANUALLY_SEPARATE_NPU
+    e.apply(CHIP, HBM_ECC, "occur", 2, day / 2)
+    e.apply(CHIP, HBM_ECC, "recover", 2, day / 2 + 10)
+    ev = e.evaluate(CHIP, day / 2 + 20)
+    assert ev.isolate and ev.verdict.manually_separated
+    assert ev.verdict.fault_level is FaultLevel.MANUALLY_SEPARATE_NPU and not ev.verdict.schedulable
+    assert ("FaultFrequency", HBM_ECC) in {(x.upgrade_type, x.code) for x in ev.escalations}
+    # The administrator removes the chip from ManuallySeparateNPU: one new occurrence does not re-isolate.
+    e.release(CHIP, day / 2 + 100)
+    e.apply(CHIP, HBM_ECC, "occur", 2, day / 2 + 200)
+    e.apply(CHIP, HBM_ECC, "recover", 2, day / 2 + 210)
+    ev = e.evaluate(CHIP, day / 2 + 300)
+    assert not ev.isolate and not ev.verdict.manually_separated and ev.verdict.schedulable
+
+
+def test_code_levels_and_network_codes() -> None:
+    e = engine()
+    e.apply(CHIP, RESTART_NPU, "occur", 2, 0.0)
+    ev = e.evaluate(CHIP, 1.0)
+    assert ev.verdict.fault_level is FaultLevel.RESTART_NPU and not ev.verdict.schedulable
+    assert ev.verdict.codes == [RESTART_NPU]
+    e.apply(CHIP, RESTART_NPU, "recover", 2, 2.0)
+    ev = e.evaluate(CHIP, 3.0)
+    assert ev.verdict.fault_level is FaultLevel.NORMAL_NPU and ev.verdict.schedulable and not ev.codes
+
+
+def test_unknown_code_falls_back_to_severity() -> None:
+    e = engine()
+    e.apply(CHIP, "ABCDEF12", "occur", 3, 0.0)
+    assert e.evaluate(CHIP, 1.0).verdict.fault_level is FaultLevel.SEPARATE_NPU
+    e.apply(CHIP, "ABCDEF12", "recover", 3, 2.0)
+    e.apply(CHIP, "ABCDEF13", "occur", 1, 3.0)
+    assert e.evaluate(CHIP, 4.0).verdict.fault_level is FaultLevel.NOT_HANDLE_FAULT

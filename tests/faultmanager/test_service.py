@@ -1,0 +1,137 @@
+"""The fault-manager as a real process: verdicts, the device-info ConfigMap, exactly-once history."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import signal
+from pathlib import Path
+
+import httpx
+from fault_manager.store import Store
+
+from tests.support.exporter import ExporterProc, auth, start_exporter
+from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
+
+RESTART_NPU = "8C1FA006"
+
+
+async def sim(exporter: ExporterProc, path: str, body: dict[str, object]) -> httpx.Response:
+    async with exporter.client() as client:
+        r = await client.post(path, json=body, headers=auth("sim"))
+        assert r.status_code in (200, 204), r.text
+        return r
+
+
+async def verdicts(fm: FaultManagerProc) -> dict[str, dict[str, object]]:
+    async with fm.client() as client:
+        body = (await client.get("/v1/verdicts")).json()
+    return {v["chip"]: v for v in body["verdicts"]}
+
+
+async def deviceinfo(fm: FaultManagerProc) -> dict[str, str]:
+    async with fm.client() as client:
+        objects = (await client.get("/v1/kube/objects")).json()
+    [cm] = [o for o in objects if o["metadata"]["name"] == "mindx-dl-deviceinfo-node-a"]
+    assert cm["metadata"]["namespace"] == "kube-system"
+    assert cm["metadata"]["labels"] == {"mx-consumer-cim": "true"}
+    return dict(cm["data"])
+
+
+async def eventually(check: object, timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not await check():  # type: ignore[operator]
+            await asyncio.sleep(0.05)
+
+
+async def test_verdicts_and_configmap_follow_a_fault(tmp_path: Path) -> None:
+    exporter = start_exporter(tmp_path / "exporter")
+    fm = start_fault_manager(tmp_path / "fm", exporter)
+    try:
+        await wait_ready(fm)
+        async with exporter.client() as client:
+            chip2 = (await client.get("/v1/chips/2")).json()
+        name = chip2["name"]
+
+        async def all_normal() -> bool:
+            v = await verdicts(fm)
+            return len(v) == 8 and all(x["fault_level"] == "NormalNPU" and x["schedulable"] for x in v.values())
+
+        await eventually(all_normal)
+        await sim(exporter, "/v1/sim/chips/2/faults", {"code": RESTART_NPU, "severity": 2})
+
+        async def faulty() -> bool:
+            return (await verdicts(fm))[name]["fault_level"] == "RestartNPU"
+
+        await eventually(faulty)
+        v = (await verdicts(fm))[name]
+        assert v["schedulable"] is False and v["codes"] == [RESTART_NPU]
+
+        async def listed() -> bool:
+            try:
+                data = await deviceinfo(fm)
+            except ValueError:
+                return False
+            return (
+                name in json.loads(data["DeviceInfoCfg"])["DeviceInfo"]["DeviceList"]["huawei.com/Ascend910-Unhealthy"]
+            )
+
+        await eventually(listed)
+        data = await deviceinfo(fm)
+        cfg = json.loads(data["DeviceInfoCfg"])
+        device_list = cfg["DeviceInfo"]["DeviceList"]
+        assert device_list["huawei.com/Ascend910-Unhealthy"] == name
+        assert name not in device_list["huawei.com/Ascend910"].split(",")
+        [fault] = json.loads(device_list["huawei.com/Ascend910-Fault"])
+        assert (fault["npu_name"], fault["fault_code"], fault["fault_level"]) == (name, RESTART_NPU, "RestartNPU")
+        # CheckCode: sha256 of DeviceInfo exactly as written (Go's field order, no spaces).
+        raw = data["DeviceInfoCfg"]
+        device_info = raw[raw.index('{"DeviceList"') : raw.index(',"SuperPodID"')]
+        assert cfg["CheckCode"] == hashlib.sha256(device_info.encode()).hexdigest()
+        # The fault's history is queryable.
+        async with fm.client() as client:
+            page = (await client.get("/v1/faults", params={"chip": name})).json()
+        assert [(f["code"], f["assertion"]) for f in page["faults"]][:1] == [(RESTART_NPU, "occur")]
+    finally:
+        assert fm.stop() == 0, fm.log_path.read_text()[-2000:]
+        exporter.stop()
+
+
+async def test_sigkill_during_a_burst_loses_and_doubles_nothing(tmp_path: Path) -> None:
+    exporter = start_exporter(tmp_path / "exporter")
+    fm = start_fault_manager(tmp_path / "fm", exporter)
+    try:
+        await wait_ready(fm)
+        # Frozen while the burst is emitted, then killed a moment after it resumes: mid-ingestion.
+        fm.proc.send_signal(signal.SIGSTOP)
+        await sim(exporter, "/v1/sim/chips/1/bursts", {"code": "80CB8009", "count": 1000, "mode": "once"})
+        fm.proc.send_signal(signal.SIGCONT)
+        async with asyncio.timeout(5):
+            while await asyncio.to_thread(_count, fm.db) == 0:  # the first batch is in
+                await asyncio.sleep(0.001)
+        fm.stop(signal.SIGKILL)
+        stored_at_kill = await asyncio.to_thread(_count, fm.db)
+        fm = start_fault_manager(tmp_path / "fm", exporter, db=fm.db)
+        await wait_ready(fm)
+
+        async def all_stored() -> bool:
+            return await asyncio.to_thread(_count, fm.db) >= 1000
+
+        await eventually(all_stored, timeout=15)
+        await asyncio.sleep(0.5)
+        assert await asyncio.to_thread(_count, fm.db) == 1000, f"{stored_at_kill} were stored when it was killed"
+        print("stored at kill:", stored_at_kill)
+        v = await verdicts(fm)
+        assert len(v) == 8 and all(x["schedulable"] for x in v.values())
+    finally:
+        fm.stop()
+        exporter.stop()
+
+
+def _count(db: Path) -> int:
+    store = Store(db)
+    try:
+        return store.count_events()
+    finally:
+        store.close()

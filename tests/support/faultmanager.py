@@ -1,0 +1,75 @@
+"""Run the fault-manager as a real process beside a sim exporter."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.support.exporter import ROOT, ExporterProc, free_port
+
+
+@dataclass
+class FaultManagerProc:
+    proc: subprocess.Popen[bytes]
+    socket: Path
+    db: Path
+    ops_url: str
+    log_path: Path
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(uds=str(self.socket)), base_url="http://fm", timeout=10
+        )
+
+    def ready(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"fault-manager exited with {self.proc.returncode}: {self.log_path.read_text()[-3000:]}")
+        try:
+            return httpx.get(self.ops_url + "/readyz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+
+def start_fault_manager(
+    workdir: Path, exporter: ExporterProc, *extra: str, kube: str = "offline", db: Path | None = None
+) -> FaultManagerProc:
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    sock = workdir / "fm.sock"
+    db = db or workdir / "fm.db"
+    log_path = workdir / "fault-manager.log"
+    args = [
+        sys.executable, "-m", "fault_manager.cli",
+        "--exporter-socket", str(exporter.socket), "--db", str(db), "--socket", str(sock),
+        "--node-name", "node-a", "--kube", kube, "--state-dir", str(workdir / "state"),
+        "--metrics-addr", f"127.0.0.1:{port}", "--write-interval", "0.1",
+        *extra,
+    ]  # fmt: skip
+    proc = subprocess.Popen(args, stdout=log_path.open("ab"), stderr=subprocess.STDOUT, cwd=ROOT, env=dict(os.environ))
+    return FaultManagerProc(proc, sock, db, f"http://127.0.0.1:{port}", log_path)
+
+
+async def wait_ready(fm: FaultManagerProc, timeout: float = 15) -> None:
+    try:
+        async with asyncio.timeout(timeout):
+            while not await asyncio.to_thread(fm.ready):
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"fault-manager not ready within {timeout}s (log: {fm.log_path})") from None
