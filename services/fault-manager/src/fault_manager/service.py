@@ -22,7 +22,14 @@ from ascend_common import sse
 from ascend_common.clients.backoff import Backoff
 from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.clock import Clock
-from ascend_common.deviceinfo import ChipReport, FaultEntry, UpgradeReason, parse_manually_separated, render_device_info
+from ascend_common.deviceinfo import (
+    ChipReport,
+    FaultEntry,
+    FaultType,
+    UpgradeReason,
+    parse_manually_separated,
+    render_device_info,
+)
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType, ExporterEvent, StreamHello
 
 from fault_manager.configmaps import ConfigMaps, Conflict
@@ -422,7 +429,8 @@ class FaultManager:
             if chip.manual:
                 manual.append(name)
             faults = []
-            for kind, network in (("CardUnhealthy", False), ("CardNetworkUnhealthy", True)):
+            kinds: tuple[tuple[FaultType, bool], ...] = (("CardUnhealthy", False), ("CardNetworkUnhealthy", True))
+            for kind, network in kinds:
                 codes = [r for r in ev.codes if r.network == network]
                 if codes:
                     level = max(r.level for r in codes)
@@ -431,7 +439,7 @@ class FaultManager:
                             kind,
                             name,
                             level.value,
-                            tuple(r.code for r in codes),  # type: ignore[arg-type]
+                            tuple(r.code for r in codes),
                             {r.code: (r.first_seen_ms, r.level.value) for r in codes},
                         )
                     )
