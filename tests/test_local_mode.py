@@ -41,6 +41,19 @@ def test_local_mode_starts_answers_and_stops_cleanly(tmp_path: Path) -> None:
         with httpx.Client(transport=transport, base_url="http://x") as client:
             assert len(client.get("/v1/chips").json()["chips"]) == 16
         assert (state / "tokens").stat().st_mode & 0o777 == 0o600
+        fm = httpx.HTTPTransport(uds=str(state / "fault-manager.sock"))
+        with httpx.Client(transport=fm, base_url="http://x") as client:
+
+            def all_schedulable() -> bool:
+                verdicts = client.get("/v1/verdicts").json()["verdicts"]
+                return len(verdicts) == 16 and all(v["schedulable"] for v in verdicts)
+
+            wait_until(all_schedulable, timeout=10, what="16 schedulable verdicts")
+        wait_until(
+            lambda: (state / "fault-manager/kube/configmaps/kube-system/mindx-dl-deviceinfo-local.json").exists(),
+            timeout=10,
+            what="the device-info ConfigMap file",
+        )
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=20)

@@ -1,8 +1,9 @@
 """Local mode: the node stack on one machine with simulated chips and no cluster.
 
 `./dev local [--profile 910b-8] [--state-dir .state/local]` starts the exporter (sim), the
-device-plugin (offline: no pod cache, no patches) and a kubelet stand-in that prints what
-the kubelet sees, as real processes; prints where each API is; and stops them all on
+fault-manager (offline: its ConfigMaps go to files and its API), the device-plugin (offline:
+no pod cache, no patches; verdicts from the fault-manager) and a kubelet stand-in that prints
+what the kubelet sees, as real processes; prints where each API is; and stops them all on
 Ctrl-C, leaving no process and no socket behind. A development tool, never part of a service.
 """
 
@@ -90,14 +91,25 @@ def start_exporter(state: Path, profile: str, port: int, scenario: Path | None) 
     return Service("dcmi-exporter", spawn(state, "dcmi-exporter", args), sock, f"http://127.0.0.1:{port}")
 
 
+def start_fault_manager(state: Path, exporter: Service, port: int) -> Service:
+    sock = state / "fault-manager.sock"
+    args = [
+        "fault_manager.cli", "--exporter-socket", str(exporter.socket), "--db", str(state / "fault-manager.db"),
+        "--socket", str(sock), "--node-name", "local", "--kube", "offline", "--state-dir", str(state / "fault-manager"),
+        "--metrics-addr", f"127.0.0.1:{port}",
+    ]  # fmt: skip
+    return Service("fault-manager", spawn(state, "fault-manager", args), sock, f"http://127.0.0.1:{port}")
+
+
 def start_kubelet(state: Path, plugin_dir: Path) -> Service:
     proc = spawn(state, "kubelet-standin", ["tools.kubelet_standin", "--plugin-dir", str(plugin_dir)], to_terminal=True)
     return Service("kubelet stand-in", proc, plugin_dir / "kubelet.sock", None)
 
 
-def start_plugin(state: Path, exporter: Service, plugin_dir: Path, port: int) -> Service:
+def start_plugin(state: Path, exporter: Service, fault_manager: Service, plugin_dir: Path, port: int) -> Service:
     args = [
         "ascend_device_plugin.cli", "--exporter-socket", str(exporter.socket), "--plugin-dir", str(plugin_dir),
+        "--fault-manager-socket", str(fault_manager.socket),
         "--node-name", "local", "--kube", "offline", "--metrics-addr", f"127.0.0.1:{port}",
         "--token-file", str(state / "plugin-token"),
         # Local files belong to whoever runs this, not to root as on a node.
@@ -125,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, default=ROOT / ".state" / "local", help="sockets, logs, tokens")
     parser.add_argument("--exporter-port", type=int, default=9101, help="exporter /metrics, /healthz, /readyz")
     parser.add_argument("--plugin-port", type=int, default=9102, help="device-plugin /metrics, /healthz, /readyz")
+    parser.add_argument(
+        "--fault-manager-port", type=int, default=9103, help="fault-manager /metrics, /healthz, /readyz"
+    )
     parser.add_argument("--scenario", type=Path, help="a scripted fault scenario (YAML) for the simulator")
     args = parser.parse_args(argv)
     state: Path = args.state_dir.resolve()
@@ -146,10 +161,13 @@ def main(argv: list[str] | None = None) -> int:
         exporter = start_exporter(state, args.profile, args.exporter_port, args.scenario)
         services.append(exporter)
         wait_ready(exporter)
+        fault_manager = start_fault_manager(state, exporter, args.fault_manager_port)
+        services.append(fault_manager)
+        wait_ready(fault_manager)
         kubelet = start_kubelet(state, plugin_dir)
         services.append(kubelet)
         wait_ready(kubelet)
-        plugin = start_plugin(state, exporter, plugin_dir, args.plugin_port)
+        plugin = start_plugin(state, exporter, fault_manager, plugin_dir, args.plugin_port)
         services.append(plugin)
         wait_ready(plugin)
         sock = exporter.socket
@@ -161,13 +179,16 @@ Local Ascend node stack is up (profile {args.profile}); state in {state}
                         ops  {exporter.ops_url}/metrics  /healthz  /readyz
   ascend-device-plugin  gRPC {plugin_dir}/<resource>.sock (registered with the stand-in)
                         ops  {plugin.ops_url}/metrics  /healthz  /readyz
+  fault-manager         API  unix socket {fault_manager.socket}  (/v1/verdicts, /v1/faults, /v1/kube/objects)
+                        ops  {fault_manager.ops_url}/metrics  /healthz  /readyz
+                        ConfigMaps it would write: {state}/fault-manager/kube/configmaps/
   kubelet stand-in      {plugin_dir}/kubelet.sock; prints below what the kubelet sees
-  fault-manager         not yet part of the stack (issue 4)
   logs                  {state}/*.log
 
 Try:
   curl -s --unix-socket {sock} http://x/v1/chips | python3 -m json.tool | head -40
   curl -sN --unix-socket {sock} http://x/v1/events
+  curl -s --unix-socket {fault_manager.socket} http://x/v1/verdicts | python3 -m json.tool | head -30
   curl -s --unix-socket {sock} -H 'Authorization: Bearer {tokens["sim"]}' \\
        -H 'Content-Type: application/json' -d '{{"code": "8C1FA006"}}' http://x/v1/sim/chips/0/faults
 
