@@ -1,0 +1,114 @@
+"""The device-info ConfigMap in a cluster (the fake API server): writes, conflicts, admin edits, restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from fault_manager.store import Store
+from tests.faultmanager.test_service import sim, verdicts
+from tests.support.exporter import start_exporter
+from tests.support.fake_apiserver import FakeApiServer
+from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
+
+HBM = "80E01801"  # FaultFrequency: 2 occurrences in 24 h -> ManuallySeparateNPU
+CM = "mindx-dl-deviceinfo-node-a"
+CM_PATH = "/api/v1/namespaces/kube-system/configmaps"
+
+
+def kubeconfig(path: Path, url: str) -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "f",
+                "clusters": [{"name": "f", "cluster": {"server": url}}],
+                "users": [{"name": "f", "user": {}}],
+                "contexts": [{"name": "f", "context": {"cluster": "f", "user": "f"}}],
+            }
+        )
+    )
+    return path
+
+
+async def until(check: Callable[[], object], timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not check():
+            await asyncio.sleep(0.05)
+
+
+def configmap(api: FakeApiServer) -> dict[str, str]:
+    obj = api.get_object("configmaps", CM, "kube-system")
+    return dict(obj["data"]) if obj else {}
+
+
+async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> None:
+    with FakeApiServer() as api:
+        exporter = start_exporter(tmp_path / "exporter")
+        cfg = kubeconfig(tmp_path / "kubeconfig", api.url)
+        args = ("--kubeconfig", str(cfg))
+        fm: FaultManagerProc = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api")
+        try:
+            await wait_ready(fm)
+            await until(lambda: "DeviceInfoCfg" in configmap(api))
+            obj = api.get_object("configmaps", CM, "kube-system")
+            assert obj is not None and obj["metadata"]["labels"] == {"mx-consumer-cim": "true"}
+            assert set(configmap(api)) >= {"DeviceInfoCfg", "ManuallySeparateNPU", "UpgradeFaultReason", "Description"}
+
+            # Nothing changed: nothing is rewritten (the 5-minute refresh is far away).
+            await asyncio.sleep(1.0)
+            writes = api.count("PUT", CM_PATH) + api.count("POST", CM_PATH)
+            await asyncio.sleep(2.0)
+            assert api.count("PUT", CM_PATH) + api.count("POST", CM_PATH) == writes
+
+            # Two HBM faults in a day isolate the chip; the first write meets a 409 and is retried.
+            async with exporter.client() as client:
+                name = (await client.get("/v1/chips/3")).json()["name"]
+            api.fail_next(1, 409, path_prefix=CM_PATH, method="PUT")
+            for assertion in ("occur", "recover", "occur", "recover"):
+                await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": assertion})
+            await until(lambda: configmap(api).get("ManuallySeparateNPU") == name)
+            assert any(r.method == "PUT" and r.path.startswith(CM_PATH) and r.status == 409 for r in api.requests)
+            reasons = json.loads(configmap(api)["UpgradeFaultReason"])
+            assert [r["upgrade_type"] for r in reasons[name]] == ["FaultFrequency"]
+            assert (await verdicts(fm))[name]["manually_separated"] is True
+            assert name in await asyncio.to_thread(_manual, fm.db)
+
+            # A restart keeps the isolation and its reason.
+            assert fm.stop() == 0
+            fm = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api", db=fm.db)
+            await wait_ready(fm)
+            await until(lambda: name in {c for c, v in _sync_verdicts(fm).items() if v["manually_separated"]})
+            assert configmap(api)["ManuallySeparateNPU"] == name
+
+            # The administrator removes the chip from the ConfigMap: released, and one new HBM fault
+            # does not isolate it again.
+            api.modify("configmaps", CM, "kube-system", lambda o: o["data"].update(ManuallySeparateNPU=""))
+            await until(lambda: not _sync_verdicts(fm)[name]["manually_separated"], timeout=15)
+            assert name not in await asyncio.to_thread(_manual, fm.db)
+            await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": "occur"})
+            await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": "recover"})
+            await asyncio.sleep(1.5)
+            assert _sync_verdicts(fm)[name]["manually_separated"] is False
+            assert configmap(api)["ManuallySeparateNPU"] == ""
+        finally:
+            fm.stop()
+            exporter.stop()
+
+
+def _manual(db: Path) -> set[str]:
+    store = Store(db)
+    try:
+        return store.manual_chips()
+    finally:
+        store.close()
+
+
+def _sync_verdicts(fm: FaultManagerProc) -> dict[str, dict[str, object]]:
+    import httpx
+
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(fm.socket)), base_url="http://fm") as client:
+        return {v["chip"]: v for v in client.get("/v1/verdicts").json()["verdicts"]}
