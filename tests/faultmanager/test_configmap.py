@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fault_manager.store import Store
+
 from tests.faultmanager.test_service import sim, verdicts
 from tests.support.exporter import start_exporter
 from tests.support.fake_apiserver import FakeApiServer
@@ -112,3 +113,39 @@ def _sync_verdicts(fm: FaultManagerProc) -> dict[str, dict[str, object]]:
 
     with httpx.Client(transport=httpx.HTTPTransport(uds=str(fm.socket)), base_url="http://fm") as client:
         return {v["chip"]: v for v in client.get("/v1/verdicts").json()["verdicts"]}
+
+
+async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_their_job(tmp_path: Path) -> None:
+    with FakeApiServer() as api:
+        exporter = start_exporter(tmp_path / "exporter")
+        async with exporter.client() as client:
+            chips = (await client.get("/v1/chips")).json()["chips"]
+        used, idle = chips[0], chips[1]
+        api.add_pod("train-0", "ml", node="node-a", phase="Running",
+                    annotations={"huawei.com/AscendReal": used["name"], "huawei.com/kltDev": used["name"]})  # fmt: skip
+        cfg = kubeconfig(tmp_path / "kubeconfig", api.url)
+        fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), "--time-scale", "10", kube="api")
+        try:
+            await wait_ready(fm)
+
+            def free() -> list[str]:
+                data = configmap(api)
+                if "DeviceInfoCfg" not in data:
+                    return []
+                return str(json.loads(data["DeviceInfoCfg"])["DeviceInfo"]["DeviceList"]["huawei.com/Ascend910"]).split(
+                    ","
+                )
+
+            await until(lambda: idle["name"] in free())
+            assert used["name"] not in free()
+            # Link down on both for 25 s of policy time (2.5 s at time scale 10): PreSeparateNPU.
+            for chip in (used, idle):
+                await sim(exporter, f"/v1/sim/chips/{chip['logic_id']}/faults", {"code": "81078603", "severity": 1})
+            await until(lambda: _sync_verdicts(fm)[idle["name"]]["fault_level"] == "PreSeparateNPU", timeout=10)
+            v = _sync_verdicts(fm)
+            assert v[idle["name"]]["schedulable"] is False
+            assert v[used["name"]]["fault_level"] == "PreSeparateNPU"
+            assert v[used["name"]]["schedulable"] is True, "its running pod keeps it"
+        finally:
+            fm.stop()
+            exporter.stop()

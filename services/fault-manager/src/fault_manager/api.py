@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
+from ascend_common.faults import FaultPolicyError
 from ascend_common.schemas.exporter import ApiError
 from ascend_common.schemas.verdict import VERDICT_EVENTS_PATH, VERDICTS_PATH, VerdictList
 from fastapi import FastAPI, Header, HTTPException, Path, Query, Request, Response, status
@@ -14,9 +15,10 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from fault_manager.configmaps import OfflineConfigMaps
+from fault_manager.policy import PolicyKeeper
 from fault_manager.service import FaultManager
 
 ChipName = Annotated[str, Path(pattern=r"^(Ascend910|Ascend310P|Ascend310|npu)-\d{1,4}$", max_length=32)]
@@ -45,7 +47,21 @@ class Separation(BaseModel):
     manually_separated: bool
 
 
-def create_api(fm: FaultManager, offline: OfflineConfigMaps | None) -> FastAPI:
+class PolicyFiles(BaseModel):
+    """Policy files by name (faultCode.json, faultCustomization.json, SwitchFaultCode.json), as JSON text."""
+
+    model_config = ConfigDict(extra="forbid")
+    files: Annotated[dict[str, Annotated[str, Field(max_length=1 << 20)]], Field(max_length=4)]
+
+
+class PolicyView(BaseModel):
+    source: str
+    digest: str
+    last_error: str | None
+    writable: bool  # False: the policy comes from the ConfigMap (PUT answers 409)
+
+
+def create_api(fm: FaultManager, offline: OfflineConfigMaps | None, keeper: PolicyKeeper) -> FastAPI:
     app = FastAPI(title="fault-manager", version="1", description="Verdicts, fault history and isolation of one node.")
 
     @app.exception_handler(RequestValidationError)
@@ -97,6 +113,27 @@ def create_api(fm: FaultManager, offline: OfflineConfigMaps | None) -> FastAPI:
         known(chip)
         await fm.set_manual(chip, False, "api")
         return Separation(chip=chip, manually_separated=False)
+
+    def policy_view() -> PolicyView:
+        st = keeper.status
+        return PolicyView(source=st.source, digest=st.digest, last_error=st.last_error, writable=offline is not None)
+
+    @app.get("/v1/policy", response_model=PolicyView)
+    async def get_policy() -> PolicyView:
+        return policy_view()
+
+    @app.put("/v1/policy", response_model=PolicyView, responses=ERRORS)
+    async def put_policy(body: PolicyFiles) -> PolicyView:
+        if offline is None:
+            raise HTTPException(
+                status.HTTP_409_CONFLICT,
+                "the fault policy comes from ConfigMap kube-system/mindx-dl-fault-config; edit that instead",
+            )
+        try:
+            await keeper.offer(body.files, "api")
+        except FaultPolicyError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"policy rejected: {exc}") from None
+        return policy_view()
 
     @app.get("/v1/kube/objects", responses=ERRORS)
     async def kube_objects() -> list[dict[str, Any]]:

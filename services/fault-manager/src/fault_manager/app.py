@@ -10,18 +10,15 @@ from dataclasses import dataclass
 
 from ascend_common.clients.exporter import ExporterClient
 from ascend_common.clock import SystemClock
-from ascend_common.faults import (
-    default_fault_code_table,
-    default_fault_customization,
-    load_fault_code_table,
-    load_fault_customization,
-)
+from ascend_common.inuse import RUNNING, chips_in_use
+from ascend_common.kube.pods import PodCache
 from ascend_common.serving import bind_unix_socket, server
 from ascend_common.settings import parse_host_port
 
 from fault_manager.api import create_api, create_ops_app
 from fault_manager.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
-from fault_manager.engine import FaultEngine, Policy
+from fault_manager.engine import FaultEngine
+from fault_manager.policy import FILES, PolicyKeeper, build
 from fault_manager.service import FaultManager
 from fault_manager.settings import FaultManagerSettings
 from fault_manager.store import Store
@@ -29,17 +26,11 @@ from fault_manager.store import Store
 log = logging.getLogger(__name__)
 
 
-def load_policy(settings: FaultManagerSettings) -> Policy:
-    """The packaged reference tables, or the files of --policy-dir (each checked before use)."""
-    table, custom = default_fault_code_table(), default_fault_customization()
-    if settings.policy_dir is not None:
-        code_file = settings.policy_dir / "faultCode.json"
-        custom_file = settings.policy_dir / "faultCustomization.json"
-        if code_file.exists():
-            table = load_fault_code_table(code_file.read_bytes())
-        if custom_file.exists():
-            custom = load_fault_customization(custom_file.read_bytes())
-    return Policy(table, custom)
+def policy_files(settings: FaultManagerSettings) -> dict[str, str]:
+    """The files of --policy-dir (none: the packaged reference tables)."""
+    if settings.policy_dir is None:
+        return {}
+    return {name: (settings.policy_dir / name).read_text() for name in FILES if (settings.policy_dir / name).exists()}
 
 
 @dataclass
@@ -49,6 +40,9 @@ class Service:
     offline: OfflineConfigMaps | None
     exporter: ExporterClient
     store: Store
+    keeper: PolicyKeeper
+    configmaps: ConfigMaps
+    pods: PodCache | None = None
 
     @classmethod
     def build(cls, settings: FaultManagerSettings) -> Service:
@@ -56,6 +50,7 @@ class Service:
         store = Store(settings.db)
         exporter = ExporterClient(settings.exporter_socket)
         offline: OfflineConfigMaps | None = None
+        pods: PodCache | None = None
         configmaps: ConfigMaps
         if settings.kube == "offline":
             offline = OfflineConfigMaps(settings.state_dir / "kube")
@@ -63,33 +58,53 @@ class Service:
         else:
             from ascend_common.kube.client import build_api_client
 
-            configmaps = ApiConfigMaps(build_api_client(kubeconfig=settings.kubeconfig))
-        engine = FaultEngine(load_policy(settings), time_scale=settings.time_scale)
+            api = build_api_client(kubeconfig=settings.kubeconfig)
+            configmaps = ApiConfigMaps(api)
+            pods = PodCache(api, settings.node_name)
+        engine = FaultEngine(build(policy_files(settings)), time_scale=settings.time_scale)
         fm = FaultManager(
             store, engine, exporter, configmaps, clock, settings.node_name,
             write_interval=settings.write_interval, refresh_period=settings.refresh_period,
         )  # fmt: skip
-        return cls(settings, fm, offline, exporter, store)
+        if pods is not None:
+            cache = pods
+            # Contract section 8: a chip is in use when a Pending or Running pod names it; the
+            # running-pod rule keeps a PreSeparateNPU chip usable for the pod already on it.
+            fm.in_use = lambda: chips_in_use(cache.pods())
+            fm.used_by_running_pod = lambda chip: chip in chips_in_use(cache.pods(), phases=(RUNNING,))
+            cache.on_change.append(lambda _kind, _pod: fm.pods_changed())
+        keeper = PolicyKeeper(store, fm.adopt_policy, "policy-dir" if settings.policy_dir else "packaged")
+        return cls(settings, fm, offline, exporter, store, keeper, configmaps, pods)
 
 
 async def serve(service: Service) -> None:
     s = service.settings
     api_sock = bind_unix_socket(s.socket, group=s.socket_group)
     host, port = parse_host_port(s.metrics_addr)
-    api = server(create_api(service.fm, service.offline))
+    api = server(create_api(service.fm, service.offline, service.keeper))
     ops = server(create_ops_app(service.fm), host=host, port=port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if service.pods is not None:
+        await service.pods.start()
+    if s.kube == "offline":
+        await service.keeper.offer(policy_files(s), service.keeper.status.source)
     await service.fm.start()
+    if s.kube == "api":
+        policy_task = asyncio.create_task(service.keeper.follow_configmap(service.configmaps, s.policy_poll))
     tasks = [asyncio.create_task(api.serve(sockets=[api_sock])), asyncio.create_task(ops.serve())]
     log.info("fault-manager serving", extra={"socket": str(s.socket), "kube": s.kube, "db": str(s.db)})
     await stop.wait()
     log.info("fault-manager stopping")
     api.should_exit = ops.should_exit = True
     await asyncio.wait(tasks, timeout=5)
+    if s.kube == "api":
+        policy_task.cancel()
     await service.fm.stop()
+    if service.pods is not None:
+        await service.pods.stop()
     await service.exporter.close()
     await asyncio.to_thread(service.store.close)
     with contextlib.suppress(FileNotFoundError):

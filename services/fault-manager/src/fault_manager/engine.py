@@ -92,14 +92,19 @@ class ChipFaults:
 
 class FaultEngine:
     def __init__(self, policy: Policy, time_scale: float = 1.0, history_s: float | None = None) -> None:
-        self.policy = policy
         self.scale = time_scale
         self.chips: dict[str, ChipFaults] = {}
+        self._history_s = history_s
+        self.set_policy(policy)
+
+    def set_policy(self, policy: Policy) -> None:
+        """Adopt a new policy; timelines stay, so the next evaluation applies the new rules to them."""
+        self.policy = policy
         # How much policy time a timeline keeps: the longest window any rule looks back over.
         c = policy.customization
         windows = [r.time_window_s for r in c.frequencies] + [r.release_time_window_s for r in c.frequencies]
         windows += [r.fault_timeout_s + r.recover_timeout_s for r in c.durations]
-        self.keep_s = history_s if history_s is not None else float(max(windows, default=0) + 60)
+        self.keep_s = self._history_s if self._history_s is not None else float(max(windows, default=0) + 60)
 
     def policy_time(self, real: float) -> float:
         return real * self.scale

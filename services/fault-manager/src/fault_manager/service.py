@@ -33,7 +33,7 @@ from ascend_common.deviceinfo import (
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType, ExporterEvent, StreamHello
 
 from fault_manager.configmaps import ConfigMaps, Conflict
-from fault_manager.engine import Evaluation, FaultEngine
+from fault_manager.engine import Evaluation, FaultEngine, Policy
 from fault_manager.store import FaultEventRow, Store
 from fault_manager.store.store import MAX_PAGE
 from fault_manager.verdicts import VerdictBoard
@@ -81,6 +81,7 @@ class FaultManager:
         self._last_write = 0.0
         self._written_manual: set[str] | None = None
         self._names: dict[int, str] = {}  # logic id -> chip name
+        self._pods_pending: asyncio.TimerHandle | None = None
 
     @property
     def cm_name(self) -> str:
@@ -331,6 +332,22 @@ class FaultManager:
             due = [n for n, ev in self.evaluations.items() if ev.wake_at is not None and ev.wake_at <= self.clock.now()]
             self._dirty.update(due)
             self._evaluate_dirty()
+
+    def adopt_policy(self, policy: Policy) -> None:
+        self.engine.set_policy(policy)
+        if self._tasks:  # running: apply the new rules to every chip now
+            self._reevaluate_all()
+
+    def pods_changed(self) -> None:
+        """Which chips are in use changed: every verdict (running-pod rule) and the free list may too."""
+        if self._pods_pending is None:
+            self._pods_pending = asyncio.get_running_loop().call_later(0.05, self._reevaluate_all)
+
+    def _reevaluate_all(self) -> None:
+        self._pods_pending = None
+        self._dirty.update(self.engine.chips)
+        self._evaluate_dirty()
+        self._write_wanted.set()
 
     async def set_manual(self, chip: str, on: bool, by: str) -> None:
         """An operator's isolation or release through the API (the ConfigMap follows)."""

@@ -7,7 +7,7 @@ from typing import Literal
 
 from ascend_common.settings import parse_host_port, service_config
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, CliImplicitFlag
+from pydantic_settings import BaseSettings
 
 
 class FaultManagerSettings(BaseSettings):
@@ -22,11 +22,9 @@ class FaultManagerSettings(BaseSettings):
     kubeconfig: Path | None = Field(None, description="A kubeconfig; default: in-cluster config.")
     state_dir: Path = Field(Path("/var/lib/ascend/fault-manager"), description="Offline mode: objects as files.")
     policy_dir: Path | None = Field(None, description="faultCode.json etc. to use instead of the packaged tables.")
-    hot_reset: CliImplicitFlag[bool] = Field(False, description="Reset chips whose faults call for it.")
-    token_file: Path | None = Field(None, description="Holds the `reset` token for the exporter.")
-    reset_mirror_dir: Path = Field(Path("/user/restore/reset"), description="Host mirror of reset ConfigMaps.")
     time_scale: float = Field(1.0, gt=0, le=10_000, description="Policy time runs this many times faster (drills).")
     metrics_addr: str = Field("0.0.0.0:8084", description="HOST:PORT for /healthz, /readyz and /metrics.")
+    policy_poll: float = Field(30.0, ge=1, le=3600, description="Seconds between reads of the policy ConfigMap.")
     refresh_period: float = Field(300.0, ge=1, le=3600, description="Rewrite the ConfigMap at least this often (s).")
     write_interval: float = Field(1.0, ge=0.05, le=60, description="At most one ConfigMap write per this many s.")
     log_level: str = Field("INFO", description="Log level.")
