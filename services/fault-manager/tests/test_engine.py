@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from ascend_common.faults import FaultLevel, default_fault_code_table, default_fault_customization
+from ascend_common.faults import (
+    FaultLevel,
+    default_fault_code_table,
+    default_fault_customization,
+    default_switch_fault_table,
+)
 from fault_manager.engine import FaultEngine, Policy
 
 LINK_DOWN = "81078603"
@@ -13,7 +18,10 @@ CHIP = "Ascend910-4"
 
 
 def engine(scale: float = 1.0) -> FaultEngine:
-    e = FaultEngine(Policy(default_fault_code_table(), default_fault_customization()), time_scale=scale)
+    e = FaultEngine(
+        Policy(default_fault_code_table(), default_fault_customization(), default_switch_fault_table()),
+        time_scale=scale,
+    )
     e.chip(CHIP, logic_id=0, phy_id=4)
     return e
 

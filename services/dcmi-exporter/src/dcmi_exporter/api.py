@@ -280,6 +280,8 @@ def _sim_routes(app: FastAPI, exporter: Exporter, auth: Any, chip_or_404: Any) -
         run(
             sim().switch_fault,
             alarm_id=body.alarm_id,
+            fault_id=body.fault_id,
+            position=body.position,
             switch_chip_id=body.switch_chip_id,
             switch_port_id=body.switch_port_id,
             assertion=body.assertion,

@@ -18,6 +18,7 @@ from ascend_common.faults import (
     FaultCodeTable,
     FaultCustomization,
     FaultLevel,
+    SwitchFaultTable,
     code_level,
     duration_state,
     frequency_state,
@@ -42,6 +43,7 @@ UPGRADE_FREQUENCY = "FaultFrequency"
 class Policy:
     table: FaultCodeTable
     customization: FaultCustomization
+    switch: SwitchFaultTable
 
 
 @dataclass(frozen=True)

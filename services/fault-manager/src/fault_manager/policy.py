@@ -19,6 +19,7 @@ from ascend_common.faults import (
     FaultPolicyError,
     default_fault_code_table,
     default_fault_customization,
+    default_switch_fault_table,
     validate_policy_bundle,
 )
 
@@ -53,6 +54,7 @@ def build(files: Mapping[str, str]) -> Policy:
     return Policy(
         bundle.fault_code or default_fault_code_table(),
         bundle.customization or default_fault_customization(),
+        bundle.switch or default_switch_fault_table(),
     )
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import httpx
 from ascend_common import sse
+from ascend_common.chips import ChipFamily
 from ascend_common.clients.backoff import Backoff
 from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.clock import Clock
@@ -36,6 +37,7 @@ from fault_manager.configmaps import ConfigMaps, Conflict
 from fault_manager.engine import Evaluation, FaultEngine, Policy
 from fault_manager.store import FaultEventRow, Store
 from fault_manager.store.store import MAX_PAGE
+from fault_manager.switches import SwitchFaults
 from fault_manager.verdicts import VerdictBoard
 
 log = logging.getLogger(__name__)
@@ -82,6 +84,8 @@ class FaultManager:
         self._written_manual: set[str] | None = None
         self._names: dict[int, str] = {}  # logic id -> chip name
         self._pods_pending: asyncio.TimerHandle | None = None
+        self.switches = SwitchFaults()
+        self.has_switch = False
 
     @property
     def cm_name(self) -> str:
@@ -192,6 +196,11 @@ class FaultManager:
                     recorded_at_ms=int(self.clock.now() * 1000),
                 )
             )
+        elif event.type is EventType.SWITCH_FAULT and event.switch_fault is not None:
+            if self.switches.apply(event.switch_fault, int(event.time * 1000)):
+                log.info("switch fault", extra={"code": event.switch_fault.assembled_fault_code,
+                                                "assertion": event.switch_fault.assertion.value})  # fmt: skip
+                self._write_wanted.set()
         elif event.type is EventType.CHIP and event.change is not None and event.chip is not None:
             chip = self.engine.chips.get(event.chip)
             if chip is not None:
@@ -203,6 +212,8 @@ class FaultManager:
         """Make the engine agree with a snapshot, by synthetic events with deterministic ids."""
         anchor = listing.last_event_id or "none-0"
         now_ms = int(self.clock.now() * 1000)
+        with contextlib.suppress(httpx.HTTPError, ExporterError):
+            self.switches.replace((await self.exporter.node()).switch_faults, now_ms)
         rows: list[FaultEventRow] = []
         for chip in listing.chips:
             self._learn(chip)
@@ -237,6 +248,8 @@ class FaultManager:
         self._names[chip.logic_id] = chip.name
         if chip.resource_type is not None:
             self.rtype = chip.resource_type.value
+        # SwitchInfoCfg is written on nodes with a switch: A3 (and the 950 generation).
+        self.has_switch = self.has_switch or chip.family in (ChipFamily.ASCEND910A3, ChipFamily.ASCEND950)
 
     async def _apply_loop(self) -> None:
         """Events in batches (one transaction each), and snapshots to reconcile with, in stream order."""
@@ -470,9 +483,12 @@ class FaultManager:
                     faults=tuple(faults),
                 )
             )
-        kwargs = {"manually_separated": manual, "upgrade_reasons": reasons}
-        content = (tuple(reports), tuple(manual), tuple(sorted((k, tuple(v)) for k, v in reasons.items())))
-        data = render_device_info(self.rtype, reports, update_time_s=int(self.clock.now()), **kwargs)  # type: ignore[arg-type]
+        switch = self.switches.report(self.engine.policy.switch) if self.has_switch else None
+        content = (tuple(reports), tuple(manual), tuple(sorted((k, tuple(v)) for k, v in reasons.items())), switch)
+        data = render_device_info(
+            self.rtype, reports, update_time_s=int(self.clock.now()), manually_separated=manual,
+            upgrade_reasons=reasons, switch=switch,
+        )  # fmt: skip
         return data, content
 
 

@@ -58,6 +58,8 @@ class ResetFailure(Body):
 
 class SwitchFault(Body):
     alarm_id: Annotated[int, Field(ge=0, le=0xFFFFFFFF)]
+    fault_id: Annotated[int, Field(ge=0, le=0xFFFFFFFF)] | None = None
+    position: Literal["cpu", "npu", "L2", "na"] = "na"
     switch_chip_id: Annotated[int, Field(ge=0, le=255)] = 0
     switch_port_id: Annotated[int, Field(ge=0, le=255)] = 0
     assertion: Assertion = Assertion.OCCUR
