@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ascend_common.chips import NO_HCCS_910B_BOARD_IDS, ChipFamily, ChipTopology
+from ascend_common.schemas.exporter import Chip
 
 ASCEND910_RING_SIZE = 4
 ATLAS_300I_DUO = "Atlas 300I Duo"
@@ -58,3 +59,29 @@ def _is_300i_duo(chip: ChipTopology) -> bool:
 
 def _sorted_ids(chips: Iterable[ChipTopology]) -> tuple[int, ...]:
     return tuple(sorted({c.phy_id for c in chips}))
+
+
+def topology_of(chip: Chip) -> ChipTopology | None:
+    """What the reset-group rule needs of an exporter chip; None when its family is unknown."""
+    if chip.family is None:
+        return None
+    s = chip.static
+    return ChipTopology(
+        logic_id=chip.logic_id,
+        phy_id=chip.phy_id,
+        card_id=chip.card_id,
+        family=chip.family,
+        board_id=s.board_id.value if s.board_id.is_ok else None,
+        product_type=s.product_type.value if s.product_type.is_ok else None,
+        partner_card=s.partner_card.value if s.partner_card.is_ok else None,
+    )
+
+
+def group_of(chip: Chip, chips: Sequence[Chip]) -> list[Chip]:
+    """The exporter chips reset together with `chip`, sorted by logic id."""
+    topo = topology_of(chip)
+    if topo is None:
+        return [chip]
+    topos = [t for t in (topology_of(c) for c in chips) if t is not None]
+    phys = set(reset_group(topo, topos))
+    return sorted((c for c in chips if c.phy_id in phys), key=lambda c: c.logic_id)

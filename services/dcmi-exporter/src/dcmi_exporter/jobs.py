@@ -11,9 +11,8 @@ import logging
 import secrets
 from dataclasses import dataclass
 
-from ascend_common.chips import ChipTopology
 from ascend_common.clock import Clock
-from ascend_common.reset_groups import reset_group
+from ascend_common.reset_groups import group_of
 from ascend_common.schemas.exporter import (
     BOOT_STATUS_READY,
     Chip,
@@ -39,31 +38,6 @@ class ResetRefused(Exception):
 
 class ChannelUnsupported(Exception):
     pass
-
-
-def topology(chip: Chip) -> ChipTopology | None:
-    if chip.family is None:
-        return None
-    s = chip.static
-    return ChipTopology(
-        logic_id=chip.logic_id,
-        phy_id=chip.phy_id,
-        card_id=chip.card_id,
-        family=chip.family,
-        board_id=s.board_id.value if s.board_id.is_ok else None,
-        product_type=s.product_type.value if s.product_type.is_ok else None,
-        partner_card=s.partner_card.value if s.partner_card.is_ok else None,
-    )
-
-
-def group_of(chip: Chip, chips: tuple[Chip, ...]) -> list[Chip]:
-    """The chips reset together with `chip`, sorted by logic id."""
-    topo = topology(chip)
-    if topo is None:
-        return [chip]
-    topos = [t for t in (topology(c) for c in chips) if t is not None]
-    phys = set(reset_group(topo, topos))
-    return sorted((c for c in chips if c.phy_id in phys), key=lambda c: c.logic_id)
 
 
 def busy_reason(group: list[Chip]) -> str | None:

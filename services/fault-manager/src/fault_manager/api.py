@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 from pydantic import BaseModel, ConfigDict, Field
 
 from fault_manager.configmaps import OfflineConfigMaps
+from fault_manager.hotreset import HotReset
 from fault_manager.policy import PolicyKeeper
 from fault_manager.service import FaultManager
 
@@ -61,7 +62,31 @@ class PolicyView(BaseModel):
     writable: bool  # False: the policy comes from the ConfigMap (PUT answers 409)
 
 
-def create_api(fm: FaultManager, offline: OfflineConfigMaps | None, keeper: PolicyKeeper) -> FastAPI:
+class ResetAttemptView(BaseModel):
+    id: int
+    chips: list[str]
+    channel: str
+    started_ms: int
+    finished_ms: int | None
+    outcome: str | None
+    error_code: int | None
+
+
+class OperatorView(BaseModel):
+    chips: list[str]
+    reason: str
+    since_ms: int
+
+
+class ResetsView(BaseModel):
+    enabled: bool  # --hot-reset
+    attempts: list[ResetAttemptView]  # newest first
+    operator: list[OperatorView]  # groups hot reset cannot heal: an operator must act
+
+
+def create_api(
+    fm: FaultManager, offline: OfflineConfigMaps | None, keeper: PolicyKeeper, hot_reset: HotReset | None = None
+) -> FastAPI:
     app = FastAPI(title="fault-manager", version="1", description="Verdicts, fault history and isolation of one node.")
 
     @app.exception_handler(RequestValidationError)
@@ -134,6 +159,19 @@ def create_api(fm: FaultManager, offline: OfflineConfigMaps | None, keeper: Poli
         except FaultPolicyError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"policy rejected: {exc}") from None
         return policy_view()
+
+    @app.get("/v1/resets", response_model=ResetsView)
+    async def resets(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> ResetsView:
+        rows = await asyncio.to_thread(fm.store.reset_attempts, limit)
+        attempts = [
+            ResetAttemptView(id=r.id, chips=list(r.chips), channel=r.channel, started_ms=r.started_ms,
+                             finished_ms=r.finished_ms, outcome=r.outcome, error_code=r.error_code)
+            for r in rows
+        ]  # fmt: skip
+        operator = [] if hot_reset is None else [
+            OperatorView(chips=list(i.chips), reason=i.reason, since_ms=i.since_ms) for i in hot_reset.operator.values()
+        ]  # fmt: skip
+        return ResetsView(enabled=hot_reset is not None, attempts=attempts, operator=operator)
 
     @app.get("/v1/kube/objects", responses=ERRORS)
     async def kube_objects() -> list[dict[str, Any]]:

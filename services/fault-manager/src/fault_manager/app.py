@@ -11,13 +11,16 @@ from dataclasses import dataclass
 from ascend_common.clients.exporter import ExporterClient
 from ascend_common.clock import SystemClock
 from ascend_common.inuse import RUNNING, chips_in_use
+from ascend_common.kube.patch import patch_node
 from ascend_common.kube.pods import PodCache
 from ascend_common.serving import bind_unix_socket, server
 from ascend_common.settings import parse_host_port
+from ascend_common.tokens import first_token
 
 from fault_manager.api import create_api, create_ops_app
 from fault_manager.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
 from fault_manager.engine import FaultEngine
+from fault_manager.hotreset import HotReset
 from fault_manager.policy import FILES, PolicyKeeper, build
 from fault_manager.service import FaultManager
 from fault_manager.settings import FaultManagerSettings
@@ -43,6 +46,7 @@ class Service:
     keeper: PolicyKeeper
     configmaps: ConfigMaps
     pods: PodCache | None = None
+    hot_reset: HotReset | None = None
 
     @classmethod
     def build(cls, settings: FaultManagerSettings) -> Service:
@@ -74,14 +78,30 @@ class Service:
             fm.used_by_running_pod = lambda chip: chip in chips_in_use(cache.pods(), phases=(RUNNING,))
             cache.on_change.append(lambda _kind, _pod: fm.pods_changed())
         keeper = PolicyKeeper(store, fm.adopt_policy, "policy-dir" if settings.policy_dir else "packaged")
-        return cls(settings, fm, offline, exporter, store, keeper, configmaps, pods)
+        hot_reset = None
+        if settings.hot_reset:
+            if settings.token_file is None:
+                raise ValueError("--hot-reset needs --token-file with the fault-manager's `reset` token")
+            resetter = ExporterClient(settings.exporter_socket, token=first_token(settings.token_file))
+            hot_reset = HotReset(fm, resetter, store, in_use=fm.in_use)
+            if offline is not None:
+                sink = offline
+                hot_reset.write_reset_info = lambda info: sink.annotate_node(settings.node_name, {"ResetInfo": info})
+            else:
+                node, client = settings.node_name, api
+
+                async def annotate(info: str) -> None:
+                    await patch_node(client, node, annotations={"ResetInfo": info})
+
+                hot_reset.write_reset_info = annotate
+        return cls(settings, fm, offline, exporter, store, keeper, configmaps, pods, hot_reset)
 
 
 async def serve(service: Service) -> None:
     s = service.settings
     api_sock = bind_unix_socket(s.socket, group=s.socket_group)
     host, port = parse_host_port(s.metrics_addr)
-    api = server(create_api(service.fm, service.offline, service.keeper))
+    api = server(create_api(service.fm, service.offline, service.keeper, service.hot_reset))
     ops = server(create_ops_app(service.fm), host=host, port=port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -92,6 +112,8 @@ async def serve(service: Service) -> None:
     if s.kube == "offline":
         await service.keeper.offer(policy_files(s), service.keeper.status.source)
     await service.fm.start()
+    if service.hot_reset is not None:
+        await service.hot_reset.start()
     if s.kube == "api":
         policy_task = asyncio.create_task(service.keeper.follow_configmap(service.configmaps, s.policy_poll))
     tasks = [asyncio.create_task(api.serve(sockets=[api_sock])), asyncio.create_task(ops.serve())]
@@ -102,6 +124,8 @@ async def serve(service: Service) -> None:
     await asyncio.wait(tasks, timeout=5)
     if s.kube == "api":
         policy_task.cancel()
+    if service.hot_reset is not None:
+        await service.hot_reset.stop()
     await service.fm.stop()
     if service.pods is not None:
         await service.pods.stop()

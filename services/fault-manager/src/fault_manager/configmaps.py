@@ -127,5 +127,27 @@ class OfflineConfigMaps:
         tmp.write_text(json.dumps(_body(namespace, name, state.data, state.labels, state.resource_version), indent=2))
         os.replace(tmp, folder / f"{name}.json")
 
+    nodes: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> annotations we set
+
+    async def annotate_node(self, node: str, annotations: dict[str, str]) -> None:
+        self.nodes.setdefault(node, {}).update(annotations)
+        folder = self.root / "nodes"
+        body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "annotations": self.nodes[node]}}
+
+        def write() -> None:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".{node}.json.tmp"
+            tmp.write_text(json.dumps(body, indent=2))
+            os.replace(tmp, folder / f"{node}.json")
+
+        await asyncio.to_thread(write)
+
     def listing(self) -> list[dict[str, Any]]:
-        return [_body(ns, name, s.data, s.labels, s.resource_version) for (ns, name), s in sorted(self.objects.items())]
+        objects = [
+            _body(ns, name, s.data, s.labels, s.resource_version) for (ns, name), s in sorted(self.objects.items())
+        ]
+        objects += [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "annotations": annotations}}
+            for node, annotations in sorted(self.nodes.items())
+        ]
+        return objects

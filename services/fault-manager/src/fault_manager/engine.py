@@ -224,7 +224,7 @@ class FaultEngine:
         if level != chip.last_level:
             chip.last_level, chip.since = level, now
         net = most_serious(net_levels)
-        ok = chip.reachable and schedulable(level, used_by_running_pod)
+        ok = chip.reachable and not chip.resetting and schedulable(level, used_by_running_pod)
         reason = _main_reason(reasons, chip.reachable, level)
         verdict = ChipVerdict(
             chip=chip.name,

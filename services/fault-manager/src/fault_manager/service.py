@@ -346,6 +346,14 @@ class FaultManager:
             self._dirty.update(due)
             self._evaluate_dirty()
 
+    def set_resetting(self, chips: tuple[str, ...], on: bool) -> None:
+        """A hot reset runs on these chips: they show as `-Recovering` and stay unschedulable."""
+        for name in chips:
+            if name in self.engine.chips:
+                self.engine.chips[name].resetting = on
+                self._dirty.add(name)
+        self._evaluate_dirty()
+
     def adopt_policy(self, policy: Policy) -> None:
         self.engine.set_policy(policy)
         if self._tasks:  # running: apply the new rules to every chip now

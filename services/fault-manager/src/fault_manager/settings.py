@@ -7,7 +7,7 @@ from typing import Literal
 
 from ascend_common.settings import parse_host_port, service_config
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings
+from pydantic_settings import BaseSettings, CliImplicitFlag
 
 
 class FaultManagerSettings(BaseSettings):
@@ -24,6 +24,9 @@ class FaultManagerSettings(BaseSettings):
     policy_dir: Path | None = Field(None, description="faultCode.json etc. to use instead of the packaged tables.")
     time_scale: float = Field(1.0, gt=0, le=10_000, description="Policy time runs this many times faster (drills).")
     metrics_addr: str = Field("0.0.0.0:8084", description="HOST:PORT for /healthz, /readyz and /metrics.")
+    hot_reset: CliImplicitFlag[bool] = Field(False, description="Reset chips whose fault level calls for it.")
+    token_file: Path | None = Field(None, description="Holds the fault-manager's `reset` token for the exporter.")
+    reset_mirror_dir: Path = Field(Path("/user/restore/reset"), description="Host mirror of reset ConfigMaps.")
     policy_poll: float = Field(30.0, ge=1, le=3600, description="Seconds between reads of the policy ConfigMap.")
     refresh_period: float = Field(300.0, ge=1, le=3600, description="Rewrite the ConfigMap at least this often (s).")
     write_interval: float = Field(1.0, ge=0.05, le=60, description="At most one ConfigMap write per this many s.")

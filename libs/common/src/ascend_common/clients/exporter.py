@@ -22,7 +22,7 @@ import httpx
 
 from ascend_common import sse
 from ascend_common.clients.backoff import Backoff
-from ascend_common.schemas.exporter import Chip, ChipList, ExporterEvent, NodeInfo, StreamHello, Vnpu
+from ascend_common.schemas.exporter import Chip, ChipList, ExporterEvent, NodeInfo, ResetJob, StreamHello, Vnpu
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,14 @@ class ExporterClient:
     async def destroy_vnpu(self, logic_id: int, vdev_id: int) -> None:
         resp = await self._http.delete(f"/v1/chips/{logic_id}/vnpus", params={"vdev_id": vdev_id}, headers=self._auth())
         self._check(resp)
+
+    async def reset(self, logic_id: int, channel: str = "auto") -> ResetJob:
+        """Start a reset of the chip's reset group (202 with a job); 409 while processes run."""
+        resp = await self._http.post(f"/v1/chips/{logic_id}/reset", json={"channel": channel}, headers=self._auth())
+        return ResetJob.model_validate_json(self._check(resp).content)
+
+    async def job(self, job_id: str) -> ResetJob:
+        return ResetJob.model_validate_json(self._check(await self._http.get(f"/v1/jobs/{job_id}")).content)
 
     async def events(self, last_event_id: str | None) -> AsyncIterator[sse.SseMessage]:
         headers = {"Last-Event-ID": last_event_id} if last_event_id else {}

@@ -1,0 +1,106 @@
+"""Hot reset: after the idle period, within the token budget, or handed to an operator."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from tests.faultmanager.test_service import sim, verdicts
+from tests.support.exporter import TOKENS, start_exporter
+from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
+
+RESTART_NPU = "8C1FA006"
+SCALE = "20"  # 60 s of idle period = 3 s
+
+
+def reset_token(path: Path) -> Path:
+    path.write_text(f"{TOKENS['reset'][0]} reset\n")
+    return path
+
+
+async def resets(fm: FaultManagerProc) -> dict[str, object]:
+    async with fm.client() as client:
+        return dict((await client.get("/v1/resets")).json())
+
+
+async def reset_info(fm: FaultManagerProc) -> dict[str, object]:
+    async with fm.client() as client:
+        objects = (await client.get("/v1/kube/objects")).json()
+    nodes = [o for o in objects if o["kind"] == "Node"]
+    return json.loads(nodes[0]["metadata"]["annotations"]["ResetInfo"]) if nodes else {}
+
+
+async def test_reset_after_idle_then_tokens_run_out(tmp_path: Path) -> None:
+    exporter = start_exporter(tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05")
+    token = reset_token(tmp_path / "fm-token")
+    fm = start_fault_manager(
+        tmp_path / "fm", exporter, "--hot-reset", "--token-file", str(token), "--time-scale", SCALE
+    )
+    try:
+        await wait_ready(fm)
+        started = time.monotonic()
+        async with exporter.client() as client:
+            name = (await client.get("/v1/chips/2")).json()["name"]
+        for round_ in range(1, 5):
+            await sim(exporter, "/v1/sim/chips/2/faults", {"code": RESTART_NPU})
+            async with asyncio.timeout(5):
+                while (await verdicts(fm))[name]["fault_level"] != "RestartNPU":
+                    await asyncio.sleep(0.05)
+            if round_ == 1:
+                await asyncio.sleep(0.5)
+                assert time.monotonic() - started < 3.0
+                assert (await resets(fm))["attempts"] == [], "no reset before the group was idle 60 s"
+            if round_ < 4:
+                async with asyncio.timeout(15):
+                    while len((await resets(fm))["attempts"]) < round_ or not (await verdicts(fm))[name]["schedulable"]:  # type: ignore[arg-type]
+                        await asyncio.sleep(0.1)
+                attempts = (await resets(fm))["attempts"]
+                assert attempts[0]["outcome"] == "succeeded", attempts  # type: ignore[index]
+                assert len(attempts[0]["chips"]) == 8  # type: ignore[index]  # 910B with HCCS: one group
+                assert (await verdicts(fm))[name]["fault_level"] == "NormalNPU"
+            else:
+                # The fourth fault inside 6 h: no token left; an operator must act.
+                async with asyncio.timeout(10):
+                    while not (await resets(fm))["operator"]:
+                        await asyncio.sleep(0.1)
+                [item] = (await resets(fm))["operator"]  # type: ignore[misc]
+                assert "no reset token" in item["reason"] and name in item["chips"]
+                assert len((await resets(fm))["attempts"]) == 3  # type: ignore[arg-type]
+                async with asyncio.timeout(5):
+                    while not (await reset_info(fm)).get("ManualReset"):
+                        await asyncio.sleep(0.1)
+                assert (await verdicts(fm))[name]["schedulable"] is False
+    finally:
+        fm.stop()
+        exporter.stop()
+
+
+async def test_a_reset_that_fails_goes_to_the_operator(tmp_path: Path) -> None:
+    exporter = start_exporter(
+        tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05", "--reset-timeout", "1",
+        profile="910a-8",
+    )  # fmt: skip
+    token = reset_token(tmp_path / "fm-token")
+    fm = start_fault_manager(
+        tmp_path / "fm", exporter, "--hot-reset", "--token-file", str(token), "--time-scale", SCALE
+    )
+    try:
+        await wait_ready(fm)
+        async with exporter.client() as client:
+            name = (await client.get("/v1/chips/1")).json()["name"]
+        await sim(exporter, "/v1/sim/chips/1/reset-failure", {"mode": "error"})
+        await sim(exporter, "/v1/sim/chips/1/faults", {"code": RESTART_NPU})
+        async with asyncio.timeout(20):
+            while not (await resets(fm))["operator"]:
+                await asyncio.sleep(0.1)
+        [attempt] = (await resets(fm))["attempts"]  # type: ignore[misc]
+        assert attempt["outcome"] == "failed" and attempt["error_code"] == -8015
+        assert len(attempt["chips"]) == 4  # a 910A ring
+        [item] = (await resets(fm))["operator"]  # type: ignore[misc]
+        assert "reset failed" in item["reason"]
+        assert name in [c for i in (await reset_info(fm))["ManualReset"] for c in i["chips"]]  # type: ignore[union-attr]
+    finally:
+        fm.stop()
+        exporter.stop()
