@@ -104,3 +104,59 @@ async def test_a_reset_that_fails_goes_to_the_operator(tmp_path: Path) -> None:
     finally:
         fm.stop()
         exporter.stop()
+
+
+async def test_in_place_recovery_job_is_told_around_the_reset(tmp_path: Path) -> None:
+    from tests.faultmanager.test_configmap import kubeconfig
+    from tests.support.fake_apiserver import FakeApiServer
+
+    with FakeApiServer() as api:
+        exporter = start_exporter(
+            tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05", profile="910a-8"
+        )
+        async with exporter.client() as client:
+            chip = (await client.get("/v1/chips/1")).json()
+        api.add_pod(
+            "train-0", "ml", node="node-a", phase="Running", labels={"volcano.sh/job-name": "job1"},
+            annotations={"huawei.com/AscendReal": chip["name"], "hccl/rankIndex": "2"},
+        )  # fmt: skip
+        mirror = tmp_path / "mirror"
+        fm = start_fault_manager(
+            tmp_path / "fm", exporter, "--hot-reset", "--token-file", str(reset_token(tmp_path / "t")),
+            "--time-scale", SCALE, "--kubeconfig", str(kubeconfig(tmp_path / "kc", api.url)),
+            "--reset-mirror-dir", str(mirror), kube="api",
+        )  # fmt: skip
+        try:
+            await wait_ready(fm)
+            await sim(exporter, "/v1/sim/chips/1/faults", {"code": RESTART_NPU})
+            # The job has no reset ConfigMap: its chips are not reset, however long they are idle.
+            await asyncio.sleep(4.0)
+            assert (await resets(fm))["attempts"] == []
+            assert "takes no part in in-place recovery" in fm.log_path.read_text()
+
+            api.add_configmap("reset-config-job1", "ml", {}, reset="true")
+
+            def rank_status() -> str | None:
+                cm = api.get_object("configmaps", "reset-config-job1", "ml")
+                if not cm or "reset.json" not in cm["data"]:
+                    return None
+                [rank] = json.loads(cm["data"]["reset.json"])["RankList"]
+                return str(rank["Status"])
+
+            async with asyncio.timeout(10):
+                while rank_status() != "recovered":
+                    await asyncio.sleep(0.05)
+            cm = api.get_object("configmaps", "reset-config-job1", "ml")
+            assert cm is not None
+            info = json.loads(cm["data"]["reset.json"])
+            [rank] = info["RankList"]
+            assert (rank["RankId"], rank["LogicId"], rank["Policy"], rank["InitialPolicy"]) == (2, 1, "reset", "reset")
+            assert rank["ErrorCodeHex"] == RESTART_NPU
+            assert cm["data"]["restartType"] == "hotReset"
+            assert (mirror / "ml.reset-config-job1" / "reset.json").read_text() == cm["data"]["reset.json"]
+            [attempt] = (await resets(fm))["attempts"]  # type: ignore[misc]
+            assert attempt["outcome"] == "succeeded"
+            assert '"status":"unrecovered"' in fm.log_path.read_text().replace(" ", "")
+        finally:
+            fm.stop()
+            exporter.stop()

@@ -83,7 +83,9 @@ class Service:
             if settings.token_file is None:
                 raise ValueError("--hot-reset needs --token-file with the fault-manager's `reset` token")
             resetter = ExporterClient(settings.exporter_socket, token=first_token(settings.token_file))
-            hot_reset = HotReset(fm, resetter, store, in_use=fm.in_use)
+            hot_reset = HotReset(fm, resetter, store, configmaps=configmaps, mirror_dir=settings.reset_mirror_dir)
+            if pods is not None:
+                hot_reset.pods = pods.pods
             if offline is not None:
                 sink = offline
                 hot_reset.write_reset_info = lambda info: sink.annotate_node(settings.node_name, {"ResetInfo": info})

@@ -3,10 +3,12 @@
 Candidates are chips whose verdict is Unhealthy at a level that a reset can heal
 (RestartRequest, RestartBusiness, FreeRestartNPU, RestartNPU). A group is reset only when
 no process runs on any of its chips, it has been idle for the idle period (60 s of policy
-time), every chip still has a reset token (3 per 6 h, in SQLite), and no pod uses it (in-place
-recovery of jobs through their reset ConfigMaps is not implemented yet: such groups wait for
-an operator). The reset itself is the exporter's job (in-band, out-of-band where the library
-supports it); its chips show as `-Recovering` meanwhile. A group that cannot be healed this
+time), every chip still has a reset token (3 per 6 h, in SQLite), and every pod that uses it
+belongs to a job in in-place recovery (it has a `reset-config-<job>` ConfigMap). Such a job is
+told `unrecovered` (its agents stop training and release the chips), then `recovered` or
+`failed` after the reset; the ConfigMap is mirrored to host files that its containers read.
+The reset itself is the exporter's job (in-band, out-of-band where the library supports it);
+its chips show as `-Recovering` meanwhile. A group that cannot be healed this
 way goes to the operator: `GET /v1/resets` and the node annotation `ResetInfo`.
 """
 
@@ -17,13 +19,18 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.faults import reset_candidate
+from ascend_common.inuse import chips_in_use
+from ascend_common.kube.pods import SlimPod
 from ascend_common.reset_groups import group_of
+from ascend_common.resetinfo import RankEntry, error_code_hex, job_name, policy_for_level, rank_id, render_reset_config
 from ascend_common.schemas.exporter import Chip, JobState
 
+from fault_manager.configmaps import ConfigMaps, Conflict
 from fault_manager.service import FaultManager
 from fault_manager.store import Store
 
@@ -47,8 +54,10 @@ class HotReset:
     fm: FaultManager
     exporter: ExporterClient
     store: Store
-    in_use: Callable[[], set[str]] = set
     write_reset_info: Callable[[str], Awaitable[None]] | None = None
+    pods: Callable[[], list[SlimPod]] = list
+    configmaps: ConfigMaps | None = None
+    mirror_dir: Path | None = None
     period_s: float = 1.0
     operator: dict[tuple[str, ...], OperatorItem] = field(default_factory=dict)
     _busy_since: dict[str, float] = field(default_factory=dict)  # chip -> last time seen busy (real)
@@ -57,6 +66,9 @@ class HotReset:
     _task: asyncio.Task[None] | None = None
     _jobs: set[asyncio.Task[None]] = field(default_factory=set)
     _written_info: str | None = None
+    _told: dict[tuple[str, str], str] = field(default_factory=dict)  # job -> status last written
+    # job -> logic id -> (policy, initial policy, error codes) of the current episode
+    _episode: dict[tuple[str, str], dict[int, tuple[str, str, str]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._started = self.fm.clock.now()  # nothing is known idle before we watched it
@@ -95,10 +107,10 @@ class HotReset:
         listing = await self.exporter.chips()
         chips = {c.name: c for c in listing.chips}
         now = self.fm.clock.now()
-        used = self.in_use()
         for chip in listing.chips:
-            busy = bool(chip.dynamic and (not chip.dynamic.processes.is_ok or chip.dynamic.processes.value))
-            if busy or chip.name in used:
+            # Idle means no process: a pod of a job in in-place recovery stays while its agents
+            # stop training, and a pod of any other job blocks the reset outright (_jobs_of).
+            if chip.dynamic is None or not chip.dynamic.processes.is_ok or chip.dynamic.processes.value:
                 self._busy_since[chip.name] = now
         seen: set[tuple[str, ...]] = set()
         for name in wanted:
@@ -109,7 +121,11 @@ class HotReset:
             if key in seen or key in self.operator:
                 continue
             seen.add(key)
-            reason = self._why_not(group, used, now)
+            jobs, reason = await self._jobs_of(group)
+            if reason is None and jobs:
+                # The job's agents must stop first: tell them, then wait for the chips to be idle.
+                await self._tell_jobs(jobs, group, "unrecovered")
+            reason = reason or self._why_not(group, now)
             if reason is not None:
                 if self._blocked.get(key) != reason:
                     self._blocked[key] = reason
@@ -120,12 +136,12 @@ class HotReset:
             if not await asyncio.to_thread(self.store.take_reset_tokens, list(key), now_ms):
                 self._to_operator(key, "no reset token left (3 per chip per 6 h)", now_ms)
                 continue
-            task = asyncio.create_task(self._reset(group), name=f"reset-{key[0]}")
+            task = asyncio.create_task(self._reset(group, jobs), name=f"reset-{key[0]}")
             self._jobs.add(task)
             task.add_done_callback(self._jobs.discard)
         await self._publish_info()
 
-    def _why_not(self, group: list[Chip], used: set[str], now: float) -> str | None:
+    def _why_not(self, group: list[Chip], now: float) -> str | None:
         for chip in group:
             if chip.name in self._running:
                 return f"{chip.name} is being reset"
@@ -134,15 +150,85 @@ class HotReset:
                 return f"cannot tell whether processes run on {chip.name}"
             if dyn.processes.value:
                 return f"processes run on {chip.name}"
-            if chip.name in used:
-                return f"a pod uses {chip.name} (in-place recovery is not supported yet)"
         idle_real = self.fm.engine.real_time(IDLE_S)
         last_busy = max(self._busy_since.get(c.name, self._started) for c in group)
         if now - last_busy < idle_real:
             return f"idle for {now - last_busy:.1f} s of the {idle_real:.1f} s needed"
         return None
 
-    async def _reset(self, group: list[Chip]) -> None:
+    async def _jobs_of(self, group: list[Chip]) -> tuple[dict[tuple[str, str], list[SlimPod]], str | None]:
+        """The jobs (namespace, name) whose pods use the group; a reason when one is not in in-place recovery."""
+        names = {c.name for c in group}
+        jobs: dict[tuple[str, str], list[SlimPod]] = {}
+        for pod in self.pods():
+            if not chips_in_use([pod]) & names:
+                continue
+            job = job_name(pod.labels)
+            if not job:
+                return {}, f"pod {pod.namespace}/{pod.name} uses the group and belongs to no job"
+            jobs.setdefault((pod.namespace, job), []).append(pod)
+        for namespace, job in jobs:
+            if self.configmaps is None or await self.configmaps.get(namespace, f"reset-config-{job}") is None:
+                return {}, f"job {namespace}/{job} uses the group and takes no part in in-place recovery"
+        return jobs, None
+
+    async def _tell_jobs(self, jobs: dict[tuple[str, str], list[SlimPod]], group: list[Chip], status: str) -> None:
+        """Write each job's reset ConfigMap (RankList of its chips on this node) and its host mirror."""
+        assert self.configmaps is not None
+        verdicts = self.fm.board.current()
+        by_name = {c.name: c for c in group}
+        for (namespace, job), pods in jobs.items():
+            if self._told.get((namespace, job)) == status:
+                continue
+            self._told[(namespace, job)] = status
+            ranks: list[RankEntry] = []
+            for pod in sorted(pods, key=lambda p: p.name):
+                chips = sorted({by_name[n].logic_id for n in chips_in_use([pod]) if n in by_name})
+                try:
+                    index = int(pod.annotations.get("hccl/rankIndex", "-1"))
+                except ValueError:
+                    index = -1
+                episode = self._episode.setdefault((namespace, job), {})
+                for logic in chips:
+                    name = self.fm._names.get(logic, "")
+                    v = verdicts.get(name)
+                    if logic not in episode or status == "unrecovered":
+                        # Policy and codes are the fault's, kept for the whole episode (its first
+                        # policy is InitialPolicy): after a good reset the chip's verdict is clean.
+                        policy = policy_for_level(v.fault_level.value) if v is not None else "empty"
+                        codes = error_code_hex(int(c, 16) for c in (v.codes if v is not None else []))
+                        first = episode[logic][1] if logic in episode else policy
+                        episode[logic] = (policy, first, codes)
+                    policy, first, codes = episode[logic]
+                    ranks.append(RankEntry(rank_id(index, chips, logic), logic, status, policy, first, (), codes))
+            cm = f"reset-config-{job}"
+            data = render_reset_config(ranks, update_time_s=int(self.fm.clock.now()))
+            if self.mirror_dir is not None:  # first: the agents read the files
+                await asyncio.to_thread(self._mirror, namespace, cm, data)
+            for _ in range(3):
+                current = await self.configmaps.get(namespace, cm)
+                if current is not None and current.data.get("reset.json") == data["reset.json"]:
+                    break
+                try:
+                    await self.configmaps.put(namespace, cm, data, {"reset": "true"},
+                                              current.resource_version if current else None)  # fmt: skip
+                    break
+                except Conflict:
+                    continue
+            if status != "unrecovered":
+                self._episode.pop((namespace, job), None)
+            log.info("job told", extra={"job": f"{namespace}/{job}", "status": status})
+
+    def _mirror(self, namespace: str, cm: str, data: dict[str, str]) -> None:
+        assert self.mirror_dir is not None
+        folder = self.mirror_dir / f"{namespace}.{cm}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in (("reset.json", data["reset.json"]), ("restartType", data["restartType"])):
+            tmp = folder / f".{name}.tmp"
+            tmp.write_text(text)
+            tmp.replace(folder / name)
+
+    async def _reset(self, group: list[Chip], jobs: dict[tuple[str, str], list[SlimPod]] | None = None) -> None:
         key = tuple(c.name for c in group)
         now_ms = int(self.fm.clock.now() * 1000)
         attempt = await asyncio.to_thread(self.store.record_reset_attempt, ",".join(key), list(key), "auto", now_ms)
@@ -169,6 +255,8 @@ class HotReset:
             self.fm.set_resetting(key, False)
         finished_ms = int(self.fm.clock.now() * 1000)
         await asyncio.to_thread(self.store.finish_reset_attempt, attempt, outcome, code or None, finished_ms)
+        if jobs:
+            await self._tell_jobs(jobs, group, "recovered" if outcome == "succeeded" else "failed")
         if outcome == "succeeded":
             log.info("hot reset succeeded", extra={"chips": list(key)})
         else:
