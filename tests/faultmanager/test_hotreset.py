@@ -160,3 +160,36 @@ async def test_in_place_recovery_job_is_told_around_the_reset(tmp_path: Path) ->
         finally:
             fm.stop()
             exporter.stop()
+
+
+async def test_operator_reset_goes_through_the_preconditions(tmp_path: Path) -> None:
+    exporter = start_exporter(tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05")
+    fm = start_fault_manager(
+        tmp_path / "fm",
+        exporter,
+        "--hot-reset",
+        "--token-file",
+        str(reset_token(tmp_path / "t")),
+        "--time-scale",
+        SCALE,
+    )
+    try:
+        await wait_ready(fm)
+        async with exporter.client() as client:
+            name = (await client.get("/v1/chips/0")).json()["name"]
+        async with fm.client() as client:
+            r = await client.post(f"/v1/chips/{name}/reset")
+            assert r.status_code == 409 and "idle" in r.json()["detail"], r.text  # just started: not idle yet
+            assert (await client.post("/v1/chips/Ascend910-99/reset")).status_code == 404
+            assert (await client.post("/v1/chips/bogus/reset")).status_code == 422
+            await asyncio.sleep(3.2)
+            r = await client.post(f"/v1/chips/{name}/reset")
+            assert r.status_code == 202, r.text
+            assert name in r.json()["chips"]
+        async with asyncio.timeout(10):
+            while not (await resets(fm))["attempts"] or (await resets(fm))["attempts"][0]["outcome"] is None:  # type: ignore[index]
+                await asyncio.sleep(0.1)
+        assert (await resets(fm))["attempts"][0]["outcome"] == "succeeded"  # type: ignore[index]
+    finally:
+        fm.stop()
+        exporter.stop()

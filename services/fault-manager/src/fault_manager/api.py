@@ -78,6 +78,10 @@ class OperatorView(BaseModel):
     since_ms: int
 
 
+class ResetStarted(BaseModel):
+    chips: list[str]  # the reset group; follow it in GET /v1/resets
+
+
 class ResetsView(BaseModel):
     enabled: bool  # --hot-reset
     attempts: list[ResetAttemptView]  # newest first
@@ -159,6 +163,17 @@ def create_api(
         except FaultPolicyError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"policy rejected: {exc}") from None
         return policy_view()
+
+    @app.post("/v1/chips/{chip}/reset", status_code=status.HTTP_202_ACCEPTED, response_model=ResetStarted,
+              responses=ERRORS)  # fmt: skip
+    async def reset_chip(chip: ChipName) -> ResetStarted:
+        known(chip)
+        if hot_reset is None:
+            raise HTTPException(status.HTTP_409_CONFLICT, "resets need --hot-reset and the fault-manager's reset token")
+        group, reason = await hot_reset.request(chip)
+        if reason is not None:
+            raise HTTPException(status.HTTP_409_CONFLICT, f"not reset: {reason}")
+        return ResetStarted(chips=group)
 
     @app.get("/v1/resets", response_model=ResetsView)
     async def resets(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> ResetsView:

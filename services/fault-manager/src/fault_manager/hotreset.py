@@ -141,6 +141,32 @@ class HotReset:
             task.add_done_callback(self._jobs.discard)
         await self._publish_info()
 
+    async def request(self, name: str) -> tuple[list[str], str | None]:
+        """An operator's reset of a chip's group, through the same preconditions (not the level).
+
+        Returns the group and None when the reset started, or the reason it did not.
+        """
+        listing = await self.exporter.chips()
+        chips = {c.name: c for c in listing.chips}
+        if name not in chips:
+            return [], f"no chip {name} on this node"
+        group = group_of(chips[name], listing.chips)
+        key = tuple(c.name for c in group)
+        now = self.fm.clock.now()
+        jobs, reason = await self._jobs_of(group)
+        reason = reason or self._why_not(group, now)
+        if reason is None and not await asyncio.to_thread(self.store.take_reset_tokens, list(key), int(now * 1000)):
+            reason = "no reset token left (3 per chip per 6 h)"
+        if reason is not None:
+            return list(key), reason
+        self.operator.pop(key, None)
+        if jobs:
+            await self._tell_jobs(jobs, group, "unrecovered")
+        task = asyncio.create_task(self._reset(group, jobs), name=f"reset-{key[0]}")
+        self._jobs.add(task)
+        task.add_done_callback(self._jobs.discard)
+        return list(key), None
+
     def _why_not(self, group: list[Chip], now: float) -> str | None:
         for chip in group:
             if chip.name in self._running:
