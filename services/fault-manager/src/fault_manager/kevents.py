@@ -239,7 +239,7 @@ class FaultEvents:
                 bucket = self._buckets[chip] = _Bucket(self._capacity, now)
             bucket.refill(now, self._rate, self._capacity)
             self._summary_if_due(chip, bucket, force=False)  # the summary goes before what follows it
-            if True:
+            if bucket.tokens >= 1.0:
                 bucket.tokens -= 1.0
                 self._push(chip, reason, type_, message, now)
                 return
