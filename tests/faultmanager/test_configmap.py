@@ -77,6 +77,7 @@ async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> 
             assert [r["upgrade_type"] for r in reasons[name]] == ["FaultFrequency"]
             assert (await verdicts(fm))[name]["manually_separated"] is True
             assert name in await asyncio.to_thread(_manual, fm.db)
+            await until(lambda: any(e.get("reason") == "NPUIsolated" for e in api.objects("events")))
 
             # A restart keeps the isolation and its reason.
             assert fm.stop() == 0

@@ -89,6 +89,16 @@ async def test_verdicts_and_configmap_follow_a_fault(tmp_path: Path) -> None:
         raw = data["DeviceInfoCfg"]
         device_info = raw[raw.index('{"DeviceList"') : raw.index(',"SuperPodID"')]
         assert cfg["CheckCode"] == hashlib.sha256(device_info.encode()).hexdigest()
+        # A Kubernetes Event reports it (offline: as a file).
+        events_file = tmp_path / "fm" / "state" / "kube" / "events.jsonl"
+
+        async def reported() -> bool:
+            return events_file.exists() and any(
+                e["reason"] == "NPUFaultOccurred" and name in e["message"]
+                for e in map(json.loads, events_file.read_text().splitlines())
+            )
+
+        await eventually(reported)
         # The fault's history is queryable.
         async with fm.client() as client:
             page = (await client.get("/v1/faults", params={"chip": name})).json()

@@ -21,6 +21,7 @@ from fault_manager.api import create_api, create_ops_app
 from fault_manager.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
 from fault_manager.engine import FaultEngine
 from fault_manager.hotreset import HotReset
+from fault_manager.kevents import ApiEventSink, FaultEvents, OfflineEventSink
 from fault_manager.policy import FILES, PolicyKeeper, build
 from fault_manager.service import FaultManager
 from fault_manager.settings import FaultManagerSettings
@@ -78,6 +79,8 @@ class Service:
             fm.in_use = lambda: chips_in_use(cache.pods())
             fm.used_by_running_pod = lambda chip: chip in chips_in_use(cache.pods(), phases=(RUNNING,))
             cache.on_change.append(lambda _kind, _pod: fm.pods_changed())
+        sink = OfflineEventSink(settings.state_dir / "kube") if offline is not None else ApiEventSink(api)
+        fm.events = FaultEvents(sink, settings.node_name, clock.now)
         keeper = PolicyKeeper(store, fm.adopt_policy, "policy-dir" if settings.policy_dir else "packaged")
         hot_reset = None
         if settings.hot_reset:
@@ -88,8 +91,8 @@ class Service:
             if pods is not None:
                 hot_reset.pods = pods.pods
             if offline is not None:
-                sink = offline
-                hot_reset.write_reset_info = lambda info: sink.annotate_node(settings.node_name, {"ResetInfo": info})
+                objects = offline
+                hot_reset.write_reset_info = lambda info: objects.annotate_node(settings.node_name, {"ResetInfo": info})
             else:
                 node, client = settings.node_name, api
 
@@ -114,6 +117,8 @@ async def serve(service: Service) -> None:
         await service.pods.start()
     if s.kube == "offline":
         await service.keeper.offer(policy_files(s), service.keeper.status.source)
+    if service.fm.events is not None:
+        service.fm.events.start()
     await service.fm.start()
     if service.hot_reset is not None:
         await service.hot_reset.start()
@@ -130,6 +135,8 @@ async def serve(service: Service) -> None:
     if service.hot_reset is not None:
         await service.hot_reset.stop()
     await service.fm.stop()
+    if service.fm.events is not None:
+        await service.fm.events.stop()
     if service.pods is not None:
         await service.pods.stop()
     await service.exporter.close()

@@ -35,6 +35,7 @@ from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType,
 
 from fault_manager.configmaps import ConfigMaps, Conflict
 from fault_manager.engine import Evaluation, FaultEngine, Policy
+from fault_manager.kevents import FaultEvents
 from fault_manager.store import FaultEventRow, Store
 from fault_manager.store.store import MAX_PAGE
 from fault_manager.switches import SwitchFaults
@@ -70,6 +71,7 @@ class FaultManager:
     used_by_running_pod: Callable[[str], bool] = lambda _chip: False
     in_use: Callable[[], set[str]] = set
     retention_s: float = 30 * 86400.0
+    events: FaultEvents | None = None  # Kubernetes Events (rate-limited); None: not reported
     ingested: int = 0
     synced: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -87,6 +89,7 @@ class FaultManager:
         self._names: dict[int, str] = {}  # logic id -> chip name
         self._pods_pending: asyncio.TimerHandle | None = None
         self.switches = SwitchFaults()
+        self._isolated_reported: dict[str, bool] = {}
         self.has_switch = False
 
     @property
@@ -283,6 +286,13 @@ class FaultManager:
             self.engine.apply(row.chip, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
             self._touch(row.chip)
         self._evaluate_dirty()
+        if self.events is not None and inserted:
+            for row in rows:
+                if row.assertion == "recover":
+                    self.events.recovered(row.chip, row.code)
+                else:
+                    ev = self.evaluations.get(row.chip)
+                    self.events.occurred(row.chip, row.code, ev.verdict.fault_level.value if ev else "")
 
     async def _retention(self) -> None:
         """Bounded history: prune old events hourly, a second at a time (the store keeps what is still needed)."""
@@ -319,8 +329,11 @@ class FaultManager:
                         "reason": ev.verdict.reason.value,
                     },
                 )
-            if ev.isolate:
+            if ev.isolate and not self._isolated_reported.get(name):
                 self._spawn(asyncio.to_thread(self.store.set_manual, name, True, "FaultFrequency", int(now * 1000)))
+                if self.events is not None:
+                    self.events.isolated(name, "FaultFrequency")
+            self._isolated_reported[name] = ev.isolate
         if changed_states:
             self._spawn(self._save(changed_states))
             self._write_wanted.set()
@@ -394,6 +407,8 @@ class FaultManager:
             await asyncio.to_thread(self.store.release_escalations, chip, int(now * 1000), by)
         await asyncio.to_thread(self.store.set_manual, chip, on, by, int(now * 1000))
         log.info("chip isolated" if on else "chip released", extra={"chip": chip, "by": by})
+        if self.events is not None:
+            (self.events.isolated if on else self.events.released)(chip, by)
         self._touch(chip)
         self._evaluate_dirty()
 
@@ -453,12 +468,16 @@ class FaultManager:
                 await asyncio.to_thread(self.store.set_manual, name, False, "administrator", int(now * 1000))
                 await asyncio.to_thread(self.store.release_escalations, name, int(now * 1000), "administrator")
                 log.info("administrator released a chip", extra={"chip": name})
+                if self.events is not None:
+                    self.events.released(name, "administrator")
                 self._dirty.add(name)
         for name in sorted(listed - self._written_manual):
             if name in self.engine.chips:
                 self.engine.isolate(name)
                 await asyncio.to_thread(self.store.set_manual, name, True, "administrator", int(now * 1000))
                 log.info("administrator isolated a chip", extra={"chip": name})
+                if self.events is not None:
+                    self.events.isolated(name, "administrator")
                 self._dirty.add(name)
         self._written_manual = listed & set(self.engine.chips)
         self._evaluate_dirty()
