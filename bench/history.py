@@ -5,7 +5,8 @@
 Fills a temporary SQLite file through `Store.append_events` (batches, 16 chips), reopens it so
 SQLite's page cache starts cold, then times `Store.history` calls the way the REST API makes them
 (chip + time range, newest first, limit 100, plus keyset next pages) and prints p50/p99 and a
-markdown table row in the format of docs/benchmarks.md. Not part of the test suite.
+markdown table row in the format of docs/benchmarks.md. Not part of the test suite; `bench.run`
+calls `measure` for its history figure.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from fault_manager.store import FaultEventRow, Store
@@ -87,6 +89,63 @@ def query_latencies(store: Store, total: int, queries: int, rng: random.Random) 
     return shapes
 
 
+@dataclass
+class HistoryResult:
+    """One run of the history benchmark; latencies in seconds, per query shape."""
+
+    events: int
+    batch: int
+    fill_s: float
+    size_mb: float
+    shapes: dict[str, list[float]]
+
+    @property
+    def samples(self) -> list[float]:
+        return [s for values in self.shapes.values() for s in values]
+
+    def p(self, p: float) -> float:
+        return pct(self.samples, p)
+
+
+def min_events() -> int:
+    """The fewest events that still give every chip full pages of 100 (latest and next page).
+
+    A next-page cursor sits at least a tenth into the span, so a tenth of a chip's events must
+    fill a page, with a margin for the random spread of chips: 20 pages' worth per chip.
+    """
+    return 100 * len(CHIPS) * 20
+
+
+def measure(events: int = 1_000_000, queries: int = 1_000, batch: int = 5_000, seed: int = 7) -> HistoryResult:
+    """Fill a temporary store with `events` events and time `queries` history calls on it."""
+    if events < min_events():
+        raise ValueError(f"events must be at least {min_events()} (full pages on every chip)")
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory(prefix="fm-history-") as tmp:
+        path = Path(tmp) / "faults.db"
+        with Store(path) as store:
+            fill_s = fill(store, events, batch, rng)
+            stored = store.count_events()
+        size_mb = sum(p.stat().st_size for p in Path(tmp).iterdir()) / 1e6
+        # A fresh Store: SQLite's page cache starts empty (the OS cache stays warm, as on a node).
+        with Store(path) as store:
+            shapes = query_latencies(store, events, queries, rng)
+    return HistoryResult(stored, batch, fill_s, size_mb, shapes)
+
+
+def describe(result: HistoryResult) -> list[str]:
+    """Human-readable lines: the fill, and p50/p99 per query shape."""
+    lines = [
+        f"filled {result.events:,} events in {result.fill_s:.1f} s ({result.events / result.fill_s:,.0f}/s, "
+        f"batches of {result.batch:,}), file {result.size_mb:.0f} MB"
+    ]
+    for shape, values in result.shapes.items():
+        lines.append(
+            f"{shape}: n={len(values)} p50 {pct(values, 50) * 1000:.2f} ms, p99 {pct(values, 99) * 1000:.2f} ms"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -94,36 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=5_000, help="events per append_events call")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
-    if args.events < 100 * len(CHIPS) * 2:
-        parser.error(f"--events must be at least {100 * len(CHIPS) * 2} (full pages on every chip)")
-    rng = random.Random(args.seed)
-
-    with tempfile.TemporaryDirectory(prefix="fm-history-") as tmp:
-        path = Path(tmp) / "faults.db"
-        with Store(path) as store:
-            fill_s = fill(store, args.events, args.batch, rng)
-            stored = store.count_events()
-        size_mb = sum(p.stat().st_size for p in Path(tmp).iterdir()) / 1e6
-        # A fresh Store: SQLite's page cache starts empty (the OS cache stays warm, as on a node).
-        with Store(path) as store:
-            shapes = query_latencies(store, args.events, args.queries, rng)
-
-    samples = [s for values in shapes.values() for s in values]
-    p50, p99 = pct(samples, 50) * 1000, pct(samples, 99) * 1000
-    print(
-        f"filled {stored:,} events in {fill_s:.1f} s ({stored / fill_s:,.0f}/s, batches of {args.batch:,}), "
-        f"file {size_mb:.0f} MB",
-        file=sys.stderr,
-    )
-    for shape, values in shapes.items():
-        print(
-            f"  {shape:>9}: n={len(values)} p50 {pct(values, 50) * 1000:.2f} ms, p99 {pct(values, 99) * 1000:.2f} ms",
-            file=sys.stderr,
-        )
-    print(f"history p50 {p50:.2f} ms, p99 {p99:.2f} ms over {len(samples):,} queries")
+    if args.events < min_events():
+        parser.error(f"--events must be at least {min_events()} (full pages on every chip)")
+    result = measure(args.events, args.queries, args.batch, args.seed)
+    for line in describe(result):
+        print(f"  {line}", file=sys.stderr)
+    p50, p99 = result.p(50) * 1000, result.p(99) * 1000
+    print(f"history p50 {p50:.2f} ms, p99 {p99:.2f} ms over {len(result.samples):,} queries")
     verdict = "met" if p99 <= TARGET_P99_MS else "MISSED"
     print(
-        f"| fault-manager per-chip history ({stored:,} events, {len(CHIPS)} chips, limit 100), p50 / p99 "
+        f"| fault-manager per-chip history ({result.events:,} events, {len(CHIPS)} chips, limit 100), p50 / p99 "
         f"| {p50:.2f} ms / {p99:.2f} ms | p99 <= {TARGET_P99_MS:.0f} ms |  | {verdict} |"
     )
     return 0 if p99 <= TARGET_P99_MS else 1

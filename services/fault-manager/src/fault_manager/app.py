@@ -123,7 +123,10 @@ async def serve(service: Service) -> None:
     if service.hot_reset is not None:
         await service.hot_reset.start()
     if s.kube == "api":
-        policy_task = asyncio.create_task(service.keeper.follow_configmap(service.configmaps, s.policy_poll))
+        base = policy_files(s)
+        policy_task = asyncio.create_task(
+            service.keeper.follow_configmap(service.configmaps, s.policy_poll, base, service.keeper.status.source)
+        )
     tasks = [asyncio.create_task(api.serve(sockets=[api_sock])), asyncio.create_task(ops.serve())]
     log.info("fault-manager serving", extra={"socket": str(s.socket), "kube": s.kube, "db": str(s.db)})
     await stop.wait()

@@ -93,15 +93,17 @@ class PolicyKeeper:
         log.info("fault policy adopted", extra={"source": source, "digest": digest[:12]})
         return self.status
 
-    async def follow_configmap(self, configmaps: ConfigMaps, default_poll: float) -> None:
-        """Read the policy ConfigMap every PollInterval; its absence means the packaged tables."""
+    async def follow_configmap(
+        self, configmaps: ConfigMaps, default_poll: float, base: Mapping[str, str], base_source: str
+    ) -> None:
+        """Read the policy ConfigMap every PollInterval; without it, the base policy (--policy-dir or packaged)."""
         interval = default_poll
         while True:
             try:
                 current = await configmaps.get(NAMESPACE, POLICY_CONFIGMAP)
-                files = {} if current is None else current.data
+                files = base if current is None else current.data
                 interval = poll_interval(files, default_poll)
-                await self.offer(files, "configmap" if current is not None else "packaged")
+                await self.offer(files, "configmap" if current is not None else base_source)
             except FaultPolicyError:
                 pass  # logged and recorded by offer()
             except Exception as exc:  # the API may be down: keep the policy we have

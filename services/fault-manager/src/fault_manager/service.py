@@ -157,6 +157,8 @@ class FaultManager:
         while True:
             try:
                 node = await self.exporter.node()
+                if not node.ready:  # its list is not complete before every chip was read once
+                    raise ExporterError(503, "the exporter has not read every chip yet")
                 if resume is None or not resume.startswith(node.run_id + "-"):
                     resume = await asyncio.to_thread(self.store.last_event_id, node.run_id)
                 if resume is None:

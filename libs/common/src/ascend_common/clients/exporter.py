@@ -156,8 +156,13 @@ class InventoryFollower:
                 await asyncio.sleep(backoff.next())
 
     async def _resync(self) -> None:
-        listing = await self.client.chips()
         self.node = await self.client.node()
+        if not self.node.ready:
+            # Before its first read of every chip the exporter's list is empty or partial, and
+            # events about chips we do not know would be dropped: wait for it.
+            self.state.connected = False
+            raise ExporterError(503, "the exporter has not read every chip yet")
+        listing = await self.client.chips()
         now = time.monotonic()
         self.state = FollowerState(
             run_id=self.node.run_id, last_event_id=listing.last_event_id, connected=True, last_contact=now
@@ -182,7 +187,9 @@ class InventoryFollower:
             return
         event = ExporterEvent.model_validate_json(msg.data)
         self.state.last_event_id = event.id
-        if event.logic_id is not None and event.logic_id in self.chips:
+        if event.logic_id is not None:
+            if event.logic_id not in self.chips:
+                raise ValueError(f"event about chip {event.logic_id}, which the list did not have: re-read it")
             self._dirty.add(event.logic_id)
             self._dirty_event.set()
 

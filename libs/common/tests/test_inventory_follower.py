@@ -1,0 +1,64 @@
+"""The exporter follower waits for a complete chip list and re-reads it for an unknown chip."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+
+from ascend_common import sse
+from ascend_common.clients.exporter import InventoryFollower
+from ascend_common.schemas.exporter import Chip, ChipList, NodeInfo, SubscriptionState
+from ascend_common.schemas.reading import Reading
+
+from tests.support.chips import exporter_chip
+
+
+class FakeExporter:
+    def __init__(self) -> None:
+        self.ready = False
+        self.chip_list: list[Chip] = []
+        self.lists = 0
+        self.stream: asyncio.Queue[sse.SseMessage] = asyncio.Queue()
+
+    async def node(self) -> NodeInfo:
+        return NodeInfo(
+            backend="sim", profile="910b-8", run_id="r1", dcmi_version=Reading[str].ok("x"), card_count=0,
+            chip_count=len(self.chip_list), chips_by_state={}, subscription=SubscriptionState.LIVE,
+            poll_period_s=1.0, started_at=0.0, updated_at=0.0, last_event_id=None, ready=self.ready,
+        )  # fmt: skip
+
+    async def chips(self) -> ChipList:
+        self.lists += 1
+        return ChipList(last_event_id=None, chips=list(self.chip_list))
+
+    async def chip(self, logic_id: int) -> Chip:
+        return next(c for c in self.chip_list if c.logic_id == logic_id)
+
+    async def events(self, last_event_id: str | None) -> AsyncIterator[sse.SseMessage]:
+        while True:
+            yield await self.stream.get()
+
+
+async def test_waits_for_a_ready_exporter_and_rereads_for_unknown_chips() -> None:
+    fake = FakeExporter()
+    seen: list[Mapping[int, Chip]] = []
+    follower = InventoryFollower(fake, seen.append)  # type: ignore[arg-type]
+    await follower.start()
+    try:
+        fake.chip_list = [exporter_chip(0, 4)]  # discovery under way: partial list, not ready
+        await asyncio.sleep(0.3)
+        assert not follower.synced.is_set() and follower.chips == {}
+        fake.ready = True
+        async with asyncio.timeout(5):
+            await follower.synced.wait()
+        assert set(follower.chips) == {0}
+        # An event about a chip the list did not have: the follower re-reads the list.
+        fake.chip_list = [exporter_chip(0, 4), exporter_chip(1, 5)]
+        lists = fake.lists
+        await fake.stream.put(sse.SseMessage("chip", '{"id":"r1-1","type":"chip","time":1.0,"logic_id":1}', "r1-1"))
+        async with asyncio.timeout(5):
+            while set(follower.chips) != {0, 1}:
+                await asyncio.sleep(0.02)
+        assert fake.lists > lists
+    finally:
+        await follower.stop()
