@@ -281,7 +281,7 @@ def render(figures: list[Figure], command: str, history_notes: list[str] | None 
         "- Re-registration counts from the kubelet socket being re-created to the accepted Register call;",
         "  the fake kubelet listens at once (listen_delay 0) in this figure.",
         "- Allocate latency is measured at the caller (the fake kubelet) and includes the gRPC round trip;",
-        "  the Volcano path includes the one pod patch to the fake API server.",
+        "  on the Volcano path the pod patch is sent after the answer, its watch event then competes with later calls.",
         "- Cold start starts the exporter and the plugin together (the plugin does not wait for the exporter);",
         f"  a start whose kubelet sees no full ListAndWatch within {COLD_START_TIMEOUT_S:g} s is counted in the row"
         " as a miss, not retried.",
