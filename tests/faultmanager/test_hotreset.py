@@ -193,3 +193,35 @@ async def test_operator_reset_goes_through_the_preconditions(tmp_path: Path) -> 
     finally:
         fm.stop()
         exporter.stop()
+
+
+async def test_failed_in_band_reset_is_retried_out_of_band_on_910b(tmp_path: Path) -> None:
+    exporter = start_exporter(tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05")
+    fm = start_fault_manager(
+        tmp_path / "fm",
+        exporter,
+        "--hot-reset",
+        "--token-file",
+        str(reset_token(tmp_path / "t")),
+        "--time-scale",
+        SCALE,
+    )
+    try:
+        await wait_ready(fm)
+        async with exporter.client() as client:
+            name = (await client.get("/v1/chips/1")).json()["name"]
+        await sim(exporter, "/v1/sim/chips/1/reset-failure", {"mode": "error"})  # the in-band reset fails once
+        await sim(exporter, "/v1/sim/chips/1/faults", {"code": RESTART_NPU})
+        async with asyncio.timeout(15):
+            while not (await resets(fm))["attempts"] or (await resets(fm))["attempts"][0]["outcome"] is None:  # type: ignore[index]
+                await asyncio.sleep(0.1)
+        [attempt] = (await resets(fm))["attempts"]  # type: ignore[misc]
+        assert attempt["outcome"] == "succeeded", attempt
+        assert "trying out-of-band" in exporter.log_path.read_text()
+        async with asyncio.timeout(5):
+            while not (await verdicts(fm))[name]["schedulable"]:
+                await asyncio.sleep(0.1)
+        assert (await resets(fm))["operator"] == []
+    finally:
+        fm.stop()
+        exporter.stop()
