@@ -175,7 +175,7 @@ def create_api(
             raise HTTPException(status.HTTP_409_CONFLICT, f"not reset: {reason}")
         return ResetStarted(chips=group)
 
-    @app.get("/v1/resets", response_model=ResetsView)
+    @app.get("/v1/resets", response_model=ResetsView, responses=ERRORS)
     async def resets(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> ResetsView:
         rows = await asyncio.to_thread(fm.store.reset_attempts, limit)
         attempts = [
