@@ -7,10 +7,16 @@ names in kebab case (`--metrics-addr`); environment variables carry the service'
 
 from __future__ import annotations
 
+import faulthandler
+import signal
+import sys
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
+from pydantic import AfterValidator, ValidationError
 from pydantic_settings import BaseSettings, CliSettingsSource, SettingsConfigDict
+
+from ascend_common.logs import setup_logging
 
 S = TypeVar("S", bound=BaseSettings)
 
@@ -31,6 +37,31 @@ def load_settings(cls: type[S], argv: Sequence[str] | None, prog: str) -> S:
         cls, cli_prog_name=prog, cli_kebab_case=True, cli_implicit_flags=False, cli_exit_on_error=True
     )
     return cls(_cli_settings_source=cli(args=list(argv)))
+
+
+def prepare(cls: type[S], argv: Sequence[str] | None, prog: str) -> S | None:
+    """A service's start: settings from flags and environment, JSON logs, stack dumps on SIGUSR1.
+
+    None (after printing why) when the settings are invalid: the caller exits with 2.
+    """
+    try:
+        settings = load_settings(cls, sys.argv[1:] if argv is None else argv, prog=prog)
+    except ValidationError as exc:
+        print(f"{prog}: invalid settings:\n{exc}", file=sys.stderr)
+        return None
+    setup_logging(prog, str(getattr(settings, "log_level", "INFO")))
+    # `kill -USR1` dumps every thread's stack: how to see where a process is stuck.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    return settings
+
+
+def _check_host_port(addr: str) -> str:
+    parse_host_port(addr)
+    return addr
+
+
+HostPort = Annotated[str, AfterValidator(_check_host_port)]
+"""A `HOST:PORT` setting, checked when the settings load."""
 
 
 def parse_host_port(addr: str) -> tuple[str, int]:

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import faulthandler
 import logging
 import os
-import signal
 import sys
 from collections.abc import Sequence
 
-from ascend_common.logs import setup_logging
-from ascend_common.settings import load_settings
+from ascend_common.settings import prepare
 from ascend_common.tokens import TokenFileError
-from pydantic import ValidationError
 
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.server import serve
@@ -21,14 +17,9 @@ from dcmi_exporter.settings import ExporterSettings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        settings = load_settings(ExporterSettings, sys.argv[1:] if argv is None else argv, prog="dcmi-exporter")
-    except ValidationError as exc:
-        print(f"dcmi-exporter: invalid settings:\n{exc}", file=sys.stderr)
+    settings = prepare(ExporterSettings, argv, "dcmi-exporter")
+    if settings is None:
         return 2
-    setup_logging("dcmi-exporter", settings.log_level)
-    # `kill -USR1` dumps every thread's stack: the way to see which library call hangs.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         exporter = Exporter.from_settings(settings)
     except (TokenFileError, OSError, ValueError, KeyError) as exc:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from ascend_common.settings import parse_host_port, service_config
-from pydantic import Field, field_validator
+from ascend_common.settings import HostPort, service_config
+from pydantic import Field
 from pydantic_settings import BaseSettings
 
 MIN_EVENT_BUFFER = 16_384
@@ -19,7 +19,7 @@ class ExporterSettings(BaseSettings):
     profile: str = Field("910b-8", description="Simulator profile (sim backend only).")
     socket: Path = Field(Path("/run/ascend/dcmi-exporter.sock"), description="Unix socket of the local API (0660).")
     socket_group: str | None = Field(None, description="Group that owns the API socket (default: the process's).")
-    metrics_addr: str = Field("0.0.0.0:8082", description="HOST:PORT for /healthz, /readyz and /metrics.")
+    metrics_addr: HostPort = Field("0.0.0.0:8082", description="HOST:PORT for /healthz, /readyz and /metrics.")
     token_file: Path | None = Field(None, description="Tokens for mutating calls; none: mutating calls are refused.")
     scenario: Path | None = Field(None, description="Scripted fault scenario, YAML (sim backend only).")
     library: Path = Field(Path("/usr/local/dcmi/libdcmi.so"), description="Path of libdcmi.so (dcmi backend).")
@@ -31,9 +31,3 @@ class ExporterSettings(BaseSettings):
     reset_timeout: float = Field(180.0, gt=0, le=3600, description="Seconds a reset may take to reach boot 16.")
     reset_poll_period: float = Field(1.0, gt=0, le=10, description="Seconds between boot-status reads in a reset.")
     log_level: str = Field("INFO", description="Log level.")
-
-    @field_validator("metrics_addr")
-    @classmethod
-    def _addr(cls, value: str) -> str:
-        parse_host_port(value)
-        return value

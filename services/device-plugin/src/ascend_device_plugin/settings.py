@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Literal
 
 from ascend_common.kubelet.constants import DEFAULT_PLUGIN_DIR, DEFAULT_PODRESOURCES_SOCKET
-from ascend_common.settings import parse_host_port, service_config
-from pydantic import Field, field_validator
+from ascend_common.settings import HostPort, service_config
+from pydantic import Field
 from pydantic_settings import BaseSettings, CliImplicitFlag
 
 
@@ -45,14 +45,8 @@ class PluginSettings(BaseSettings):
     vnpu_gc_period: float = Field(
         30.0, gt=0, le=3600, description="Dynamic vNPU mode: seconds between sweeps for vNPUs no pod holds."
     )
-    metrics_addr: str = Field("0.0.0.0:8083", description="HOST:PORT for /healthz, /readyz and /metrics.")
+    metrics_addr: HostPort = Field("0.0.0.0:8083", description="HOST:PORT for /healthz, /readyz and /metrics.")
     require_root_owned: bool = Field(True, description="Refuse a plugin dir or kubelet.sock not owned by root.")
     max_message_bytes: int = Field(4 << 20, ge=64 << 10, le=64 << 20, description="gRPC message size cap.")
     max_streams: int = Field(16, ge=1, le=1024, description="Concurrent gRPC streams per connection.")
     log_level: str = Field("INFO", description="Log level.")
-
-    @field_validator("metrics_addr")
-    @classmethod
-    def _addr(cls, value: str) -> str:
-        parse_host_port(value)
-        return value

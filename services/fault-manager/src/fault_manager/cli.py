@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import faulthandler
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 
-from ascend_common.logs import setup_logging
-from ascend_common.settings import load_settings
-from pydantic import ValidationError
+from ascend_common.settings import prepare
 
 from fault_manager.settings import FaultManagerSettings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        settings = load_settings(FaultManagerSettings, sys.argv[1:] if argv is None else argv, prog="fault-manager")
-    except ValidationError as exc:
-        print(f"fault-manager: invalid settings:\n{exc}", file=sys.stderr)
+    settings = prepare(FaultManagerSettings, argv, "fault-manager")
+    if settings is None:
         return 2
-    setup_logging("fault-manager", settings.log_level)
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
     log = logging.getLogger("fault_manager")
     if not settings.node_name:
         log.error("cannot start", extra={"error": "--node-name is required (it names the device-info ConfigMap)"})

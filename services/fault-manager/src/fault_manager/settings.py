@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from ascend_common.settings import parse_host_port, service_config
-from pydantic import Field, field_validator
+from ascend_common.settings import HostPort, service_config
+from pydantic import Field
 from pydantic_settings import BaseSettings, CliImplicitFlag
 
 
@@ -23,7 +23,7 @@ class FaultManagerSettings(BaseSettings):
     state_dir: Path = Field(Path("/var/lib/ascend/fault-manager"), description="Offline mode: objects as files.")
     policy_dir: Path | None = Field(None, description="faultCode.json etc. to use instead of the packaged tables.")
     time_scale: float = Field(1.0, gt=0, le=10_000, description="Policy time runs this many times faster (drills).")
-    metrics_addr: str = Field("0.0.0.0:8084", description="HOST:PORT for /healthz, /readyz and /metrics.")
+    metrics_addr: HostPort = Field("0.0.0.0:8084", description="HOST:PORT for /healthz, /readyz and /metrics.")
     hot_reset: CliImplicitFlag[bool] = Field(False, description="Reset chips whose fault level calls for it.")
     token_file: Path | None = Field(None, description="Holds the fault-manager's `reset` token for the exporter.")
     reset_mirror_dir: Path = Field(Path("/user/restore/reset"), description="Host mirror of reset ConfigMaps.")
@@ -32,9 +32,3 @@ class FaultManagerSettings(BaseSettings):
     refresh_period: float = Field(300.0, ge=1, le=3600, description="Rewrite the ConfigMap at least this often (s).")
     write_interval: float = Field(1.0, ge=0.05, le=60, description="At most one ConfigMap write per this many s.")
     log_level: str = Field("INFO", description="Log level.")
-
-    @field_validator("metrics_addr")
-    @classmethod
-    def _addr(cls, value: str) -> str:
-        parse_host_port(value)
-        return value
