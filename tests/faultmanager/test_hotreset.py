@@ -25,6 +25,16 @@ async def resets(fm: FaultManagerProc) -> dict[str, object]:
         return dict((await client.get("/v1/resets")).json())
 
 
+async def finished_attempt(fm: FaultManagerProc, within: float) -> dict[str, object]:
+    """The newest reset attempt once it has an outcome."""
+    async with asyncio.timeout(within):
+        while True:
+            attempts = (await resets(fm))["attempts"]
+            if attempts and attempts[0]["outcome"] is not None:  # type: ignore[index]
+                return dict(attempts[0])  # type: ignore[index]
+            await asyncio.sleep(0.1)
+
+
 async def reset_info(fm: FaultManagerProc) -> dict[str, object]:
     async with fm.client() as client:
         objects = (await client.get("/v1/kube/objects")).json()
@@ -186,10 +196,8 @@ async def test_operator_reset_goes_through_the_preconditions(tmp_path: Path) -> 
             r = await client.post(f"/v1/chips/{name}/reset")
             assert r.status_code == 202, r.text
             assert name in r.json()["chips"]
-        async with asyncio.timeout(10):
-            while not (await resets(fm))["attempts"] or (await resets(fm))["attempts"][0]["outcome"] is None:  # type: ignore[index]
-                await asyncio.sleep(0.1)
-        assert (await resets(fm))["attempts"][0]["outcome"] == "succeeded"  # type: ignore[index]
+        attempt = await finished_attempt(fm, 10)
+        assert attempt["outcome"] == "succeeded"
     finally:
         fm.stop()
         exporter.stop()
@@ -212,10 +220,8 @@ async def test_failed_in_band_reset_is_retried_out_of_band_on_910b(tmp_path: Pat
             name = (await client.get("/v1/chips/1")).json()["name"]
         await sim(exporter, "/v1/sim/chips/1/reset-failure", {"mode": "error"})  # the in-band reset fails once
         await sim(exporter, "/v1/sim/chips/1/faults", {"code": RESTART_NPU})
-        async with asyncio.timeout(15):
-            while not (await resets(fm))["attempts"] or (await resets(fm))["attempts"][0]["outcome"] is None:  # type: ignore[index]
-                await asyncio.sleep(0.1)
-        [attempt] = (await resets(fm))["attempts"]  # type: ignore[misc]
+        attempt = await finished_attempt(fm, 15)
+        assert len((await resets(fm))["attempts"]) == 1  # type: ignore[arg-type]
         assert attempt["outcome"] == "succeeded", attempt
         assert "trying out-of-band" in exporter.log_path.read_text()
         async with asyncio.timeout(5):
