@@ -215,9 +215,9 @@ class HotReset:
                 except ValueError:
                     index = -1
                 episode = self._episode.setdefault((namespace, job), {})
+                names = {c.logic_id: c.name for c in group}
                 for logic in chips:
-                    name = self.fm._names.get(logic, "")
-                    v = verdicts.get(name)
+                    v = verdicts.get(names[logic])
                     if logic not in episode or status == "unrecovered":
                         # Policy and codes are the fault's, kept for the whole episode (its first
                         # policy is InitialPolicy): after a good reset the chip's verdict is clean.

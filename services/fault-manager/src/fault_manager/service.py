@@ -86,7 +86,6 @@ class FaultManager:
         self._last_written: tuple[object, ...] | None = None
         self._last_write = 0.0
         self._written_manual: set[str] | None = None
-        self._names: dict[int, str] = {}  # logic id -> chip name
         self._pods_pending: asyncio.TimerHandle | None = None
         self.switches = SwitchFaults()
         self._isolated_reported: dict[str, bool] = {}
@@ -253,7 +252,6 @@ class FaultManager:
         log.info("reconciled with the exporter", extra={"chips": len(listing.chips), "synthesised": len(rows)})
 
     def _learn(self, chip: Chip) -> None:
-        self._names[chip.logic_id] = chip.name
         if chip.resource_type is not None:
             self.rtype = chip.resource_type.value
         # SwitchInfoCfg is written on nodes with a switch: A3 (and the 950 generation).
