@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import platform
 import statistics
@@ -28,7 +27,7 @@ import psutil
 
 from bench import history
 from tests.support.exporter import ExporterProc, auth, start_exporter
-from tests.support.fake_apiserver import FakeApiServer
+from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.fake_kubelet import FakeKubelet, StreamMessage, short_tmp_dir
 from tests.support.plugin import PluginProc, start_plugin, wait_ready
 
@@ -76,12 +75,7 @@ async def stack(
         await kubelet.start()
         args = list(plugin_args)
         if apiserver is not None:
-            cfg = workdir / "kubeconfig"
-            cfg.write_text(json.dumps({
-                "apiVersion": "v1", "kind": "Config", "current-context": "b",
-                "clusters": [{"name": "b", "cluster": {"server": apiserver.url}}], "users": [{"name": "b", "user": {}}],
-                "contexts": [{"name": "b", "context": {"cluster": "b", "user": "b"}}],
-            }))  # fmt: skip
+            cfg = write_kubeconfig(workdir / "kubeconfig", apiserver.url)
             args += ["--kubeconfig", str(cfg)]
         plugin = start_plugin(workdir, exporter, plugin_dir, *args, kube=kube)
         try:

@@ -11,28 +11,12 @@ from fault_manager.store import Store
 
 from tests.faultmanager.test_service import sim, verdicts
 from tests.support.exporter import start_exporter
-from tests.support.fake_apiserver import FakeApiServer
+from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
 
 HBM = "80E01801"  # FaultFrequency: 2 occurrences in 24 h -> ManuallySeparateNPU
 CM = "mindx-dl-deviceinfo-node-a"
 CM_PATH = "/api/v1/namespaces/kube-system/configmaps"
-
-
-def kubeconfig(path: Path, url: str) -> Path:
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "f",
-                "clusters": [{"name": "f", "cluster": {"server": url}}],
-                "users": [{"name": "f", "user": {}}],
-                "contexts": [{"name": "f", "context": {"cluster": "f", "user": "f"}}],
-            }
-        )
-    )
-    return path
 
 
 async def until(check: Callable[[], object], timeout: float = 10.0) -> None:
@@ -49,7 +33,7 @@ def configmap(api: FakeApiServer) -> dict[str, str]:
 async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> None:
     with FakeApiServer() as api:
         exporter = start_exporter(tmp_path / "exporter")
-        cfg = kubeconfig(tmp_path / "kubeconfig", api.url)
+        cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
         args = ("--kubeconfig", str(cfg))
         fm: FaultManagerProc = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api")
         try:
@@ -124,7 +108,7 @@ async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_
         used, idle = chips[0], chips[1]
         api.add_pod("train-0", "ml", node="node-a", phase="Running",
                     annotations={"huawei.com/AscendReal": used["name"], "huawei.com/kltDev": used["name"]})  # fmt: skip
-        cfg = kubeconfig(tmp_path / "kubeconfig", api.url)
+        cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
         fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), "--time-scale", "10", kube="api")
         try:
             await wait_ready(fm)

@@ -117,8 +117,7 @@ async def test_a_reset_that_fails_goes_to_the_operator(tmp_path: Path) -> None:
 
 
 async def test_in_place_recovery_job_is_told_around_the_reset(tmp_path: Path) -> None:
-    from tests.faultmanager.test_configmap import kubeconfig
-    from tests.support.fake_apiserver import FakeApiServer
+    from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 
     with FakeApiServer() as api:
         exporter = start_exporter(
@@ -133,7 +132,7 @@ async def test_in_place_recovery_job_is_told_around_the_reset(tmp_path: Path) ->
         mirror = tmp_path / "mirror"
         fm = start_fault_manager(
             tmp_path / "fm", exporter, "--hot-reset", "--token-file", str(reset_token(tmp_path / "t")),
-            "--time-scale", SCALE, "--kubeconfig", str(kubeconfig(tmp_path / "kc", api.url)),
+            "--time-scale", SCALE, "--kubeconfig", str(write_kubeconfig(tmp_path / "kc", api.url)),
             "--reset-mirror-dir", str(mirror), kube="api",
         )  # fmt: skip
         try:

@@ -6,10 +6,9 @@ import asyncio
 import json
 from pathlib import Path
 
-from tests.faultmanager.test_configmap import kubeconfig
 from tests.faultmanager.test_service import sim, verdicts
 from tests.support.exporter import start_exporter
-from tests.support.fake_apiserver import FakeApiServer
+from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.faultmanager import start_fault_manager, wait_ready
 
 FAST_LINK_DOWN = {
@@ -59,7 +58,7 @@ async def test_offline_policy_put_rejects_a_bad_file_and_adopts_a_good_one(tmp_p
 async def test_cluster_policy_comes_from_the_configmap(tmp_path: Path) -> None:
     with FakeApiServer() as api:
         exporter = start_exporter(tmp_path / "exporter")
-        cfg = kubeconfig(tmp_path / "kubeconfig", api.url)
+        cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
         fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), "--policy-poll", "1", kube="api")
         try:
             await wait_ready(fm)

@@ -14,7 +14,7 @@ import pytest
 from tests.plugin.conftest import Node, close_node, make_node
 from tests.plugin.test_kubelet_flow import ALL, R, inject, phy_of
 from tests.support.exporter import TOKENS
-from tests.support.fake_apiserver import FakeApiServer
+from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.plugin import wait_ready
 
 TAKEN = "18446744073709551615"
@@ -28,25 +28,10 @@ def apiserver() -> Iterator[FakeApiServer]:
         yield server
 
 
-def kubeconfig(workdir: Path, url: str) -> Path:
-    path = workdir / "kubeconfig"
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "fake",
-                "clusters": [{"name": "fake", "cluster": {"server": url}}],
-                "users": [{"name": "fake", "user": {}}],
-                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
-            }
-        )
-    )
-    return path
-
-
 async def cluster_node(workdir: Path, apiserver: FakeApiServer, *args: str) -> Node:
-    n = await make_node(workdir, "--kubeconfig", str(kubeconfig(workdir, apiserver.url)), *args, kube="api")
+    n = await make_node(
+        workdir, "--kubeconfig", str(write_kubeconfig(workdir / "kubeconfig", apiserver.url)), *args, kube="api"
+    )
     await wait_ready(n.plugin)
     return n
 

@@ -36,6 +36,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
@@ -1093,3 +1094,13 @@ class FakeApiServer:
             yield from batch
             if batch and batch[-1]["type"] == "ERROR":
                 return
+
+
+def write_kubeconfig(path: Path, url: str) -> Path:
+    """A kubeconfig for a service process to reach this fake (no auth, plain HTTP)."""
+    cluster = {"name": "fake", "cluster": {"server": url}}
+    context = {"name": "fake", "context": {"cluster": "fake", "user": "fake"}}
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "fake", "clusters": [cluster],
+              "users": [{"name": "fake", "user": {}}], "contexts": [context]}  # fmt: skip
+    path.write_text(json.dumps(config))
+    return path

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -76,3 +77,26 @@ class SeqLog(Generic[T]):
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(within):
                 await waiter.wait()
+
+    async def frames(
+        self, cursor: int, evicted: Callable[[int], bytes], keepalive_s: float = 15.0
+    ) -> AsyncIterator[bytes]:
+        """The wire frames after `cursor`, forever: what a stream handler sends.
+
+        A reader that falls behind the buffer gets `evicted(cursor)` once and continues from the
+        newest item; an idle stream gets an SSE comment every `keepalive_s` so proxies keep it.
+        """
+        while True:
+            batch = self.after(cursor)
+            if batch is None:
+                yield evicted(cursor)
+                cursor = self._head
+                continue
+            if batch:
+                yield b"".join(entry.wire for entry in batch)
+                cursor = batch[-1].seq
+                continue
+            before = cursor
+            await self.wait_after(cursor, keepalive_s)
+            if self._head == before:
+                yield b": keepalive\n\n"

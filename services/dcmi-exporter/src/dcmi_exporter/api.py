@@ -301,20 +301,12 @@ async def _stream(exporter: Exporter, last_event_id: str | None) -> AsyncIterato
         cursor = start.seq
         if start.gap is not None:
             yield _gap_frame(start.gap)
-        while True:
-            batch = log_.after(cursor)
-            if batch is None:  # this reader fell behind the ring buffer
-                yield _gap_frame(GapData(reason="evicted", requested=log_.make_id(cursor), resume_after=log_.head_id))
-                cursor = log_.head_seq
-                continue
-            if batch:
-                yield b"".join(s.wire for s in batch)
-                cursor = batch[-1].seq
-                continue
-            before = cursor
-            await log_.wait_after(cursor, KEEPALIVE_S)
-            if log_.head_seq == before:
-                yield b": keepalive\n\n"
+
+        def evicted(behind: int) -> bytes:  # this reader fell behind the ring buffer
+            return _gap_frame(GapData(reason="evicted", requested=log_.make_id(behind), resume_after=log_.head_id))
+
+        async for frame in log_.frames(cursor, evicted, KEEPALIVE_S):
+            yield frame
     finally:
         exporter.stream_clients -= 1
 

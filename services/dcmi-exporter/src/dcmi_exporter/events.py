@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,5 +76,5 @@ class EventLog:
         """Events after `seq`, or None when some of them were evicted (the reader fell behind)."""
         return self._log.after(seq)
 
-    async def wait_after(self, seq: int, within: float) -> None:
-        await self._log.wait_after(seq, within)
+    def frames(self, cursor: int, evicted: Callable[[int], bytes], keepalive_s: float) -> AsyncIterator[bytes]:
+        return self._log.frames(cursor, evicted, keepalive_s)

@@ -62,17 +62,6 @@ class VerdictBoard:
                 cursor = int(last_event_id)
             else:
                 yield sse.encode("reset", '{"reason":"cannot resume; re-read /v1/verdicts"}')
-        while True:
-            batch = self._log.after(cursor)
-            if batch is None:
-                yield sse.encode("reset", '{"reason":"fell behind; re-read /v1/verdicts"}')
-                cursor = self.revision
-                continue
-            if batch:
-                yield b"".join(e.wire for e in batch)
-                cursor = batch[-1].seq
-                continue
-            before = cursor
-            await self._log.wait_after(cursor, KEEPALIVE_S)
-            if self.revision == before:
-                yield b": keepalive\n\n"
+        reset = sse.encode("reset", '{"reason":"fell behind; re-read /v1/verdicts"}')
+        async for frame in self._log.frames(cursor, lambda _behind: reset, KEEPALIVE_S):
+            yield frame
