@@ -230,3 +230,43 @@ async def test_failed_in_band_reset_is_retried_out_of_band_on_910b(tmp_path: Pat
     finally:
         fm.stop()
         exporter.stop()
+
+
+async def test_a_job_whose_processes_do_not_stop_fails_to_the_operator(tmp_path: Path) -> None:
+    from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
+
+    with FakeApiServer() as api:
+        exporter = start_exporter(
+            tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05", profile="910a-8"
+        )
+        async with exporter.client() as client:
+            chip = (await client.get("/v1/chips/1")).json()
+        api.add_pod(
+            "train-0", "ml", node="node-a", phase="Running", labels={"volcano.sh/job-name": "job2"},
+            annotations={"huawei.com/AscendReal": chip["name"], "hccl/rankIndex": "0"},
+        )  # fmt: skip
+        api.add_configmap("reset-config-job2", "ml", {}, reset="true")
+        async with exporter.client() as client:
+            r = await client.put("/v1/sim/chips/1/processes", json={"processes": [{"pid": 77}]},
+                                 headers={"Authorization": f"Bearer {TOKENS['sim'][0]}"})  # fmt: skip
+            assert r.status_code == 204
+        fm = start_fault_manager(
+            tmp_path / "fm", exporter, "--hot-reset", "--token-file", str(reset_token(tmp_path / "t")),
+            "--time-scale", SCALE, "--kubeconfig", str(write_kubeconfig(tmp_path / "kc", api.url)), kube="api",
+        )  # fmt: skip
+        try:
+            await wait_ready(fm)
+            await sim(exporter, "/v1/sim/chips/1/faults", {"code": RESTART_NPU})
+            # Told to stop, the job keeps its process past WaitProcessReadCMTime (30 s = 1.5 s here).
+            async with asyncio.timeout(15):
+                while not (await resets(fm))["operator"]:
+                    await asyncio.sleep(0.1)
+            [item] = (await resets(fm))["operator"]  # type: ignore[misc]
+            assert "did not stop" in item["reason"]
+            assert (await resets(fm))["attempts"] == []
+            cm = api.get_object("configmaps", "reset-config-job2", "ml")
+            assert cm is not None
+            assert json.loads(cm["data"]["reset.json"])["RankList"][0]["Status"] == "failed"
+        finally:
+            fm.stop()
+            exporter.stop()

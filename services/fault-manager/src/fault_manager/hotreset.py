@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 from ascend_common.clients.exporter import ExporterClient, ExporterError
-from ascend_common.faults import reset_candidate
+from ascend_common.faults import GraceTolerance, reset_candidate
 from ascend_common.inuse import chips_in_use
 from ascend_common.kube.pods import SlimPod
 from ascend_common.reset_groups import group_of
@@ -67,6 +67,7 @@ class HotReset:
     _jobs: set[asyncio.Task[None]] = field(default_factory=set)
     _written_info: str | None = None
     _told: dict[tuple[str, str], str] = field(default_factory=dict)  # job -> status last written
+    _told_at: dict[tuple[str, ...], float] = field(default_factory=dict)  # group -> when its jobs were told
     # job -> logic id -> (policy, initial policy, error codes) of the current episode
     _episode: dict[tuple[str, str], dict[int, tuple[str, str, str]]] = field(default_factory=dict)
 
@@ -122,9 +123,15 @@ class HotReset:
                 continue
             seen.add(key)
             jobs, reason = await self._jobs_of(group)
+            reason = reason or self._self_healing(key, now)
             if reason is None and jobs:
                 # The job's agents must stop first: tell them, then wait for the chips to be idle.
                 await self._tell_jobs(jobs, group, "unrecovered")
+                if self._processes_outstay(key, group, now):
+                    await self._tell_jobs(jobs, group, "failed")
+                    self._to_operator(key, "the job's processes did not stop within WaitProcessReadCMTime",
+                                      int(now * 1000))  # fmt: skip
+                    continue
             reason = reason or self._why_not(group, now)
             if reason is not None:
                 if self._blocked.get(key) != reason:
@@ -166,6 +173,26 @@ class HotReset:
         self._jobs.add(task)
         task.add_done_callback(self._jobs.discard)
         return list(key), None
+
+    def _grace(self) -> GraceTolerance:
+        return self.fm.engine.policy.customization.grace
+
+    def _self_healing(self, key: tuple[str, ...], now: float) -> str | None:
+        """GraceTolerance.WaitFaultSelfHealingTime: give a fresh fault the chance to clear by itself."""
+        wait = self.fm.engine.real_time(self._grace().wait_fault_self_healing_s)
+        verdicts = self.fm.board.current()
+        newest = max((verdicts[c].since for c in key if c in verdicts), default=now)
+        if now - newest < wait:
+            return f"waiting {wait:.1f} s for the fault to heal by itself"
+        return None
+
+    def _processes_outstay(self, key: tuple[str, ...], group: list[Chip], now: float) -> bool:
+        """GraceTolerance.WaitProcessReadCMTime: the job was told, but its processes still run."""
+        told = self._told_at.setdefault(key, now)
+        running = any(c.dynamic is not None and c.dynamic.processes.value for c in group)
+        if not running:
+            return False
+        return now - told > self.fm.engine.real_time(self._grace().wait_process_read_cm_s)
 
     def _why_not(self, group: list[Chip], now: float) -> str | None:
         for chip in group:
