@@ -172,3 +172,38 @@ async def test_unchanged_configmap_is_rewritten_only_by_the_refresh(tmp_path: Pa
     finally:
         fm.stop()
         exporter.stop()
+
+
+async def test_a_duration_escalation_is_reported_while_it_holds(tmp_path: Path) -> None:
+    exporter = start_exporter(tmp_path / "exporter")
+    fm = start_fault_manager(tmp_path / "fm", exporter, "--time-scale", "20")
+    try:
+        await wait_ready(fm)
+        async with exporter.client() as client:
+            name = (await client.get("/v1/chips/5")).json()["name"]
+
+        async def reasons() -> dict[str, object]:
+            try:
+                return dict(json.loads((await deviceinfo(fm))["UpgradeFaultReason"]))
+            except (ValueError, KeyError):
+                return {}
+
+        # Link down for 25 s of policy time (1.25 s here): PreSeparateNPU by FaultDuration.
+        await sim(exporter, "/v1/sim/chips/5/faults", {"code": "81078603", "severity": 1})
+        await eventually(lambda: _has(reasons, name), timeout=10)
+        [reason] = (await reasons())[name]  # type: ignore[misc]
+        assert (reason["upgrade_type"], reason["fault_level"]) == ("FaultDuration", "PreSeparateNPU")
+        # Recovered, and 60 s of policy later (3 s here) the escalation and its reason are gone.
+        await sim(exporter, "/v1/sim/chips/5/faults", {"code": "81078603", "assertion": "recover", "severity": 1})
+
+        async def gone() -> bool:
+            return name not in await reasons() and (await verdicts(fm))[name]["fault_level"] == "NormalNPU"
+
+        await eventually(gone, timeout=10)
+    finally:
+        fm.stop()
+        exporter.stop()
+
+
+async def _has(reasons: object, name: str) -> bool:
+    return name in await reasons()  # type: ignore[operator]

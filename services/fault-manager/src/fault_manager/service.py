@@ -351,10 +351,20 @@ class FaultManager:
                 v.codes,
                 int(self.clock.now() * 1000),
             )
-            for esc in ev.escalations:
-                await asyncio.to_thread(
-                    self.store.add_escalation, v.chip, esc.code, esc.level.value, esc.upgrade_type, esc.at_ms
-                )
+            await asyncio.to_thread(self._sync_escalations, ev)
+
+    def _sync_escalations(self, ev: Evaluation) -> None:
+        """The chip's UpgradeFaultReason entries are exactly its current escalations: new ones are
+        recorded, and ones its rules no longer hold (a duration that cleared, a frequency
+        escalation released) are released with the time they ended."""
+        chip = ev.verdict.chip
+        now_ms = int(self.clock.now() * 1000)
+        current = {(e.code, e.upgrade_type) for e in ev.escalations}
+        for esc in ev.escalations:
+            self.store.add_escalation(chip, esc.code, esc.level.value, esc.upgrade_type, esc.at_ms)
+        for row in self.store.escalations(True, chip):
+            if (row.code, row.upgrade_type) not in current:
+                self.store.release_escalations(chip, now_ms, "rule no longer holds", row.code, row.upgrade_type)
 
     def _spawn(self, coro: object) -> None:
         task = asyncio.ensure_future(coro)  # type: ignore[call-overload]
