@@ -109,3 +109,18 @@ def test_unknown_code_falls_back_to_severity() -> None:
     e.apply(CHIP, "ABCDEF12", "recover", 3, 2.0)
     e.apply(CHIP, "ABCDEF13", "occur", 1, 3.0)
     assert e.evaluate(CHIP, 4.0).verdict.fault_level is FaultLevel.NOT_HANDLE_FAULT
+
+
+def test_card_drop_leaves_a_fault_autofill_reason_for_the_longest_release_window() -> None:
+    e = engine()
+    e.apply(CHIP, "40F84E00", "occur", None, 100.0)
+    ev = e.evaluate(CHIP, 101.0)
+    assert ev.verdict.fault_level is FaultLevel.RESTART_NPU
+    assert [(x.upgrade_type, x.code) for x in ev.escalations] == [("FaultAutofill", "40F84E00")]
+    e.apply(CHIP, "40F84E00", "recover", None, 200.0)
+    window = e.policy.customization.longest_release_window_s()  # 172800 s in the packaged rules
+    ev = e.evaluate(CHIP, 201.0)
+    assert ev.verdict.fault_level is FaultLevel.NORMAL_NPU, "a reason only: the level follows the codes"
+    assert [x.upgrade_type for x in ev.escalations] == ["FaultAutofill"]
+    assert ev.wake_at == pytest.approx(200.0 + window)
+    assert e.evaluate(CHIP, 200.0 + window).escalations == ()

@@ -33,10 +33,12 @@ from ascend_common.faults import (
 from ascend_common.faults import (
     network_healthy as level_network_healthy,
 )
+from ascend_common.schemas.exporter import CARD_DROP_CODE
 from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
 
 UPGRADE_DURATION = "FaultDuration"
 UPGRADE_FREQUENCY = "FaultFrequency"
+UPGRADE_AUTOFILL = "FaultAutofill"
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,23 @@ class FaultEngine:
     def isolate(self, name: str) -> None:
         self.chips[name].manual = True
 
+    def _autofill(
+        self, code: str, events: list[CodeEvent], pnow: float, severity: int | None
+    ) -> tuple[Escalation, float | None] | None:
+        """A synthesised code (card drop) leaves a FaultAutofill reason that outlives it by the
+        longest configured ReleaseTimeWindow (never released when no rule has one). It is a
+        reason only: the chip's level follows its codes. Returns the reason and when it ends."""
+        spans = presence(events, now=pnow)
+        if not spans:
+            return None
+        window = float(self.policy.customization.longest_release_window_s())
+        ended = spans[-1][1]
+        if ended is not None and window and pnow >= ended + window:
+            return None
+        reason = Escalation(code, code_level(self.policy.table, code, severity), UPGRADE_AUTOFILL,
+                            int(self.real_time(spans[-1][0]) * 1000))  # fmt: skip
+        return reason, (ended + window if ended is not None and window else None)
+
     def evaluate(self, name: str, now: float, used_by_running_pod: bool = False) -> Evaluation:
         chip = self.chips[name]
         pnow = self.policy_time(now)
@@ -205,6 +224,12 @@ class FaultEngine:
                     at_ms = int(self.real_time(fstate.escalated_at or pnow) * 1000)
                     escalations.append(Escalation(code, frequency.handling, UPGRADE_FREQUENCY, at_ms))
                     isolate = isolate or frequency.handling is FaultLevel.MANUALLY_SEPARATE_NPU
+            if code == CARD_DROP_CODE:
+                autofill = self._autofill(code, events, pnow, chip.severity.get(code))
+                if autofill is not None:
+                    escalations.append(autofill[0])
+                    if autofill[1] is not None:
+                        wake.append(autofill[1])
             if level is None:
                 continue
             network = is_network_code(code)
