@@ -59,7 +59,10 @@ async def test_cluster_policy_comes_from_the_configmap(tmp_path: Path) -> None:
     with FakeApiServer() as api:
         exporter = start_exporter(tmp_path / "exporter")
         cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
-        fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), "--policy-poll", "1", kube="api")
+        # A long poll: the ConfigMap's changes must arrive through the watch.
+        fm = start_fault_manager(
+            tmp_path / "fm", exporter, "--kubeconfig", str(cfg), "--policy-poll", "600", kube="api"
+        )
         try:
             await wait_ready(fm)
             async with fm.client() as client:

@@ -135,6 +135,7 @@ async def serve(service: Service) -> None:
     await asyncio.wait(tasks, timeout=5)
     if s.kube == "api":
         policy_task.cancel()
+        await asyncio.wait([policy_task], timeout=5)
     if service.hot_reset is not None:
         await service.hot_reset.stop()
     await service.fm.stop()

@@ -1,8 +1,8 @@
 """Where the fault policy comes from, and how a new one is adopted.
 
 Offline: the packaged reference tables (or --policy-dir), replaceable through `PUT /v1/policy`.
-With a cluster: the ConfigMap `kube-system/mindx-dl-fault-config` when present (read every
-PollInterval), else the packaged tables; `PUT /v1/policy` then answers 409. A policy is
+With a cluster: the ConfigMap `kube-system/mindx-dl-fault-config` when present (watched, re-read
+at least every PollInterval), else the packaged tables; `PUT /v1/policy` then answers 409. A policy is
 validated whole before use; a bad one is rejected with its reason and the last good one stays.
 """
 
@@ -23,7 +23,7 @@ from ascend_common.faults import (
     validate_policy_bundle,
 )
 
-from fault_manager.configmaps import ConfigMaps
+from fault_manager.configmaps import ConfigMaps, WatchUnavailable
 from fault_manager.engine import Policy
 from fault_manager.store import Store
 
@@ -99,6 +99,7 @@ class PolicyKeeper:
         """Read the policy ConfigMap every PollInterval; without it, the base policy (--policy-dir or packaged)."""
         interval = default_poll
         while True:
+            current = None
             try:
                 current = await configmaps.get(NAMESPACE, POLICY_CONFIGMAP)
                 files = base if current is None else current.data
@@ -108,4 +109,17 @@ class PolicyKeeper:
                 pass  # logged and recorded by offer()
             except Exception as exc:  # the API may be down: keep the policy we have
                 log.warning("cannot read the fault policy ConfigMap", extra={"error": str(exc)})
+            await self._until_change(configmaps, interval, current.resource_version if current else None)
+
+    async def _until_change(self, configmaps: ConfigMaps, interval: float, resource_version: str | None) -> None:
+        """Watch the policy ConfigMap for up to `interval`; PollInterval alone when a watch is not possible."""
+        wait_change = getattr(configmaps, "wait_change", None)
+        if wait_change is None:
             await asyncio.sleep(interval)
+            return
+        started = asyncio.get_running_loop().time()
+        try:
+            await wait_change(NAMESPACE, POLICY_CONFIGMAP, interval, resource_version)
+        except WatchUnavailable as exc:
+            log.info("no watch on the policy ConfigMap; polling", extra={"error": str(exc)})
+            await asyncio.sleep(max(0.0, interval - (asyncio.get_running_loop().time() - started)))
