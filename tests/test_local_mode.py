@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -49,11 +50,19 @@ def test_local_mode_starts_answers_and_stops_cleanly(tmp_path: Path) -> None:
                 return len(verdicts) == 16 and all(v["schedulable"] for v in verdicts)
 
             wait_until(all_schedulable, timeout=10, what="16 schedulable verdicts")
-        wait_until(
-            lambda: (state / "fault-manager/kube/configmaps/kube-system/mindx-dl-deviceinfo-local.json").exists(),
-            timeout=10,
-            what="the device-info ConfigMap file",
-        )
+        cm_file = state / "fault-manager/kube/configmaps/kube-system/mindx-dl-deviceinfo-local.json"
+        wait_until(cm_file.exists, timeout=10, what="the device-info ConfigMap file")
+        # The operator CLI answers against the local stack.
+        env = {
+            **os.environ,
+            "ASCENDCTL_EXPORTER_SOCKET": str(sock),
+            "ASCENDCTL_FAULT_MANAGER_SOCKET": str(state / "fault-manager.sock"),
+        }
+        ascendctl = str(Path(sys.executable).parent / "ascendctl")
+        for command in ("chips", "verdicts", "deviceinfo"):
+            result = subprocess.run([ascendctl, "--json", command], env=env, capture_output=True, text=True, timeout=30)
+            assert result.returncode == 0, (command, result.stdout, result.stderr)
+            assert result.stdout.strip(), command
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=20)

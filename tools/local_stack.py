@@ -186,6 +186,9 @@ Local Ascend node stack is up (profile {args.profile}); state in {state}
   logs                  {state}/*.log
 
 Try:
+  export ASCENDCTL_EXPORTER_SOCKET={sock} ASCENDCTL_FAULT_MANAGER_SOCKET={fault_manager.socket}
+  .venv/bin/ascendctl chips;  .venv/bin/ascendctl verdicts;  .venv/bin/ascendctl deviceinfo
+  .venv/bin/ascendctl sim inject --chip 0 --code 8C1FA006 --token-file {state / "tokens"}
   curl -s --unix-socket {sock} http://x/v1/chips | python3 -m json.tool | head -40
   curl -sN --unix-socket {sock} http://x/v1/events
   curl -s --unix-socket {fault_manager.socket} http://x/v1/verdicts | python3 -m json.tool | head -30
