@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from tests.faultmanager.test_service import sim, verdicts
-from tests.support.exporter import TOKENS, start_exporter
+from tests.support.exporter import TOKENS, ExporterProc, start_exporter
 from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
 
 RESTART_NPU = "8C1FA006"
@@ -18,6 +18,14 @@ SCALE = "20"  # 60 s of idle period = 3 s
 def reset_token(path: Path) -> Path:
     path.write_text(f"{TOKENS['reset'][0]} reset\n")
     return path
+
+
+def start_hot_reset(tmp_path: Path, exporter: ExporterProc, *extra: str, **kw: str) -> FaultManagerProc:
+    """A fault-manager with hot reset on, its `reset` token, and the drills' time scale."""
+    token = reset_token(tmp_path / "fm-token")
+    return start_fault_manager(
+        tmp_path / "fm", exporter, "--hot-reset", "--token-file", str(token), "--time-scale", SCALE, *extra, **kw
+    )
 
 
 async def resets(fm: FaultManagerProc) -> dict[str, object]:
@@ -44,10 +52,7 @@ async def reset_info(fm: FaultManagerProc) -> dict[str, object]:
 
 async def test_reset_after_idle_then_tokens_run_out(tmp_path: Path) -> None:
     exporter = start_exporter(tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05")
-    token = reset_token(tmp_path / "fm-token")
-    fm = start_fault_manager(
-        tmp_path / "fm", exporter, "--hot-reset", "--token-file", str(token), "--time-scale", SCALE
-    )
+    fm = start_hot_reset(tmp_path, exporter)
     try:
         await wait_ready(fm)
         started = time.monotonic()
@@ -92,10 +97,7 @@ async def test_a_reset_that_fails_goes_to_the_operator(tmp_path: Path) -> None:
         tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05", "--reset-timeout", "1",
         profile="910a-8",
     )  # fmt: skip
-    token = reset_token(tmp_path / "fm-token")
-    fm = start_fault_manager(
-        tmp_path / "fm", exporter, "--hot-reset", "--token-file", str(token), "--time-scale", SCALE
-    )
+    fm = start_hot_reset(tmp_path, exporter)
     try:
         await wait_ready(fm)
         async with exporter.client() as client:
@@ -130,11 +132,10 @@ async def test_in_place_recovery_job_is_told_around_the_reset(tmp_path: Path) ->
             annotations={"huawei.com/AscendReal": chip["name"], "hccl/rankIndex": "2"},
         )  # fmt: skip
         mirror = tmp_path / "mirror"
-        fm = start_fault_manager(
-            tmp_path / "fm", exporter, "--hot-reset", "--token-file", str(reset_token(tmp_path / "t")),
-            "--time-scale", SCALE, "--kubeconfig", str(write_kubeconfig(tmp_path / "kc", api.url)),
-            "--reset-mirror-dir", str(mirror), kube="api",
-        )  # fmt: skip
+        kubeconfig = str(write_kubeconfig(tmp_path / "kc", api.url))
+        fm = start_hot_reset(
+            tmp_path, exporter, "--kubeconfig", kubeconfig, "--reset-mirror-dir", str(mirror), kube="api"
+        )
         try:
             await wait_ready(fm)
             await sim(exporter, "/v1/sim/chips/1/faults", {"code": RESTART_NPU})
@@ -173,15 +174,7 @@ async def test_in_place_recovery_job_is_told_around_the_reset(tmp_path: Path) ->
 
 async def test_operator_reset_goes_through_the_preconditions(tmp_path: Path) -> None:
     exporter = start_exporter(tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05")
-    fm = start_fault_manager(
-        tmp_path / "fm",
-        exporter,
-        "--hot-reset",
-        "--token-file",
-        str(reset_token(tmp_path / "t")),
-        "--time-scale",
-        SCALE,
-    )
+    fm = start_hot_reset(tmp_path, exporter)
     try:
         await wait_ready(fm)
         async with exporter.client() as client:
@@ -204,15 +197,7 @@ async def test_operator_reset_goes_through_the_preconditions(tmp_path: Path) -> 
 
 async def test_failed_in_band_reset_is_retried_out_of_band_on_910b(tmp_path: Path) -> None:
     exporter = start_exporter(tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05")
-    fm = start_fault_manager(
-        tmp_path / "fm",
-        exporter,
-        "--hot-reset",
-        "--token-file",
-        str(reset_token(tmp_path / "t")),
-        "--time-scale",
-        SCALE,
-    )
+    fm = start_hot_reset(tmp_path, exporter)
     try:
         await wait_ready(fm)
         async with exporter.client() as client:
@@ -250,10 +235,8 @@ async def test_a_job_whose_processes_do_not_stop_fails_to_the_operator(tmp_path:
             r = await client.put("/v1/sim/chips/1/processes", json={"processes": [{"pid": 77}]},
                                  headers={"Authorization": f"Bearer {TOKENS['sim'][0]}"})  # fmt: skip
             assert r.status_code == 204
-        fm = start_fault_manager(
-            tmp_path / "fm", exporter, "--hot-reset", "--token-file", str(reset_token(tmp_path / "t")),
-            "--time-scale", SCALE, "--kubeconfig", str(write_kubeconfig(tmp_path / "kc", api.url)), kube="api",
-        )  # fmt: skip
+        kubeconfig = str(write_kubeconfig(tmp_path / "kc", api.url))
+        fm = start_hot_reset(tmp_path, exporter, "--kubeconfig", kubeconfig, kube="api")
         try:
             await wait_ready(fm)
             await sim(exporter, "/v1/sim/chips/1/faults", {"code": RESTART_NPU})
