@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from ascend_common.schemas.exporter import EventType
+from ascend_common.schemas.exporter import (
+    Assertion,
+    ChipChangeData,
+    ChipState,
+    EventSource,
+    EventType,
+    ExporterEvent,
+    FaultEventData,
+    GapData,
+    JobState,
+    ResetChannel,
+    ResetJob,
+)
 from dcmi_exporter.events import EventLog
 
 
@@ -54,3 +68,28 @@ def test_wire_frame_is_sse_with_id_and_type() -> None:
     text = stored.wire.decode()
     assert text.startswith("id: run-1\nevent: chip\ndata: {")
     assert text.endswith("\n\n")
+
+
+# Nulls a reader's schema requires: a polled fault has no severity, an unknown chip no health,
+# a reset job's chip may not have answered yet. Encoding once dropped them (exclude_none) and
+# the fault-manager could not read a polled card-drop event (found by the card-drop drill).
+NULLS_INSIDE = [
+    (EventType.FAULT, {"logic_id": 1, "chip": "Ascend910-1", "fault": FaultEventData(
+        code="40F84E00", assertion=Assertion.OCCUR, severity=None, source=EventSource.POLL, raised_at_ms=1)}),
+    (EventType.CHIP, {"logic_id": 2, "chip": "Ascend910-2", "change": ChipChangeData(
+        state=ChipState.UNKNOWN, healthy=None, network_healthy=None, boot_status=None)}),
+    (EventType.JOB, {"job": ResetJob(
+        id="j1", logic_ids=[0, 1], phy_ids=[0, 1], channel=ResetChannel.INBAND, state=JobState.RUNNING,
+        boot_status={0: None, 1: 16}, created_at=1.0)}),
+    (EventType.GAP, {"gap": GapData(reason="evicted", requested="run-1", resume_after=None)}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("type_", "fields"), NULLS_INSIDE, ids=[t.value for t, _ in NULLS_INSIDE])
+def test_every_event_reads_back_as_it_was_published(type_: EventType, fields: dict[str, object]) -> None:
+    log = EventLog(16, run_id="run")
+    event = log.publish(type_, 5.0, **fields)
+    [stored] = log.after(0) or []
+    data = stored.wire.decode().split("data: ", 1)[1].strip()
+    assert ExporterEvent.model_validate_json(data) == event
+    assert "phy_id" not in json.loads(data), "fields left unset stay off the wire"

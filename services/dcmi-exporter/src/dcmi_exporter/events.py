@@ -46,7 +46,9 @@ class EventLog:
 
     def publish(self, type_: EventType, now: float, **fields: Any) -> ExporterEvent:
         event = ExporterEvent(id=self.make_id(self._log.next_seq), type=type_, time=now, **fields)
-        wire = sse.encode(type_.value, event.model_dump_json(exclude_none=True), event.id)
+        # exclude_unset, not exclude_none: a nested null (a polled fault's severity, an unknown
+        # chip's health) is a value the reader's schema requires; only unused top-level fields go.
+        wire = sse.encode(type_.value, event.model_dump_json(exclude_unset=True), event.id)
         self._log.append(event, wire)
         self.published += 1
         return event

@@ -32,6 +32,7 @@ from ascend_common.deviceinfo import (
     render_device_info,
 )
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType, ExporterEvent, StreamHello
+from pydantic import ValidationError
 
 from fault_manager.configmaps import ConfigMaps, Conflict
 from fault_manager.engine import Evaluation, FaultEngine, Policy
@@ -186,7 +187,15 @@ class FaultManager:
             listing = await self.exporter.chips()
             await self._queue.put(listing)
             raise _Resync(listing.last_event_id)
-        event = ExporterEvent.model_validate_json(msg.data)
+        try:
+            event = ExporterEvent.model_validate_json(msg.data)
+        except ValidationError as exc:
+            # Resuming at the same id would meet the same event forever and stop all ingestion:
+            # skip it and let a fresh snapshot carry whatever state it held.
+            log.error("unreadable exporter event skipped; reconciling with the snapshot",
+                      extra={"event_id": msg.id, "event": msg.event, "error": str(exc)[:500]})  # fmt: skip
+            await self._queue.put(await self.exporter.chips())
+            return msg.id
         if event.type is EventType.FAULT and event.fault is not None and event.chip is not None:
             f = event.fault
             await self._queue.put(
