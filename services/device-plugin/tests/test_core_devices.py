@@ -115,6 +115,8 @@ def test_vnpu_devices_of_one_template_with_parent_health() -> None:
     ]
     assert [d.id for d in vnpu_devices(chips, "4c")] == ["Ascend910-4c-101-0"]
     assert vnpu_devices(chips, "8c") == []
+    # A chip cut into vNPUs is not offered whole as well (found by the A3 drill).
+    assert [d.id for d in device_list(chips, R910)] == ["Ascend910-2"]
 
 
 def test_vnpu_devices_rejects_an_unknown_suffix() -> None:

@@ -156,8 +156,13 @@ class KubeBridge:
         await asyncio.to_thread(self.api.close)
 
 
+_INT32 = (-(2**31), 2**31 - 1)
+
+
 def _int(value: str | None, default: int) -> int:
+    """An int32 from a node annotation (it goes into the rank table, an int32 for its readers), else `default`."""
     try:
-        return int(value) if value is not None else default
+        number = int(value) if value is not None else default
     except ValueError:
         return default
+    return number if _INT32[0] <= number <= _INT32[1] else default

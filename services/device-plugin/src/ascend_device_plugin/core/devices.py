@@ -29,13 +29,14 @@ def device_list(chips: Iterable[ChipInfo], rtype: ResourceType, *, share_count: 
     """The physical resource `huawei.com/<rtype>`: one device per chip, or `share_count` copies.
 
     Shared copies (`<type>-<phy>-<idx>`, idx 0..N-1) carry the chip's health: a broken chip
-    takes all its copies down.
+    takes all its copies down. A chip cut into vNPUs is offered only as those (the reference
+    lists a chip as physical when its VDevNum is 0), or it could be handed out twice.
     """
     if not 1 <= share_count <= MAX_SHARE_COUNT:
         raise ValueError(f"share count {share_count} is outside 1..{MAX_SHARE_COUNT}")
     out: list[DeviceEntry] = []
     for chip in chips:
-        if chip.rtype is not rtype:
+        if chip.rtype is not rtype or chip.vnpus:
             continue
         if share_count == 1:
             out.append(DeviceEntry(chip_name(rtype, chip.phy_id), chip.healthy, chip.numa_node))

@@ -35,8 +35,9 @@ MAX_ANNOTATION_LENGTH = 1024 * 1024  # the reference's PodAnnotationMaxLength
 MAX_PHY_ID = 100  # the reference's MaxDevicesNum bound on a dynamic vNPU's phy id (GetVNPUSegmentInfo)
 NPU_CORE_RESOURCE = RESOURCE_PREFIX + NPU_CORE
 
-_DECIMAL = re.compile(r"^(0|[1-9]\d{0,3})$")  # a canonical phy id: no sign, no leading zeros
-_UINT = re.compile(r"^\d+$")  # what Go's strconv.ParseUint(s, 10, 64) accepts, before the range check
+# Matched whole and with ASCII digits: `$` takes a trailing newline, `\d` (and int()) other scripts' digits.
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,3}")  # a canonical phy id: no sign, no leading zeros
+_UINT = re.compile(r"[0-9]+")  # what Go's strconv.ParseUint(s, 10, 64) accepts, before the range check
 
 
 def annotation_key(resource_type: str) -> str:
@@ -51,9 +52,12 @@ def taken_patch() -> dict[str, str]:
 
 def parse_predicate_time(value: str) -> int:
     """Parse `predicate-time` as Go's strconv.ParseUint(value, 10, 64) would; ValueError otherwise."""
-    if not _UINT.match(value):
+    if not _UINT.fullmatch(value):
         raise ValueError(f"predicate-time {value[:40]!r} is not a decimal uint64")
-    number = int(value)
+    digits = value.lstrip("0") or "0"  # Go takes any number of leading zeros; int() stops at 4300 digits
+    if len(digits) > len(TAKEN):
+        raise ValueError(f"predicate-time {value[:40]!r} is out of the uint64 range")
+    number = int(digits)
     if number > UINT64_MAX:
         raise ValueError(f"predicate-time {value[:40]!r} is out of the uint64 range")
     return number
@@ -148,7 +152,7 @@ def parse_npu_core(value: str, *, family: ChipFamily | None = None) -> DynamicRe
 
 
 def _phy(text: str) -> int:
-    if not _DECIMAL.match(text) or int(text) > MAX_PHY_ID:
+    if not _DECIMAL.fullmatch(text) or int(text) > MAX_PHY_ID:
         raise ValueError(f"{text!r} is not a phy id (0..{MAX_PHY_ID})")
     return int(text)
 
