@@ -149,6 +149,18 @@ def test_last_event_id_per_run(store: Store) -> None:
     assert store.last_event_id("6790abc1-f3") == "6790abc1-f3-10"
 
 
+def test_reconciled_events_are_stored_in_no_run(store: Store) -> None:
+    # A reconcile after an exporter restart synthesises `<anchor>-r-<chip>-<code>-<kind>` ids;
+    # storing one once raised and stopped ingestion for good (found by the exporter-kill drill).
+    store.append_events([ev(4, run="run1")])
+    synthetic = dataclasses.replace(ev(4, run="run1"), event_id=f"run1-4-r-{C0}-80E01801-recover",
+                                    assertion="recover", source="reconcile", severity=None)  # fmt: skip
+    assert store.append_events([synthetic]) == 1
+    assert store.append_events([synthetic]) == 0, "idempotent like any event"
+    assert store.last_event_id("run1") == "run1-4", "a run never resumes from a synthetic event"
+    assert [e.event_id for e in store.history(C0)] == [synthetic.event_id, "run1-4"]
+
+
 @pytest.fixture
 def timeline(store: Store) -> Store:
     # C0: events at 100, 200, ..., 1000 ms, and a tie at 500 ms; C1: noise that must never show.

@@ -37,6 +37,32 @@ def policy_files(settings: FaultManagerSettings) -> dict[str, str]:
     return {name: (settings.policy_dir / name).read_text() for name in FILES if (settings.policy_dir / name).exists()}
 
 
+class ChipsInUse:
+    """The chips the node's pods use, read from the pod cache once per pod change.
+
+    Re-evaluating after a pod change asks about every chip in turn; with 10,000 cached pods one
+    pass over them costs about a millisecond, so it is made once and kept until the next change.
+    """
+
+    def __init__(self, cache: PodCache) -> None:
+        self._cache = cache
+        self._any: set[str] | None = None
+        self._running: set[str] | None = None
+
+    def forget(self) -> None:
+        self._any = self._running = None
+
+    def any_phase(self) -> set[str]:
+        if self._any is None:
+            self._any = chips_in_use(self._cache.pods())
+        return self._any
+
+    def used_by_running_pod(self, chip: str) -> bool:
+        if self._running is None:
+            self._running = chips_in_use(self._cache.pods(), phases=(RUNNING,))
+        return chip in self._running
+
+
 @dataclass
 class Service:
     settings: FaultManagerSettings
@@ -73,12 +99,17 @@ class Service:
             retention_s=settings.retention_days * 86400,
         )  # fmt: skip
         if pods is not None:
-            cache = pods
             # Contract section 8: a chip is in use when a Pending or Running pod names it; the
             # running-pod rule keeps a PreSeparateNPU chip usable for the pod already on it.
-            fm.in_use = lambda: chips_in_use(cache.pods())
-            fm.used_by_running_pod = lambda chip: chip in chips_in_use(cache.pods(), phases=(RUNNING,))
-            cache.on_change.append(lambda _kind, _pod: fm.pods_changed())
+            in_use = ChipsInUse(pods)
+            fm.in_use = in_use.any_phase
+            fm.used_by_running_pod = in_use.used_by_running_pod
+
+            def pods_changed(_kind: str, _pod: object) -> None:
+                in_use.forget()
+                fm.pods_changed()
+
+            pods.on_change.append(pods_changed)
         sink = OfflineEventSink(settings.state_dir / "kube") if offline is not None else ApiEventSink(api)
         fm.events = FaultEvents(sink, settings.node_name, clock.now)
         keeper = PolicyKeeper(store, fm.adopt_policy, "policy-dir" if settings.policy_dir else "packaged")
@@ -103,7 +134,8 @@ class Service:
         return cls(settings, fm, offline, exporter, store, keeper, configmaps, pods, hot_reset)
 
 
-async def serve(service: Service) -> None:
+async def serve(service: Service) -> int:
+    """Run until SIGTERM/SIGINT (exit code 0) or until a core loop ends (1: let it be restarted)."""
     s = service.settings
     api_sock = bind_unix_socket(s.socket, group=s.socket_group)
     host, port = parse_host_port(s.metrics_addr)
@@ -129,7 +161,11 @@ async def serve(service: Service) -> None:
         )
     tasks = [asyncio.create_task(api.serve(sockets=[api_sock])), asyncio.create_task(ops.serve())]
     log.info("fault-manager serving", extra={"socket": str(s.socket), "kube": s.kube, "db": str(s.db)})
-    await stop.wait()
+    crashed = asyncio.create_task(service.fm.crashed.wait())
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait([stopping, crashed], return_when=asyncio.FIRST_COMPLETED)
+    for waiter in (stopping, crashed):
+        waiter.cancel()
     log.info("fault-manager stopping")
     api.should_exit = ops.should_exit = True
     await asyncio.wait(tasks, timeout=5)
@@ -147,3 +183,4 @@ async def serve(service: Service) -> None:
     await asyncio.to_thread(service.store.close)
     with contextlib.suppress(FileNotFoundError):
         s.socket.unlink()
+    return 1 if service.fm.crashed.is_set() else 0

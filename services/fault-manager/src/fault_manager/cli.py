@@ -30,8 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FaultPolicyError, StoreError, OSError, ValueError) as exc:
         log.error("cannot start", extra={"error": str(exc)})
         return 2
-    asyncio.run(serve(service))
-    return 0
+    return asyncio.run(serve(service))
 
 
 if __name__ == "__main__":

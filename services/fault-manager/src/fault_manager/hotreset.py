@@ -27,7 +27,16 @@ from ascend_common.faults import GraceTolerance, reset_candidate
 from ascend_common.inuse import chips_in_use
 from ascend_common.kube.pods import SlimPod
 from ascend_common.reset_groups import group_of
-from ascend_common.resetinfo import RankEntry, error_code_hex, job_name, policy_for_level, rank_id, render_reset_config
+from ascend_common.resetinfo import (
+    RANK_INDEX_ANNOTATION,
+    RankEntry,
+    error_code_hex,
+    job_name,
+    parse_rank_index,
+    policy_for_level,
+    rank_id,
+    render_reset_config,
+)
 from ascend_common.schemas.exporter import Chip, JobState
 
 from fault_manager.configmaps import ConfigMaps, Conflict
@@ -237,10 +246,7 @@ class HotReset:
             ranks: list[RankEntry] = []
             for pod in sorted(pods, key=lambda p: p.name):
                 chips = sorted({by_name[n].logic_id for n in chips_in_use([pod]) if n in by_name})
-                try:
-                    index = int(pod.annotations.get("hccl/rankIndex", "-1"))
-                except ValueError:
-                    index = -1
+                index = parse_rank_index(pod.annotations.get(RANK_INDEX_ANNOTATION))
                 episode = self._episode.setdefault((namespace, job), {})
                 names = {c.logic_id: c.name for c in group}
                 for logic in chips:

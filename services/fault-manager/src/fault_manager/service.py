@@ -80,6 +80,7 @@ class FaultManager:
         self.rtype = "Ascend910"
         self.evaluations: dict[str, Evaluation] = {}
         self._queue: asyncio.Queue[FaultEventRow | ChipList] = asyncio.Queue()
+        self.crashed = asyncio.Event()  # a core loop ended: the service must exit
         self._dirty: set[str] = set()
         self._write_wanted = asyncio.Event()
         self._wake = asyncio.Event()
@@ -107,6 +108,18 @@ class FaultManager:
             asyncio.create_task(self._writer(), name="deviceinfo-writer"),
             asyncio.create_task(self._retention(), name="retention"),
         ]
+        for task in self._tasks:
+            task.add_done_callback(self._on_task_done)
+
+    def _on_task_done(self, task: asyncio.Task[None]) -> None:
+        """A loop that ends on its own is a bug: say so and let the service exit, so that it is
+        restarted and rebuilds from SQLite, instead of running on with ingestion silently dead."""
+        if task.cancelled():
+            return
+        exc = task.exception()
+        log.error("fault-manager loop ended; exiting to restart", extra={"task": task.get_name()},
+                  exc_info=(type(exc), exc, exc.__traceback__) if exc else None)  # fmt: skip
+        self.crashed.set()
 
     async def stop(self) -> None:
         for task in self._tasks:

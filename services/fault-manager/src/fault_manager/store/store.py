@@ -270,7 +270,12 @@ class Store:
 
     @staticmethod
     def _event_params(e: FaultEventLike) -> dict[str, Any]:
-        parts = migrations.split_event_id(e.event_id)
+        if e.source == "reconcile":
+            # Made by a reconcile, not sent by the exporter (`<anchor>-r-<chip>-<code>-<kind>`):
+            # in no run, so that resuming a run never starts from one.
+            parts: tuple[str, int] | None = ("", 0)
+        else:
+            parts = migrations.split_event_id(e.event_id)
         if parts is None:
             raise ValueError(f"event id {e.event_id!r} is not <run>-<seq>")
         if e.assertion not in ASSERTIONS:
