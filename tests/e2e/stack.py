@@ -206,8 +206,9 @@ class Stack:
         return last
 
     def usage(self) -> dict[str, Usage]:
+        procs = {"exporter": self.exporter.proc, "fault-manager": self.fm.proc, "plugin": self.plugin.proc}
         out = {}
-        for name, proc in (("exporter", self.exporter.proc), ("fault-manager", self.fm.proc), ("plugin", self.plugin.proc)):
+        for name, proc in procs.items():
             p = psutil.Process(proc.pid)
             out[name] = Usage(p.memory_info().rss / 2**20, p.num_fds())
         return out

@@ -55,9 +55,7 @@ async def test_a_long_link_down_pre_separates_until_it_has_been_up_a_while() -> 
         # Down, but not yet for the FaultTimeout: the level is the harmless one, the chip still usable.
         assert (verdict["fault_level"], verdict["schedulable"]) == ("NotHandleFault", True), verdict
         await s.agree(set())
-        await until(
-            lambda: _level(s, chip, "PreSeparateNPU"), 60 / SCALE + 2, "PreSeparateNPU after the FaultTimeout"
-        )
+        await until(lambda: _level(s, chip, "PreSeparateNPU"), 60 / SCALE + 2, "PreSeparateNPU after the FaultTimeout")
         await s.agree({chip})  # no pod runs on it: not schedulable, Unhealthy to the kubelet
         info = s.device_info()
         assert info is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.e2e.stack import R, Stack, node_stack, until
+from tests.e2e.stack import R, node_stack, until
 from tests.support.exporter import ExporterProc
 from tests.support.fake_apiserver import FakeApiServer
 

@@ -211,7 +211,9 @@ class Allocator:
         """The pod from the cache; if none fits, re-list once (a cold cache) and look again."""
         assert self.pods is not None
         for attempt in range(2):
-            pods = [p for p in self.pods.pods() if p.uid not in self._taken]
+            # Only pending pods can be Volcano's; filtering here keeps pick_pod's parsing off the
+            # thousands of running pods a full node cache holds.
+            pods = [p for p in self.pods.pods() if p.phase == POD_PENDING and p.uid not in self._taken]
             choice = pick_pod(pods, resource_name, count, chip_aicore=aicore)
             if choice.pod is not None or attempt:
                 return choice
