@@ -96,7 +96,8 @@ _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 _UINT = (0, 2**64 - 1)
 # `<type>-<phy>`: the names ManuallySeparateNPU and UpgradeFaultReason carry (contract section 7).
-_CHIP_NAME = re.compile(r"^(?:Ascend910|Ascend310P|Ascend310|npu)-\d{1,4}$")
+# ASCII digits and the whole text: `\d` takes other scripts' digits, `$` a trailing newline.
+_CHIP_NAME = re.compile(r"(?:Ascend910|Ascend310P|Ascend310|npu)-[0-9]{1,4}")
 
 
 @dataclass(frozen=True)
@@ -413,7 +414,7 @@ def _checked_chip_names(names: Iterable[str]) -> list[str]:
     result: list[str] = []
     bad: list[str] = []
     for name in names:
-        if not isinstance(name, str) or not _CHIP_NAME.match(name):
+        if not isinstance(name, str) or not _CHIP_NAME.fullmatch(name):
             bad.append(repr(name))
         elif name not in result:
             result.append(name)

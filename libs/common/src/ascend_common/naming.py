@@ -17,10 +17,12 @@ NPU_CORE = "npu-core"
 
 _PHYS_TYPES = "|".join(re.escape(t.value) for t in ResourceType)
 _SUFFIXES = "|".join(sorted((re.escape(s) for s in TEMPLATE_BY_SUFFIX), key=len, reverse=True))
-_PHYSICAL = re.compile(rf"^(?P<type>{_PHYS_TYPES})-(?P<phy>\d{{1,4}})$")
-_SHARED = re.compile(rf"^(?P<type>{_PHYS_TYPES})-(?P<phy>\d{{1,4}})-(?P<idx>\d{{1,4}})$")
+# [0-9], not \d (which takes any script's digits), and fullmatch, not `$` (which takes a trailing
+# newline): an id that parses must be one that chip_name() and friends could have written.
+_PHYSICAL = re.compile(rf"(?P<type>{_PHYS_TYPES})-(?P<phy>[0-9]{{1,4}})")
+_SHARED = re.compile(rf"(?P<type>{_PHYS_TYPES})-(?P<phy>[0-9]{{1,4}})-(?P<idx>[0-9]{{1,4}})")
 _VNPU = re.compile(
-    rf"^(?P<type>{_PHYS_TYPES})-(?P<suffix>{_SUFFIXES})-(?P<vdev>\d{{1,6}})-(?P<phy>\d{{1,4}})(?:_(?P<vfg>\d{{1,4}}))?$"
+    rf"(?P<type>{_PHYS_TYPES})-(?P<suffix>{_SUFFIXES})-(?P<vdev>[0-9]{{1,6}})-(?P<phy>[0-9]{{1,4}})(?:_(?P<vfg>[0-9]{{1,4}}))?"
 )
 
 
@@ -73,11 +75,11 @@ def parse_device_id(device_id: str) -> ParsedDevice:
     """Parse a physical, shared or vNPU device id (with an optional `_<vfgID>`); ValueError otherwise."""
     if len(device_id) > MAX_DEVICE_ID_LEN:
         raise ValueError(f"device id is longer than {MAX_DEVICE_ID_LEN} characters")
-    if m := _PHYSICAL.match(device_id):
+    if m := _PHYSICAL.fullmatch(device_id):
         return ParsedDevice(ResourceType(m["type"]), int(m["phy"]))
-    if m := _SHARED.match(device_id):
+    if m := _SHARED.fullmatch(device_id):
         return ParsedDevice(ResourceType(m["type"]), int(m["phy"]), share_index=int(m["idx"]))
-    if m := _VNPU.match(device_id):
+    if m := _VNPU.fullmatch(device_id):
         return ParsedDevice(
             ResourceType(m["type"]),
             int(m["phy"]),

@@ -22,6 +22,7 @@ Reference (MindCluster, component/ascend-device-plugin):
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -34,6 +35,7 @@ __all__ = [
     "HOT_RESET",
     "INFERENCE_RANK_INDEX",
     "JOB_NAME_LABELS",
+    "MAX_RANK_INDEX",
     "POLICIES",
     "RESET_JSON_KEY",
     "RESTART_TYPE_KEY",
@@ -42,6 +44,7 @@ __all__ = [
     "error_code_hex",
     "job_name",
     "most_severe_policy",
+    "parse_rank_index",
     "policy_for_level",
     "rank_id",
     "render_reset_config",
@@ -53,6 +56,10 @@ CHECK_CODE_KEY: Final = "checkCode"
 RESTART_TYPE_KEY: Final = "restartType"
 HOT_RESET: Final = "hotReset"
 INFERENCE_RANK_INDEX: Final = -1
+RANK_INDEX_ANNOTATION: Final = "hccl/rankIndex"
+# RankId = rank index x chips of the pod + position must stay a Go int; no job has 2^31 pods.
+MAX_RANK_INDEX: Final = 2**31 - 1
+_RANK_INDEX = re.compile(r"-1|[0-9]{1,12}")
 
 UNRECOVERED: Final = "unrecovered"
 RECOVERED: Final = "recovered"
@@ -193,6 +200,18 @@ def rank_id(rank_index: int, chips_of_pod: Sequence[int], logic_id: int) -> int:
     if rank_index < 0:
         raise ValueError(f"rank index {rank_index} is negative")
     return rank_index * len(ordered) + ordered.index(logic_id)
+
+
+def parse_rank_index(value: str | None) -> int:
+    """The rank index of a pod from its `hccl/rankIndex` annotation (written by the job's operator).
+
+    -1 (inference) when absent or malformed: anything but `-1` or a decimal 0..MAX_RANK_INDEX
+    would make rank_id() fail or a RankId overflow, and stop the job from being told at all.
+    """
+    if value is None or not _RANK_INDEX.fullmatch(value):
+        return INFERENCE_RANK_INDEX
+    index = int(value)
+    return index if index <= MAX_RANK_INDEX else INFERENCE_RANK_INDEX
 
 
 def job_name(labels: Mapping[str, str]) -> str | None:

@@ -25,14 +25,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TokenFileError, OSError, ValueError, KeyError) as exc:
         logging.getLogger("dcmi_exporter").error("cannot start", extra={"error": str(exc)})
         return 2
-    asyncio.run(serve(exporter))
+    status = asyncio.run(serve(exporter))
     if exporter.guard.hung_keys():
         # A library call that never returns would block the interpreter's exit, which joins
         # every pool thread: everything is closed, so leave without waiting for it.
         logging.getLogger("dcmi_exporter").warning("exiting with abandoned library calls")
         logging.shutdown()
-        os._exit(0)
-    return 0
+        os._exit(status)
+    return status
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from typing import Any
 
 from ascend_common.chips import ChipAddress
 from ascend_common.clock import Clock
+from ascend_common.essential import essential
 from ascend_common.schemas.exporter import (
     Assertion,
     Chip,
@@ -131,7 +132,7 @@ class ChipPoller:
         )
         self.discovered.set()
         for logic in self._addr:
-            self._tasks.append(asyncio.create_task(self._chip_loop(logic), name=f"chip-{logic}"))
+            self._tasks.append(essential(self._chip_loop(logic), f"chip-{logic}"))
 
     def _node(self, version: Reading[str], subscription: SubscriptionState, ready: bool) -> NodeInfo:
         now = self.clock.now()

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import signal
 
+from ascend_common.essential import exit_status, stop_service_when_one_ends
 from ascend_common.serving import bind_unix_socket, server
 from ascend_common.settings import parse_host_port
 
@@ -16,7 +17,8 @@ from dcmi_exporter.runtime import Exporter
 log = logging.getLogger(__name__)
 
 
-async def serve(exporter: Exporter) -> None:
+async def serve(exporter: Exporter) -> int:
+    """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (see `essential`)."""
     settings = exporter.settings
     api_sock = bind_unix_socket(settings.socket, group=settings.socket_group)
     host, port = parse_host_port(settings.metrics_addr)
@@ -26,6 +28,7 @@ async def serve(exporter: Exporter) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    stop_service_when_one_ends()
     await exporter.start()
     tasks = [
         asyncio.create_task(api.serve(sockets=[api_sock]), name="api"),
@@ -50,3 +53,4 @@ async def serve(exporter: Exporter) -> None:
     log.info("exporter stopped")
     with contextlib.suppress(FileNotFoundError):
         settings.socket.unlink()
+    return exit_status()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ascend_common.clients.exporter import ExporterClient, InventoryFollower
 from ascend_common.clients.verdicts import VerdictFollower
+from ascend_common.essential import essential, exit_status, stop_service_when_one_ends
 from ascend_common.faults import default_fault_code_table
 from ascend_common.kubelet import deviceplugin_pb2 as pb
 from ascend_common.schemas.exporter import Chip
@@ -136,9 +137,9 @@ class DevicePlugin:
             async with asyncio.timeout(10):
                 await self.follower.synced.wait()
         await self.registrar.start()
-        self._tasks.append(asyncio.create_task(self._grace_watch(), name="exporter-grace"))
+        self._tasks.append(essential(self._grace_watch(), "exporter-grace"))
         if not self.settings.preset_virtual_device and self.kube is not None:
-            self._tasks.append(asyncio.create_task(self._vnpu_gc(), name="vnpu-gc"))
+            self._tasks.append(essential(self._vnpu_gc(), "vnpu-gc"))
 
     async def _grace_watch(self) -> None:
         while True:
@@ -168,13 +169,15 @@ class DevicePlugin:
         await self.exporter.close()
 
 
-async def serve(plugin: DevicePlugin) -> None:
+async def serve(plugin: DevicePlugin) -> int:
+    """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (see `essential`)."""
     host, port = parse_host_port(plugin.settings.metrics_addr)
     ops = uvicorn_server(create_ops_app(plugin.metrics, plugin.readiness), host=host, port=port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    stop_service_when_one_ends()
     await plugin.start()
     ops_task = asyncio.create_task(ops.serve(), name="ops")
     log.info("ascend-device-plugin serving", extra={"plugin_dir": str(plugin.settings.plugin_dir)})
@@ -183,3 +186,4 @@ async def serve(plugin: DevicePlugin) -> None:
     ops.should_exit = True
     await asyncio.wait([ops_task], timeout=5)
     await plugin.stop()
+    return exit_status()

@@ -26,11 +26,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         plugin = DevicePlugin(settings)
-        asyncio.run(serve(plugin))
+        return asyncio.run(serve(plugin))
     except (TokenFileError, UnsafePath, OSError) as exc:
         log.error("cannot start", extra={"error": str(exc)})
         return 2
-    return 0
 
 
 if __name__ == "__main__":

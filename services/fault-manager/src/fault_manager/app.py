@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ascend_common.clients.exporter import ExporterClient
 from ascend_common.clock import SystemClock
+from ascend_common.essential import exit_status, stop_service_when_one_ends
 from ascend_common.inuse import RUNNING, chips_in_use
 from ascend_common.kube.patch import patch_node
 from ascend_common.kube.pods import PodCache
@@ -135,7 +136,7 @@ class Service:
 
 
 async def serve(service: Service) -> int:
-    """Run until SIGTERM/SIGINT (exit code 0) or until a core loop ends (1: let it be restarted)."""
+    """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (see `essential`)."""
     s = service.settings
     api_sock = bind_unix_socket(s.socket, group=s.socket_group)
     host, port = parse_host_port(s.metrics_addr)
@@ -145,6 +146,7 @@ async def serve(service: Service) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    stop_service_when_one_ends()
     if service.pods is not None:
         await service.pods.start()
     if s.kube == "offline":
@@ -161,11 +163,7 @@ async def serve(service: Service) -> int:
         )
     tasks = [asyncio.create_task(api.serve(sockets=[api_sock])), asyncio.create_task(ops.serve())]
     log.info("fault-manager serving", extra={"socket": str(s.socket), "kube": s.kube, "db": str(s.db)})
-    crashed = asyncio.create_task(service.fm.crashed.wait())
-    stopping = asyncio.create_task(stop.wait())
-    await asyncio.wait([stopping, crashed], return_when=asyncio.FIRST_COMPLETED)
-    for waiter in (stopping, crashed):
-        waiter.cancel()
+    await stop.wait()
     log.info("fault-manager stopping")
     api.should_exit = ops.should_exit = True
     await asyncio.wait(tasks, timeout=5)
@@ -183,4 +181,4 @@ async def serve(service: Service) -> int:
     await asyncio.to_thread(service.store.close)
     with contextlib.suppress(FileNotFoundError):
         s.socket.unlink()
-    return 1 if service.fm.crashed.is_set() else 0
+    return exit_status()

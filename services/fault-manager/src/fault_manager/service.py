@@ -31,6 +31,7 @@ from ascend_common.deviceinfo import (
     parse_manually_separated,
     render_device_info,
 )
+from ascend_common.essential import essential
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType, ExporterEvent, StreamHello
 from pydantic import ValidationError
 
@@ -80,7 +81,6 @@ class FaultManager:
         self.rtype = "Ascend910"
         self.evaluations: dict[str, Evaluation] = {}
         self._queue: asyncio.Queue[FaultEventRow | ChipList] = asyncio.Queue()
-        self.crashed = asyncio.Event()  # a core loop ended: the service must exit
         self._dirty: set[str] = set()
         self._write_wanted = asyncio.Event()
         self._wake = asyncio.Event()
@@ -102,24 +102,12 @@ class FaultManager:
     async def start(self) -> None:
         await self._restore()
         self._tasks = [
-            asyncio.create_task(self._follow(), name="ingest-follow"),
-            asyncio.create_task(self._apply_loop(), name="ingest-apply"),
-            asyncio.create_task(self._timer(), name="policy-timer"),
-            asyncio.create_task(self._writer(), name="deviceinfo-writer"),
-            asyncio.create_task(self._retention(), name="retention"),
+            essential(self._follow(), "ingest-follow"),
+            essential(self._apply_loop(), "ingest-apply"),
+            essential(self._timer(), "policy-timer"),
+            essential(self._writer(), "deviceinfo-writer"),
+            essential(self._retention(), "retention"),
         ]
-        for task in self._tasks:
-            task.add_done_callback(self._on_task_done)
-
-    def _on_task_done(self, task: asyncio.Task[None]) -> None:
-        """A loop that ends on its own is a bug: say so and let the service exit, so that it is
-        restarted and rebuilds from SQLite, instead of running on with ingestion silently dead."""
-        if task.cancelled():
-            return
-        exc = task.exception()
-        log.error("fault-manager loop ended; exiting to restart", extra={"task": task.get_name()},
-                  exc_info=(type(exc), exc, exc.__traceback__) if exc else None)  # fmt: skip
-        self.crashed.set()
 
     async def stop(self) -> None:
         for task in self._tasks:

@@ -22,6 +22,7 @@ import httpx
 
 from ascend_common import sse
 from ascend_common.clients.backoff import Backoff
+from ascend_common.essential import essential
 from ascend_common.schemas.exporter import Chip, ChipList, ExporterEvent, NodeInfo, ResetJob, StreamHello, Vnpu
 
 log = logging.getLogger(__name__)
@@ -129,8 +130,8 @@ class InventoryFollower:
 
     async def start(self) -> None:
         self._tasks = [
-            asyncio.create_task(self._follow(), name="exporter-follow"),
-            asyncio.create_task(self._refresher(), name="exporter-refresh"),
+            essential(self._follow(), "exporter-follow"),
+            essential(self._refresher(), "exporter-refresh"),
         ]
 
     async def stop(self) -> None:

@@ -16,6 +16,7 @@ import httpx
 
 from ascend_common import sse
 from ascend_common.clients.backoff import Backoff
+from ascend_common.essential import essential
 from ascend_common.schemas.verdict import (
     VERDICT_EVENTS_PATH,
     VERDICTS_PATH,
@@ -47,7 +48,7 @@ class VerdictFollower:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._follow(), name="verdict-follow")
+        self._task = essential(self._follow(), "verdict-follow")
 
     async def stop(self) -> None:
         if self._task is not None:

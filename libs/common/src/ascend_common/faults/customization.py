@@ -225,6 +225,8 @@ def _shown(value: object) -> str:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(value)
+    except RecursionError:  # a parsed document handed in directly can nest deeper than the encoder goes
+        text = f"a deeply nested {_json_type(value)}"
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -249,7 +251,9 @@ def _document(obj: PolicySource) -> Mapping[str, object]:
     if isinstance(obj, (bytes, bytearray, str)):
         try:
             parsed = json.loads(obj)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # ValueError: besides syntax and encoding errors, an integer literal over 4300 digits;
+        # RecursionError: nesting deeper than the parser's stack.
+        except (ValueError, RecursionError) as exc:
             raise _fail("", f"not valid JSON: {exc}") from exc
     if not isinstance(parsed, Mapping):
         raise _fail("", f"expected a JSON object, got {_json_type(parsed)}")

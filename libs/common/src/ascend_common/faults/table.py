@@ -198,7 +198,9 @@ def _document(obj: PolicySource, source: str) -> Mapping[str, object]:
     if isinstance(obj, (bytes, bytearray, str)):
         try:
             parsed = json.loads(obj)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # ValueError: besides syntax and encoding errors, an integer literal over 4300 digits;
+        # RecursionError: nesting deeper than the parser's stack.
+        except (ValueError, RecursionError) as exc:
             raise FaultPolicyError(f"{source}: not valid JSON: {exc}") from exc
     if not isinstance(parsed, Mapping):
         raise FaultPolicyError(f"{source}: expected a JSON object, got {type(parsed).__name__}")

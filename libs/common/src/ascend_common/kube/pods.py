@@ -43,6 +43,7 @@ MAX_LABEL_BYTES = 64 * 1024
 MAX_REQUEST = 1 << 20  # no node has a million NPUs; larger numbers are garbage, not demand
 DEFAULT_MAX_PODS = 20_000
 
+# Matched with fullmatch: `$` alone would let a trailing newline through.
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUANTITY = re.compile(r"^\+?([0-9]+)(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
@@ -135,7 +136,7 @@ def _quantity(value: Any, resource: str, ns: str, name: str) -> int:
     if isinstance(value, int):
         n = value
     elif isinstance(value, str):
-        m = _QUANTITY.match(value)
+        m = _QUANTITY.fullmatch(value)
         if not m:
             raise InvalidPod(f"quantity {value[:32]!r} of {resource} is not a whole number", ns, name)
         n = int(m.group(1)) * _SUFFIX[m.group(2)]
@@ -209,9 +210,9 @@ def slim_pod(obj: Any) -> SlimPod:
     name, ns = meta.get("name"), meta.get("namespace")
     if not isinstance(name, str) or not isinstance(ns, str):
         raise InvalidPod("metadata.name and metadata.namespace must be strings")
-    if len(ns) > 63 or not _DNS1123_LABEL.match(ns):
+    if len(ns) > 63 or not _DNS1123_LABEL.fullmatch(ns):
         raise InvalidPod(f"namespace {ns[:70]!r} is not a DNS-1123 label", ns[:70], name[:260])
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
         raise InvalidPod(f"name {name[:260]!r} is not a DNS-1123 subdomain", ns, name[:260])
     uid = meta.get("uid")
     if not isinstance(uid, str) or not uid or len(uid) > 128:
