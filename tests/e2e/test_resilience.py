@@ -70,6 +70,7 @@ async def test_exporter_killed_and_restarted() -> None:
 async def test_fault_manager_killed_during_a_storm_of_10000_events() -> None:
     async with node_stack() as s:
         await s.agree(set())
+        before = s.usage()
         # Frozen while the storm is emitted, killed while it works through it, restarted from SQLite.
         s.fm.proc.send_signal(signal.SIGSTOP)
         r = await s.sim("POST", "/v1/sim/chips/1/bursts", {"code": ONCE_CODE, "count": 10_000, "mode": "once"})
@@ -86,6 +87,9 @@ async def test_fault_manager_killed_during_a_storm_of_10000_events() -> None:
         verdict = (await s.verdicts())[s.names[1]]
         assert verdict["schedulable"] and verdict["codes"] == [], verdict
         assert s.kubelet.registration_count(R) == 1
+        # The exporter held 10,000 events for replay, the plugin followed the storm and the restart.
+        assert_no_leak(before, s.usage(), "plugin")
+        assert s.usage()["exporter"].fds <= before["exporter"].fds + 2
         # Killed mid-write, the SQLite file is intact.
         with sqlite3.connect(f"file:{s.fm.db}?mode=ro", uri=True) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -94,6 +98,7 @@ async def test_fault_manager_killed_during_a_storm_of_10000_events() -> None:
 async def test_api_server_conflicts_throttles_fails_and_stalls() -> None:
     async with node_stack() as s:
         await s.agree(set())
+        before = s.usage()
         writes = s.configmap_writes()
         # A bad stretch: conflicts, throttling and server errors on the ConfigMaps...
         s.api.fail_next(3, 409, path_prefix=CM_PATH, method="PUT")
@@ -124,6 +129,7 @@ async def test_api_server_conflicts_throttles_fails_and_stalls() -> None:
         assert {f["npu_name"] for f in info.faults} == {s.names[7]}
         assert s.configmap_writes() > writes
         assert s.fm.proc.poll() is None and s.plugin.proc.poll() is None, "nobody crashed"
+        assert_no_leak(before, s.usage(), "fault-manager", "plugin")
         assert await s.no_event_lost() == 3
         assert s.kubelet.registration_count(R) == 1
 
