@@ -295,5 +295,7 @@ async def _stop(s: Stack, *, keep_logs: bool) -> None:
                 shutil.copyfile(log, dest / log.name)
         return
     assert codes == {"plugin": 0, "fault-manager": 0, "exporter": 0}, codes
+    doubled = {key: n for key, n in s.kubelet.registration_counts.items() if n != 1}
+    assert not doubled, f"(kubelet instance, resource) registered other than once: {doubled}"
     assert not list((s.workdir / "dp").glob("Ascend*.sock")), "the plugin removes its sockets on shutdown"
     assert not s.fm.socket.exists() and not s.exporter.socket.exists(), "the services remove their sockets"
