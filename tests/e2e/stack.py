@@ -142,15 +142,14 @@ class Stack:
         stream = self.kubelet.streams.get(resource)
         return stream[-1].unhealthy if stream else None
 
-    def event_count(self) -> int:
+    def event_count(self, where: str = "1") -> int:
         """Fault events in the fault-manager's SQLite file (read-only; WAL lets it run beside the writer)."""
         with contextlib.closing(sqlite3.connect(f"file:{self.fm.db}?mode=ro", uri=True, timeout=5)) as conn:
-            return int(conn.execute("SELECT count(*) FROM fault_events").fetchone()[0])
+            return int(conn.execute(f"SELECT count(*) FROM fault_events WHERE {where}").fetchone()[0])
 
     def stored_events(self) -> int:
         """Events the exporter sent that are in SQLite (reconciled synthetic events left out)."""
-        with contextlib.closing(sqlite3.connect(f"file:{self.fm.db}?mode=ro", uri=True, timeout=5)) as conn:
-            return int(conn.execute("SELECT count(*) FROM fault_events WHERE source != 'reconcile'").fetchone()[0])
+        return self.event_count("source != 'reconcile'")
 
     async def exporter_events(self) -> int:
         """Fault events of the exporter's current run, replayed from its start (the buffer holds 16,384)."""
