@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,6 +20,7 @@ import grpc
 from ascend_common.kubelet import deviceplugin_pb2 as pb
 from ascend_common.kubelet import deviceplugin_pb2_grpc as pb_grpc
 from ascend_common.kubelet.constants import HEALTHY, UNHEALTHY
+from google.protobuf.message import DecodeError
 from grpc import aio
 
 from ascend_device_plugin.metrics import PluginMetrics
@@ -115,6 +116,84 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         return pb.PreStartContainerResponse()
 
 
+class _Undecodable:
+    """A request body that is not a message of the method's type."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+
+def _lenient(parse: Callable[[bytes], object]) -> Callable[[bytes], object]:
+    def deserialize(data: bytes) -> object:
+        try:
+            return parse(data)
+        except DecodeError as exc:
+            return _Undecodable(str(exc))
+
+    return deserialize
+
+
+async def _refuse(request: object, context: Ctx) -> None:
+    if isinstance(request, _Undecodable):
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed request: {request.error}")
+
+
+def _unary(method: Callable[[Any, Ctx], Awaitable[Any]]) -> Callable[[Any, Ctx], Awaitable[Any]]:
+    async def handle(request: Any, context: Ctx) -> Any:
+        await _refuse(request, context)
+        return await method(request, context)
+
+    return handle
+
+
+def _stream(method: Callable[[Any, Ctx], AsyncIterator[Any]]) -> Callable[[Any, Ctx], AsyncIterator[Any]]:
+    async def handle(request: Any, context: Ctx) -> AsyncIterator[Any]:
+        await _refuse(request, context)
+        async for response in method(request, context):
+            yield response
+
+    return handle
+
+
+def add_to_server(service: DevicePluginService, server: aio.Server) -> None:
+    """What the generated add_DevicePluginServicer_to_server does, except for a request body that
+    does not decode (bad wire format, invalid UTF-8 in a string): grpc reports its deserializer's
+    failure as UNKNOWN, the kubelet gets INVALID_ARGUMENT from us."""
+    Unary = Callable[[Any, Ctx], Awaitable[Any]]
+    unary: dict[str, tuple[Unary, Callable[[bytes], object], Callable[[Any], bytes]]] = {
+        "GetDevicePluginOptions": (
+            service.GetDevicePluginOptions,
+            pb.Empty.FromString,
+            pb.DevicePluginOptions.SerializeToString,
+        ),
+        "GetPreferredAllocation": (
+            service.GetPreferredAllocation,
+            pb.PreferredAllocationRequest.FromString,
+            pb.PreferredAllocationResponse.SerializeToString,
+        ),
+        "Allocate": (service.Allocate, pb.AllocateRequest.FromString, pb.AllocateResponse.SerializeToString),
+        "PreStartContainer": (
+            service.PreStartContainer,
+            pb.PreStartContainerRequest.FromString,
+            pb.PreStartContainerResponse.SerializeToString,
+        ),
+    }
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
+        name: grpc.unary_unary_rpc_method_handler(
+            _unary(method), request_deserializer=_lenient(parse), response_serializer=serialize
+        )
+        for name, (method, parse, serialize) in unary.items()
+    }
+    handlers["ListAndWatch"] = grpc.unary_stream_rpc_method_handler(
+        _stream(service.ListAndWatch),
+        request_deserializer=_lenient(pb.Empty.FromString),
+        response_serializer=pb.ListAndWatchResponse.SerializeToString,
+    )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("v1beta1.DevicePlugin", handlers),))
+
+
 class ResourceServer:
     """The server of one resource; started again after every kubelet restart."""
 
@@ -144,7 +223,7 @@ class ResourceServer:
             ],
             maximum_concurrent_rpcs=self.max_streams * 4,
         )
-        pb_grpc.add_DevicePluginServicer_to_server(self.service, server)
+        add_to_server(self.service, server)
         server.add_insecure_port(f"unix://{self.socket_path}")
         # Only the kubelet (root) may connect: create the socket 0600, not 0600-after-a-while.
         old = os.umask(0o177)

@@ -146,13 +146,23 @@ class FaultEngine:
         return chip.timelines.setdefault(code, [])
 
     def _trim(self, timeline: list[CodeEvent], now_p: float) -> None:
-        # Keep the last event before the horizon: it carries the state (present or not) forward.
+        # Of the events before the horizon keep only the one that began the state in force there:
+        # the occur that started the presence, or the recover that ended it. A `once` carries no
+        # state (keeping one in place of the occur made a present code look gone), and a repeated
+        # occur would move the presence's start.
         horizon = now_p - self.keep_s
-        cut = 0
-        while cut + 1 < len(timeline) and timeline[cut + 1].at < horizon:
-            cut += 1
-        if cut:
-            del timeline[:cut]
+        old = 0
+        while old < len(timeline) and timeline[old].at < horizon:
+            old += 1
+        begin: int | None = None
+        present = False
+        for index, event in enumerate(timeline[:old]):
+            if event.kind == "occur" and not present:
+                present, begin = True, index
+            elif event.kind == "recover" and (present or begin is None):
+                present, begin = False, index
+        if old > 1 or (old == 1 and begin is None):
+            timeline[:old] = [] if begin is None else [timeline[begin]]
 
     def release(self, name: str, at: float) -> None:
         """An administrator removed the chip from ManuallySeparateNPU: its frequency windows restart."""

@@ -139,7 +139,10 @@ def _quantity(value: Any, resource: str, ns: str, name: str) -> int:
         m = _QUANTITY.fullmatch(value)
         if not m:
             raise InvalidPod(f"quantity {value[:32]!r} of {resource} is not a whole number", ns, name)
-        n = int(m.group(1)) * _SUFFIX[m.group(2)]
+        digits = m.group(1).lstrip("0") or "0"
+        if len(digits) > len(str(MAX_REQUEST)):  # out of range whatever the suffix; int() stops at 4300 digits
+            raise InvalidPod(f"quantity {value[:32]!r} of {resource} is out of range", ns, name)
+        n = int(digits) * _SUFFIX[m.group(2)]
     else:
         raise InvalidPod(f"quantity of {resource} is not a number", ns, name)
     if n < 0 or n > MAX_REQUEST:
