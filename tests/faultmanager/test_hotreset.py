@@ -253,3 +253,28 @@ async def test_a_job_whose_processes_do_not_stop_fails_to_the_operator(tmp_path:
         finally:
             fm.stop()
             exporter.stop()
+
+
+async def test_a_reset_that_outlasts_wait_device_reset_time_goes_to_the_operator(tmp_path: Path) -> None:
+    scale = "50"  # WaitDeviceResetTime 150 s = 3 s; the exporter itself would wait 60 s
+    exporter = start_exporter(
+        tmp_path / "exporter", "--time-scale", scale, "--reset-poll-period", "0.05", "--reset-timeout", "60",
+        profile="910a-8",
+    )  # fmt: skip
+    token = reset_token(tmp_path / "fm-token")
+    fm = start_fault_manager(
+        tmp_path / "fm", exporter, "--hot-reset", "--token-file", str(token), "--time-scale", scale
+    )
+    try:
+        await wait_ready(fm)
+        await sim(exporter, "/v1/sim/chips/1/reset-failure", {"mode": "stuck"})  # never boots again
+        await sim(exporter, "/v1/sim/chips/1/faults", {"code": RESTART_NPU})
+        started = time.monotonic()
+        attempt = await finished_attempt(fm, 20)
+        assert attempt["outcome"] == "failed" and attempt["error_code"] == -8006, attempt
+        [item] = (await resets(fm))["operator"]  # type: ignore[misc]
+        assert "WaitDeviceResetTime (150 s)" in item["reason"]
+        assert time.monotonic() - started < 15, "the policy's wait, not the exporter's 60 s"
+    finally:
+        fm.stop()
+        exporter.stop()

@@ -46,7 +46,6 @@ from fault_manager.store import Store
 log = logging.getLogger(__name__)
 IDLE_S = 60.0  # policy seconds a group must have been idle
 JOB_POLL_S = 1.0
-JOB_TIMEOUT_S = 240.0  # the exporter itself gives up after 180 s of boot status
 
 
 @dataclass(frozen=True)
@@ -294,12 +293,16 @@ class HotReset:
         self._running.update(key)
         self.fm.set_resetting(key, True)
         outcome, code, message = "failed", -8005, "unknown"
+        wait_policy_s = self._grace().wait_device_reset_s
+        wait_s = self.fm.engine.real_time(wait_policy_s)
         try:
             job = await self.exporter.reset(group[0].logic_id, "auto")
             log.info("hot reset started", extra={"chips": list(key), "job": job.id, "channel": job.channel.value})
-            async with asyncio.timeout(JOB_TIMEOUT_S):
+            # GraceTolerance.WaitDeviceResetTime bounds the whole reset, as in the reference; the
+            # exporter's own --reset-timeout may be longer, and the chips must not wait on it.
+            async with asyncio.timeout(wait_s):
                 while job.state not in (JobState.SUCCEEDED, JobState.FAILED):
-                    await asyncio.sleep(JOB_POLL_S)
+                    await asyncio.sleep(min(JOB_POLL_S, wait_s / 20))
                     job = await self.exporter.job(job.id)
             if job.state is JobState.SUCCEEDED:
                 outcome, code, message = "succeeded", 0, f"{job.channel.value} reset done"
@@ -308,7 +311,7 @@ class HotReset:
         except ExporterError as exc:
             code, message = exc.status, exc.detail
         except TimeoutError:
-            code, message = -8006, f"the reset job did not end within {JOB_TIMEOUT_S:.0f} s"
+            code, message = -8006, f"the reset did not end within WaitDeviceResetTime ({wait_policy_s} s)"
         finally:
             self._running.difference_update(key)
             self.fm.set_resetting(key, False)
