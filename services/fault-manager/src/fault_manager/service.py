@@ -83,6 +83,7 @@ class FaultManager:
         self._queue: asyncio.Queue[FaultEventRow | ChipList] = asyncio.Queue()
         self._dirty: set[str] = set()
         self._write_wanted = asyncio.Event()
+        self._save_lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._last_written: tuple[object, ...] | None = None
@@ -349,19 +350,24 @@ class FaultManager:
             self._write_wanted.set()
 
     async def _save(self, evaluations: list[Evaluation]) -> None:
-        for ev in evaluations:
-            v = ev.verdict
-            await asyncio.to_thread(
-                self.store.save_chip_state,
-                v.chip,
-                v.fault_level.value,
-                v.schedulable,
-                v.reason.value,
-                int(v.since * 1000),
-                v.codes,
-                int(self.clock.now() * 1000),
-            )
-            await asyncio.to_thread(self._sync_escalations, ev)
+        # In order (the lock is FIFO): an older save finishing last would leave stale escalations.
+        async with self._save_lock:
+            for ev in evaluations:
+                v = ev.verdict
+                await asyncio.to_thread(
+                    self.store.save_chip_state,
+                    v.chip,
+                    v.fault_level.value,
+                    v.schedulable,
+                    v.reason.value,
+                    int(v.since * 1000),
+                    v.codes,
+                    int(self.clock.now() * 1000),
+                )
+                await asyncio.to_thread(self._sync_escalations, ev)
+        # UpgradeFaultReason is rendered from the stored escalations: the write the verdict asked
+        # for may have gone out before they were stored, so ask again (nothing changed: no write).
+        self._write_wanted.set()
 
     def _sync_escalations(self, ev: Evaluation) -> None:
         """The chip's UpgradeFaultReason entries are exactly its current escalations: new ones are
