@@ -22,17 +22,13 @@ from pathlib import Path
 
 from fault_manager.store import FaultEventRow, Store
 
+from bench.figures import Section, pct, timing
+
 TARGET_P99_MS = 20.0
 CHIPS = [f"Ascend910-{i}" for i in range(16)]
 CODES = ["80E01801", "8C1FA006", "81078603", "80CB8009", "40F84E00", "110001024"]
 BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 STEP_MS = 2_000  # one event every 2 s node-wide: 1,000,000 events span about 23 days
-
-
-def pct(samples: list[float], p: float) -> float:
-    ordered = sorted(samples)
-    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
-    return ordered[k]
 
 
 def batches(total: int, size: int, rng: random.Random) -> Iterator[list[FaultEventRow]]:
@@ -144,6 +140,25 @@ def describe(result: HistoryResult) -> list[str]:
             f"{shape}: n={len(values)} p50 {pct(values, 50) * 1000:.2f} ms, p99 {pct(values, 99) * 1000:.2f} ms"
         )
     return lines
+
+
+def section(events: int) -> Section:
+    """The history figure as a report section (bench.run runs it after every service has stopped)."""
+    started = time.monotonic()
+    result = measure(events=events)
+    name = f"history query at {events:,} events"
+    if events < 1_000_000:
+        name += " (the target is for 1,000,000)"
+    out = Section("Fault history (fault-manager store)", f"`.venv/bin/python -m bench.history --events {events}`")
+    out.figures.append(timing(name, result.samples, 99, TARGET_P99_MS / 1000))
+    out.notes.append(
+        f"`Store.history` on a temporary SQLite file filled through `Store.append_events` ({len(CHIPS)} chips,"
+        f" one event every {STEP_MS // 1000} s node-wide), reopened so SQLite's page cache starts cold; 1,000"
+        " queries, a third each latest page (limit 100), time range, keyset next page. No service runs meanwhile."
+    )
+    out.notes += describe(result)
+    out.seconds = time.monotonic() - started
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

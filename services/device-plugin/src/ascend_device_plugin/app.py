@@ -92,9 +92,8 @@ class DevicePlugin:
 
     def _on_pods(self) -> None:
         assert self.kube is not None
-        pods = self.kube.pods()
-        self.manager.set_pods(pods)
-        self.allocator.forget({p.uid for p in pods})
+        self.manager.set_pods(self.kube.pods(), running=self.kube.running_chips(), holding=self.kube.holding())
+        self.allocator.forget(self.kube.uids())
 
     def _options(self, resource: str) -> pb.DevicePluginOptions:
         return pb.DevicePluginOptions(

@@ -9,7 +9,7 @@ ListAndWatch streams of exactly the resources that changed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ascend_common.chips import ResourceType
@@ -156,11 +156,16 @@ class ResourceManager:
             self.exporter_lost = lost
             self.recompute()
 
-    def set_pods(self, pods: list[PodView]) -> None:
+    def set_pods(
+        self, pods: list[PodView], running: set[str] | None = None, holding: Container[str] | None = None
+    ) -> None:
+        """The node's pods; `running` (the chips Running pods name) and `holding` (uids of the Pending
+        and Running pods) when the caller keeps them already, so that no pass over the pods is made."""
         self.pods = pods
-        self.running_chips = chips_in_use(pods, phases=(POD_RUNNING,))
+        self.running_chips = chips_in_use(pods, phases=(POD_RUNNING,)) if running is None else running
         # A pod that is gone or finished no longer holds its devices: forget its mappings.
-        holding = {p.uid for p in pods if p.phase in (POD_PENDING, POD_RUNNING)}
+        if holding is None:
+            holding = {p.uid for p in pods if p.phase in (POD_PENDING, POD_RUNNING)}
         for table in (self.volcano_by_pod, self.cores_by_pod):
             for uid in [uid for uid in table if uid not in holding]:
                 del table[uid]

@@ -88,6 +88,7 @@ class FaultManager:
         self._tasks: list[asyncio.Task[None]] = []
         self._last_written: tuple[object, ...] | None = None
         self._last_write = 0.0
+        self._last_sync = 0.0  # the writer's last read of the ConfigMap (and write, if it wrote)
         self._written_manual: set[str] | None = None
         self._pods_pending: asyncio.TimerHandle | None = None
         self.switches = SwitchFaults()
@@ -446,9 +447,12 @@ class FaultManager:
                 async with asyncio.timeout(min(self.refresh_period, 5.0)):
                     await self._write_wanted.wait()
             self._write_wanted.clear()
-            wait = self.write_interval - (time.monotonic() - self._last_write)
+            # One sync (a read, and a write if the content changed) per write interval, not only
+            # one write: every pod event asks for a sync, and on a busy node most find no change.
+            wait = self.write_interval - (time.monotonic() - self._last_sync)
             if wait > 0:
                 await asyncio.sleep(wait)
+            self._last_sync = time.monotonic()
             try:
                 await self.sync_configmap()
             except Exception as exc:  # keep writing later; the next change or refresh retries

@@ -1,0 +1,124 @@
+"""docs/benchmarks.md: the machine, the command, one table per scenario, the misses, the notes."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from dataclasses import dataclass
+
+import psutil
+
+from bench.figures import Section
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where the figures were measured, and how busy the machine was around them."""
+
+    cores: int
+    ram_gib: float
+    kernel: str
+    cpu: str
+    python: str
+
+    @classmethod
+    def here(cls) -> Machine:
+        return cls(
+            cores=os.cpu_count() or 0,
+            ram_gib=psutil.virtual_memory().total / 2**30,
+            kernel=f"{platform.system()} {platform.release()} ({platform.machine()})",
+            cpu=cpu_model(),
+            python=platform.python_version(),
+        )
+
+    def describe(self) -> str:
+        return f"{self.cores} cores ({self.cpu}), {self.ram_gib:.0f} GiB, {self.kernel}, Python {self.python}"
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"{one:.2f} (1 min) / {five:.2f} (5 min)"
+
+
+def table(section: Section) -> list[str]:
+    lines = [
+        "| figure | measured | target | reference | ratio to the reference | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {f.name} | {f.value} | {f.target} | {f.reference} | {f.ratio} | {f.verdict} |" for f in section.figures
+    ]
+    return lines
+
+
+def misses(sections: list[Section]) -> list[str]:
+    found = [(s, f) for s in sections for f in s.figures if f.verdict.startswith("MISSED")]
+    if not found:
+        return ["None: every figure with a target met it."]
+    return [
+        f"- {f.name} ({s.title}): {f.value}, target {f.target}. {f.verdict.removeprefix('MISSED').lstrip(': ')}"
+        for s, f in found
+    ]
+
+
+@dataclass
+class Run:
+    command: str
+    machine: Machine
+    started: float  # time.time()
+    seconds: float
+    load_before: str
+    load_after: str
+    others_before: str  # what else was using the CPU when the run began
+    others_after: str  # and when it ended
+
+
+def render(run: Run, sections: list[Section], memory_notes: list[str], general_notes: list[str]) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.started))
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Produced by `{run.command}` on {when}, in {run.seconds / 60:.1f} min.",
+        "",
+        f"Machine: {run.machine.describe()}.",
+        f"Load average before the run {run.load_before}; after it {run.load_after}.",
+        f"Other work on the machine as the run began: {run.others_before}; as it ended: {run.others_after}.",
+        "",
+        "Real processes on real Unix sockets: the sim exporter (1 s poll, the deployed default), the",
+        "fault-manager (1 s --write-interval, the default), the device-plugin, the tests' fake kubelet",
+        "(in the benchmark process: it is the caller of every timed call) and the tests' fake API server",
+        "(in a process of its own). Latencies are taken at the caller; percentiles are nearest-rank.",
+        "",
+        "## Misses",
+        "",
+        *misses(sections),
+        "",
+    ]
+    for section in sections:
+        lines += [
+            f"## {section.title}",
+            "",
+            f"Alone: {section.command} ({section.seconds:.0f} s in this run; load average {section.load} as it began).",
+            "",
+            *table(section),
+            "",
+        ]
+        if section.notes:
+            lines += [f"- {note}" for note in section.notes]
+            lines.append("")
+    if memory_notes:
+        lines += ["## Where the memory goes", "", *[f"- {note}." for note in memory_notes], ""]
+    lines += ["## Notes", "", *[f"- {note}" for note in general_notes]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,151 @@
+"""Allocate on the Volcano path: the plugin serves the oldest pending pod Volcano annotated,
+from its pod cache, and patches that pod after answering.
+
+The caller's latency (the fake kubelet, gRPC round trip included) is the figure; the plugin's
+own histogram (`ascend_device_plugin_allocate_seconds`, bucketed) is read beside it to tell the
+plugin's time from the time the call spends getting there and back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from bench.apiserver import RemoteApiServer
+from bench.figures import Figure, Section, ms, pct, timing, verdict
+from bench.latency import allocate_latency, paced_with_floor
+from bench.pods import NODE, LocalPods, VolcanoQueue, wait_pod_caches
+from bench.stack import Stack, StackConfig, stack
+from tests.support.fake_apiserver import FakeApiServer
+
+HISTOGRAM = "ascend_device_plugin_allocate_seconds"
+PACED_GAP_S = 0.05  # 20 admissions a second: a busy node, not a synthetic flood
+TARGET_S = 0.005  # Allocate (8 chips, Volcano path, warm cache) p99
+CONFIG = StackConfig(kube="api", plugin_args=("--volcano-type",))
+
+
+def allocate_buckets(plugin_metrics_url: str, resource: str) -> dict[float, float]:
+    """The plugin's cumulative Allocate histogram of `resource`: bucket bound (s) -> count."""
+    text = httpx.get(plugin_metrics_url + "/metrics", timeout=5).text
+    out: dict[float, float] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name != HISTOGRAM:
+            continue
+        for sample in family.samples:
+            if sample.name == HISTOGRAM + "_bucket" and sample.labels.get("resource") == resource:
+                out[float(sample.labels["le"])] = sample.value
+    return out
+
+
+def bucket_p99(before: dict[float, float], after: dict[float, float]) -> float | None:
+    """The plugin-side p99 of the calls between two histogram readings, as its bucket's upper bound
+    in seconds (inf: above the last bucket); None when no call was counted."""
+    diff = {le: after.get(le, 0.0) - before.get(le, 0.0) for le in after}
+    total = diff.get(float("inf"), 0.0)
+    if total <= 0:
+        return None
+    return next(le for le in sorted(diff) if diff[le] >= 0.99 * total)
+
+
+def bound_text(bound: float | None) -> str:
+    if bound is None:
+        return "-"
+    return "> 1 s" if bound == float("inf") else f"<= {bound * 1000:g} ms"
+
+
+@dataclass
+class VolcanoRun:
+    samples: list[float]  # seconds, at the caller
+    plugin_p99: float | None  # the plugin's own p99, as its histogram bucket's bound
+    empty: list[float]  # empty calls at the same pace (none for back-to-back runs)
+
+    def figure(self, name: str, target_s: float | None) -> Figure:
+        """The caller's p99, with the plugin's own and an empty call's beside it; a miss says which is slow."""
+        figure = timing(name, self.samples, 99, target_s)
+        floor = f"; an empty call at this pace {ms(pct(self.empty, 99))}" if self.empty else ""
+        figure.value += f" (in the plugin {bound_text(self.plugin_p99)}{floor})"
+        if figure.verdict.startswith("MISSED") and target_s is not None:
+            figure.verdict = verdict(False, self.why_slow(target_s))
+        return figure
+
+    def why_slow(self, target_s: float) -> str:
+        """Which part of a missed p99 is slow: the machine (an empty call is slow too), the plugin, or the trip."""
+        inside = bound_text(self.plugin_p99)
+        if self.empty and pct(self.empty, 99) > target_s:
+            return (
+                f"an empty call at the same pace already takes {ms(pct(self.empty, 99))} at p99: waking the processes"
+                f" and waiting for a core on this machine now; in the plugin {inside}"
+            )
+        if self.plugin_p99 is not None and self.plugin_p99 <= target_s:
+            return f"the plugin's own p99 is within the target ({inside}); the rest is the call's way there and back"
+        return f"the plugin itself takes {inside} at p99"
+
+
+async def volcano_latency(s: Stack, resource: str, queue: VolcanoQueue, rounds: int, gap: float) -> VolcanoRun:
+    """`rounds` Volcano Allocate calls for the queue's chips every `gap` s (0: back to back), and
+    the plugin's own p99 bucket for them.
+
+    `resource` is the short name the plugin serves (`Ascend910`), as in its metrics' labels.
+    """
+    name, ids = "huawei.com/" + resource, sorted(queue.chips)
+
+    def next_pod(_i: int) -> None:
+        queue.served_one()
+
+    before = await asyncio.to_thread(allocate_buckets, s.plugin.ops_url, resource)
+    if gap:
+        samples, empty = await paced_with_floor(s, name, ids, rounds, gap, after=next_pod)
+    else:
+        samples, empty = await allocate_latency(s, name, ids, rounds, after=next_pod), []
+    after = await asyncio.to_thread(allocate_buckets, s.plugin.ops_url, resource)
+    return VolcanoRun(samples, bucket_p99(before, after), empty)
+
+
+async def paced_and_burst(s: Stack, queue: VolcanoQueue, rounds: int) -> list[Figure]:
+    """`rounds` calls at 20/s (the target), then `rounds` back to back (no pause between calls)."""
+    label = f"Allocate {len(queue.chips)} chips, Volcano path"
+    paced = await volcano_latency(s, "Ascend910", queue, rounds, PACED_GAP_S)
+    burst = await volcano_latency(s, "Ascend910", queue, rounds, 0.0)
+    figures = [paced.figure(f"{label}, 20/s", TARGET_S), burst.figure(f"{label}, back to back", None)]
+    figures[1].verdict = "each call's pod patch and its watch events compete with the next call"
+    return figures
+
+
+async def in_process_comparison(chips: Sequence[str], rounds: int) -> Figure:
+    """The paced figure with the fake API server inside the benchmark process, as bench/ first ran it."""
+    with FakeApiServer(history=rounds * 8 + 100) as api:
+        api.add_node(NODE)
+        queue = VolcanoQueue(LocalPods(api), chips)
+        queue.prime()
+        async with stack(CONFIG, api.url) as s:
+            await wait_pod_caches(api, 1)
+            result = await volcano_latency(s, "Ascend910", queue, rounds, PACED_GAP_S)
+    figure = result.figure("same, 20/s, fake API server in the benchmark process", None)
+    figure.verdict = "for comparison: where earlier runs had the fake API server"
+    return figure
+
+
+async def run(rounds: int) -> Section:
+    started = time.monotonic()
+    section = Section("Allocate on the Volcano path (910b-8)", "`.venv/bin/python -m bench.run --only volcano`")
+    chips = [f"Ascend910-{i}" for i in range(8)]
+    with RemoteApiServer(history=rounds * 16 + 100) as api:
+        api.add_node(NODE)
+        queue = VolcanoQueue(api, chips)
+        queue.prime()
+        async with stack(CONFIG, api.url) as s:
+            await wait_pod_caches(api, 1)
+            section.figures += await paced_and_burst(s, queue, rounds)
+    section.figures.append(await in_process_comparison(chips, rounds))
+    section.notes.append(
+        f"Volcano's pods for all 8 chips, {queue.ahead} pending ahead of the calls with increasing predicate-times;"
+        " each Allocate serves (and patches) the oldest, and the one served before it is then removed (it ran"
+        " and finished). Plugin only (--kube api --volcano-type), fake API server in a process of its own."
+    )
+    section.seconds = time.monotonic() - started
+    return section
