@@ -103,6 +103,24 @@ async def test_volcano_kubelet_id_reports_the_real_devices_health(volcano: Node,
     assert msg.unhealthy == {"Ascend910-2", "Ascend910-6"}, "kubelet id 2 stands for real chip 6"
 
 
+async def test_volcano_kubelet_ids_survive_a_plugin_restart(volcano: Node, apiserver: FakeApiServer) -> None:
+    await volcano.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
+    await asyncio.sleep(0.5)
+    await volcano.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])  # real: 6, 7
+    await eventually(lambda: pod_annotations(apiserver, "first").get("huawei.com/kltDev") == "Ascend910-2,Ascend910-3")
+    apiserver.modify("pods", "first", "ml", lambda pod: pod["status"].update(phase="Running"))
+    # The map from kubelet ids to real chips lives in the plugin; a new plugin reads it back
+    # from the pod's kltDev and AscendReal annotations.
+    volcano.plugin = volcano.plugin.restart()
+    await wait_ready(volcano.plugin)
+    seen = len(volcano.kubelet.streams[R])
+    phys = {logic: await phy_of(volcano, logic) for logic in range(8)}
+    logic_of_6 = next(logic for logic, phy in phys.items() if phy == 6)
+    await inject(volcano, logic_of_6, "8C1FA006", "occur")
+    msg = await volcano.kubelet.wait_for(R, lambda m: bool(m.unhealthy), timeout=3, after=seen)
+    assert msg.unhealthy == {"Ascend910-2", "Ascend910-6"}, "kubelet id 2 still stands for real chip 6"
+
+
 async def test_dynamic_vnpu_creates_the_annotated_vnpu(workdir: Path, apiserver: FakeApiServer) -> None:
     token = workdir / "plugin-token"
     token.write_text(f"{TOKENS['vnpu'][0]} vnpu\n")

@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,13 @@ class PluginProc:
     plugin_dir: Path
     ops_url: str
     log_path: Path
+    relaunch: Callable[[], PluginProc] | None = None  # the same command again (see `restart`)
+
+    def restart(self) -> PluginProc:
+        """Stop (SIGTERM, must exit 0) and start a new plugin with the same flags."""
+        assert self.relaunch is not None
+        assert self.stop() == 0, self.log_path.read_text()[-3000:]
+        return self.relaunch()
 
     def ready(self) -> bool:
         if self.proc.poll() is not None:
@@ -67,7 +75,11 @@ def start_plugin(
     proc = subprocess.Popen(
         args, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, **(env or {})}
     )
-    return PluginProc(proc, plugin_dir, f"http://127.0.0.1:{port}", log_path)
+
+    def relaunch() -> PluginProc:
+        return start_plugin(workdir, exporter, plugin_dir, *extra, kube=kube, env=env)
+
+    return PluginProc(proc, plugin_dir, f"http://127.0.0.1:{port}", log_path, relaunch)
 
 
 async def wait_ready(plugin: PluginProc, timeout: float = 15) -> None:

@@ -19,6 +19,7 @@ from ascend_device_plugin.core import (
     pick_pod,
     taken_patch,
 )
+from ascend_device_plugin.core.volcano import kubelet_map
 
 R910 = ResourceType.ASCEND910
 RES = "huawei.com/Ascend910"
@@ -273,3 +274,36 @@ def test_npu_core_malformed_annotation_is_reported() -> None:
 def test_pick_pod_rejects_resources_without_a_volcano_path(resource: str, aicore: int | None, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         pick_pod([], resource, 1, chip_aicore=aicore)
+
+
+KLT, REAL = "huawei.com/kltDev", "huawei.com/AscendReal"
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        ({KLT: "Ascend910-2,Ascend910-3", REAL: "Ascend910-6,Ascend910-7"},
+         {"Ascend910-2": "Ascend910-6", "Ascend910-3": "Ascend910-7"}),
+        ({KLT: "Ascend910-1", REAL: "Ascend910-1"}, {"Ascend910-1": "Ascend910-1"}),  # the plain path writes both
+        ({}, None),  # no allocation of ours on the pod
+        ({"other": "x"}, None),
+    ],
+)  # fmt: skip
+def test_kubelet_map_from_the_pods_annotations(annotations: dict[str, str], expected: dict[str, str] | None) -> None:
+    assert kubelet_map(annotations, ResourceType.ASCEND910) == expected
+
+
+@pytest.mark.parametrize(
+    ("annotations", "message"),
+    [
+        ({KLT: "Ascend910-2"}, "come together"),
+        ({REAL: "Ascend910-2"}, "come together"),
+        ({KLT: "Ascend910-2,Ascend910-3", REAL: "Ascend910-6"}, "names 2 devices"),
+        ({KLT: "Ascend910-2", REAL: "GPU-0"}, "not a device id"),
+        ({KLT: "Ascend310P-2", REAL: "Ascend910-2"}, "not a Ascend910 chip"),
+        ({KLT: "Ascend910-2,,", REAL: "Ascend910-6"}, "empty item"),
+    ],
+)
+def test_kubelet_map_refuses_what_does_not_pair_up(annotations: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        kubelet_map(annotations, ResourceType.ASCEND910)

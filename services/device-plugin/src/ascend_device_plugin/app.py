@@ -22,6 +22,8 @@ from ascend_common.settings import parse_host_port
 from ascend_common.tokens import first_token
 
 from ascend_device_plugin.allocator import Allocator, NodeFacts
+from ascend_device_plugin.core.model import PodView
+from ascend_device_plugin.core.volcano import kubelet_map
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.ops import create_ops_app
 from ascend_device_plugin.registrar import Registrar
@@ -75,11 +77,14 @@ class DevicePlugin:
             s.plugin_dir, lambda: self.servers, self._options, self.metrics, require_root=s.require_root_owned
         )
         self._tasks: list[asyncio.Task[None]] = []
+        self._unmappable: set[str] = set()  # pods whose kltDev/AscendReal could not be read (logged once)
 
     # ---- inputs ------------------------------------------------------------------------------
 
     def _on_chips(self, changed: Mapping[int, Chip]) -> None:
         self.manager.set_chips(changed)
+        if self.kube is not None and self.settings.volcano_type and self._restore_volcano_maps(self.kube.allocated()):
+            self.manager.recompute()
         self._ensure_servers()
         if self.kube is not None:
             node = self.follower.node
@@ -92,8 +97,32 @@ class DevicePlugin:
 
     def _on_pods(self) -> None:
         assert self.kube is not None
+        if self.settings.volcano_type:
+            self._restore_volcano_maps(self.kube.allocated())
         self.manager.set_pods(self.kube.pods(), running=self.kube.running_chips(), holding=self.kube.holding())
         self.allocator.forget(self.kube.uids())
+
+    def _restore_volcano_maps(self, allocated: Mapping[str, PodView]) -> bool:
+        """After a restart the kubelet still holds the ids it was given; the pods' kltDev and
+        AscendReal say which real chip each stands for, so their health keeps following it.
+        Returns whether a map was restored (the chips must be known: they give the type)."""
+        rtype = self.manager.physical_type
+        if rtype is None:
+            return False
+        restored = False
+        for uid, pod in allocated.items():
+            if uid in self.manager.volcano_by_pod or uid in self._unmappable:
+                continue
+            try:
+                mapping = kubelet_map(pod.annotations, rtype)
+            except ValueError as exc:
+                self._unmappable.add(uid)
+                log.warning("kubelet ids of a pod not restored", extra={"pod": pod.key, "reason": str(exc)})
+                continue
+            if mapping:
+                self.manager.volcano_by_pod[uid] = mapping
+                restored = True
+        return restored
 
     def _options(self, resource: str) -> pb.DevicePluginOptions:
         return pb.DevicePluginOptions(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable, KeysView
+from collections.abc import Callable, KeysView, Mapping
 from dataclasses import dataclass, field
 
 from ascend_common.inuse import chips_in_use
@@ -19,6 +19,7 @@ from ascend_common.kube.pods import PodCache, SlimPod
 from kubernetes.client import ApiClient
 
 from ascend_device_plugin.allocator import NodeFacts
+from ascend_device_plugin.core.annotations import KLT_DEV
 from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING, PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels
 from ascend_device_plugin.resources import ResourceManager
@@ -55,6 +56,7 @@ class KubeBridge:
     # event costs milliseconds of the event loop on a 10,000-pod node, and Allocate waits behind it.
     _running_chips: Counter[str] = field(default_factory=Counter)  # chip -> Running pods naming it
     _holding: set[str] = field(default_factory=set)  # uids of the Pending and Running pods
+    _allocated: dict[str, PodView] = field(default_factory=dict)  # holders that carry kltDev (by uid)
     _labels_written: dict[str, str] = field(default_factory=dict)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _label_task: asyncio.Task[None] | None = None
@@ -90,8 +92,11 @@ class KubeBridge:
         if view.phase in (POD_PENDING, POD_RUNNING):
             if step > 0:
                 self._holding.add(view.uid)
+                if KLT_DEV in view.annotations:
+                    self._allocated[view.uid] = view
             else:
                 self._holding.discard(view.uid)
+                self._allocated.pop(view.uid, None)
         for chip in chips_in_use([view], phases=(POD_RUNNING,)):
             self._running_chips[chip] += step
             if self._running_chips[chip] <= 0:
@@ -104,6 +109,10 @@ class KubeBridge:
     def holding(self) -> set[str]:
         """Uids of the Pending and Running pods; read it, do not keep or change it."""
         return self._holding
+
+    def allocated(self) -> Mapping[str, PodView]:
+        """Pending and Running pods that carry an allocation's `kltDev` annotation, by uid."""
+        return self._allocated
 
     def uids(self) -> KeysView[str]:
         return self._views.keys()

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ascend_common.chips import RESOURCE_PREFIX, ChipFamily, ResourceType
 from ascend_common.naming import NPU_CORE, chip_name, parse_device_id
 from ascend_common.vnpu import TEMPLATES, template_allowed
 
+from ascend_device_plugin.core.annotations import ASCEND_REAL, KLT_DEV
 from ascend_device_plugin.core.model import POD_PENDING, PodView
 
 PREDICATE_TIME = "predicate-time"
@@ -107,6 +108,21 @@ def _parse_real_devices(value: str, rtype: ResourceType) -> tuple[str, ...]:
         if chip_name(rtype, parsed.phy_id) != item:
             raise ValueError(f"{item!r} is not in canonical form {chip_name(rtype, parsed.phy_id)!r}")
     return tuple(items)
+
+
+def kubelet_map(annotations: Mapping[str, str], rtype: ResourceType) -> dict[str, str] | None:
+    """The kubelet id -> real chip map a Volcano allocation wrote on its pod (`kltDev`,
+    `AscendReal`), to rebuild after a plugin restart; None when the pod carries neither;
+    ValueError when they are malformed or do not pair up one to one."""
+    klt, real = annotations.get(KLT_DEV), annotations.get(ASCEND_REAL)
+    if klt is None and real is None:
+        return None
+    if klt is None or real is None:
+        raise ValueError(f"{KLT_DEV} and {ASCEND_REAL} come together; the pod has only one")
+    kubelet_ids, devices = parse_real_devices(klt, rtype), parse_real_devices(real, rtype)
+    if len(kubelet_ids) != len(devices):
+        raise ValueError(f"{KLT_DEV} names {len(kubelet_ids)} devices, {ASCEND_REAL} {len(devices)}")
+    return dict(zip(kubelet_ids, devices, strict=True))
 
 
 @dataclass(frozen=True)
