@@ -32,10 +32,23 @@ LIBRARIES = {
     "grpcio + protobuf": ("grpc", "google.protobuf"),
 }
 
-# `module` or `module:attribute` (an attribute loaded lazily on first use).
+# In the dev venv some libraries load optional extras the image does not have: httpx its CLI
+# (rich and pygments, here for ascendctl and the tests; click stays: uvicorn needs it), kubernetes its
+# client-side validation (kubernetes_validate, jsonschema: here for the deploy tests). Blocking them gives
+# the import floor as deployed.
+DEV_ONLY = ("rich", "pygments", "kubernetes_validate", "jsonschema", "typer")
+# `module` or `module:attribute` (an attribute loaded lazily on first use), after the comma-joined
+# top-level packages to block (empty: none).
 _PROBE = """
-import importlib, sys, psutil
-for name in sys.argv[1:]:
+import importlib, importlib.abc, sys, psutil
+BLOCKED = set(filter(None, sys.argv[1].split(",")))
+class DevOnly(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(name)
+if BLOCKED:
+    sys.meta_path.insert(0, DevOnly())
+for name in sys.argv[2:]:
     module, _, attr = name.partition(":")
     loaded = importlib.import_module(module)
     if attr:
@@ -53,11 +66,14 @@ class Imports:
 
 
 @functools.cache
-def probe(modules: Sequence[str]) -> Imports:
-    """A fresh interpreter importing `modules` (a tuple, so that the answer is cached)."""
+def probe(modules: Sequence[str], *, as_deployed: bool = False) -> Imports:
+    """A fresh interpreter importing `modules` (a tuple, so that the answer is cached);
+    `as_deployed`: without the dev venv's extras (DEV_ONLY)."""
+    blocked = ",".join(DEV_ONLY) if as_deployed else ""
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE, *modules], capture_output=True, text=True, cwd=ROOT, check=True, timeout=120
-    )
+        [sys.executable, "-c", _PROBE, blocked, *modules], capture_output=True, text=True, cwd=ROOT, check=True,
+        timeout=120,
+    )  # fmt: skip
     rss, cpu = out.stdout.split()
     return Imports(int(rss) / 2**20, float(cpu))
 
@@ -84,9 +100,11 @@ def footprint_notes() -> list[str]:
     lines = []
     for name, modules in SERVICE_MODULES.items():
         imports = probe(modules)
+        deployed = probe(modules, as_deployed=True)
         lines.append(
             f"{name}: {imports.rss_mb:.0f} MB resident and {imports.cpu_s:.1f} s of CPU for its imports alone"
-            f" ({', '.join(modules)})"
+            f" ({', '.join(modules)}); {deployed.rss_mb:.0f} MB without the dev venv's extras that the image"
+            f" does not have ({', '.join(DEV_ONLY)})"
         )
     libs = ", ".join(
         f"{lib} +{probe(mods).rss_mb - bare.rss_mb:.0f} MB, +{probe(mods).cpu_s - bare.cpu_s:.1f} s"
