@@ -30,27 +30,13 @@ from tests.support.faultmanager import FaultManagerProc, start_fault_manager
 from tests.support.faultmanager import wait_ready as fm_ready
 from tests.support.plugin import PluginProc, start_plugin
 from tests.support.plugin import wait_ready as plugin_ready
+from tests.support.waiting import until
 
 NODE = "node-a"
 R = "huawei.com/Ascend910"
 DEVICE_INFO = "mindx-dl-deviceinfo-node-a"
 CM_PATH = "/api/v1/namespaces/kube-system/configmaps"
 SCALE = 20.0  # policy time runs 20x: 60 s of idle period is 3 s, a 24 h window 72 min
-
-
-async def until(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
-    """Poll `check` (sync or async) until it is truthy; fail naming `what`."""
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                value = check()
-                if asyncio.iscoroutine(value):
-                    value = await value
-                if value:
-                    return value
-                await asyncio.sleep(interval)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
 
 @dataclass

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from tests.e2e.stack import R, Stack, node_stack, until
+from tests.e2e.stack import R, Stack, node_stack
+from tests.support.waiting import until
 
 CARD_DROP = "40F84E00"
 RESTART_NPU = "8C1FA006"

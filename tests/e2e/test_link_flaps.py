@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tests.e2e.stack import SCALE, Stack, node_stack, until
+from tests.e2e.stack import SCALE, Stack, node_stack
+from tests.support.waiting import until
 
 LINK_DOWN = "81078603"
 

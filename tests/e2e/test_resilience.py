@@ -10,7 +10,8 @@ import signal
 import sqlite3
 from typing import Any
 
-from tests.e2e.stack import CM_PATH, DEVICE_INFO, R, Stack, Usage, node_stack, until
+from tests.e2e.stack import CM_PATH, DEVICE_INFO, R, Stack, Usage, node_stack
+from tests.support.waiting import until
 
 RESTART_NPU = "8C1FA006"
 ONCE_CODE = "80CB8009"  # a code the storm fires as `once` events

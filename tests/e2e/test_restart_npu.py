@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.e2e.stack import R, node_stack, until
+from tests.e2e.stack import R, node_stack
 from tests.support.exporter import ExporterProc
 from tests.support.fake_apiserver import FakeApiServer
+from tests.support.waiting import until
 
 RESTART_NPU = "8C1FA006"
 JOB_CM = "reset-config-job1"

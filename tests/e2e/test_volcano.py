@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.stack import R, node_stack, until
+from tests.e2e.stack import R, node_stack
 from tests.support.exporter import ExporterProc
 from tests.support.fake_apiserver import FakeApiServer
+from tests.support.waiting import until
 
 TAKEN = "18446744073709551615"
 PODS = "/api/v1/namespaces/ml/pods"

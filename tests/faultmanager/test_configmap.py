@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 from fault_manager.store import Store
@@ -13,16 +12,11 @@ from tests.faultmanager.test_service import sim, verdicts
 from tests.support.exporter import start_exporter
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
+from tests.support.waiting import until
 
 HBM = "80E01801"  # FaultFrequency: 2 occurrences in 24 h -> ManuallySeparateNPU
 CM = "mindx-dl-deviceinfo-node-a"
 CM_PATH = "/api/v1/namespaces/kube-system/configmaps"
-
-
-async def until(check: Callable[[], object], timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.05)
 
 
 def configmap(api: FakeApiServer) -> dict[str, str]:
@@ -38,7 +32,7 @@ async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> 
         fm: FaultManagerProc = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api")
         try:
             await wait_ready(fm)
-            await until(lambda: "DeviceInfoCfg" in configmap(api))
+            await until(lambda: "DeviceInfoCfg" in configmap(api), timeout=10.0)
             obj = api.get_object("configmaps", CM, "kube-system")
             assert obj is not None and obj["metadata"]["labels"] == {"mx-consumer-cim": "true"}
             assert set(configmap(api)) >= {"DeviceInfoCfg", "ManuallySeparateNPU", "UpgradeFaultReason", "Description"}
@@ -55,19 +49,21 @@ async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> 
             api.fail_next(1, 409, path_prefix=CM_PATH, method="PUT")
             for assertion in ("occur", "recover", "occur", "recover"):
                 await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": assertion})
-            await until(lambda: configmap(api).get("ManuallySeparateNPU") == name)
+            await until(lambda: configmap(api).get("ManuallySeparateNPU") == name, timeout=10.0)
             assert any(r.method == "PUT" and r.path.startswith(CM_PATH) and r.status == 409 for r in api.requests)
             reasons = json.loads(configmap(api)["UpgradeFaultReason"])
             assert [r["upgrade_type"] for r in reasons[name]] == ["FaultFrequency"]
             assert (await verdicts(fm))[name]["manually_separated"] is True
             assert name in await asyncio.to_thread(_manual, fm.db)
-            await until(lambda: any(e.get("reason") == "NPUIsolated" for e in api.objects("events")))
+            await until(lambda: any(e.get("reason") == "NPUIsolated" for e in api.objects("events")), timeout=10.0)
 
             # A restart keeps the isolation and its reason.
             assert fm.stop() == 0
             fm = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api", db=fm.db)
             await wait_ready(fm)
-            await until(lambda: name in {c for c, v in _sync_verdicts(fm).items() if v["manually_separated"]})
+            await until(
+                lambda: name in {c for c, v in _sync_verdicts(fm).items() if v["manually_separated"]}, timeout=10.0
+            )
             assert configmap(api)["ManuallySeparateNPU"] == name
 
             # The administrator removes the chip from the ConfigMap: released, and one new HBM fault
@@ -121,7 +117,7 @@ async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_
                     ","
                 )
 
-            await until(lambda: idle["name"] in free())
+            await until(lambda: idle["name"] in free(), timeout=10.0)
             assert used["name"] not in free()
             # Link down on both for 25 s of policy time (2.5 s at time scale 10): PreSeparateNPU.
             for chip in (used, idle):

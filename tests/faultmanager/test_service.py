@@ -13,6 +13,7 @@ from fault_manager.store import Store
 
 from tests.support.exporter import ExporterProc, auth, start_exporter
 from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
+from tests.support.waiting import until
 
 RESTART_NPU = "8C1FA006"
 
@@ -39,12 +40,6 @@ async def deviceinfo(fm: FaultManagerProc) -> dict[str, str]:
     return dict(cm["data"])
 
 
-async def eventually(check: object, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not await check():  # type: ignore[operator]
-            await asyncio.sleep(0.05)
-
-
 async def test_verdicts_and_configmap_follow_a_fault(tmp_path: Path) -> None:
     exporter = start_exporter(tmp_path / "exporter")
     fm = start_fault_manager(tmp_path / "fm", exporter)
@@ -58,13 +53,13 @@ async def test_verdicts_and_configmap_follow_a_fault(tmp_path: Path) -> None:
             v = await verdicts(fm)
             return len(v) == 8 and all(x["fault_level"] == "NormalNPU" and x["schedulable"] for x in v.values())
 
-        await eventually(all_normal)
+        await until(all_normal)
         await sim(exporter, "/v1/sim/chips/2/faults", {"code": RESTART_NPU, "severity": 2})
 
         async def faulty() -> bool:
             return (await verdicts(fm))[name]["fault_level"] == "RestartNPU"
 
-        await eventually(faulty)
+        await until(faulty)
         v = (await verdicts(fm))[name]
         assert v["schedulable"] is False and v["codes"] == [RESTART_NPU]
 
@@ -77,7 +72,7 @@ async def test_verdicts_and_configmap_follow_a_fault(tmp_path: Path) -> None:
                 name in json.loads(data["DeviceInfoCfg"])["DeviceInfo"]["DeviceList"]["huawei.com/Ascend910-Unhealthy"]
             )
 
-        await eventually(listed)
+        await until(listed)
         data = await deviceinfo(fm)
         cfg = json.loads(data["DeviceInfoCfg"])
         device_list = cfg["DeviceInfo"]["DeviceList"]
@@ -98,7 +93,7 @@ async def test_verdicts_and_configmap_follow_a_fault(tmp_path: Path) -> None:
                 for e in map(json.loads, events_file.read_text().splitlines())
             )
 
-        await eventually(reported)
+        await until(reported)
         # The fault's history is queryable.
         async with fm.client() as client:
             page = (await client.get("/v1/faults", params={"chip": name})).json()
@@ -128,7 +123,7 @@ async def test_sigkill_during_a_burst_loses_and_doubles_nothing(tmp_path: Path) 
         async def all_stored() -> bool:
             return await asyncio.to_thread(_count, fm.db) >= 1000
 
-        await eventually(all_stored, timeout=15)
+        await until(all_stored, timeout=15)
         await asyncio.sleep(0.5)
         assert await asyncio.to_thread(_count, fm.db) == 1000, f"{stored_at_kill} were stored when it was killed"
         print("stored at kill:", stored_at_kill)
@@ -190,7 +185,7 @@ async def test_a_duration_escalation_is_reported_while_it_holds(tmp_path: Path) 
 
         # Link down for 25 s of policy time (1.25 s here): PreSeparateNPU by FaultDuration.
         await sim(exporter, "/v1/sim/chips/5/faults", {"code": "81078603", "severity": 1})
-        await eventually(lambda: _has(reasons, name), timeout=10)
+        await until(lambda: _has(reasons, name), timeout=10)
         [reason] = (await reasons())[name]  # type: ignore[misc]
         assert (reason["upgrade_type"], reason["fault_level"]) == ("FaultDuration", "PreSeparateNPU")
         # Recovered, and 60 s of policy later (3 s here) the escalation and its reason are gone.
@@ -199,7 +194,7 @@ async def test_a_duration_escalation_is_reported_while_it_holds(tmp_path: Path) 
         async def gone() -> bool:
             return name not in await reasons() and (await verdicts(fm))[name]["fault_level"] == "NormalNPU"
 
-        await eventually(gone, timeout=10)
+        await until(gone, timeout=10)
     finally:
         fm.stop()
         exporter.stop()

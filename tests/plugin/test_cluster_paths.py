@@ -16,6 +16,7 @@ from tests.plugin.test_kubelet_flow import ALL, R, inject, phy_of
 from tests.support.exporter import TOKENS
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.plugin import wait_ready
+from tests.support.waiting import until
 
 TAKEN = "18446744073709551615"
 CONFIG_KEY = "ascend.kubectl.kubernetes.io/ascend-910-configuration"
@@ -42,12 +43,6 @@ def pod_annotations(apiserver: FakeApiServer, name: str, namespace: str = "ml") 
     return dict(pod["metadata"].get("annotations") or {})
 
 
-async def eventually(check: object, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():  # type: ignore[operator]
-            await asyncio.sleep(0.05)
-
-
 @pytest.fixture
 async def volcano(workdir: Path, apiserver: FakeApiServer) -> AsyncIterator[Node]:
     common = {"phase": "Pending", "requests": {R: 2}}
@@ -67,7 +62,7 @@ async def test_volcano_serves_the_oldest_pod_then_the_next(volcano: Node, apiser
     patches_before = apiserver.count("PATCH", "/api/v1/namespaces/ml/pods")
     resp = await volcano.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
-    await eventually(lambda: pod_annotations(apiserver, "first").get("predicate-time") == TAKEN)
+    await until(lambda: pod_annotations(apiserver, "first").get("predicate-time") == TAKEN)
     first = pod_annotations(apiserver, "first")
     assert first["predicate-time"] == TAKEN
     assert first["huawei.com/AscendReal"] == "Ascend910-6,Ascend910-7"
@@ -80,7 +75,7 @@ async def test_volcano_serves_the_oldest_pod_then_the_next(volcano: Node, apiser
 
     resp = await volcano.kubelet.allocate(R, [["Ascend910-4", "Ascend910-5"]])
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "0,1"
-    await eventually(lambda: pod_annotations(apiserver, "second").get("predicate-time") == TAKEN)
+    await until(lambda: pod_annotations(apiserver, "second").get("predicate-time") == TAKEN)
     assert "predicate-time" in pod_annotations(apiserver, "broken")
     assert pod_annotations(apiserver, "broken")["predicate-time"] == "5", "the malformed pod is left alone"
 
@@ -107,7 +102,7 @@ async def test_volcano_kubelet_ids_survive_a_plugin_restart(volcano: Node, apise
     await volcano.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
     await asyncio.sleep(0.5)
     await volcano.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])  # real: 6, 7
-    await eventually(lambda: pod_annotations(apiserver, "first").get("huawei.com/kltDev") == "Ascend910-2,Ascend910-3")
+    await until(lambda: pod_annotations(apiserver, "first").get("huawei.com/kltDev") == "Ascend910-2,Ascend910-3")
     apiserver.modify("pods", "first", "ml", lambda pod: pod["status"].update(phase="Running"))
     # The map from kubelet ids to real chips lives in the plugin; a new plugin reads it back
     # from the pod's kltDev and AscendReal annotations.
@@ -152,7 +147,7 @@ async def test_dynamic_vnpu_creates_the_annotated_vnpu(workdir: Path, apiserver:
                     "CM_LOCAL_WORKER"):  # fmt: skip
             assert envs[key] == "1"
         assert envs["LOCAL_RANK"] == "0"
-        await eventually(lambda: pod_annotations(apiserver, "infer").get("predicate-time") == TAKEN)
+        await until(lambda: pod_annotations(apiserver, "infer").get("predicate-time") == TAKEN)
         annotations = pod_annotations(apiserver, "infer")
         real = f"Ascend910-5c.1cpu.16g-{vnpu['vdev_id']}-2_{vnpu['vfg_id']}"
         assert annotations["huawei.com/AscendReal"] == real
@@ -189,7 +184,7 @@ async def test_plain_path_annotates_the_pod_podresources_names(workdir: Path, ap
         await n.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
         n.kubelet.set_pod_resources([("ml", "web", "c0", R, ["Ascend910-3"])])
         await n.kubelet.allocate(R, [["Ascend910-3"]])
-        await eventually(lambda: "huawei.com/AscendReal" in pod_annotations(apiserver, "web"))
+        await until(lambda: "huawei.com/AscendReal" in pod_annotations(apiserver, "web"))
         annotations = pod_annotations(apiserver, "web")
         assert annotations["huawei.com/AscendReal"] == "Ascend910-3"
         assert annotations["huawei.com/kltDev"] == "Ascend910-3"
@@ -206,7 +201,7 @@ async def test_node_labels_and_annotations(workdir: Path, apiserver: FakeApiServ
             node = apiserver.get_object("nodes", "node-a")
             return node is not None and "accelerator" in (node["metadata"].get("labels") or {})
 
-        await eventually(labelled)
+        await until(labelled)
         meta = apiserver.get_object("nodes", "node-a")["metadata"]  # type: ignore[index]
         labels, annotations = meta["labels"], meta["annotations"]
         assert labels["node.kubernetes.io/npu.chip.name"] == "910B3"

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 from ascend_common import sse
 
+from tests.support.waiting import ready
+
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {
     "all": ("t-all-" + "0" * 26, "reset,vnpu,sim"),
@@ -120,12 +122,7 @@ def start_exporter(
 
 
 def _ready(ep: ExporterProc) -> bool:
-    if ep.proc.poll() is not None:
-        raise RuntimeError(f"exporter exited with {ep.proc.returncode}: {ep.log_path.read_text()[-3000:]}")
-    try:
-        return httpx.get(ep.metrics_url + "/readyz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
+    return ready("exporter", ep.proc, ep.metrics_url, ep.log_path)
 
 
 def wait_until(cond: Callable[[], Any], timeout: float = 5.0, what: str = "condition", interval: float = 0.02) -> Any:

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.exporter import ROOT, ExporterProc, free_port
+from tests.support.waiting import ready, until
 
 
 @dataclass
@@ -29,12 +30,7 @@ class FaultManagerProc:
         )
 
     def ready(self) -> bool:
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"fault-manager exited with {self.proc.returncode}: {self.log_path.read_text()[-3000:]}")
-        try:
-            return httpx.get(self.ops_url + "/readyz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
+        return ready("fault-manager", self.proc, self.ops_url, self.log_path)
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         if self.proc.poll() is None:
@@ -67,9 +63,4 @@ def start_fault_manager(
 
 
 async def wait_ready(fm: FaultManagerProc, timeout: float = 15) -> None:
-    try:
-        async with asyncio.timeout(timeout):
-            while not await asyncio.to_thread(fm.ready):
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"fault-manager not ready within {timeout}s (log: {fm.log_path})") from None
+    await until(lambda: asyncio.to_thread(fm.ready), timeout, f"the fault-manager to be ready (log: {fm.log_path})")

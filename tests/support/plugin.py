@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.exporter import ROOT, ExporterProc, free_port
+from tests.support.waiting import ready, until
 
 
 @dataclass
@@ -30,12 +31,7 @@ class PluginProc:
         return self.relaunch()
 
     def ready(self) -> bool:
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"plugin exited with {self.proc.returncode}: {self.log_path.read_text()[-3000:]}")
-        try:
-            return httpx.get(self.ops_url + "/readyz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
+        return ready("plugin", self.proc, self.ops_url, self.log_path)
 
     def metrics(self) -> str:
         return httpx.get(self.ops_url + "/metrics", timeout=2).text
@@ -84,9 +80,4 @@ def start_plugin(
 
 async def wait_ready(plugin: PluginProc, timeout: float = 15) -> None:
     """Async: the fake kubelet runs on the test's event loop and must keep serving meanwhile."""
-    try:
-        async with asyncio.timeout(timeout):
-            while not await asyncio.to_thread(plugin.ready):
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"plugin not ready within {timeout}s (log: {plugin.log_path})") from None
+    await until(lambda: asyncio.to_thread(plugin.ready), timeout, f"the plugin to be ready (log: {plugin.log_path})")
