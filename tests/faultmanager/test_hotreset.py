@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.faultmanager.test_service import sim, verdicts
 from tests.support.exporter import TOKENS, ExporterProc, start_exporter
+from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
 
 RESTART_NPU = "8C1FA006"
@@ -118,19 +119,22 @@ async def test_a_reset_that_fails_goes_to_the_operator(tmp_path: Path) -> None:
         exporter.stop()
 
 
-async def test_in_place_recovery_job_is_told_around_the_reset(tmp_path: Path) -> None:
-    from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
+async def training_pod_on_chip_1(api: FakeApiServer, exporter: ExporterProc, job: str, rank: int) -> None:
+    """A Running pod of Volcano job `job` on the chip of logic id 1."""
+    async with exporter.client() as client:
+        chip = (await client.get("/v1/chips/1")).json()
+    api.add_pod(
+        "train-0", "ml", node="node-a", phase="Running", labels={"volcano.sh/job-name": job},
+        annotations={"huawei.com/AscendReal": chip["name"], "hccl/rankIndex": str(rank)},
+    )  # fmt: skip
 
+
+async def test_in_place_recovery_job_is_told_around_the_reset(tmp_path: Path) -> None:
     with FakeApiServer() as api:
         exporter = start_exporter(
             tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05", profile="910a-8"
         )
-        async with exporter.client() as client:
-            chip = (await client.get("/v1/chips/1")).json()
-        api.add_pod(
-            "train-0", "ml", node="node-a", phase="Running", labels={"volcano.sh/job-name": "job1"},
-            annotations={"huawei.com/AscendReal": chip["name"], "hccl/rankIndex": "2"},
-        )  # fmt: skip
+        await training_pod_on_chip_1(api, exporter, "job1", rank=2)
         mirror = tmp_path / "mirror"
         kubeconfig = str(write_kubeconfig(tmp_path / "kc", api.url))
         fm = start_hot_reset(
@@ -218,18 +222,11 @@ async def test_failed_in_band_reset_is_retried_out_of_band_on_910b(tmp_path: Pat
 
 
 async def test_a_job_whose_processes_do_not_stop_fails_to_the_operator(tmp_path: Path) -> None:
-    from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
-
     with FakeApiServer() as api:
         exporter = start_exporter(
             tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05", profile="910a-8"
         )
-        async with exporter.client() as client:
-            chip = (await client.get("/v1/chips/1")).json()
-        api.add_pod(
-            "train-0", "ml", node="node-a", phase="Running", labels={"volcano.sh/job-name": "job2"},
-            annotations={"huawei.com/AscendReal": chip["name"], "hccl/rankIndex": "0"},
-        )  # fmt: skip
+        await training_pod_on_chip_1(api, exporter, "job2", rank=0)
         api.add_configmap("reset-config-job2", "ml", {}, reset="true")
         async with exporter.client() as client:
             r = await client.put("/v1/sim/chips/1/processes", json={"processes": [{"pid": 77}]},
