@@ -346,3 +346,86 @@ def test_shared_host_paths(rendered: dict[str, Path], overlay: str) -> None:
         assert "/run/ascend" in host_paths(service)
     assert host_paths(PLUGIN) == {"/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources", "/run/ascend"}
     assert host_paths(FAULT_MANAGER) == {"/run/ascend", "/var/lib/ascend", "/user/restore/reset"}
+
+
+# --- File access by uid -------------------------------------------------------------------
+# What the kubelet creates for a pod, as Linux checks it: Secret/ConfigMap files root-owned with
+# the volume's mode (group fsGroup and mode |= 0440 when the pod sets fsGroup); hostPath
+# directories root-owned 0755 (DirectoryOrCreate makes them so; the ones of type Directory are
+# root's on every Ascend node); emptyDir 0777. The container runs as its runAsUser, else the
+# pod's, else the image's USER. Only a privileged container has CAP_DAC_OVERRIDE: uid 0 with
+# every capability dropped is just the owner of root-owned files.
+
+READ, WRITE, SEARCH = 0o4, 0o2, 0o1
+HOST_DIR_MODE = 0o755
+
+
+def _image_user() -> int:
+    """The numeric USER the Dockerfile leaves the image with (root when it names none)."""
+    users = [line.split()[1] for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("USER ")]
+    return int(users[-1]) if users else 0
+
+
+def _may(uid: int, gids: set[int], privileged: bool, owner: tuple[int, int], mode: int, want: int) -> bool:
+    if uid == 0 and privileged:
+        return True
+    if uid == owner[0]:
+        return (mode >> 6) & want == want
+    if owner[1] in gids:
+        return (mode >> 3) & want == want
+    return mode & want == want
+
+
+def access_problems(ds: Manifest, image_user: int) -> list[str]:
+    """Each mount a container of the DaemonSet cannot use as it must, as 'container: why'."""
+    spec = ds["spec"]["template"]["spec"]
+    pod_sc = spec.get("securityContext", {})
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    problems = []
+    for c in _containers(ds):
+        sc = c.get("securityContext", {})
+        uid = sc.get("runAsUser", pod_sc.get("runAsUser", image_user))
+        gid = sc.get("runAsGroup", pod_sc.get("runAsGroup", uid))
+        fs_group = pod_sc.get("fsGroup")
+        gids = {gid, *pod_sc.get("supplementalGroups", []), *([fs_group] if fs_group is not None else [])}
+        privileged = bool(sc.get("privileged"))
+        for m in c.get("volumeMounts", []):
+            v = volumes[m["name"]]
+            where = f"{c['name']} (uid {uid}) {m['mountPath']}"
+            if "secret" in v or "configMap" in v:
+                source = v.get("secret") or v.get("configMap")
+                group = 0 if fs_group is None else fs_group
+                for item in source.get("items") or [{"path": "*"}]:
+                    mode = item.get("mode", source.get("defaultMode", 0o644))
+                    if fs_group is not None:
+                        mode |= 0o440
+                    if not _may(uid, gids, privileged, (0, group), mode, READ):
+                        problems.append(f"{where}/{item['path']}: cannot read a {oct(mode)} file owned by 0:{group}")
+            elif "hostPath" in v:
+                want = READ | SEARCH if m.get("readOnly") else READ | WRITE | SEARCH
+                if not _may(uid, gids, privileged, (0, 0), HOST_DIR_MODE, want):
+                    problems.append(f"{where}: cannot {'read' if m.get('readOnly') else 'write'} a root-owned 0755 dir")
+    return problems
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_container_can_use_what_it_mounts(rendered: dict[str, Path], overlay: str) -> None:
+    """The exporter once ran as the image's uid 10001 and crash-looped on its 0400 token file."""
+    image_user = _image_user()
+    assert image_user != 0, "the image's default user is not root"
+    for ds in _daemonsets(_docs(rendered[overlay])).values():
+        assert access_problems(ds, image_user) == []
+
+
+def test_the_access_check_catches_a_container_left_to_the_image_user(rendered: dict[str, Path]) -> None:
+    ds = _daemonsets(_docs(rendered["simulated"]))[EXPORTER]
+    del ds["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
+    problems = access_problems(ds, 10001)
+    assert any("/etc/ascend/tokens/tokens: cannot read a 0o400 file owned by 0:0" in p for p in problems), problems
+    assert any("/run/ascend: cannot write" in p for p in problems), problems
+    # fsGroup makes the Secret group-readable, but the hostPath stays root's.
+    ds["spec"]["template"]["spec"]["securityContext"]["fsGroup"] = 2000
+    ds["spec"]["template"]["spec"]["securityContext"]["runAsGroup"] = 2000
+    problems = access_problems(ds, 10001)
+    assert not any("tokens" in p for p in problems), problems
+    assert any("/run/ascend: cannot write" in p for p in problems), problems
