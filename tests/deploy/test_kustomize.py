@@ -429,3 +429,13 @@ def test_the_access_check_catches_a_container_left_to_the_image_user(rendered: d
     problems = access_problems(ds, 10001)
     assert not any("tokens" in p for p in problems), problems
     assert any("/run/ascend: cannot write" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlays_run_the_image_that_dev_image_builds(rendered: dict[str, Path], overlay: str) -> None:
+    from tools.image.ref import image_ref
+
+    for ds in _daemonsets(_docs(rendered[overlay])).values():
+        for c in _containers(ds):
+            assert c["image"] == image_ref()
+            assert c["imagePullPolicy"] == "IfNotPresent"
