@@ -24,6 +24,7 @@ from bench.apiserver import ROOT
 from bench.figures import Section
 from bench.footprint import footprint_notes, warm
 from bench.plan import FULL, QUICK, Plan
+from bench.realnode import kept_block, splice
 from bench.report import Machine, Run, load, render
 
 SECTIONS = ("node", "volcano", "scale", "cache", "coldstart", "history")
@@ -140,7 +141,9 @@ def main() -> None:
     text = render(report, sections, memory, GENERAL_NOTES)
     print(text)
     if not args.no_write and not args.only:
-        (ROOT / "docs" / "benchmarks.md").write_text(text)
+        doc = ROOT / "docs" / "benchmarks.md"
+        kept = kept_block(doc.read_text()) if doc.exists() else None  # bench.realnode's section
+        doc.write_text(splice(text, kept) if kept else text)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,19 @@ async def until(
                 await asyncio.sleep(interval)
     except TimeoutError:
         raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
+
+
+def poll(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
+    """`until` for synchronous callers (the cluster tier drives kubectl): the truthy value of
+    `check`, or an AssertionError naming what was awaited and the last value seen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {value!r})")
+        time.sleep(interval)
 
 
 def ready(name: str, proc: subprocess.Popen[bytes], ops_url: str, log_path: Path) -> bool:

@@ -58,7 +58,9 @@ else
     true)"
   [[ -n "$mirror" ]] || mirror="$(awk '$1=="deb"{print $2; exit}' /etc/apt/sources.list)"
   base="$CACHE/bookworm-minbase-$(echo "$BASE_PACKAGES" | sha256sum | cut -c1-8).tar"
+  base_cached=true
   if [[ ! -f "$base" ]]; then
+    base_cached=false
     log "debootstrap bookworm (minbase + $BASE_PACKAGES), once"
     tmp="$(mktemp -d)"
     debootstrap --variant=minbase --include="$BASE_PACKAGES" bookworm "$tmp/rootfs" "$mirror" >"$CACHE/debootstrap.log" 2>&1 ||
@@ -92,5 +94,8 @@ else
   "$PY" -m tools.image.docker_archive "$rootfs" "$OUT" --tag "$TAG" --dockerfile "$ROOT/Dockerfile" >/dev/null
 fi
 echo "$key" >"$OUT.key"
+# How this archive was made, for docs/benchmarks.md (bench/realnode.py).
+printf '{"tag": "%s", "route": "%s", "seconds": %d, "bytes": %d, "base_cached": %s}\n' "$TAG" "$ROUTE" \
+  "$((SECONDS - started))" "$(stat -c %s "$OUT")" "${base_cached:-null}" >"$OUT.build.json"
 log "built $TAG by $ROUTE in $((SECONDS - started)) s: $OUT ($(du -m "$OUT" | cut -f1) MiB)"
 echo "$OUT"

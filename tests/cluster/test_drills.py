@@ -1,0 +1,384 @@
+"""Drills on a real node: the stack deployed from the simulated overlay under a real kubelet,
+apiserver and containerd, driven with a real kubectl.
+
+The drills run in file order on one cluster and build on each other: `train-a` (2 chips) is
+started early and must survive every later drill (a fault elsewhere, the plugin pod deleted,
+the kubelet restarted, two rolling updates) with the same chips.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import re
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from ascend_common.kubelet import podresources_pb2 as pr
+from ascend_common.kubelet import podresources_pb2_grpc as pr_grpc
+
+from tests.cluster.conftest import Stack, stack_pods_ready
+from tests.cluster.node import RESOURCE, Cluster, names, ready, restarts
+from tests.support.realnode import record
+from tests.support.waiting import poll
+
+pytestmark = pytest.mark.timeout(900)
+
+SEPARATE_NPU = "80E3A201"  # SeparateNPU: Unhealthy until it recovers, never hot-reset, no frequency rule
+TAKEN = "18446744073709551615"  # predicate-time once the plugin has taken a Volcano pod
+ROUNDS = 10
+IMAGE = "ascend-node-stack:latest"
+ROLLOUT_IMAGE = "ascend-node-stack:rollout"
+CHECKPOINT = Path("/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint")
+PODRESOURCES = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
+KUBELET_SOCKET = Path("/var/lib/kubelet/device-plugins/kubelet.sock")
+REGISTERED = re.compile(r'registration request from device plugin with resource name "huawei\.com/Ascend910"')
+# A 403 as an HTTP status (not a digit run inside a number), a Kubernetes Forbidden, a traceback.
+BAD_LOG = re.compile(r"(?<![\w.:-])403(?![\w.:])|Forbidden|Traceback")
+DAEMONSETS = ("dcmi-exporter-sim", "ascend-device-plugin-sim", "fault-manager-sim")
+LOGS: dict[str, str] = {}  # pod uid -> its containers' logs, kept before pods are replaced
+
+
+def workload(name: str, chips: int, annotations: dict[str, str] | None = None, node: str | None = None) -> str:
+    spec: dict[str, Any] = {
+        "terminationGracePeriodSeconds": 1,
+        "containers": [
+            {
+                "name": "train",
+                "image": IMAGE,
+                "imagePullPolicy": "IfNotPresent",
+                "command": ["sleep", "infinity"],
+                "resources": {"limits": {RESOURCE: str(chips)}},
+            }
+        ],
+    }
+    if node:
+        spec["nodeName"] = node  # bound by the test, as Volcano's binder would
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "annotations": annotations or {}}
+    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+
+
+def start(cluster: Cluster, manifest: str, name: str, timeout: float = 90) -> dict[str, Any]:
+    cluster.kubectl("apply", "-f", "-", stdin=manifest)
+    return dict(
+        poll(lambda: (p := cluster.get("pod", name, "-n", "default")) and ready(p) and p, timeout, f"pod {name} Ready")
+    )
+
+
+def visible(cluster: Cluster, pod: str) -> list[str]:
+    env = cluster.kubectl("exec", "-n", "default", pod, "--", "env")
+    (line,) = [line for line in env.splitlines() if line.startswith("ASCEND_VISIBLE_DEVICES=")]
+    return line.split("=", 1)[1].split(",")
+
+
+def ids(chips: str) -> list[str]:
+    """Ascend910-3,Ascend910-5 -> ['3', '5']: the ids ASCEND_VISIBLE_DEVICES carries."""
+    return [c.rsplit("-", 1)[1] for c in chips.split(",")]
+
+
+def harvest_logs(cluster: Cluster) -> None:
+    for pod in cluster.pods():
+        uid, name = pod["metadata"]["uid"], pod["metadata"]["name"]
+        text = cluster.kubectl("logs", "-n", "ascend-system", name, "--all-containers", check=False)
+        if restarts(pod):
+            text += cluster.kubectl("logs", "-n", "ascend-system", name, "--all-containers", "--previous", check=False)
+        LOGS[uid] = f"== {name}\n{text}"
+
+
+def registrations(cluster: Cluster) -> int:
+    return len(REGISTERED.findall(cluster.kubelet_log()))
+
+
+def last_registration_at(cluster: Cluster) -> float:
+    """When the kubelet logged the last registration (klog: `I1201 11:14:02.085487`, UTC here)."""
+    line = [line for line in cluster.kubelet_log().splitlines() if REGISTERED.search(line)][-1]
+    stamp = line[1:].split()[:2]
+    year = time.gmtime().tm_year
+    whole, _, micros = stamp[1].partition(".")
+    parsed = time.strptime(f"{year}{stamp[0]} {whole}", "%Y%m%d %H:%M:%S")
+    return calendar.timegm(parsed) + int(micros) / 1e6
+
+
+def train_a_unchanged(s: Stack, before: dict[str, Any]) -> None:
+    now = s.cluster.get("pod", "train-a", "-n", "default")
+    assert now["metadata"]["uid"] == before["metadata"]["uid"]
+    assert ready(now) and restarts(now) == 0, now["status"]
+    assert (
+        now["metadata"]["annotations"]["huawei.com/AscendReal"]
+        == before["metadata"]["annotations"]["huawei.com/AscendReal"]
+    )
+    assert visible(s.cluster, "train-a") == ids(before["metadata"]["annotations"]["huawei.com/AscendReal"])
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    return {"p50": round(statistics.median(samples), 3), "max": round(max(samples), 3), "n": len(samples)}
+
+
+# -- the drills ------------------------------------------------------------------------------
+
+
+def test_stack_runs_as_the_readme_deploys_it(stack: Stack) -> None:
+    pods = stack_pods_ready(stack.cluster)
+    assert pods is not None
+    assert sorted(p["metadata"]["labels"]["app.kubernetes.io/name"] for p in pods) == [
+        "ascend-device-plugin",
+        "dcmi-exporter",
+        "fault-manager",
+    ]
+    for ds in DAEMONSETS:
+        status = stack.cluster.get("daemonset", ds, "-n", "ascend-system")["status"]
+        assert status["numberReady"] == status["desiredNumberScheduled"] == 1, (ds, status)
+    # The exporter reads its 0400 token file as the uid its DaemonSet gives it.
+    (exporter,) = stack.cluster.pods(selector="app.kubernetes.io/name=dcmi-exporter")
+    uid = stack.cluster.kubectl("exec", "-n", "ascend-system", exporter["metadata"]["name"], "--", "id", "-u")
+    assert uid.strip() == "0"
+
+
+def test_node_offers_eight_chips(stack: Stack) -> None:
+    poll(lambda: stack.cluster.allocatable() == 8, 60, "allocatable huawei.com/Ascend910 = 8")
+    assert len(stack.exporter.chips()) == 8
+
+
+def test_device_info_is_written_under_the_fault_managers_service_account(stack: Stack) -> None:
+    listed = poll(lambda: names(stack.cluster.device_list().get(RESOURCE, "")), 60, "the device-info ConfigMap")
+    assert len(listed) == 8
+    audit = Path(stack.cluster.env["CLUSTER_AUDIT_LOG"])
+    cm = f"mindx-dl-deviceinfo-{stack.cluster.node}"
+
+    def writes() -> list[dict[str, Any]]:
+        found = []
+        for line in audit.read_text().splitlines():
+            event = json.loads(line)
+            ref = event.get("objectRef", {})
+            if ref.get("resource") == "configmaps" and ref.get("name") == cm and event["verb"] in ("create", "update"):
+                found.append(event)
+        return found
+
+    events = poll(writes, 30, f"audit entries of writes to {cm}")
+    assert {e["user"]["username"] for e in events} == {"system:serviceaccount:ascend-system:fault-manager"}
+    assert {e["responseStatus"]["code"] for e in events} <= {200, 201}
+
+
+def test_a_pod_gets_two_chips(stack: Stack) -> None:
+    pod = start(stack.cluster, workload("train-a", 2), "train-a")
+    real = poll(
+        lambda: (
+            stack.cluster.get("pod", "train-a", "-n", "default")["metadata"]
+            .get("annotations", {})
+            .get("huawei.com/AscendReal")
+        ),
+        30,
+        "huawei.com/AscendReal on train-a",
+    )
+    assert len(real.split(",")) == 2
+    assert visible(stack.cluster, "train-a") == ids(real)
+    assert pod["status"]["phase"] == "Running"
+
+
+def test_kubelet_1_20_podresources_skew(stack: Stack) -> None:
+    """This kubelet predates GetAllocatableResources (1.21+); the plugin needs only List, which
+    found train-a above (its AscendReal annotation). Both facts, checked on the real socket."""
+    node = stack.cluster.get("node", stack.cluster.node)
+    assert node["status"]["nodeInfo"]["kubeletVersion"].startswith("v1.20")
+    with grpc.insecure_channel(f"unix://{PODRESOURCES}") as channel:
+        stub = pr_grpc.PodResourcesListerStub(channel)
+        listed = stub.List(pr.ListPodResourcesRequest(), timeout=5)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.GetAllocatableResources(pr.AllocatableResourcesRequest(), timeout=5)
+    assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    (train,) = [p for p in listed.pod_resources if p.name == "train-a"]
+    (devices,) = [d for c in train.containers for d in c.devices if d.resource_name == RESOURCE]
+    assert len(devices.device_ids) == 2
+
+
+def test_fault_on_a_free_chip_changes_node_allocatable(stack: Stack) -> None:
+    in_use = set(
+        stack.cluster.get("pod", "train-a", "-n", "default")["metadata"]["annotations"]["huawei.com/AscendReal"].split(
+            ","
+        )
+    )
+    chip = next(c for c in stack.exporter.chips() if c["name"] not in in_use)
+    name, logic = chip["name"], chip["logic_id"]
+    to_configmap: list[float] = []
+    to_node: list[float] = []
+    back_node: list[float] = []
+    for _ in range(ROUNDS):
+        t0 = time.monotonic()
+        stack.exporter.fault(logic, SEPARATE_NPU, "occur")
+        poll(
+            lambda: name in names(stack.cluster.device_list().get(f"{RESOURCE}-Unhealthy", "")),
+            30,
+            f"{name} in -Unhealthy",
+            0.05,
+        )
+        to_configmap.append(time.monotonic() - t0)
+        poll(lambda: stack.cluster.allocatable() == 7, 60, "allocatable 7", 0.1)
+        to_node.append(time.monotonic() - t0)
+        t1 = time.monotonic()
+        stack.exporter.fault(logic, SEPARATE_NPU, "recover")
+        poll(lambda: stack.cluster.allocatable() == 8, 60, "allocatable back to 8", 0.1)
+        back_node.append(time.monotonic() - t1)
+        assert name in names(stack.cluster.device_list().get(RESOURCE, ""))
+    record("fault_to_configmap_unhealthy_s", percentiles(to_configmap))
+    record("fault_to_node_allocatable_s", percentiles(to_node))
+    record("recovery_to_node_allocatable_s", percentiles(back_node))
+
+
+def test_plugin_pod_deleted_comes_back_and_reregisters(stack: Stack) -> None:
+    train = stack.cluster.get("pod", "train-a", "-n", "default")
+    harvest_logs(stack.cluster)
+    (old,) = stack.cluster.pods(selector="app.kubernetes.io/name=ascend-device-plugin")
+    before = registrations(stack.cluster)
+    t0 = time.monotonic()
+    stack.cluster.kubectl("delete", "pod", "-n", "ascend-system", old["metadata"]["name"], "--wait=false")
+    poll(lambda: registrations(stack.cluster) > before, 90, "the new plugin pod registered with the kubelet", 0.05)
+    registered = time.monotonic() - t0
+
+    def new_pod_ready() -> bool:
+        pods = stack.cluster.pods(selector="app.kubernetes.io/name=ascend-device-plugin")
+        return any(p["metadata"]["uid"] != old["metadata"]["uid"] and ready(p) for p in pods)
+
+    poll(new_pod_ready, 90, "a new plugin pod Ready")
+    record("plugin_pod_deleted_to_registered_s", round(registered, 2))
+    record("plugin_pod_deleted_to_ready_s", round(time.monotonic() - t0, 2))
+    poll(lambda: stack.cluster.allocatable() == 8, 60, "allocatable 8")
+    train_a_unchanged(stack, train)
+
+
+def test_kubelet_restart_plugin_reregisters_and_allocation_survives(stack: Stack) -> None:
+    train = stack.cluster.get("pod", "train-a", "-n", "default")
+    before = registrations(stack.cluster)
+    t0 = time.monotonic()
+    restarted = subprocess.run(
+        [str(Path(__file__).parent / "scripts" / "cluster.sh"), "restart-kubelet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert restarted.returncode == 0, restarted.stderr
+    poll(lambda: registrations(stack.cluster) > before, 60, "the plugin re-registered with the new kubelet", 0.05)
+    registered = time.monotonic() - t0
+    # The plugin's own share: from the new kubelet.sock (made by the kubelet's device manager as
+    # it starts) to the kubelet logging the registration.
+    socket_to_registration = last_registration_at(stack.cluster) - KUBELET_SOCKET.stat().st_ctime
+    restart_wall = time.time()
+
+    def fresh_status_with_eight() -> bool:
+        node = stack.cluster.get("node", stack.cluster.node)
+        (cond,) = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+        beat = time.mktime(time.strptime(cond["lastHeartbeatTime"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        return cond["status"] == "True" and beat >= restart_wall - 1 and stack.cluster.allocatable() == 8
+
+    poll(fresh_status_with_eight, 90, "a node status after the restart with allocatable 8", 0.2)
+    record("kubelet_restart_to_plugin_registered_s", round(registered, 2))
+    record("kubelet_socket_to_plugin_registered_ms", round(socket_to_registration * 1000, 1))
+    record("kubelet_restart_to_allocatable_restored_s", round(time.monotonic() - t0, 2))
+    # The kubelet's checkpoint still holds train-a's two devices.
+    entries = json.loads(CHECKPOINT.read_text())["Data"]["PodDeviceEntries"]
+    mine = [e for e in entries if e["PodUID"] == train["metadata"]["uid"] and e["ResourceName"] == RESOURCE]
+    assert mine and sum(len(ids) for e in mine for ids in e["DeviceIDs"].values()) == 2, entries
+    train_a_unchanged(stack, train)
+
+
+def rollout(stack: Stack, patches: dict[str, list[dict[str, Any]]]) -> float:
+    """Apply JSON patches to the DaemonSets and wait for every rollout; return its duration."""
+    harvest_logs(stack.cluster)
+    t0 = time.monotonic()
+    for ds, patch in patches.items():
+        stack.cluster.kubectl("patch", "daemonset", ds, "-n", "ascend-system", "--type=json", "-p", json.dumps(patch))
+    for ds in patches:
+        stack.cluster.kubectl(
+            "rollout", "status", f"daemonset/{ds}", "-n", "ascend-system", "--timeout=180s", timeout=200
+        )
+    poll(lambda: stack_pods_ready(stack.cluster), 120, "every stack pod Ready after the rollout")
+    return time.monotonic() - t0
+
+
+def test_rolling_update_keeps_the_running_pods_chips_and_hands_none_out_twice(stack: Stack) -> None:
+    train = stack.cluster.get("pod", "train-a", "-n", "default")
+    tagged = subprocess.run(
+        [
+            "ctr",
+            "-n",
+            "k8s.io",
+            "images",
+            "tag",
+            "--force",
+            f"docker.io/library/{IMAGE}",
+            f"docker.io/library/{ROLLOUT_IMAGE}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert tagged.returncode == 0, tagged.stderr
+    image = [{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": ROLLOUT_IMAGE}]
+    took = rollout(stack, {ds: image for ds in DAEMONSETS})
+    record("rolling_update_image_tag_s", round(took, 1))
+    for pod in stack.cluster.pods():
+        assert pod["spec"]["containers"][0]["image"] == ROLLOUT_IMAGE
+    poll(lambda: stack.cluster.allocatable() == 8, 60, "allocatable 8 after the rollout")
+    train_a_unchanged(stack, train)
+
+    # Six chips are free: a pod asking for six gets exactly those, one more asking for one waits.
+    held = set(ids(train["metadata"]["annotations"]["huawei.com/AscendReal"]))
+    start(stack.cluster, workload("fill", 6), "fill")
+    filled = set(visible(stack.cluster, "fill"))
+    assert len(filled) == 6 and not filled & held and len(filled | held) == 8
+    stack.cluster.kubectl("apply", "-f", "-", stdin=workload("extra", 1))
+
+    def unschedulable() -> bool:
+        pod = stack.cluster.get("pod", "extra", "-n", "default")
+        return any(
+            c["type"] == "PodScheduled" and c["status"] == "False" and RESOURCE in c.get("message", "")
+            for c in pod["status"].get("conditions", [])
+        )
+
+    poll(unschedulable, 60, "the 9th chip refused by the scheduler")
+    stack.cluster.kubectl("delete", "pod", "fill", "extra", "-n", "default", "--wait=true", timeout=90)
+
+
+def test_volcano_path_without_volcano(stack: Stack) -> None:
+    """Volcano chooses the chips and binds the pod; the plugin (rolled out with --volcano-type)
+    hands the kubelet those chips and marks the pod taken."""
+    train = stack.cluster.get("pod", "train-a", "-n", "default")
+    plugin_args = stack.cluster.get("daemonset", "ascend-device-plugin-sim", "-n", "ascend-system")["spec"]["template"][
+        "spec"
+    ]["containers"][0]["args"]
+    volcano = [
+        {"op": "replace", "path": "/spec/template/spec/containers/0/args", "value": [*plugin_args, "--volcano-type"]}
+    ]
+    took = rollout(stack, {"ascend-device-plugin-sim": volcano})
+    record("rolling_update_plugin_argument_s", round(took, 1))
+    train_a_unchanged(stack, train)
+
+    held = set(train["metadata"]["annotations"]["huawei.com/AscendReal"].split(","))
+    chosen = sorted(names(stack.cluster.device_list().get(RESOURCE, "")) - held)[-2:]
+    annotations = {RESOURCE: ",".join(chosen), "predicate-time": str(time.time_ns())}
+    start(stack.cluster, workload("vc-0", 2, annotations, node=stack.cluster.node), "vc-0")
+    assert visible(stack.cluster, "vc-0") == ids(",".join(chosen))
+    marked = poll(
+        lambda: (
+            (a := stack.cluster.get("pod", "vc-0", "-n", "default")["metadata"]["annotations"]).get("predicate-time")
+            == TAKEN
+            and a
+        ),
+        30,
+        "vc-0 marked taken",
+    )
+    assert marked["huawei.com/AscendReal"] == ",".join(chosen)
+    train_a_unchanged(stack, train)
+
+
+def test_no_stack_pod_logged_a_403_a_forbidden_or_a_traceback(stack: Stack) -> None:
+    harvest_logs(stack.cluster)
+    assert len(LOGS) >= 3
+    bad = [line for text in LOGS.values() for line in text.splitlines() if BAD_LOG.search(line)]
+    assert bad == [], "\n".join(bad[:20])
