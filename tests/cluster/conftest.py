@@ -37,6 +37,25 @@ POOL_LABEL = "ascend.pool=simulated"
 HOST_PATHS = (Path("/run/ascend"), Path("/var/lib/ascend"), Path("/user/restore/reset"), Path("/user/restore"))
 
 
+_UP: list[Cluster] = []  # the session's cluster, for the failure report below
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed drill reports the end of each stack pod's log and of the kubelet's: CI keeps
+    nothing else of a cluster it has torn down."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.failed and _UP and "/tests/cluster/" in item.path.as_posix():
+        cluster = _UP[0]
+        for pod in cluster.pods():
+            name = pod["metadata"]["name"]
+            text = cluster.kubectl("logs", "-n", NAMESPACE, name, "--all-containers", "--tail=40", check=False)
+            report.sections.append((f"log of {name} (last 40 lines)", text))
+        kubelet = cluster.kubelet_log().splitlines()[-40:]
+        report.sections.append(("kubelet log (last 40 lines)", "\n".join(kubelet)))
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     can = script("can-run", timeout=60)
@@ -50,7 +69,9 @@ def cluster() -> Iterator[Cluster]:
     up = script("up", timeout=2400)
     assert up.returncode == 0, f"cluster.sh up failed:\n{up.stdout}\n{up.stderr[-6000:]}"
     record("cluster_up_s", round(time.monotonic() - started, 1))
-    yield Cluster(parse_exports(up.stdout))
+    _UP.append(Cluster(parse_exports(up.stdout)))
+    yield _UP[0]
+    _UP.clear()
     if os.environ.get("ASCEND_KEEP_CLUSTER"):
         return
     down = script("down", timeout=300)

@@ -382,3 +382,20 @@ def test_no_stack_pod_logged_a_403_a_forbidden_or_a_traceback(stack: Stack) -> N
     assert len(LOGS) >= 3
     bad = [line for text in LOGS.values() for line in text.splitlines() if BAD_LOG.search(line)]
     assert bad == [], "\n".join(bad[:20])
+
+
+@pytest.mark.parametrize(
+    ("line", "bad"),
+    [
+        ('{"event": "patch failed", "status": 403, "pod": "ml/train-0"}', True),
+        ("kubernetes.client.exceptions.ApiException: (403)", True),
+        ("Reason: Forbidden", True),
+        ("Traceback (most recent call last):", True),
+        ('{"ts": "2026-12-01T11:14:03.403Z", "event": "ready"}', False),
+        ('{"event": "chips", "hbm_mb": 64403}', False),
+        ('{"event": "stream", "last_event_id": "a1-403"}', False),
+    ],
+)
+def test_the_log_check_tells_a_403_from_a_number(line: str, bad: bool) -> None:
+    """Runs without a cluster: the pattern the last drill applies."""
+    assert bool(BAD_LOG.search(line)) is bad

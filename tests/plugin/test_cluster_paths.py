@@ -193,6 +193,38 @@ async def test_plain_path_annotates_the_pod_podresources_names(workdir: Path, ap
         await close_node(n)
 
 
+async def test_plain_path_annotates_a_pod_the_watch_brings_late(workdir: Path, apiserver: FakeApiServer) -> None:
+    """Found on a real node: the kubelet's PodResources named the pod before the plugin's pod watch
+    had it, and the annotation was never written. The pod here reaches the API 1.5 s after the
+    allocation (the plugin's watch later still)."""
+    n = await cluster_node(workdir, apiserver)
+    try:
+        await n.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
+        n.kubelet.set_pod_resources([("ml", "late", "c0", R, ["Ascend910-2"])])
+        await n.kubelet.allocate(R, [["Ascend910-2"]])
+        await asyncio.sleep(1.5)
+        apiserver.add_pod("late", "ml", phase="Pending", requests={R: 1})
+        await until(lambda: "huawei.com/AscendReal" in pod_annotations(apiserver, "late"), 10, "late's annotation")
+        assert pod_annotations(apiserver, "late")["huawei.com/AscendReal"] == "Ascend910-2"
+    finally:
+        await close_node(n)
+
+
+async def test_plain_path_waits_for_a_slow_kubelet_podresources(workdir: Path, apiserver: FakeApiServer) -> None:
+    """A loaded kubelet may list the allocation seconds after Allocate returned (here 3 s)."""
+    apiserver.add_pod("slow", "ml", phase="Pending", requests={R: 1})
+    n = await cluster_node(workdir, apiserver)
+    try:
+        await n.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
+        await n.kubelet.allocate(R, [["Ascend910-5"]])
+        await asyncio.sleep(3.0)
+        n.kubelet.set_pod_resources([("ml", "slow", "c0", R, ["Ascend910-5"])])
+        await until(lambda: "huawei.com/AscendReal" in pod_annotations(apiserver, "slow"), 10, "slow's annotation")
+        assert pod_annotations(apiserver, "slow")["huawei.com/AscendReal"] == "Ascend910-5"
+    finally:
+        await close_node(n)
+
+
 async def test_node_labels_and_annotations(workdir: Path, apiserver: FakeApiServer) -> None:
     n = await cluster_node(workdir, apiserver)
     try:

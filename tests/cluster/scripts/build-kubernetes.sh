@@ -46,7 +46,7 @@ export PATH="/usr/lib/go-1.19/bin:$PATH" GOPROXY=off GOTOOLCHAIN=local CGO_ENABL
 unset GOPATH GOCACHE
 # The build scripts read the version from git or from these variables.
 export KUBE_GIT_VERSION="v$version" KUBE_GIT_TREE_STATE=clean KUBE_GIT_COMMIT=debian
-log "building v$version (about 10 min cold on 2 cores)"
+log "building v$version (about 5 min cold on 2 cores)"
 make -s gen_openapi >/dev/null
 targets=()
 for b in "${BINARIES[@]}"; do targets+=("cmd/$b"); done

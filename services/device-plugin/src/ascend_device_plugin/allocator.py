@@ -280,7 +280,7 @@ class Allocator:
             log.warning("no pod found for an allocation", extra={"resource": resource, "devices": ids})
             return
         namespace, name = found
-        pod = next((p for p in self.pods.pods() if (p.namespace, p.name) == found), None)
+        pod = await self._cached(found)
         if pod is None:
             log.warning("allocated pod is not in the cache", extra={"pod": f"{namespace}/{name}"})
             return
@@ -289,6 +289,25 @@ class Allocator:
             await self.patcher.patch_pod(namespace, name, self._pod_annotations(pod, resource, real, ids))
         except Exception as exc:  # the container runs anyway; the annotation is a report
             log.error("could not annotate the pod", extra={"pod": pod.key, "error": str(exc)})
+
+    async def _cached(self, key: tuple[str, str], within: float = 30.0) -> PodView | None:
+        """The pod from the cache, waiting for the watch to bring it: the kubelet can name a pod
+        (PodResources) before our watch has delivered it. One re-list after a second, in case the
+        watch itself is stuck; then the watch alone (a re-list of a full node is not cheap)."""
+        assert self.pods is not None
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        relisted = False
+        while True:
+            pod = next((p for p in self.pods.pods() if (p.namespace, p.name) == key), None)
+            waited = loop.time() - started
+            if pod is not None or waited >= within:
+                return pod
+            if not relisted and waited >= 1.0:
+                relisted = True
+                await self.pods.refresh()
+                continue
+            await asyncio.sleep(0.1)
 
     # ---- dynamic vNPU (npu-core) ------------------------------------------------------------
 

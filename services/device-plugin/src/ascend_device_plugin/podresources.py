@@ -15,15 +15,18 @@ log = logging.getLogger(__name__)
 
 
 async def find_pod(
-    socket: Path, resource_name: str, device_ids: set[str], attempts: int = 40, interval: float = 0.05
+    socket: Path, resource_name: str, device_ids: set[str], within: float = 30.0, first_interval: float = 0.05
 ) -> tuple[str, str] | None:
     """(namespace, name) of the pod whose container holds exactly these ids, or None.
 
-    The kubelet records an allocation only after Allocate returns, so the answer may lag
-    behind: retry a few times. The channel is per call: the kubelet re-creates its socket
-    when it restarts, and the directory (not the socket) is what we mount.
+    The kubelet records an allocation only after Allocate returns, and a loaded kubelet may take
+    seconds to list it: ask again, backing off from `first_interval` to 1 s, for up to `within`
+    seconds. The channel is per call: the kubelet re-creates its socket when it restarts, and the
+    directory (not the socket) is what we mount.
     """
-    for _ in range(attempts):
+    deadline = asyncio.get_running_loop().time() + within
+    interval = first_interval
+    while True:
         try:
             async with aio.insecure_channel(f"unix://{socket}") as channel:
                 reply = await pr_grpc.PodResourcesListerStub(channel).List(pr.ListPodResourcesRequest(), timeout=2.0)
@@ -35,5 +38,7 @@ async def find_pod(
                     for devices in container.devices:
                         if devices.resource_name == resource_name and set(devices.device_ids) == device_ids:
                             return pod.namespace, pod.name
+        if asyncio.get_running_loop().time() + interval > deadline:
+            return None
         await asyncio.sleep(interval)
-    return None
+        interval = min(interval * 2, 1.0)
