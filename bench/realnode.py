@@ -35,6 +35,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("fault_to_configmap_unhealthy_s", "fault injected -> chip in `-Unhealthy` of the device-info ConfigMap", "s"),
     ("fault_to_node_allocatable_s", "fault injected -> node allocatable 8 -> 7", "s"),
     ("recovery_to_node_allocatable_s", "fault recovered -> node allocatable 7 -> 8", "s"),
+    ("recovery_to_configmap_s", "fault recovered -> chip back in the ConfigMap's free list", "s"),
     ("plugin_pod_deleted_to_registered_s", "plugin pod deleted -> new pod registered with the kubelet", "s"),
     ("plugin_pod_deleted_to_ready_s", "plugin pod deleted -> new pod Ready", "s"),
     ("kubelet_restart_to_plugin_registered_s", "kubelet restarted -> plugin registered again", "s"),
