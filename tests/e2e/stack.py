@@ -174,14 +174,30 @@ class Stack:
             "configmap": info.unhealthy if info else None,
         }
 
-    async def agree(self, unusable: set[str], timeout: float = 10.0, resource: str = R) -> dict[str, set[str] | None]:
-        """Wait until the kubelet, the verdicts and the ConfigMap all hold exactly `unusable` unusable."""
-        want = {"kubelet": unusable, "verdicts": unusable, "configmap": unusable}
+    async def network_views(self, resource: str = R) -> dict[str, set[str] | None]:
+        """The chips each view holds network-unhealthy (the kubelet has no such notion)."""
+        verdicts = await self.verdicts()
+        info = self.device_info(resource)
+        return {
+            "verdicts": {c for c, v in verdicts.items() if not v["network_healthy"]},
+            "configmap": info.network_unhealthy if info else None,
+        }
+
+    async def agree(
+        self, unusable: set[str], timeout: float = 10.0, resource: str = R, network: set[str] | None = None
+    ) -> dict[str, set[str] | None]:
+        """Wait until the kubelet, the verdicts and the ConfigMap all hold exactly `unusable` unusable
+        (and, when `network` is given, the verdicts and `-NetworkUnhealthy` exactly `network`)."""
+        want: dict[str, set[str] | None] = {"kubelet": unusable, "verdicts": unusable, "configmap": unusable}
+        if network is not None:
+            want |= {f"network {k}": network for k in ("verdicts", "configmap")}
         last: dict[str, set[str] | None] = {}
 
         async def same() -> bool:
             nonlocal last
             last = await self.views(resource)
+            if network is not None:
+                last |= {f"network {k}": v for k, v in (await self.network_views(resource)).items()}
             return last == want
 
         try:

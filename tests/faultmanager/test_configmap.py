@@ -119,9 +119,9 @@ async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_
 
             await until(lambda: idle["name"] in free(), timeout=10.0)
             assert used["name"] not in free()
-            # Link down on both for 25 s of policy time (2.5 s at time scale 10): PreSeparateNPU.
+            # A PreSeparateNPU chip code on both (a link down would act on the network level only).
             for chip in (used, idle):
-                await sim(exporter, f"/v1/sim/chips/{chip['logic_id']}/faults", {"code": "81078603", "severity": 1})
+                await sim(exporter, f"/v1/sim/chips/{chip['logic_id']}/faults", {"code": "8118043C", "severity": 2})
             await until(lambda: _sync_verdicts(fm)[idle["name"]]["fault_level"] == "PreSeparateNPU", timeout=10)
             v = _sync_verdicts(fm)
             assert v[idle["name"]]["schedulable"] is False

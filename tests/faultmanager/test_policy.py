@@ -39,13 +39,15 @@ async def test_offline_policy_put_rejects_a_bad_file_and_adopts_a_good_one(tmp_p
             assert r.json()["source"] == "api" and r.json()["last_error"] is None
             r = await client.put("/v1/policy", json={"files": {"nonsense.json": "{}"}})
             assert r.status_code == 422 and "unknown policy file" in r.json()["detail"]
-        # The new rule applies: a link down for 2 s of policy now pre-separates the chip.
+        # The new rule applies: a link down for 2 s of policy now pre-separates the chip's network;
+        # a network code never raises the chip level (reference: GetFaultType vs GetNetworkFaultType).
         async with exporter.client() as client:
             name = (await client.get("/v1/chips/1")).json()["name"]
         await sim(exporter, "/v1/sim/chips/1/faults", {"code": "81078603", "severity": 1})
 
         async def preseparated() -> bool:
-            return (await verdicts(fm))[name]["fault_level"] == "PreSeparateNPU"
+            v = (await verdicts(fm))[name]
+            return (v["network_level"], v["fault_level"]) == ("PreSeparateNPU", "NormalNPU")
 
         async with asyncio.timeout(6):
             while not await preseparated():

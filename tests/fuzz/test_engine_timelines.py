@@ -8,12 +8,17 @@ Invariants checked after every event:
   whose level comes from the table), nor its network level below a present network code's, nor
   below a FaultDuration rule's level once the code has been present for its FaultTimeout;
 - the verdict lists exactly the codes present, and schedulable follows the level;
-- the chip is in ManuallySeparateNPU exactly when some isolating FaultFrequency rule saw Times
-  occurrences of one code inside its TimeWindow (ends included), and then its level says so;
+- a network code and its escalations raise the network level only, never the chip level;
+- for codes without a FaultDuration rule (each occur or once counts; no ReleaseTimeWindow in the
+  packaged policy), the chip is in ManuallySeparateNPU exactly when some isolating FaultFrequency rule
+  saw Times occurrences of one code inside its TimeWindow (ends included), and then its level says so.
+  The link-down code counts once per timed-out presence and is released by its ReleaseTimeWindow:
+  it may isolate only if its raw occurs could have (the exact rules are table tests in
+  services/fault-manager/tests/test_reference_policy.py);
 - nothing changes on its own before the evaluation's wake-up time;
 - replaying the same events gives the same verdicts;
 - once every code has recovered and every window has passed, the chip is NormalNPU again unless
-  it was isolated.
+  a rule without a ReleaseTimeWindow isolated it.
 Out-of-order and repeated events must not raise, and converge the same way.
 """
 
@@ -132,11 +137,15 @@ class Model:
             self.severity[(e.chip, e.code)] = e.severity
             self.occurred.setdefault((e.chip, e.code), []).append(e.at)
 
-    def isolated(self, chip: str) -> bool:
+    def isolated(self, chip: str, *, timed: bool = False) -> bool:
+        """Some isolating rule saw Times occurs in its window: of the codes without a FaultDuration rule,
+        or (`timed`) of those with one, whose raw occurs only bound what counts."""
         custom = POLICY.customization
         for (name, code), times in self.occurred.items():
             rule = custom.frequency_rule(code)
             if name != chip or rule is None or rule.handling is not FaultLevel.MANUALLY_SEPARATE_NPU:
+                continue
+            if (custom.duration_rule(code) is not None) != timed:
                 continue
             times = sorted(times)
             for last, t in enumerate(times):
@@ -158,15 +167,23 @@ def check(engine: FaultEngine, model: Model, chip: str, verdict: ChipVerdict, no
     assert verdict.codes == sorted(model.present[chip])
     for code in model.present[chip]:
         duration = POLICY.customization.duration_rule(code)
-        if duration is not None and model.since[(chip, code)] + duration.fault_timeout_s <= now:
-            # Present for FaultTimeout without a break: it counts (written as the engine adds them).
-            assert verdict.fault_level.rank >= duration.handling.rank, (code, model.since[(chip, code)], verdict)
-        if is_network_code(code):
+        network = is_network_code(code)
+        if duration is not None and model.since[(chip, code)] + duration.fault_timeout_s < now:
+            # Present for longer than FaultTimeout without a break: it counts (strictly, as the reference).
+            seen = verdict.network_level if network else verdict.fault_level
+            assert seen.rank >= duration.handling.rank, (code, model.since[(chip, code)], verdict)
+        if network:
             assert verdict.network_level.rank >= network_level(table, code).rank, (code, verdict)
-        elif POLICY.customization.duration_rule(code) is None:
+        else:
             floor = code_level(table, code, model.severity.get((chip, code)))
             assert verdict.fault_level.rank >= floor.rank, (code, floor, verdict)
-    assert engine.chips[chip].manual == model.isolated(chip), (chip, model.occurred)
+    if not any(not is_network_code(code) for code in model.present[chip]) and not engine.chips[chip].manual:
+        assert verdict.fault_level is FaultLevel.NORMAL_NPU, ("network codes only", verdict)
+    manual = engine.chips[chip].manual
+    if model.isolated(chip):
+        assert manual, (chip, model.occurred)
+    elif not model.isolated(chip, timed=True):
+        assert not manual, (chip, model.occurred)
     assert (verdict.fault_level is FaultLevel.MANUALLY_SEPARATE_NPU) == verdict.manually_separated
     assert verdict.schedulable == schedulable(verdict.fault_level, False)
 
@@ -228,6 +245,7 @@ def test_every_chip_returns_to_normal_unless_isolated(events: list[Event]) -> No
         engine.evaluate(event.chip, event.at)
     settle(engine, events)
     for chip in CHIPS:
+        # The link-down rule's ReleaseTimeWindow (2 days) has passed; the others never release.
         assert engine.chips[chip].manual == model.isolated(chip)
 
 
@@ -254,6 +272,7 @@ def test_regression_a_once_event_does_not_end_a_fault_that_outlives_the_history(
     engine.apply(chip, "81078603", "once", 1, 201_200.0)  # past keep_s: the first two events are trimmed
     verdict = engine.evaluate(chip, 201_200.0).verdict
     assert verdict.codes == ["81078603"]
-    assert (verdict.fault_level, verdict.network_level) == (FaultLevel.PRE_SEPARATE_NPU, FaultLevel.NOT_HANDLE_FAULT)
+    # A network code: its FaultDuration escalation is on the network level; the chip level is untouched.
+    assert (verdict.fault_level, verdict.network_level) == (FaultLevel.NORMAL_NPU, FaultLevel.PRE_SEPARATE_NPU)
     [escalation] = [e for e in engine.evaluate(chip, 201_200.0).escalations if e.upgrade_type == "FaultDuration"]
     assert escalation.at_ms == 1_020_000  # it began counting 20 s after the first occur, not later

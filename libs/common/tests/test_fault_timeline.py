@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 from ascend_common.faults import (
+    TICK,
     CodeEvent,
     DurationRule,
     DurationState,
@@ -65,6 +66,10 @@ IDLE = DurationState(counting=False, pending=False, since=None, changes_at=None)
 NOT_ESCALATED = FrequencyState(escalated=False, escalated_at=None, count_in_window=0, releases_at=None)
 
 
+def released(at: float) -> FrequencyState:
+    return FrequencyState(escalated=False, escalated_at=None, count_in_window=0, releases_at=None, released_at=at)
+
+
 def _pending(until: float) -> DurationState:
     return DurationState(counting=False, pending=True, since=None, changes_at=until)
 
@@ -104,28 +109,35 @@ def test_packaged_link_down_rule_is_20s_60s_pre_separate() -> None:
         ([_occur(100), _recover(110)], 100_000, IDLE),
         # present 25 s: counts from t+20 until 60 s after the recovery
         ([_occur(100)], 119.5, _pending(120)),
-        ([_occur(100)], 120, _counting(120)),
+        ([_occur(100)], 120, _pending(120)),
+        ([_occur(100)], 120.001, _counting(120)),
         ([_occur(100), _recover(125)], 124, _counting(120)),
         ([_occur(100), _recover(125)], 125, _counting(120, 185)),
         ([_occur(100), _recover(125)], 184.9, _counting(120, 185)),
-        ([_occur(100), _recover(125)], 185, IDLE),
+        ([_occur(100), _recover(125)], 185, _counting(120, 185)),
+        ([_occur(100), _recover(125)], 185.001, IDLE),
         ([_occur(100), _recover(125)], 1000, IDLE),
-        # boundary: present exactly FaultTimeout counts (thresholds are inclusive)
-        ([_occur(100), _recover(120)], 120, _counting(120, 180)),
-        ([_occur(100), _recover(119.999)], 120, IDLE),
+        # boundaries are strict (reference timeoutOrRecoveryAlgorithm: duration <= threshold continues):
+        # present exactly FaultTimeout does not count, a millisecond more does
+        ([_occur(100), _recover(120)], 120, IDLE),
+        ([_occur(100), _recover(120)], 1000, IDLE),
+        ([_occur(100), _recover(120.001)], 121, _counting(120, 180.001)),
         # an occur inside RecoverTimeout continues the fault; since is kept
         ([_occur(100), _recover(125), _occur(150)], 150, _counting(120)),
         ([_occur(100), _recover(125), _occur(150)], 500, _counting(120)),
         ([_occur(100), _recover(125), _occur(150), _recover(160)], 219, _counting(120, 220)),
-        ([_occur(100), _recover(125), _occur(150), _recover(160)], 220, IDLE),
-        # an occur exactly RecoverTimeout after the recovery comes after the clearing: a fresh fault
-        ([_occur(100), _recover(125), _occur(185)], 185, _pending(205)),
-        ([_occur(100), _recover(125), _occur(185)], 205, _counting(205)),
+        ([_occur(100), _recover(125), _occur(150), _recover(160)], 220, _counting(120, 220)),
+        ([_occur(100), _recover(125), _occur(150), _recover(160)], 220.001, IDLE),
+        # an occur exactly RecoverTimeout after the recovery still continues the fault; later is a fresh one
+        ([_occur(100), _recover(125), _occur(185)], 185, _counting(120)),
+        ([_occur(100), _recover(125), _occur(185.001)], 186, _pending(205.001)),
+        ([_occur(100), _recover(125), _occur(185.001)], 205.002, _counting(205.001)),
         # a recover inside FaultTimeout ends it; the next occur starts the clock afresh
         ([_occur(100), _recover(115), _occur(118)], 130, _pending(138)),
-        ([_occur(100), _recover(115), _occur(118)], 138, _counting(138)),
+        ([_occur(100), _recover(115), _occur(118)], 138, _pending(138)),
+        ([_occur(100), _recover(115), _occur(118)], 139, _counting(138)),
         # a repeated occur while present does not restart the clock (reference merges equal assertions)
-        ([_occur(100), _occur(115)], 120, _counting(120)),
+        ([_occur(100), _occur(115)], 121, _counting(120)),
         # a recover with nothing present is ignored
         ([_recover(90), _occur(100)], 110, _pending(120)),
         # a once event lasts an instant: it never reaches a positive FaultTimeout
@@ -148,18 +160,22 @@ def test_link_down_duration(events: list[CodeEvent], now: float, expected: Durat
 @pytest.mark.parametrize(
     ("rule", "events", "now", "expected"),
     [
-        # FaultTimeout 0: counts the moment it occurs
-        (_duration(0, 60), [_occur(5)], 5, _counting(5)),
-        (_duration(0, 60), [_once(5)], 5, _counting(5, 65)),
+        # FaultTimeout 0: counts as soon as it has lasted at all (strictly more than 0)
+        (_duration(0, 60), [_occur(5)], 5, _pending(5)),
+        (_duration(0, 60), [_occur(5)], 5.001, _counting(5)),
+        # a once event lasts no time, so it never counts
+        (_duration(0, 60), [_once(5)], 5, IDLE),
         (_duration(0, 60), [_once(5)], 65, IDLE),
-        # RecoverTimeout 0: clears the moment it recovers
+        # RecoverTimeout 0: clears as soon as it has been gone at all
         (_duration(10, 0), [_occur(5), _recover(30)], 29, _counting(15)),
-        (_duration(10, 0), [_occur(5), _recover(30)], 30, IDLE),
+        (_duration(10, 0), [_occur(5), _recover(30)], 30, _counting(15, 30)),
+        (_duration(10, 0), [_occur(5), _recover(30)], 30.001, IDLE),
         # both 0: an instant fault is over at once
         (_duration(0, 0), [_once(5)], 5, IDLE),
         # the upper bounds of the ranges
-        (_duration(600, 86400), [_occur(0), _recover(600)], 600, _counting(600, 87000)),
-        (_duration(600, 86400), [_occur(0), _recover(600)], 87000, IDLE),
+        (_duration(600, 86400), [_occur(0), _recover(600)], 600, IDLE),
+        (_duration(600, 86400), [_occur(0), _recover(600.001)], 601, _counting(600, 87000.001)),
+        (_duration(600, 86400), [_occur(0), _recover(600.001)], 87000.002, IDLE),
     ],
 )
 def test_duration_edge_rules(rule: DurationRule, events: list[CodeEvent], now: float, expected: DurationState) -> None:
@@ -171,7 +187,8 @@ def test_counting_spans_list_every_episode() -> None:
     rule = _link_down_duration()
     assert counting_spans(rule, events, 110) == []
     assert counting_spans(rule, events, 310) == [(120, 190)]  # the third episode is still inside its FaultTimeout
-    assert counting_spans(rule, events, 320) == [(120, 190), (320, None)]
+    assert counting_spans(rule, events, 320) == [(120, 190)]  # exactly FaultTimeout: not yet
+    assert counting_spans(rule, events, 321) == [(120, 190), (320, None)]
     assert counting_spans(rule, events) == [(120, 190), (320, None)]
 
 
@@ -256,22 +273,25 @@ def test_link_down_frequency_releases_after_two_quiet_days() -> None:
     assert frequency_state(rule, flaps, 10800) == FrequencyState(False, None, 4, None)
     five = [*flaps, 14400]
     assert frequency_state(rule, five, 14400) == FrequencyState(True, 14400, 0, 14400 + 172800)
-    assert frequency_state(rule, five, 14400 + 172800 - 1).escalated
-    assert frequency_state(rule, five, 14400 + 172800) == NOT_ESCALATED
+    # still held at the boundary (reference: now - lastRecover > ReleaseTimeWindow), released just after
+    assert frequency_state(rule, five, 14400 + 172800).escalated
+    assert frequency_state(rule, five, 14400 + 172800.001) == released(14400 + 172800)
     # an occurrence while escalated keeps it alive and is not counted toward a new escalation
     six = [*five, 100000]
-    assert frequency_state(rule, six, 100000 + 172800 - 1) == FrequencyState(True, 14400, 0, 100000 + 172800)
-    assert frequency_state(rule, six, 100000 + 172800) == NOT_ESCALATED
+    assert frequency_state(rule, six, 100000 + 172800) == FrequencyState(True, 14400, 0, 100000 + 172800)
+    assert frequency_state(rule, six, 100000 + 172800.001) == released(100000 + 172800)
     # after the release counting starts afresh: one new occurrence does not re-isolate
     after = [*five, 14400 + 172800 + 10]
-    assert frequency_state(rule, after, 14400 + 172800 + 10) == FrequencyState(False, None, 1, None)
+    assert frequency_state(rule, after, 14400 + 172800 + 10) == FrequencyState(False, None, 1, None, 14400 + 172800)
 
 
-def test_occurrence_exactly_at_the_release_counts_afresh() -> None:
+def test_occurrence_exactly_at_the_release_keeps_it_and_one_after_counts_afresh() -> None:
     rule = _frequency(times=1, window=60, release=100)
     assert frequency_state(rule, [0, 99], 99) == FrequencyState(True, 0, 0, 199)
-    # at 100 the escalation of 0 is released first, then 100 escalates again on its own
-    assert frequency_state(rule, [0, 100], 100) == FrequencyState(True, 100, 0, 200)
+    # at 100 the escalation of 0 is still held, so the occurrence only keeps it alive
+    assert frequency_state(rule, [0, 100], 100) == FrequencyState(True, 0, 0, 200)
+    # after 100 it was released first, then the new occurrence escalates again on its own
+    assert frequency_state(rule, [0, 100.5], 100.5) == FrequencyState(True, 100.5, 0, 200.5, 100)
 
 
 def test_release_waits_for_the_code_to_be_gone() -> None:
@@ -279,18 +299,18 @@ def test_release_waits_for_the_code_to_be_gone() -> None:
     rule = _frequency(times=2, window=600, release=100)
     events = [_occur(0), _recover(10), _occur(20)]
     occurred, spans = occurrences(events), presence(events)
-    assert frequency_state(rule, occurred, 5000) == NOT_ESCALATED  # by occurrences alone: released at 120
+    assert frequency_state(rule, occurred, 5000) == released(120)  # by occurrences alone
     assert frequency_state(rule, occurred, 5000, present=spans) == FrequencyState(True, 20, 0, None)
     gone = [*events, _recover(5000)]
-    assert frequency_state(rule, occurrences(gone), 5050, present=presence(gone)) == FrequencyState(True, 20, 0, 5100)
-    assert frequency_state(rule, occurrences(gone), 5100, present=presence(gone)) == NOT_ESCALATED
-    # a presence beginning before the release instant holds it; one beginning at that instant is too late
+    assert frequency_state(rule, occurrences(gone), 5100, present=presence(gone)) == FrequencyState(True, 20, 0, 5100)
+    assert frequency_state(rule, occurrences(gone), 5100.001, present=presence(gone)) == released(5100)
+    # a presence beginning at or before the release boundary holds it; one beginning after it is too late
     once = _frequency(times=1, window=600, release=100)
-    assert frequency_state(once, [0], 150, present=[(99.5, 200)]) == FrequencyState(True, 0, 0, 300)
-    assert frequency_state(once, [0], 150, present=[(100, 200)]) == NOT_ESCALATED
+    assert frequency_state(once, [0], 150, present=[(100, 200)]) == FrequencyState(True, 0, 0, 300)
+    assert frequency_state(once, [0], 150, present=[(100.001, 200)]) == released(100)
     # a presence that started after the release does not bring the escalation back
     late = [_occur(0), _recover(1), _occur(5), _recover(6), _occur(500)]
-    assert frequency_state(rule, [0, 5], 600, present=presence(late)) == NOT_ESCALATED
+    assert frequency_state(rule, [0, 5], 600, present=presence(late)) == released(106)
 
 
 def test_admin_release_cuts_presence_too() -> None:
@@ -299,6 +319,7 @@ def test_admin_release_cuts_presence_too() -> None:
     escalated = frequency_state(rule, [0, 60], 70, released_at=50, present=[(0, None)])
     assert escalated == FrequencyState(True, 60, 0, None)  # present: the release clock does not run
     assert frequency_state(rule, [0], 70, released_at=50, present=[(0, None)]) == NOT_ESCALATED
+    # the release clock of a frequency escalation: released() names the boundary it passed
 
 
 def test_link_down_that_never_lasts_its_fault_timeout_never_isolates() -> None:
@@ -347,9 +368,9 @@ def test_duration_never_counts_a_fault_shorter_than_fault_timeout(
     fault_timeout: int, recover_timeout: int, data: st.DataObject
 ) -> None:
     rule = _duration(fault_timeout, recover_timeout)
-    events = data.draw(_episodes(max_length=fault_timeout - 1))
+    events = data.draw(_episodes(max_length=fault_timeout))
     if events and events[-1].kind == "occur":
-        events = [*events, _recover(events[-1].at + fault_timeout - 0.001)]
+        events = [*events, _recover(events[-1].at + fault_timeout)]
     for now in _samples(events, [0.0, 10**6]):
         state = duration_state(rule, events, now)
         assert not state.counting
@@ -370,14 +391,14 @@ def test_duration_state_changes_at_most_once_without_events(
     rule = _duration(fault_timeout, recover_timeout)
     last = max((event.at for event in events), default=0.0)
     first = duration_state(rule, events, last)
-    settled = None if first.changes_at is None else duration_state(rule, events, first.changes_at)
+    settled = None if first.changes_at is None else duration_state(rule, events, first.changes_at + TICK)
     if settled is not None:
         assert settled != first
         assert settled.changes_at is None  # one change, then nothing more happens on its own
     for offset in offsets:
         now = last + offset
         state = duration_state(rule, events, now)
-        if first.changes_at is None or now < first.changes_at:
+        if first.changes_at is None or now <= first.changes_at:
             assert state == first
         else:
             assert state == settled
@@ -389,16 +410,14 @@ def test_duration_state_changes_at_most_once_without_events(
     recover_timeout=st.integers(0, 1000),
     events=_episodes(max_length=1000),
 )
-def test_duration_counts_only_spans_of_at_least_fault_timeout(
+def test_duration_counts_only_spans_longer_than_fault_timeout(
     fault_timeout: int, recover_timeout: int, events: list[CodeEvent]
 ) -> None:
     rule = _duration(fault_timeout, recover_timeout)
     spans = presence(events)
     for start, end in counting_spans(rule, events):
-        # every counting span starts FaultTimeout into a presence that lasted at least that long
-        from_presence = any(s + fault_timeout == start and (e is None or e >= start) for s, e in spans)
-        from_once = fault_timeout == 0 and any(event.kind == "once" and event.at == start for event in events)
-        assert from_presence or from_once
+        # every counting span starts FaultTimeout into a presence that lasted longer than that
+        assert any(s + fault_timeout == start and (e is None or e > start) for s, e in spans)
         if end is not None:
             assert end >= start + recover_timeout
 

@@ -27,47 +27,86 @@ def engine(scale: float = 1.0) -> FaultEngine:
 
 
 @pytest.mark.parametrize(
-    ("down_s", "at", "level", "schedulable"),
+    ("down_s", "at", "network_level", "network_healthy"),
     [
         (10, 5, FaultLevel.NOT_HANDLE_FAULT, True),  # inside FaultTimeout: listed, harmless
         (10, 10, FaultLevel.NORMAL_NPU, True),
         (10, 200, FaultLevel.NORMAL_NPU, True),
         (25, 19, FaultLevel.NOT_HANDLE_FAULT, True),
-        (25, 20, FaultLevel.PRE_SEPARATE_NPU, False),  # lasted 20 s: no new pods
-        (25, 25 + 59, FaultLevel.PRE_SEPARATE_NPU, False),  # recovered, but not for 60 s yet
-        (25, 25 + 60, FaultLevel.NORMAL_NPU, True),
+        (25, 20, FaultLevel.NOT_HANDLE_FAULT, True),  # exactly FaultTimeout: not yet (strict, as the reference)
+        (25, 20.001, FaultLevel.PRE_SEPARATE_NPU, False),
+        (25, 25 + 60, FaultLevel.PRE_SEPARATE_NPU, False),  # recovered, exactly RecoverTimeout: still held
+        (25, 25 + 60.001, FaultLevel.NORMAL_NPU, True),
     ],
 )
-def test_link_down_duration(down_s: float, at: float, level: FaultLevel, schedulable: bool) -> None:
+def test_link_down_duration_acts_on_the_network_level_only(
+    down_s: float, at: float, network_level: FaultLevel, network_healthy: bool
+) -> None:
     e = engine()
     t0 = 1000.0
     e.apply(CHIP, LINK_DOWN, "occur", 1, t0)
     if down_s <= at:
         e.apply(CHIP, LINK_DOWN, "recover", 1, t0 + down_s)
-    ev = e.evaluate(CHIP, t0 + at)
-    assert (ev.verdict.fault_level, ev.verdict.schedulable) == (level, schedulable)
+    v = e.evaluate(CHIP, t0 + at).verdict
+    assert (v.network_level, v.network_healthy) == (network_level, network_healthy)
+    # reference GetFaultType leaves network codes and their escalations out of the chip level
+    assert (v.fault_level, v.schedulable) == (FaultLevel.NORMAL_NPU, True)
 
 
-def test_link_down_while_a_running_pod_uses_the_chip_stays_usable_for_it() -> None:
+def test_a_network_escalation_is_a_reason_with_the_network_level() -> None:
     e = engine()
     e.apply(CHIP, LINK_DOWN, "occur", 1, 0.0)
-    ev = e.evaluate(CHIP, 30.0, used_by_running_pod=True)
-    assert ev.verdict.fault_level is FaultLevel.PRE_SEPARATE_NPU
-    assert ev.verdict.schedulable is True
-    assert [x.upgrade_type for x in ev.escalations] == ["FaultDuration"]
+    ev = e.evaluate(CHIP, 30.0)
+    assert ev.verdict.network_level is FaultLevel.PRE_SEPARATE_NPU and ev.verdict.schedulable
+    assert [(x.upgrade_type, x.level, x.at_ms) for x in ev.escalations] == [
+        ("FaultDuration", FaultLevel.PRE_SEPARATE_NPU, 20_000)
+    ]
+    assert [(r.code, r.level, r.network) for r in ev.codes] == [(LINK_DOWN, FaultLevel.PRE_SEPARATE_NPU, True)]
 
 
-def test_wake_up_time_is_when_the_state_changes_by_itself() -> None:
+def test_wake_up_time_is_just_after_the_boundary() -> None:
     e = engine()
     e.apply(CHIP, LINK_DOWN, "occur", 1, 100.0)
-    assert e.evaluate(CHIP, 105.0).wake_at == pytest.approx(120.0)
+    assert e.evaluate(CHIP, 105.0).wake_at == pytest.approx(120.001)
 
 
 def test_time_scale_shrinks_policy_windows_only() -> None:
     e = engine(scale=10.0)
     e.apply(CHIP, LINK_DOWN, "occur", 1, 100.0)
-    assert e.evaluate(CHIP, 101.9).verdict.fault_level is FaultLevel.NOT_HANDLE_FAULT
-    assert e.evaluate(CHIP, 102.0).verdict.fault_level is FaultLevel.PRE_SEPARATE_NPU  # 20 s of policy
+    assert e.evaluate(CHIP, 101.9).verdict.network_level is FaultLevel.NOT_HANDLE_FAULT
+    assert e.evaluate(CHIP, 102.01).verdict.network_level is FaultLevel.PRE_SEPARATE_NPU  # 20 s of policy
+
+
+def test_five_long_link_downs_isolate_and_the_release_window_lifts_it() -> None:
+    e = engine()
+    t = 0.0
+    for _ in range(5):  # 25 s down, then 100 s up (more than RecoverTimeout): five timeouts
+        e.apply(CHIP, LINK_DOWN, "occur", 1, t)
+        e.apply(CHIP, LINK_DOWN, "recover", 1, t + 25)
+        ev = e.evaluate(CHIP, t + 30)
+        t += 125
+    assert ev.isolate and ev.verdict.manually_separated
+    assert ev.verdict.fault_level is FaultLevel.MANUALLY_SEPARATE_NPU and not ev.verdict.schedulable
+    last_recover = t - 125 + 25
+    held = e.evaluate(CHIP, last_recover + 60 + 172800 - 1)
+    assert held.verdict.manually_separated and not held.released
+    assert held.wake_at == pytest.approx(last_recover + 60 + 172800 + 0.001)
+    lifted = e.evaluate(CHIP, last_recover + 60 + 172800 + 1)
+    assert lifted.released and not lifted.isolate
+    assert not lifted.verdict.manually_separated and lifted.verdict.fault_level is FaultLevel.NORMAL_NPU
+    assert not e.evaluate(CHIP, last_recover + 60 + 172800 + 2).released  # once
+
+
+def test_an_operator_isolation_is_not_lifted_by_a_release_window() -> None:
+    e = engine()
+    e.isolate(CHIP)
+    t = 0.0
+    for _ in range(5):
+        e.apply(CHIP, LINK_DOWN, "occur", 1, t)
+        e.apply(CHIP, LINK_DOWN, "recover", 1, t + 25)
+        t += 125
+    ev = e.evaluate(CHIP, t + 172800 + 100)
+    assert ev.verdict.manually_separated and not ev.released
 
 
 def test_two_hbm_faults_in_a_day_isolate_and_an_admin_release_sticks() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ascend_common.faults import (
+    TICK,
     CodeEvent,
     FaultCodeTable,
     FaultCustomization,
@@ -39,6 +40,8 @@ from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
 UPGRADE_DURATION = "FaultDuration"
 UPGRADE_FREQUENCY = "FaultFrequency"
 UPGRADE_AUTOFILL = "FaultAutofill"
+BY_RULE = "FaultFrequency"  # who isolated a chip (manual_audit) when a frequency rule did
+BY_RELEASE = "ReleaseTimeWindow"  # who lifted a rule's isolation when its release window passed
 
 
 @dataclass(frozen=True)
@@ -73,8 +76,9 @@ class Evaluation:
     verdict: ChipVerdict
     codes: tuple[CodeReport, ...]
     escalations: tuple[Escalation, ...]
-    isolate: bool  # a FaultFrequency rule with ManuallySeparateNPU fired: add to ManuallySeparateNPU
+    isolate: bool  # a FaultFrequency rule with ManuallySeparateNPU holds: the chip is in ManuallySeparateNPU
     wake_at: float | None  # real time at which this evaluation changes with no new event
+    released: bool = False  # this evaluation ended the chip's rule-made isolation (ReleaseTimeWindow)
 
 
 @dataclass
@@ -87,6 +91,7 @@ class ChipFaults:
     severity: dict[str, int | None] = field(default_factory=dict)
     present: set[str] = field(default_factory=set)
     manual: bool = False  # in ManuallySeparateNPU (by an administrator or a frequency rule)
+    manual_by_rule: bool = False  # ... by a frequency rule, so that rule's ReleaseTimeWindow lifts it
     released_at: float | None = None  # policy time an administrator last released the chip
     reachable: bool = True  # the exporter reads the chip
     resetting: bool = False
@@ -167,11 +172,13 @@ class FaultEngine:
     def release(self, name: str, at: float) -> None:
         """An administrator removed the chip from ManuallySeparateNPU: its frequency windows restart."""
         chip = self.chips[name]
-        chip.manual = False
+        chip.manual = chip.manual_by_rule = False
         chip.released_at = self.policy_time(at)
 
     def isolate(self, name: str) -> None:
-        self.chips[name].manual = True
+        """An operator isolated the chip: only an operator lifts it."""
+        chip = self.chips[name]
+        chip.manual, chip.manual_by_rule = True, False
 
     def _autofill(
         self, code: str, events: list[CodeEvent], pnow: float, severity: int | None
@@ -191,6 +198,15 @@ class FaultEngine:
         return reason, (ended + window if ended is not None and window else None)
 
     def evaluate(self, name: str, now: float, used_by_running_pod: bool = False) -> Evaluation:
+        """The chip's verdict at real time `now` (reference fault_code.go `GetFaultType` for the chip
+        level, `GetNetworkFaultType` for the network level).
+
+        A network code (`NetworkFaultCodes`) and the FaultDuration / FaultFrequency escalations of one
+        act on the network level only; every other code, and its escalations, on the chip level. A
+        FaultFrequency rule whose handling is ManuallySeparateNPU isolates the chip whatever the code,
+        and its ReleaseTimeWindow ends that isolation (`RemoveTimeoutReasonCache` ->
+        `DeleteManuallyFaultInfo`); an isolation an operator made stays until an operator lifts it.
+        """
         chip = self.chips[name]
         pnow = self.policy_time(now)
         custom = self.policy.customization
@@ -199,59 +215,69 @@ class FaultEngine:
         reports: list[CodeReport] = []
         escalations: list[Escalation] = []
         reasons: set[VerdictReason] = set()
-        isolate = False
+        isolating = False  # a ManuallySeparateNPU frequency escalation holds
+        isolation_released = False  # one ended by its ReleaseTimeWindow
         wake: list[float] = []
         for code, events in chip.timelines.items():
             present = code in chip.present
-            level: FaultLevel | None = None
+            network = is_network_code(code)
+            found: list[FaultLevel] = []
+            if present:
+                found.append(
+                    network_level(self.policy.table, code)
+                    if network
+                    else code_level(self.policy.table, code, chip.severity.get(code))
+                )
+                reasons.add(VerdictReason.FAULT_CODE)
             duration = custom.duration_rule(code)
             if duration is not None:
                 state = duration_state(duration, events, pnow)
                 if state.changes_at is not None:
-                    wake.append(state.changes_at)
+                    wake.append(state.changes_at + TICK)
                 if state.counting:
-                    level = duration.handling
+                    found.append(duration.handling)
                     reasons.add(VerdictReason.FAULT_DURATION)
                     escalations.append(Escalation(code, duration.handling, UPGRADE_DURATION,
                                                   int(self.real_time(state.since or pnow) * 1000)))  # fmt: skip
-                elif state.pending:
-                    level = FaultLevel.NOT_HANDLE_FAULT
-            elif present:
-                level = code_level(self.policy.table, code, chip.severity.get(code))
-                reasons.add(VerdictReason.FAULT_CODE)
             frequency = custom.frequency_rule(code)
             if frequency is not None:
-                # Contract section 7: every occur or once is an occurrence, also of a code with a
-                # FaultDuration rule (so link flaps shorter than the timeout still add up).
+                # A code with a FaultDuration rule occurs for FaultFrequency when it times out, and has
+                # recovered when it clears (reference handleFaultQueue); others on each occur / recover.
                 fstate = frequency_state(
-                    frequency, occurrences(events, now=pnow), pnow, chip.released_at, present=presence(events, now=pnow)
+                    frequency,
+                    occurrences(events, duration=duration, now=pnow),
+                    pnow,
+                    chip.released_at,
+                    present=presence(events, duration=duration, now=pnow),
                 )
                 if fstate.releases_at is not None and math.isfinite(fstate.releases_at):
-                    wake.append(fstate.releases_at)
+                    wake.append(fstate.releases_at + TICK)
+                separating = frequency.handling is FaultLevel.MANUALLY_SEPARATE_NPU
                 if fstate.escalated:
-                    level = most_serious([level or FaultLevel.NORMAL_NPU, frequency.handling])
+                    found.append(frequency.handling)
                     reasons.add(VerdictReason.FAULT_FREQUENCY)
                     at_ms = int(self.real_time(fstate.escalated_at or pnow) * 1000)
                     escalations.append(Escalation(code, frequency.handling, UPGRADE_FREQUENCY, at_ms))
-                    isolate = isolate or frequency.handling is FaultLevel.MANUALLY_SEPARATE_NPU
+                    isolating = isolating or separating
+                elif separating and fstate.released_at is not None:
+                    isolation_released = True
             if code == CARD_DROP_CODE:
                 autofill = self._autofill(code, events, pnow, chip.severity.get(code))
                 if autofill is not None:
                     escalations.append(autofill[0])
                     if autofill[1] is not None:
                         wake.append(autofill[1])
-            if level is None:
+            if not found:
                 continue
-            network = is_network_code(code)
-            if network and present:
-                net_levels.append(network_level(self.policy.table, code))
-            # A network code alone drives `-NetworkUnhealthy` only (as the reference does); its
-            # rules (FaultDuration, FaultFrequency) do raise the chip's level.
-            if not network or duration is not None or frequency is not None:
-                levels.append(level)
+            level = most_serious(found)
+            (net_levels if network else levels).append(level)
             reports.append(CodeReport(code, level, int(chip.first_seen.get(code, now) * 1000), network))
-        if isolate:
-            chip.manual = True
+        released = False
+        if isolating and not chip.manual:
+            chip.manual = chip.manual_by_rule = True
+        elif chip.manual_by_rule and not isolating and isolation_released:
+            chip.manual = chip.manual_by_rule = False
+            released = True
         if chip.manual:
             levels.append(FaultLevel.MANUALLY_SEPARATE_NPU)
             reasons.add(VerdictReason.MANUAL)
@@ -280,8 +306,9 @@ class FaultEngine:
             verdict,
             tuple(sorted(reports, key=lambda r: r.code)),
             tuple(escalations),
-            isolate,
+            isolating,
             self.real_time(min(future)) if future else None,
+            released,
         )
 
 

@@ -36,7 +36,7 @@ from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType,
 from pydantic import ValidationError
 
 from fault_manager.configmaps import ConfigMaps, Conflict
-from fault_manager.engine import Evaluation, FaultEngine, Policy
+from fault_manager.engine import BY_RELEASE, BY_RULE, Evaluation, FaultEngine, Policy
 from fault_manager.kevents import FaultEvents
 from fault_manager.store import FaultEventRow, Store
 from fault_manager.store.store import MAX_PAGE
@@ -126,10 +126,15 @@ class FaultManager:
             rows = await asyncio.to_thread(self._chip_history, name, since_ms)
             chip = self.engine.chip(name, rows[0].logic_id if rows else -1, rows[0].phy_id if rows else -1)
             chip.manual = name in manual
+            chip.manual_by_rule = chip.manual and await asyncio.to_thread(self._isolated_by_rule, name)
             for row in rows:
                 self.engine.apply(name, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
             self._dirty.add(name)
         self._evaluate_dirty()
+
+    def _isolated_by_rule(self, chip: str) -> bool:
+        last = self.store.manual_audit(chip, limit=1)
+        return bool(last) and last[0].separated and last[0].set_by == BY_RULE
 
     def _chip_history(self, chip: str, since_ms: int) -> list[FaultEventRow]:
         """Every stored event of a chip since `since_ms`, oldest first (paged: bounded memory per call)."""
@@ -342,9 +347,14 @@ class FaultManager:
                     },
                 )
             if ev.isolate and not self._isolated_reported.get(name):
-                self._spawn(asyncio.to_thread(self.store.set_manual, name, True, "FaultFrequency", int(now * 1000)))
+                self._spawn(asyncio.to_thread(self.store.set_manual, name, True, BY_RULE, int(now * 1000)))
                 if self.events is not None:
-                    self.events.isolated(name, "FaultFrequency")
+                    self.events.isolated(name, BY_RULE)
+            if ev.released:
+                self._spawn(asyncio.to_thread(self.store.set_manual, name, False, BY_RELEASE, int(now * 1000)))
+                log.info("rule isolation released", extra={"chip": name, "by": BY_RELEASE})
+                if self.events is not None:
+                    self.events.released(name, BY_RELEASE)
             self._isolated_reported[name] = ev.isolate
         if changed_states:
             self._spawn(self._save(changed_states))

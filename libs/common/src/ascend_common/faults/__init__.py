@@ -58,6 +58,7 @@ from ascend_common.faults.table import (
     normalize_switch_code,
 )
 from ascend_common.faults.timeline import (
+    TICK,
     CodeEvent,
     DurationState,
     EventKind,
@@ -87,6 +88,7 @@ __all__ = [
     "SEVERITY_MINOR",
     "SWITCH_FAULT_CODE_FILE",
     "SWITCH_LIST_KEYS",
+    "TICK",
     "TIMES_RANGE",
     "TIME_WINDOW_RANGE",
     "WAIT_DEVICE_RESET_RANGE",

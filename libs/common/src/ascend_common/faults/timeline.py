@@ -5,11 +5,12 @@ fault-manager can rebuild any state from its stored history after a restart, and
 the next instant a state would change on its own (`changes_at`, `releases_at`).
 
 Reference: Huawei MindCluster component/ascend-device-plugin/pkg/common/fault_code.go (`CountFaultDuration`,
-`timeoutOrRecoveryAlgorithm`, `handleFaultQueue`, `handleFrequencyFault`, `DelOnceFrequencyFault`). The
-reference evaluates these rules on each poll with strict comparisons (`duration > FaultTimeout`); here every
-threshold is inclusive and evaluated at the exact instant, so `changes_at` is the first instant at which the
-new state holds and a wake-up scheduled for it sees the change. The difference is below the reference's own
-poll granularity.
+`timeoutOrRecoveryAlgorithm`, `handleFaultQueue`, `handleFrequencyFault`, `DelOnceFrequencyFault`). Its
+boundaries are kept exactly: a code present for exactly FaultTimeout has not timed out (`duration <=
+threshold` continues), gone for exactly RecoverTimeout has not recovered, and an escalation released
+ReleaseTimeWindow after the last recovery is still held at that instant (`now - lastRecover > window`).
+`changes_at` / `releases_at` are those boundary instants; the state changes strictly after them, so a
+caller scheduling a wake-up adds a tick (`TICK`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from ascend_common.faults.customization import DurationRule, FrequencyRule
 
 EventKind = Literal["occur", "recover", "once"]
 _KINDS: frozenset[str] = frozenset(get_args(EventKind))
+
+TICK = 0.001
+"""The reference's time unit (ms): the first instant after a boundary at which the new state holds."""
 
 Interval = tuple[float, float | None]
 """`(start, end)` of a span in which a code was present; end None = still present."""
@@ -54,8 +58,9 @@ class DurationState:
     counting: the code has lasted FaultTimeout and not yet been gone RecoverTimeout; the chip is at the
         rule's FaultHandling level.
     pending: the code is present but still inside its FaultTimeout (reported in `-Fault` at NotHandleFault).
-    since: when it started counting (its last occur + FaultTimeout), None while not counting.
-    changes_at: the next instant the state changes if no event arrives, None if it never does.
+    since: when it started counting (its last occur + FaultTimeout: the reference's FaultAlarmTime), None
+        while not counting.
+    changes_at: the boundary after which the state changes if no event arrives, None if it never does.
     """
 
     counting: bool
@@ -72,14 +77,17 @@ class FrequencyState:
     escalated_at: when the escalating (Times-th) occurrence landed, None while not escalated.
     count_in_window: occurrences inside the TimeWindow ending at "now" that count toward the next escalation;
         0 while escalated, because an escalation consumes its window (as the reference clears it).
-    releases_at: when the escalation will be released if nothing else happens; None while not escalated, for a
-        rule that never releases, or while the code is still present.
+    releases_at: the boundary after which the escalation is released if nothing else happens; None while not
+        escalated, for a rule that never releases, or while the code is still present.
+    released_at: when the last escalation was released by ReleaseTimeWindow (the boundary it passed), None
+        if none was: positive evidence that a rule's isolation has ended.
     """
 
     escalated: bool
     escalated_at: float | None
     count_in_window: int
     releases_at: float | None
+    released_at: float | None = None
 
 
 # --- FaultDuration ---------------------------------------------------------------------------------
@@ -102,13 +110,13 @@ class _DurationRun:
         return self.since is not None
 
     def advance(self, t: float) -> None:
-        """Fire the timers due at or before `t`. At most one can be due: counting needs presence and
+        """Fire the timers due strictly before `t`. At most one can be due: counting needs presence and
         clearing needs absence, and no event changes presence between two calls."""
-        if self.present and self.started is not None and self.started + self.fault_timeout <= t:
+        if self.present and self.started is not None and self.started + self.fault_timeout < t:
             self.since = self.started + self.fault_timeout
             self.started = None
             self.spans.append((self.since, None))
-        elif not self.present and self.gone_at is not None and self.gone_at + self.recover_timeout <= t:
+        elif not self.present and self.gone_at is not None and self.gone_at + self.recover_timeout < t:
             self.spans[-1] = (self.spans[-1][0], self.gone_at + self.recover_timeout)
             self.since = None
             self.gone_at = None
@@ -140,11 +148,10 @@ class _DurationRun:
         elif event.kind == "recover":
             self.recover(event.at)
         elif not self.present:
-            # A "once" event is a fault present for an instant: it counts only with FaultTimeout 0.
+            # A "once" event is a fault present for an instant: it never outlasts a FaultTimeout (the
+            # reference's pair judgement needs duration > FaultTimeout >= 1 s).
             self.occur(event.at)
-            self.advance(event.at)
             self.recover(event.at)
-        self.advance(event.at)
 
     def changes_at(self) -> float | None:
         if self.present and self.started is not None:
@@ -230,12 +237,13 @@ def presence(
 
 
 def _release_at(quiet_from: float, window: float, spans: Sequence[tuple[float, float]]) -> float:
-    """When an escalation whose last activity ended at `quiet_from` is released: `window` seconds later, unless
-    the code is present in between, which pushes the clock to the end of that presence (inf: still present)."""
+    """The boundary after which an escalation whose last activity ended at `quiet_from` is released: `window`
+    seconds later, unless the code is present in between, which pushes the clock to the end of that presence
+    (inf: still present)."""
     end = quiet_from
     for start, stop in spans:  # sorted by start
-        if start >= end + window:
-            break  # released before this presence began
+        if start > end + window:
+            break  # released before this presence began (strictly after end + window)
         end = max(end, stop)
     return end + window
 
@@ -259,8 +267,8 @@ def frequency_state(
     Times occurrences inside one TimeWindow (both ends included, as the reference keeps an occurrence exactly
     TimeWindow old) escalate at the instant the Times-th lands. The escalation consumes its window (reference
     `DelOnceFrequencyFault`), occurrences while escalated only keep it alive (`handleFrequencyFault`: "because
-    the fault has been upgraded, don't count the fault times"), and ReleaseTimeWindow without an occurrence
-    releases it, after which counting starts afresh.
+    the fault has been upgraded, don't count the fault times"), and once the code has been gone for more than
+    ReleaseTimeWindow the escalation is released, after which counting starts afresh.
     """
     occurred = sorted(t for t in occurrences if t <= now and (released_at is None or t > released_at))
     spans = _clip(present, now, released_at)
@@ -268,13 +276,14 @@ def frequency_state(
     time_window = float(rule.time_window_s)
     window: deque[float] = deque()
     escalated_at: float | None = None
+    released: float | None = None
     quiet_from = -math.inf  # end of the activity that keeps the current escalation alive
     for t in occurred:
         if escalated_at is not None:
-            if release_window == 0 or t < _release_at(quiet_from, release_window, spans):
+            if release_window == 0 or t <= (ends := _release_at(quiet_from, release_window, spans)):
                 quiet_from = max(quiet_from, t)
                 continue
-            escalated_at = None  # released before t; the window was emptied at escalation
+            escalated_at, released = None, ends  # released before t; the window was emptied at escalation
         window.append(t)
         while window[0] < t - time_window:
             window.popleft()
@@ -284,14 +293,15 @@ def frequency_state(
             window.clear()
     if escalated_at is not None:
         if release_window == 0:
-            return FrequencyState(escalated=True, escalated_at=escalated_at, count_in_window=0, releases_at=None)
+            return FrequencyState(True, escalated_at, 0, None, released)
         releases_at = _release_at(quiet_from, release_window, spans)
-        if now < releases_at:
+        if now <= releases_at:
             finite = releases_at if math.isfinite(releases_at) else None
-            return FrequencyState(escalated=True, escalated_at=escalated_at, count_in_window=0, releases_at=finite)
+            return FrequencyState(True, escalated_at, 0, finite, released)
+        released = releases_at
     while window and window[0] < now - time_window:
         window.popleft()
-    return FrequencyState(escalated=False, escalated_at=None, count_in_window=len(window), releases_at=None)
+    return FrequencyState(False, None, len(window), None, released)
 
 
 def _clip(present: Sequence[Interval], now: float, released_at: float | None) -> list[tuple[float, float]]:

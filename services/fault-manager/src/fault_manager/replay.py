@@ -1,0 +1,229 @@
+"""`fault-manager replay`: the service's own policy engine run over a timeline, offline.
+
+A timeline is JSON lines, each an event or a query:
+
+    {"t": 0, "chip": "Ascend910-0", "code": "81078603", "assertion": "occur", "severity": 1}
+    {"t": 25, "query": true}
+
+Time `t` is in seconds and never decreases. The engine is driven exactly as the service drives it:
+each event is applied and its chip evaluated at that instant, and every chip is evaluated again at
+the instant its state changes by itself (the service's wake-up timer), so isolations and releases
+happen when they would on a node, whether or not a query looks at that moment. A query prints one
+JSON line with every chip named so far.
+
+With `--db`, a node's stored event history is replayed under the (candidate) policy and compared
+with what the node decided, chip by chip.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ascend_common.faults import normalize_code
+
+from fault_manager.engine import BY_RULE, Evaluation, FaultEngine, Policy
+from fault_manager.store import MAX_PAGE, FaultEventRow, Store
+
+ASSERTIONS = ("occur", "recover", "once")
+_EVENT_KEYS = {"t", "chip", "code", "assertion", "severity"}
+
+
+class TimelineError(ValueError):
+    """A line of the timeline that cannot be replayed; `line` is 1-based."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Event:
+    t: float
+    chip: str
+    code: str
+    assertion: str
+    severity: int | None
+
+
+@dataclass(frozen=True)
+class Query:
+    t: float
+
+
+Step = Event | Query
+
+
+def parse_timeline(lines: Iterable[str]) -> Iterator[Step]:
+    """The steps of a timeline, checked line by line (blank lines are skipped)."""
+    last = -math.inf
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        step = _parse_line(number, raw)
+        if step.t < last:
+            raise TimelineError(number, f"t {step.t:g} is before the previous line's t {last:g}")
+        last = step.t
+        yield step
+
+
+def _parse_line(number: int, raw: str) -> Step:
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise TimelineError(number, f"not JSON: {exc.msg}") from None
+    if not isinstance(obj, dict):
+        raise TimelineError(number, "expected a JSON object")
+    t = obj.get("t")
+    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
+        raise TimelineError(number, '"t" must be a finite number of seconds')
+    if "query" in obj:
+        if obj["query"] is not True or set(obj) != {"t", "query"}:
+            raise TimelineError(number, 'a query is exactly {"t": <seconds>, "query": true}')
+        return Query(float(t))
+    unknown = sorted(set(obj) - _EVENT_KEYS)
+    if unknown:
+        raise TimelineError(number, f"unknown key {unknown[0]!r}")
+    chip, code, assertion = obj.get("chip"), obj.get("code"), obj.get("assertion")
+    if not isinstance(chip, str) or not chip:
+        raise TimelineError(number, '"chip" must be a chip name such as "Ascend910-0"')
+    if not isinstance(code, str):
+        raise TimelineError(number, '"code" must be a hex fault code in a string, such as "81078603"')
+    try:
+        code = normalize_code(code)
+    except ValueError as exc:
+        raise TimelineError(number, str(exc)) from None
+    if assertion not in ASSERTIONS:
+        raise TimelineError(number, f'"assertion" must be one of {", ".join(ASSERTIONS)}')
+    severity = obj.get("severity")
+    if severity is not None and (isinstance(severity, bool) or not isinstance(severity, int) or severity < 0):
+        raise TimelineError(number, '"severity" must be a non-negative integer')
+    return Event(float(t), chip, code, assertion, severity)
+
+
+class Replayer:
+    """Feeds the engine as the service does: evaluate on each event and at each wake-up."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.engine = FaultEngine(policy)
+        self.evaluations: dict[str, Evaluation] = {}
+
+    def _evaluate(self, chip: str, now: float) -> Evaluation:
+        ev = self.evaluations[chip] = self.engine.evaluate(chip, now)
+        return ev
+
+    def advance(self, until: float) -> None:
+        """Fire every wake-up due at or before `until`, in time order."""
+        while True:
+            due = [(ev.wake_at, chip) for chip, ev in self.evaluations.items() if ev.wake_at is not None]
+            if not due:
+                return
+            at, chip = min(due)
+            if at is None or at > until:
+                return
+            self._evaluate(chip, at)
+
+    def event(self, step: Event) -> None:
+        self.advance(step.t)
+        self.engine.chip(step.chip, -1, -1)
+        self.engine.apply(step.chip, step.code, step.assertion, step.severity, step.t)
+        self._evaluate(step.chip, step.t)
+
+    def query(self, t: float) -> dict[str, Any]:
+        self.advance(t)
+        return {"t": t, "chips": {chip: describe(self._evaluate(chip, t)) for chip in sorted(self.engine.chips)}}
+
+    def run(self, steps: Iterable[Step]) -> Iterator[dict[str, Any]]:
+        for step in steps:
+            if isinstance(step, Query):
+                yield self.query(step.t)
+            else:
+                self.event(step)
+
+
+def describe(ev: Evaluation) -> dict[str, Any]:
+    """One chip of a query's answer; `healthy` is what the kubelet is told with no pod on the chip."""
+    v = ev.verdict
+    return {
+        "level": v.fault_level.value,
+        "network_level": v.network_level.value,
+        "healthy": v.schedulable,
+        "network_healthy": v.network_healthy,
+        "manually_separated": v.manually_separated,
+        "reasons": [
+            {"code": e.code, "level": e.level.value, "type": e.upgrade_type}
+            for e in sorted(ev.escalations, key=lambda e: (e.code, e.upgrade_type))
+        ],
+    }
+
+
+# --- --db: a node's history under a candidate policy ------------------------------------------------
+
+
+def compare_store(path: Path, policy: Policy, now: float) -> Iterator[dict[str, Any]]:
+    """For each chip of the database whose replayed state differs from the stored one, a line with both.
+
+    Stored: the chip's last saved verdict level, its active escalations (UpgradeFaultReason) and whether
+    it is in ManuallySeparateNPU. Replayed: every stored event of the chip, under `policy`, to `now`.
+    """
+    store = Store(path)
+    try:
+        states = store.chip_states()
+        manual = store.manual_chips()
+        escalations: dict[str, list[dict[str, str]]] = {}
+        for esc in store.escalations(True):
+            escalations.setdefault(esc.chip, []).append(
+                {"code": esc.code, "level": esc.level, "type": esc.upgrade_type}
+            )
+        chips = sorted(set(states) | manual)
+        # An operator's isolation is not in the events: carry it over, so that the rules are compared.
+        by_operator = {c for c in manual if (last := store.manual_audit(c, limit=1)) and last[0].set_by != BY_RULE}
+        events = sorted(
+            (Event(row.raised_at_ms / 1000, chip, row.code, row.assertion, row.severity), row.id or 0)
+            for chip in chips
+            for row in _all_events(store, chip)
+        )
+    finally:
+        store.close()
+    replayer = Replayer(policy)
+    for chip in chips:
+        replayer.engine.chip(chip, -1, -1).manual = chip in by_operator
+    for event, _id in events:  # every chip in one time order, as the node saw them
+        replayer.event(event)
+    replayer.advance(now)
+    for chip in chips:
+        if chip not in replayer.engine.chips:
+            replayer.engine.chip(chip, -1, -1)
+        replayed = describe(replayer._evaluate(chip, now))
+        state = states.get(chip)
+        stored = {
+            "level": state.level if state else "NormalNPU",
+            "manually_separated": chip in manual,
+            "reasons": sorted(escalations.get(chip, []), key=lambda r: (r["code"].lower(), r["type"])),
+        }
+        mine = {"level": replayed["level"], "manually_separated": replayed["manually_separated"],
+                "reasons": replayed["reasons"]}  # fmt: skip
+        if _normal(stored) != _normal(mine):
+            yield {"chip": chip, "stored": stored, "replayed": replayed}
+
+
+def _normal(state: dict[str, Any]) -> Any:
+    reasons = sorted((r["code"].upper(), r["level"], r["type"]) for r in state["reasons"])
+    return state["level"], state["manually_separated"], reasons
+
+
+def _all_events(store: Store, chip: str) -> list[FaultEventRow]:
+    rows: list[FaultEventRow] = []
+    before: int | None = None
+    while True:
+        page = store.history(chip, since_ms=0, limit=MAX_PAGE, before_id=before)
+        rows.extend(page)
+        if len(page) < MAX_PAGE:
+            break
+        before = page[-1].id
+    rows.reverse()
+    return rows
