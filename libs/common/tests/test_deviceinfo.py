@@ -164,7 +164,7 @@ def test_fault_object_field_order_and_values() -> None:
     )
     assert fault_list_json([entry]) == (
         '[{"fault_type":"CardUnhealthy","npu_name":"Ascend910-3","large_model_fault_level":"RestartNPU",'
-        '"fault_level":"RestartNPU","fault_handling":"RestartNPU","fault_code":"80E01801,8C1FA006,20001002",'
+        '"fault_level":"RestartNPU","fault_handling":"RestartNPU","fault_code":"80E01801,8C1FA006,020001002",'
         '"fault_time_and_level_map":{"80E01801":{"fault_time":7,"fault_level":"RestartNPU"},'
         '"8C1FA006":{"fault_time":5,"fault_level":"NotHandleFault"}}}]'
     )

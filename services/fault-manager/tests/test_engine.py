@@ -150,16 +150,41 @@ def test_unknown_code_falls_back_to_severity() -> None:
     assert e.evaluate(CHIP, 4.0).verdict.fault_level is FaultLevel.NOT_HANDLE_FAULT
 
 
-def test_card_drop_leaves_a_fault_autofill_reason_for_the_longest_release_window() -> None:
+def test_card_drop_makes_no_reason() -> None:
+    """Reference: FaultAutofill reasons come only from FixManuallySeparateReason, never from a code."""
     e = engine()
     e.apply(CHIP, "40F84E00", "occur", None, 100.0)
     ev = e.evaluate(CHIP, 101.0)
     assert ev.verdict.fault_level is FaultLevel.RESTART_NPU
-    assert [(x.upgrade_type, x.code) for x in ev.escalations] == [("FaultAutofill", "40F84E00")]
-    e.apply(CHIP, "40F84E00", "recover", None, 200.0)
+    assert ev.escalations == ()
+
+
+@pytest.mark.parametrize("by_rule", [True, False], ids=["rule-made", "operator-made"])
+def test_an_isolation_without_a_reason_gets_an_autofill_reason_for_the_longest_release_window(by_rule: bool) -> None:
+    """FixManuallySeparateReason: a FaultAutofill reason at ManuallySeparateNPU, released the longest
+    ReleaseTimeWindow later (strictly after), which ends a rule-made isolation; an operator's stays."""
+    e = engine()
+    chip = e.chips[CHIP]
+    chip.manual, chip.manual_by_rule = True, by_rule
+    e.autofill(CHIP, 100.0)
     window = e.policy.customization.longest_release_window_s()  # 172800 s in the packaged rules
-    ev = e.evaluate(CHIP, 201.0)
-    assert ev.verdict.fault_level is FaultLevel.NORMAL_NPU, "a reason only: the level follows the codes"
-    assert [x.upgrade_type for x in ev.escalations] == ["FaultAutofill"]
-    assert ev.wake_at == pytest.approx(200.0 + window)
-    assert e.evaluate(CHIP, 200.0 + window).escalations == ()
+    ev = e.evaluate(CHIP, 101.0)
+    assert [(x.code, x.level, x.upgrade_type, x.at_ms) for x in ev.escalations] == [
+        ("AutofillFaultCode", FaultLevel.MANUALLY_SEPARATE_NPU, "FaultAutofill", 100_000)
+    ]
+    assert ev.isolate and ev.verdict.fault_level is FaultLevel.MANUALLY_SEPARATE_NPU
+    assert ev.wake_at == pytest.approx(100.0 + window + 0.001)
+    held = e.evaluate(CHIP, 100.0 + window)
+    assert [x.upgrade_type for x in held.escalations] == ["FaultAutofill"] and not held.released
+    after = e.evaluate(CHIP, 100.0 + window + 0.001)
+    assert after.escalations == ()
+    assert after.released is by_rule and after.verdict.manually_separated is not by_rule
+
+
+def test_an_operator_release_drops_the_autofill_reason() -> None:
+    e = engine()
+    e.chips[CHIP].manual = True
+    e.autofill(CHIP, 0.0)
+    e.release(CHIP, 10.0)
+    ev = e.evaluate(CHIP, 11.0)
+    assert ev.escalations == () and not ev.verdict.manually_separated

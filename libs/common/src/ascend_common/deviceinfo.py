@@ -21,7 +21,7 @@ Reference (MindCluster, component/ascend-device-plugin):
 - pkg/common/constants.go: HuaweiFaultCodeAscend310 = HuaweiAscend310P + "-Fault" (the 310 quirk);
   DescriptionValue.
 - pkg/device/ascendcommon.go getDeviceFaults: per chip the CardNetworkUnhealthy entry comes before
-  the CardUnhealthy entry; codes are strings.ToUpper(strconv.FormatInt(code, 16)).
+  the CardUnhealthy entry; codes are strings.ToUpper(FormatFaultCodeHex(code)), the policy's spelling.
 - pkg/common/upgradefault.go: UpgradeFaultReason {upgrade_time, fault_code, fault_level,
   upgrade_type} (the key struct is embedded, so its fields are flattened).
 - pkg/common/common.go getSimpleSwitchFaultStr: the switch event written into FaultCode.
@@ -105,9 +105,9 @@ class FaultEntry:
     """One object of the `-Fault` array: one chip (or vNPU) and one kind of fault.
 
     `codes` in the order they are to be listed (the reference: the chip's current codes, then
-    those held by FaultDuration / FaultFrequency, duplicates dropped); `time_and_level` maps a
-    code to (first seen, unix ms; its own level). Codes are written as the reference writes
-    them: upper-case hex without leading zeros.
+    those of its upgrade reasons, duplicates dropped); `time_and_level` maps a code to (first
+    seen or upgraded, unix ms; its level). Codes are written upper-cased as given: the caller
+    spells them as the policy does (`format_code_hex`), leading zeros kept.
     """
 
     fault_type: FaultType
@@ -324,9 +324,11 @@ def _fault(entry: FaultEntry) -> dict[str, GoJSON]:
     fault_type = _fault_type(entry)
     level = _level(entry.level, entry.npu_name)
     codes: list[str] = []
+    seen: set[str] = set()
     for code in entry.codes:
         hex_code = _hex_code(code)
-        if hex_code not in codes:  # removeDuplicateErr keeps the first occurrence
+        if (number := normalize_code(hex_code)) not in seen:  # removeDuplicateErr: the first of a number
+            seen.add(number)
             codes.append(hex_code)
     time_and_level: dict[str, GoJSON] = {}
     for code, (fault_time_ms, code_level) in entry.time_and_level.items():
@@ -357,9 +359,12 @@ def _level(level: str, where: str) -> str:
 
 
 def _hex_code(code: str) -> str:
-    # The reference parses codes into int64 and writes strconv.FormatInt(code, 16) upper-cased:
-    # no leading zeros (the packaged table's "020001002" is written "20001002").
-    return normalize_code(code)
+    # The reference writes strings.ToUpper(FormatFaultCodeHex(code)): the policy's own spelling, so
+    # the packaged table's "020001002" keeps its leading zero; the caller spells, this checks.
+    normalize_code(code)  # ValueError unless 1 to 9 hex digits
+    if not code.isalnum():
+        raise ValueError(f"fault code {code!r} is not plain hex")
+    return code.upper()
 
 
 def _time_and_level(fault_time_ms: int, level: str) -> dict[str, GoJSON]:

@@ -123,7 +123,7 @@ class Service:
 
             pods.on_change.append(pods_changed)
         sink = OfflineEventSink(settings.state_dir / "kube") if offline is not None else ApiEventSink(api)
-        fm.events = FaultEvents(sink, settings.node_name, clock.now)
+        fm.events = FaultEvents(sink, settings.node_name, clock.now, pod=settings.pod_name)
         keeper = PolicyKeeper(store, fm.adopt_policy, "policy-dir" if settings.policy_dir else "packaged")
         hot_reset = None
         if settings.hot_reset:

@@ -22,6 +22,7 @@ from ascend_common.faults import (
     SwitchFaultTable,
     code_level,
     duration_state,
+    format_code_hex,
     frequency_state,
     is_network_code,
     most_serious,
@@ -34,12 +35,13 @@ from ascend_common.faults import (
 from ascend_common.faults import (
     network_healthy as level_network_healthy,
 )
-from ascend_common.schemas.exporter import CARD_DROP_CODE
 from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
 
 UPGRADE_DURATION = "FaultDuration"
 UPGRADE_FREQUENCY = "FaultFrequency"
 UPGRADE_AUTOFILL = "FaultAutofill"
+AUTOFILL_CODE = "AutofillFaultCode"
+"""The code of a reason made up for an isolation found without one (reference upgradefault.go)."""
 BY_RULE = "FaultFrequency"  # who isolated a chip (manual_audit) when a frequency rule did
 BY_RELEASE = "ReleaseTimeWindow"  # who lifted a rule's isolation when its release window passed
 
@@ -49,6 +51,14 @@ class Policy:
     table: FaultCodeTable
     customization: FaultCustomization
     switch: SwitchFaultTable
+
+    def spell(self, code: str) -> str:
+        """`code` as the policy spells it, lower-case (reference FormatFaultCodeHex)."""
+        return format_code_hex(code, self.table.spellings, self.customization.spellings)
+
+    def table_level(self, code: str, network: bool) -> FaultLevel:
+        """What the tables alone say of `code` in one mode (unknown severity)."""
+        return network_level(self.table, code) if network else code_level(self.table, code, None)
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ class Escalation:
 
     code: str
     level: FaultLevel
-    upgrade_type: str  # FaultDuration | FaultFrequency
+    upgrade_type: str  # FaultDuration | FaultFrequency | FaultAutofill
     at_ms: int
 
 
@@ -93,6 +103,7 @@ class ChipFaults:
     manual: bool = False  # in ManuallySeparateNPU (by an administrator or a frequency rule)
     manual_by_rule: bool = False  # ... by a frequency rule, so that rule's ReleaseTimeWindow lifts it
     released_at: float | None = None  # policy time an administrator last released the chip
+    autofill_since: float | None = None  # policy time a FaultAutofill reason was made for the isolation
     reachable: bool = True  # the exporter reads the chip
     resetting: bool = False
     since: float = 0.0  # real time the current level began
@@ -174,28 +185,18 @@ class FaultEngine:
         chip = self.chips[name]
         chip.manual = chip.manual_by_rule = False
         chip.released_at = self.policy_time(at)
+        chip.autofill_since = None
+
+    def autofill(self, name: str, at: float) -> None:
+        """The chip was found in ManuallySeparateNPU at start with no reason for it: a FaultAutofill
+        reason (reference `FixManuallySeparateReason`) now holds the isolation, and the longest
+        ReleaseTimeWindow after `at` (real time it was made) it ends, and with it a rule-made isolation."""
+        self.chips[name].autofill_since = self.policy_time(at)
 
     def isolate(self, name: str) -> None:
         """An operator isolated the chip: only an operator lifts it."""
         chip = self.chips[name]
         chip.manual, chip.manual_by_rule = True, False
-
-    def _autofill(
-        self, code: str, events: list[CodeEvent], pnow: float, severity: int | None
-    ) -> tuple[Escalation, float | None] | None:
-        """A synthesised code (card drop) leaves a FaultAutofill reason that outlives it by the
-        longest configured ReleaseTimeWindow (never released when no rule has one). It is a
-        reason only: the chip's level follows its codes. Returns the reason and when it ends."""
-        spans = presence(events, now=pnow)
-        if not spans:
-            return None
-        window = float(self.policy.customization.longest_release_window_s())
-        ended = spans[-1][1]
-        if ended is not None and window and pnow >= ended + window:
-            return None
-        reason = Escalation(code, code_level(self.policy.table, code, severity), UPGRADE_AUTOFILL,
-                            int(self.real_time(spans[-1][0]) * 1000))  # fmt: skip
-        return reason, (ended + window if ended is not None and window else None)
 
     def evaluate(self, name: str, now: float, used_by_running_pod: bool = False) -> Evaluation:
         """The chip's verdict at real time `now` (reference fault_code.go `GetFaultType` for the chip
@@ -261,17 +262,22 @@ class FaultEngine:
                     isolating = isolating or separating
                 elif separating and fstate.released_at is not None:
                     isolation_released = True
-            if code == CARD_DROP_CODE:
-                autofill = self._autofill(code, events, pnow, chip.severity.get(code))
-                if autofill is not None:
-                    escalations.append(autofill[0])
-                    if autofill[1] is not None:
-                        wake.append(autofill[1])
             if not found:
                 continue
             level = most_serious(found)
             (net_levels if network else levels).append(level)
             reports.append(CodeReport(code, level, int(chip.first_seen.get(code, now) * 1000), network))
+        if chip.autofill_since is not None:
+            window = float(custom.longest_release_window_s())
+            if window and pnow > chip.autofill_since + window:
+                chip.autofill_since = None
+                isolation_released = True
+            else:
+                escalations.append(Escalation(AUTOFILL_CODE, FaultLevel.MANUALLY_SEPARATE_NPU, UPGRADE_AUTOFILL,
+                                              int(self.real_time(chip.autofill_since) * 1000)))  # fmt: skip
+                isolating = True
+                if window:
+                    wake.append(chip.autofill_since + window + TICK)
         released = False
         if isolating and not chip.manual:
             chip.manual = chip.manual_by_rule = True

@@ -89,6 +89,32 @@ def event_body(
     }
 
 
+REASON_RELEASE_UPGRADE_FAULT = "EventReleaseUpgradeFault"
+
+
+def release_event_body(pod: str, node: str, message: str, now: float) -> dict[str, Any]:
+    """The Event the reference writes when UpgradeFaultReason entries are removed
+    (ascendcommon.go `WriteUpgradeReasonRemoveEvent`): named `<pod>.EventReleaseUpgradeFault.<unix ms>`,
+    about the writer's own pod in kube-system, the removed reasons as the message, in the
+    UpgradeFaultReason format. Like the reference it sets eventTime and no first/last timestamps;
+    the source names us, not the reference's component."""
+    ms = int(now * 1000)
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{pod}.{REASON_RELEASE_UPGRADE_FAULT}.{ms}"},
+        "involvedObject": {"kind": "pod", "namespace": "kube-system", "name": pod},
+        "reason": REASON_RELEASE_UPGRADE_FAULT,
+        "action": REASON_RELEASE_UPGRADE_FAULT,
+        "message": message,
+        "type": "Normal",
+        "source": {"component": COMPONENT, "host": node},
+        "eventTime": datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "reportingComponent": COMPONENT,
+        "reportingInstance": pod,
+    }
+
+
 class ApiEventSink:
     """Creates Events through the API server, with the retry policy of the libs/common kube helpers.
 
@@ -192,12 +218,14 @@ class FaultEvents:
         max_pending: int = 1000,
         node_uid: str | None = None,
         tick_s: float = 1.0,
+        pod: str = "",
     ) -> None:
         if per_chip_per_minute <= 0 or (burst is not None and burst <= 0) or max_pending <= 0:
             raise ValueError("per_chip_per_minute, burst and max_pending must be positive")
         self._sink = sink
         self._node = node_name
         self._node_uid = node_uid
+        self._pod = pod or node_name
         self._now = clock_now
         self._rate = per_chip_per_minute / 60.0
         self._capacity = float(burst if burst is not None else per_chip_per_minute)
@@ -230,6 +258,15 @@ class FaultEvents:
 
     def released(self, chip: str, by: str) -> None:
         self._unlimited(chip, REASON_RELEASED, "Normal", f"{chip} released by {by}")
+
+    def reasons_released(self, message: str) -> None:
+        """UpgradeFaultReason entries were removed (`message`: them, as that key writes them)."""
+        try:
+            body = release_event_body(self._pod, self._node, message, self._now())
+            self._pending.append(_Pending("", body))
+            self._wake.set()
+        except Exception:
+            log.exception("release event not queued", extra={"reason": REASON_RELEASE_UPGRADE_FAULT})
 
     def _limited(self, chip: str, reason: str, type_: str, message: str) -> None:
         try:

@@ -25,20 +25,20 @@ from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.clock import Clock
 from ascend_common.deviceinfo import (
     ChipReport,
-    FaultEntry,
-    FaultType,
-    UpgradeReason,
     parse_manually_separated,
     render_device_info,
+    upgrade_reasons_json,
 )
 from ascend_common.essential import essential
+from ascend_common.faults import FaultLevel, is_network_code
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType, ExporterEvent, StreamHello
 from pydantic import ValidationError
 
 from fault_manager.configmaps import ConfigMaps, Conflict
-from fault_manager.engine import BY_RELEASE, BY_RULE, Evaluation, FaultEngine, Policy
+from fault_manager.engine import BY_RELEASE, BY_RULE, UPGRADE_AUTOFILL, Evaluation, FaultEngine, Policy
+from fault_manager.faultlist import Reason, fault_entries, upgrade_reasons
 from fault_manager.kevents import FaultEvents
-from fault_manager.store import FaultEventRow, Store
+from fault_manager.store import EscalationRow, FaultEventRow, Store
 from fault_manager.store.store import MAX_PAGE
 from fault_manager.switches import SwitchFaults
 from fault_manager.verdicts import VerdictBoard
@@ -83,6 +83,7 @@ class FaultManager:
         self._queue: asyncio.Queue[FaultEventRow | ChipList] = asyncio.Queue()
         self._dirty: set[str] = set()
         self._write_wanted = asyncio.Event()
+        self._released: dict[str, list[Reason]] = {}  # reasons removed since the last ConfigMap write
         self._save_lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -130,7 +131,23 @@ class FaultManager:
             for row in rows:
                 self.engine.apply(name, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
             self._dirty.add(name)
+        await self._autofill_reasons()
         self._evaluate_dirty()
+
+    async def _autofill_reasons(self) -> None:
+        """An isolation no rule holds (an operator's, or one the current rules would not make) gets a
+        FaultAutofill reason, as the reference's FixManuallySeparateReason gives one at start; one
+        stored from an earlier start keeps its time, so restarts do not postpone its release."""
+        now = self.clock.now()
+        stored = await asyncio.to_thread(self.store.escalations, True)
+        made = {row.chip: row.upgrade_time_ms / 1000 for row in stored if row.upgrade_type == UPGRADE_AUTOFILL}
+        for name, chip in self.engine.chips.items():
+            if not chip.manual:
+                continue
+            held = self.engine.evaluate(name, now).isolate  # may itself end a released rule's isolation
+            if chip.manual and not held:
+                self.engine.autofill(name, made.get(name, now))
+                log.info("isolation without a reason: FaultAutofill reason", extra={"chip": name})
 
     def _isolated_by_rule(self, chip: str) -> bool:
         last = self.store.manual_audit(chip, limit=1)
@@ -375,23 +392,45 @@ class FaultManager:
                     v.codes,
                     int(self.clock.now() * 1000),
                 )
-                await asyncio.to_thread(self._sync_escalations, ev)
-        # UpgradeFaultReason is rendered from the stored escalations: the write the verdict asked
-        # for may have gone out before they were stored, so ask again (nothing changed: no write).
+                released = await asyncio.to_thread(self._sync_escalations, ev)
+                if released:
+                    self._released.setdefault(v.chip, []).extend(released)
+        # Released reasons are announced after the next write.
         self._write_wanted.set()
 
-    def _sync_escalations(self, ev: Evaluation) -> None:
+    def _sync_escalations(self, ev: Evaluation) -> list[Reason]:
         """The chip's UpgradeFaultReason entries are exactly its current escalations: new ones are
         recorded, and ones its rules no longer hold (a duration that cleared, a frequency
-        escalation released) are released with the time they ended."""
+        escalation released) are released with the time they ended. Returns those released."""
         chip = ev.verdict.chip
         now_ms = int(self.clock.now() * 1000)
         current = {(e.code, e.upgrade_type) for e in ev.escalations}
         for esc in ev.escalations:
             self.store.add_escalation(chip, esc.code, esc.level.value, esc.upgrade_type, esc.at_ms)
+        released: list[Reason] = []
         for row in self.store.escalations(True, chip):
             if (row.code, row.upgrade_type) not in current:
                 self.store.release_escalations(chip, now_ms, "rule no longer holds", row.code, row.upgrade_type)
+                released.append(_reason(row))
+        return released
+
+    async def _release_reasons(self, chip: str, at_ms: int, by: str) -> None:
+        """An operator released the chip: all its reasons go (reference RemoveManuallySeparateReasonCache)."""
+        rows = await asyncio.to_thread(self.store.escalations, True, chip)
+        await asyncio.to_thread(self.store.release_escalations, chip, at_ms, by)
+        self._released.setdefault(chip, []).extend(_reason(row) for row in rows)
+
+    def _announce_released(self) -> None:
+        """After a ConfigMap write, one Event with every reason removed since the last (reference
+        writeDeviceInfoCm -> WriteUpgradeReasonRemoveEvent)."""
+        if not self._released:
+            return
+        released, self._released = self._released, {}
+        spell = self.engine.policy.spell
+        message = upgrade_reasons_json({chip: upgrade_reasons(rs, spell) for chip, rs in released.items()})
+        log.info("upgrade fault reasons released", extra={"chips": sorted(released), "reasons": message})
+        if self.events is not None:
+            self.events.reasons_released(message)
 
     def _spawn(self, coro: object) -> None:
         task = asyncio.ensure_future(coro)  # type: ignore[call-overload]
@@ -441,7 +480,7 @@ class FaultManager:
             self.engine.isolate(chip)
         else:
             self.engine.release(chip, now)
-            await asyncio.to_thread(self.store.release_escalations, chip, int(now * 1000), by)
+            await self._release_reasons(chip, int(now * 1000), by)
         await asyncio.to_thread(self.store.set_manual, chip, on, by, int(now * 1000))
         log.info("chip isolated" if on else "chip released", extra={"chip": chip, "by": by})
         if self.events is not None:
@@ -477,6 +516,7 @@ class FaultManager:
             data, content = await self._render()
             refresh_due = time.monotonic() - self._last_write >= self.refresh_period
             if current is not None and content == self._last_written and not refresh_due:
+                self._announce_released()  # the write that removed them has gone out already
                 return False
             try:
                 await self.configmaps.put(
@@ -488,6 +528,7 @@ class FaultManager:
             self._last_written = content
             self._last_write = time.monotonic()
             self._written_manual = {c for c, chip in self.engine.chips.items() if chip.manual}
+            self._announce_released()
             return True
         raise RuntimeError(f"{self.cm_name}: still conflicting after {CONFLICT_RETRIES} tries")
 
@@ -506,7 +547,7 @@ class FaultManager:
             if name in self.engine.chips:
                 self.engine.release(name, now)
                 await asyncio.to_thread(self.store.set_manual, name, False, "administrator", int(now * 1000))
-                await asyncio.to_thread(self.store.release_escalations, name, int(now * 1000), "administrator")
+                await self._release_reasons(name, int(now * 1000), "administrator")
                 log.info("administrator released a chip", extra={"chip": name})
                 if self.events is not None:
                     self.events.released(name, "administrator")
@@ -526,12 +567,13 @@ class FaultManager:
         in_use = self.in_use()
         reports: list[ChipReport] = []
         manual: list[str] = []
-        reasons: dict[str, list[UpgradeReason]] = {}
-        escalations = await asyncio.to_thread(self.store.escalations, True)
-        for row in escalations:
-            reasons.setdefault(row.chip, []).append(
-                UpgradeReason(row.upgrade_time_ms, row.code, row.level, row.upgrade_type)
-            )
+        # From the evaluations, not the store: a reason goes out in the same write as the verdict it explains.
+        reasons = {
+            name: [Reason(e.code, e.level, e.upgrade_type, e.at_ms) for e in ev.escalations]
+            for name, ev in self.evaluations.items()
+            if ev.escalations
+        }
+        policy = self.engine.policy
         for name, chip in sorted(self.engine.chips.items(), key=lambda kv: kv[1].logic_id):
             ev = self.evaluations.get(name)
             if ev is None:
@@ -539,21 +581,14 @@ class FaultManager:
             v = ev.verdict
             if chip.manual:
                 manual.append(name)
-            faults = []
-            kinds: tuple[tuple[FaultType, bool], ...] = (("CardUnhealthy", False), ("CardNetworkUnhealthy", True))
-            for kind, network in kinds:
-                codes = [r for r in ev.codes if r.network == network]
-                if codes:
-                    level = max(r.level for r in codes)
-                    faults.append(
-                        FaultEntry(
-                            kind,
-                            name,
-                            level.value,
-                            tuple(r.code for r in codes),
-                            {r.code: (r.first_seen_ms, r.level.value) for r in codes},
-                        )
-                    )
+            faults = fault_entries(
+                v,
+                ev.codes,
+                reasons.get(name, ()),
+                is_network=is_network_code,
+                table_level=policy.table_level,
+                spell=policy.spell,
+            )
             reports.append(
                 ChipReport(
                     name,
@@ -565,12 +600,17 @@ class FaultManager:
                 )
             )
         switch = self.switches.report(self.engine.policy.switch) if self.has_switch else None
-        content = (tuple(reports), tuple(manual), tuple(sorted((k, tuple(v)) for k, v in reasons.items())), switch)
+        upgrade = {chip: upgrade_reasons(chip_reasons, policy.spell) for chip, chip_reasons in reasons.items()}
+        content = (tuple(reports), tuple(manual), tuple(sorted((k, tuple(v)) for k, v in upgrade.items())), switch)
         data = render_device_info(
             self.rtype, reports, update_time_s=int(self.clock.now()), manually_separated=manual,
-            upgrade_reasons=reasons, switch=switch,
+            upgrade_reasons=upgrade, switch=switch,
         )  # fmt: skip
         return data, content
+
+
+def _reason(row: EscalationRow) -> Reason:
+    return Reason(row.code, FaultLevel(row.level), row.upgrade_type, row.upgrade_time_ms)
 
 
 def _log_failure(task: asyncio.Future[object]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 from typing import Literal
 
@@ -18,6 +20,11 @@ class FaultManagerSettings(BaseSettings):
     socket: Path = Field(Path("/run/ascend/fault-manager.sock"), description="Unix socket of the API (0660).")
     socket_group: str | None = Field(None, description="Group that owns the API socket.")
     node_name: str = Field("", max_length=253, description="This node's name (ConfigMap name, pod watch).")
+    pod_name: str = Field(
+        default_factory=lambda: os.environ.get("HOSTNAME") or socket.gethostname(),
+        max_length=253,
+        description="This pod's name (default: $HOSTNAME): the object of the EventReleaseUpgradeFault Events.",
+    )
     kube: Literal["api", "offline"] = Field("api", description="api: write to the cluster; offline: files + API.")
     kubeconfig: Path | None = Field(None, description="A kubeconfig; default: in-cluster config.")
     state_dir: Path = Field(Path("/var/lib/ascend/fault-manager"), description="Offline mode: objects as files.")

@@ -41,6 +41,7 @@ from ascend_common.faults.table import (
     load_fault_code_table,
     load_switch_fault_table,
     normalize_code,
+    register_spellings,
 )
 
 FAULT_CUSTOMIZATION_FILE = "faultCustomization.json"
@@ -118,6 +119,7 @@ class FaultCustomization:
     frequencies: tuple[FrequencyRule, ...] = ()
     grace: GraceTolerance = field(default_factory=GraceTolerance)
     duplicate_codes: tuple[tuple[str, str], ...] = ()
+    spellings: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     _duration_index: Mapping[str, DurationRule] = field(init=False, repr=False, compare=False)
     _frequency_index: Mapping[str, FrequencyRule] = field(init=False, repr=False, compare=False)
 
@@ -180,11 +182,18 @@ def load_fault_customization(obj: PolicySource) -> FaultCustomization:
         _frequency_rule(item, path, claimed_frequencies, duplicates)
         for item, path in _rule_items(doc, "FaultFrequency")
     )
+    # LoadFaultCustomization reads FaultFrequency before FaultDuration: that order fixes the spellings.
+    spellings: dict[str, str] = {}
+    for key in ("FaultFrequency", "FaultDuration"):
+        for item, _path in _rule_items(doc, key):
+            ids = item.get("EventId")
+            register_spellings(spellings, ids if isinstance(ids, list) else ())
     return FaultCustomization(
         durations=durations,
         frequencies=frequencies,
         grace=_grace(doc.get("GraceTolerance")),
         duplicate_codes=tuple(duplicates),
+        spellings=MappingProxyType(spellings),
     )
 
 

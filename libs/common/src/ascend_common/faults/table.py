@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -126,6 +126,7 @@ class FaultCodeTable:
     network_levels: Mapping[str, FaultLevel] = field(default_factory=lambda: MappingProxyType({}))
     multi_level_codes: Mapping[str, tuple[FaultLevel, ...]] = field(default_factory=lambda: MappingProxyType({}))
     duplicate_codes: tuple[tuple[str, str], ...] = ()
+    spellings: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def main_level(self, code: str | int) -> FaultLevel | None:
         """The level the main lists give `code`, None when no main list names it."""
@@ -155,12 +156,56 @@ def load_fault_code_table(obj: PolicySource) -> FaultCodeTable:
     _reject_unknown_keys(doc, known, FAULT_CODE_FILE)
     main, main_multi, main_dups = _resolve(doc, MAIN_LIST_KEYS, FAULT_CODE_FILE, normalize_code, _fault_rank)
     net, net_multi, net_dups = _resolve(doc, NETWORK_LIST_KEYS, FAULT_CODE_FILE, normalize_code, _fault_rank)
+    spellings: dict[str, str] = {}
+    for key in _SPELLING_ORDER:
+        raw = doc.get(key)
+        register_spellings(spellings, raw if isinstance(raw, list) else ())
     return FaultCodeTable(
         levels=MappingProxyType(main),
         network_levels=MappingProxyType(net),
         multi_level_codes=MappingProxyType({**net_multi, **main_multi}),
         duplicate_codes=main_dups + net_dups,
+        spellings=MappingProxyType(spellings),
     )
+
+
+# The order LoadFaultCode registers the configured spellings in (reference fault_code.go
+# registerFaultCodeFormats): the first list naming a code fixes how it is written.
+_SPELLING_ORDER = (
+    "NotHandleFaultCodes",
+    "RestartRequestCodes",
+    "RestartBusinessCodes",
+    "RestartNPUCodes",
+    "FreeRestartNPUCodes",
+    "PreSeparateNPUCodes",
+    "SeparateNPUCodes",
+    "NotHandleFaultNetworkCodes",
+    "PreSeparateNPUNetworkCodes",
+    "SeparateNPUNetworkCodes",
+    "SubHealthFaultCodes",
+    "SubHealthFaultNetworkCodes",
+)
+_PLAIN_HEX = re.compile(f"[0-9A-Fa-f]{{1,{MAX_CODE_DIGITS}}}")
+
+
+def register_spellings(spellings: dict[str, str], texts: Iterable[object]) -> None:
+    """Record how the policy spells each code, lower-cased, the first spelling winning (reference
+    `registerFaultCodeFormat`). Text that Go's ParseInt(s, 16) refuses (a `0x` prefix, spaces) is
+    not recorded, as there."""
+    for text in texts:
+        if isinstance(text, str) and _PLAIN_HEX.fullmatch(text):
+            spellings.setdefault(normalize_code(text), text.lower())
+
+
+def format_code_hex(code: str | int, *spellings: Mapping[str, str]) -> str:
+    """A code as the reference writes it (`FormatFaultCodeHex`): the policy's own spelling, lower-cased,
+    so a configured "020001002" keeps its leading zero; otherwise lower-case hex without leading zeros.
+    The first mapping that knows the code wins (faultCode.json before faultCustomization.json)."""
+    normalized = normalize_code(code)
+    for known in spellings:
+        if normalized in known:
+            return known[normalized]
+    return normalized.lower()
 
 
 def load_switch_fault_table(obj: PolicySource) -> SwitchFaultTable:

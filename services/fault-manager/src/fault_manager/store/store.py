@@ -134,6 +134,12 @@ class StoreError(Exception):
         self.path = path
 
 
+def _stored_code(code: str) -> str:
+    """Hex codes upper-case (so one code is one row, however spelt); a literal such as the reference's
+    "AutofillFaultCode" as it is."""
+    return code.upper() if all(c in "0123456789abcdefABCDEF" for c in code) else code
+
+
 def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -446,7 +452,7 @@ class Store:
 
     def add_escalation(self, chip: str, code: str, level: str, upgrade_type: str, upgrade_time_ms: int) -> int:
         """Record an escalation; while one for the same chip, code and type is active, return its id instead."""
-        code = code.upper()
+        code = _stored_code(code)
         with self._writing("adding an escalation") as conn:
             conn.execute(
                 insert(_ESCALATIONS).prefix_with("OR IGNORE"),
@@ -496,7 +502,7 @@ class Store:
             .values(released_at_ms=int(released_at_ms), release_reason=reason)
         )
         if code is not None:
-            stmt = stmt.where(col(Escalation.code) == code.upper())
+            stmt = stmt.where(col(Escalation.code) == _stored_code(code))
         if upgrade_type is not None:
             stmt = stmt.where(col(Escalation.upgrade_type) == upgrade_type)
         with self._writing("releasing escalations") as conn:
