@@ -30,6 +30,7 @@ from tests.support.waiting import poll
 pytestmark = pytest.mark.timeout(900)
 
 SEPARATE_NPU = "80E3A201"  # SeparateNPU: Unhealthy until it recovers, never hot-reset, no frequency rule
+HBM_TWICE_A_DAY = "80E01801"  # FaultFrequency: 2 occurrences in a day -> ManuallySeparateNPU
 TAKEN = "18446744073709551615"  # predicate-time once the plugin has taken a Volcano pod
 ROUNDS = 10
 IMAGE = "ascend-node-stack:latest"
@@ -235,6 +236,43 @@ def test_fault_on_a_free_chip_changes_node_allocatable(stack: Stack) -> None:
     record("fault_to_node_allocatable_s", percentiles(to_node))
     record("recovery_to_node_allocatable_s", percentiles(back_node))
     record("recovery_to_configmap_s", percentiles(back_configmap))
+
+
+def test_an_administrators_release_is_announced_with_the_references_event(stack: Stack) -> None:
+    """Two HBM faults isolate a free chip by rule (a FaultFrequency reason, lower-case code); the
+    administrator empties ManuallySeparateNPU; the real apiserver accepts the reference-shaped
+    `<pod>.EventReleaseUpgradeFault.<ms>` Event (an upper-case name, legal for core/v1 Events)."""
+    in_use = set(
+        stack.cluster.get("pod", "train-a", "-n", "default")["metadata"]["annotations"]["huawei.com/AscendReal"].split(
+            ","
+        )
+    )
+    chip = next(c for c in stack.exporter.chips() if c["name"] not in in_use)
+    name, logic = chip["name"], chip["logic_id"]
+    cm = f"mindx-dl-deviceinfo-{stack.cluster.node}"
+
+    def data() -> dict[str, str]:
+        return dict(stack.cluster.get("configmap", cm, "-n", "kube-system")["data"])
+
+    for assertion in ("occur", "recover", "occur", "recover"):
+        stack.exporter.fault(logic, HBM_TWICE_A_DAY, assertion)
+    poll(lambda: name in names(data().get("ManuallySeparateNPU", "")), 30, f"{name} isolated", 0.1)
+    reasons = json.loads(data()["UpgradeFaultReason"])
+    assert [(r["fault_code"], r["upgrade_type"]) for r in reasons[name]] == [("80e01801", "FaultFrequency")]
+    stack.cluster.kubectl(
+        "patch", "configmap", cm, "-n", "kube-system", "--type=merge", "-p", '{"data":{"ManuallySeparateNPU":""}}'
+    )
+
+    def release_events() -> list[dict[str, Any]]:
+        listed = stack.cluster.get("events", "-n", "kube-system", "--field-selector", "reason=EventReleaseUpgradeFault")
+        return [e for e in listed["items"] if name in json.loads(e["message"])]
+
+    poll(release_events, 30, "the EventReleaseUpgradeFault Event", 0.2)
+    [event] = release_events()
+    assert re.fullmatch(r"fault-manager-sim-[a-z0-9]+\.EventReleaseUpgradeFault\.\d{13}", event["metadata"]["name"])
+    assert (event["type"], event["involvedObject"]["kind"]) == ("Normal", "pod"), event
+    assert json.loads(event["message"])[name][0]["fault_code"] == "80e01801"
+    poll(lambda: listed_healthy(stack, name) and stack.cluster.allocatable() == 8, 60, f"{name} usable again", 0.2)
 
 
 def listed_healthy(stack: Stack, chip: str) -> bool:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 from fault_manager.store import Store
 
@@ -17,6 +19,10 @@ from tests.support.waiting import until
 HBM = "80E01801"  # FaultFrequency: 2 occurrences in 24 h -> ManuallySeparateNPU
 CM = "mindx-dl-deviceinfo-node-a"
 CM_PATH = "/api/v1/namespaces/kube-system/configmaps"
+
+
+def _release_events(api: FakeApiServer) -> list[dict[str, Any]]:
+    return [e for e in api.objects("events") if e.get("reason") == "EventReleaseUpgradeFault"]
 
 
 def configmap(api: FakeApiServer) -> dict[str, str]:
@@ -51,8 +57,18 @@ async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> 
                 await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": assertion})
             await until(lambda: configmap(api).get("ManuallySeparateNPU") == name, timeout=10.0)
             assert any(r.method == "PUT" and r.path.startswith(CM_PATH) and r.status == 409 for r in api.requests)
+            # The reason goes out in the same write as the isolation, its code lower-case as the policy spells it.
             reasons = json.loads(configmap(api)["UpgradeFaultReason"])
-            assert [r["upgrade_type"] for r in reasons[name]] == ["FaultFrequency"]
+            assert [(r["fault_code"], r["fault_level"], r["upgrade_type"]) for r in reasons[name]] == [
+                ("80e01801", "ManuallySeparateNPU", "FaultFrequency")
+            ]
+            device_list = json.loads(configmap(api)["DeviceInfoCfg"])["DeviceInfo"]["DeviceList"]
+            [card] = [f for f in json.loads(device_list["huawei.com/Ascend910-Fault"]) if f["npu_name"] == name]
+            assert (card["fault_type"], card["fault_level"], card["fault_code"]) == (
+                "CardUnhealthy",
+                "ManuallySeparateNPU",
+                "80E01801",
+            ), card
             assert (await verdicts(fm))[name]["manually_separated"] is True
             assert name in await asyncio.to_thread(_manual, fm.db)
             await until(lambda: any(e.get("reason") == "NPUIsolated" for e in api.objects("events")), timeout=10.0)
@@ -71,6 +87,26 @@ async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> 
             api.modify("configmaps", CM, "kube-system", lambda o: o["data"].update(ManuallySeparateNPU=""))
             await until(lambda: not _sync_verdicts(fm)[name]["manually_separated"], timeout=15)
             assert name not in await asyncio.to_thread(_manual, fm.db)
+            # The removed reason is announced as the reference does (WriteUpgradeReasonRemoveEvent).
+            await until(lambda: _release_events(api), timeout=10.0)
+            [event] = _release_events(api)
+            assert re.fullmatch(r".+\.EventReleaseUpgradeFault\.\d{13}", event["metadata"]["name"]), event
+            assert (event["type"], event["action"], event["involvedObject"]["kind"]) == (
+                "Normal",
+                "EventReleaseUpgradeFault",
+                "pod",
+            )
+            assert event["involvedObject"]["namespace"] == "kube-system"
+            assert json.loads(event["message"]) == {name: [{**reasons[name][0]}]}
+            assert json.loads(configmap(api)["UpgradeFaultReason"]) == {}
+            # A restart after the release does not count the occurrences before it again (found by the
+            # cluster tier: a rolling update re-isolated a chip an administrator had released).
+            assert fm.stop() == 0
+            fm = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api", db=fm.db)
+            await wait_ready(fm)
+            await asyncio.sleep(1.0)
+            assert _sync_verdicts(fm)[name]["manually_separated"] is False
+            assert configmap(api)["ManuallySeparateNPU"] == ""
             await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": "occur"})
             await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": "recover"})
             await asyncio.sleep(1.5)

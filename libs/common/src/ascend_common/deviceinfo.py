@@ -30,6 +30,7 @@ Reference (MindCluster, component/ascend-device-plugin):
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ __all__ = [
     "device_list",
     "fault_list_json",
     "parse_manually_separated",
+    "parse_upgrade_reasons",
     "render_device_info",
     "switch_info_json",
     "upgrade_reasons_json",
@@ -394,12 +396,55 @@ def upgrade_reasons_json(reasons: Mapping[str, Sequence[UpgradeReason]]) -> str:
 def _upgrade_reason(name: str, reason: UpgradeReason) -> dict[str, GoJSON]:
     if reason.upgrade_type not in UPGRADE_TYPES:
         raise ValueError(f"{name}: unknown upgrade type {reason.upgrade_type!r}")
+    if not reason.fault_level:
+        # Any other text is kept: a reason read from the reference's ConfigMap is written back as it was.
+        raise ValueError(f"{name}: empty fault level")
     return {
         "upgrade_time": _int(reason.upgrade_time_ms, "upgrade_time", _INT64),
         "fault_code": reason.fault_code,
-        "fault_level": _level(reason.fault_level, name),
+        "fault_level": reason.fault_level,
         "upgrade_type": reason.upgrade_type,
     }
+
+
+def parse_upgrade_reasons(value: str) -> dict[str, list[UpgradeReason]]:
+    """UpgradeFaultReason as written (reference upgradefault.go `StringToReasonCm`): chip -> reasons.
+
+    A reason listed twice (same code, level and type) keeps the later upgrade_time, as
+    `ReasonListToSet` does. Raises ValueError for malformed JSON or a name that is not
+    `<type>-<phyID>` ("get phyid from <name> failed", as there)."""
+    try:
+        doc = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"UpgradeFaultReason is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ValueError("UpgradeFaultReason must be an object of chip name -> reasons")
+    result: dict[str, list[UpgradeReason]] = {}
+    for name, items in doc.items():
+        if not _CHIP_NAME.fullmatch(name):
+            raise ValueError(f"get phyid from {name} failed")
+        if not isinstance(items, list):
+            raise ValueError(f"{name}: reasons must be an array")
+        latest: dict[tuple[str, str, str], UpgradeReason] = {}
+        for index, item in enumerate(items):
+            reason = _parsed_reason(item, f"{name}[{index}]")
+            key = (reason.fault_code, reason.fault_level, reason.upgrade_type)
+            if key not in latest or reason.upgrade_time_ms > latest[key].upgrade_time_ms:
+                latest[key] = reason
+        result[name] = list(latest.values())
+    return result
+
+
+def _parsed_reason(item: object, where: str) -> UpgradeReason:
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: a reason must be an object")
+    time_ms = item.get("upgrade_time", 0)
+    if isinstance(time_ms, bool) or not isinstance(time_ms, int):
+        raise ValueError(f"{where}: upgrade_time must be an integer")
+    texts = [item.get(key, "") for key in ("fault_code", "fault_level", "upgrade_type")]
+    if not all(isinstance(text, str) for text in texts):
+        raise ValueError(f"{where}: fault_code, fault_level and upgrade_type must be strings")
+    return UpgradeReason(time_ms, *texts)
 
 
 # --- ManuallySeparateNPU -----------------------------------------------------------------------

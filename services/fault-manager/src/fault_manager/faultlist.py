@@ -20,14 +20,14 @@ Reference (MindCluster, component/ascend-device-plugin):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ascend_common.deviceinfo import CARD_NETWORK_UNHEALTHY, CARD_UNHEALTHY, FaultEntry, FaultType, UpgradeReason
 from ascend_common.faults import FaultLevel, most_serious, normalize_code
 from ascend_common.schemas.verdict import ChipVerdict
 
-from fault_manager.engine import CodeReport
+from fault_manager.engine import AUTOFILL_CODE, UPGRADE_AUTOFILL, CodeReport
 
 
 @dataclass(frozen=True)
@@ -106,3 +106,24 @@ def upgrade_reasons(reasons: Sequence[Reason], spell: Spell) -> list[UpgradeReas
         UpgradeReason(r.at_ms, spell(hex_code) if (hex_code := _hex(r.code)) else r.code, r.level.value, r.upgrade_type)
         for r in reasons
     ]
+
+
+def fix_manually_separate_reasons(
+    reasons: Mapping[str, Sequence[Reason]], separated: Sequence[str], now_ms: int
+) -> tuple[dict[str, list[Reason]], list[str]]:
+    """The reference's `FixManuallySeparateReason`, run at start: a separated chip with no reason at
+    ManuallySeparateNPU gets a FaultAutofill one made now; a chip that is not separated loses its
+    reasons at that level (and is dropped when none is left). Returns the reasons and the chips
+    given one, in `separated` order."""
+    fixed = {chip: list(chip_reasons) for chip, chip_reasons in reasons.items()}
+    autofilled: list[str] = []
+    for chip in separated:
+        held = fixed.setdefault(chip, [])
+        if not any(r.level is FaultLevel.MANUALLY_SEPARATE_NPU for r in held):
+            held.append(Reason(AUTOFILL_CODE, FaultLevel.MANUALLY_SEPARATE_NPU, UPGRADE_AUTOFILL, now_ms))
+            autofilled.append(chip)
+    for chip in [c for c in fixed if c not in set(separated)]:
+        fixed[chip] = [r for r in fixed[chip] if r.level is not FaultLevel.MANUALLY_SEPARATE_NPU]
+        if not fixed[chip]:
+            del fixed[chip]
+    return fixed, autofilled

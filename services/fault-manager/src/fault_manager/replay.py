@@ -26,7 +26,7 @@ from typing import Any
 
 from ascend_common.faults import normalize_code
 
-from fault_manager.engine import BY_RULE, Evaluation, FaultEngine, Policy
+from fault_manager.engine import BY_RELEASE, BY_RULE, Evaluation, FaultEngine, Policy
 from fault_manager.store import MAX_PAGE, FaultEventRow, Store
 
 ASSERTIONS = ("occur", "recover", "once")
@@ -133,6 +133,16 @@ class Replayer:
         self.engine.apply(step.chip, step.code, step.assertion, step.severity, step.t)
         self._evaluate(step.chip, step.t)
 
+    def operator(self, chip: str, isolate: bool, t: float) -> None:
+        """An operator isolated or released the chip at `t` (from the store's audit)."""
+        self.advance(t)
+        self.engine.chip(chip, -1, -1)
+        if isolate:
+            self.engine.isolate(chip)
+        else:
+            self.engine.release(chip, t)
+        self._evaluate(chip, t)
+
     def query(self, t: float) -> dict[str, Any]:
         self.advance(t)
         return {"t": t, "chips": {chip: describe(self._evaluate(chip, t)) for chip in sorted(self.engine.chips)}}
@@ -180,20 +190,27 @@ def compare_store(path: Path, policy: Policy, now: float) -> Iterator[dict[str, 
                 {"code": esc.code, "level": esc.level, "type": esc.upgrade_type}
             )
         chips = sorted(set(states) | manual)
-        # An operator's isolation is not in the events: carry it over, so that the rules are compared.
-        by_operator = {c for c in manual if (last := store.manual_audit(c, limit=1)) and last[0].set_by != BY_RULE}
-        events = sorted(
-            (Event(row.raised_at_ms / 1000, chip, row.code, row.assertion, row.severity), row.id or 0)
-            for chip in chips
-            for row in _all_events(store, chip)
-        )
+        # The operators' isolations and releases are not in the events: they are replayed at their
+        # times, so that only the rules are compared (a release restarts the frequency windows).
+        steps: list[tuple[float, int, Event | tuple[str, bool]]] = [
+            (row.raised_at_ms / 1000, row.id or 0, Event(row.raised_at_ms / 1000, chip, row.code, row.assertion,
+                                                         row.severity))
+            for chip in chips for row in _all_events(store, chip)
+        ]  # fmt: skip
+        for chip in chips:
+            for audit in store.manual_audit(chip, limit=10_000):
+                if audit.set_by not in (BY_RULE, BY_RELEASE):
+                    steps.append((audit.at_ms / 1000, -1, (chip, audit.separated)))
     finally:
         store.close()
     replayer = Replayer(policy)
     for chip in chips:
-        replayer.engine.chip(chip, -1, -1).manual = chip in by_operator
-    for event, _id in events:  # every chip in one time order, as the node saw them
-        replayer.event(event)
+        replayer.engine.chip(chip, -1, -1)
+    for t, _order, step in sorted(steps, key=lambda item: (item[0], item[1])):  # as the node saw them
+        if isinstance(step, Event):
+            replayer.event(step)
+        else:
+            replayer.operator(step[0], step[1], t)
     replayer.advance(now)
     for chip in chips:
         if chip not in replayer.engine.chips:

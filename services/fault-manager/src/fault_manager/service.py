@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from fault_manager.configmaps import ConfigMaps, Conflict
 from fault_manager.engine import BY_RELEASE, BY_RULE, UPGRADE_AUTOFILL, Evaluation, FaultEngine, Policy
-from fault_manager.faultlist import Reason, fault_entries, upgrade_reasons
+from fault_manager.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
 from fault_manager.kevents import FaultEvents
 from fault_manager.store import EscalationRow, FaultEventRow, Store
 from fault_manager.store.store import MAX_PAGE
@@ -127,7 +127,12 @@ class FaultManager:
             rows = await asyncio.to_thread(self._chip_history, name, since_ms)
             chip = self.engine.chip(name, rows[0].logic_id if rows else -1, rows[0].phy_id if rows else -1)
             chip.manual = name in manual
-            chip.manual_by_rule = chip.manual and await asyncio.to_thread(self._isolated_by_rule, name)
+            last = await asyncio.to_thread(self.store.manual_audit, name, 1)
+            chip.manual_by_rule = chip.manual and bool(last) and last[0].separated and last[0].set_by == BY_RULE
+            if last and not last[0].separated:
+                # Frequency windows restart at a release: without this a restart would count the
+                # occurrences before it again and isolate the chip anew.
+                chip.released_at = self.engine.policy_time(last[0].at_ms / 1000)
             for row in rows:
                 self.engine.apply(name, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
             self._dirty.add(name)
@@ -141,17 +146,17 @@ class FaultManager:
         now = self.clock.now()
         stored = await asyncio.to_thread(self.store.escalations, True)
         made = {row.chip: row.upgrade_time_ms / 1000 for row in stored if row.upgrade_type == UPGRADE_AUTOFILL}
-        for name, chip in self.engine.chips.items():
-            if not chip.manual:
-                continue
-            held = self.engine.evaluate(name, now).isolate  # may itself end a released rule's isolation
-            if chip.manual and not held:
-                self.engine.autofill(name, made.get(name, now))
-                log.info("isolation without a reason: FaultAutofill reason", extra={"chip": name})
-
-    def _isolated_by_rule(self, chip: str) -> bool:
-        last = self.store.manual_audit(chip, limit=1)
-        return bool(last) and last[0].separated and last[0].set_by == BY_RULE
+        current = {
+            name: [
+                Reason(e.code, e.level, e.upgrade_type, e.at_ms) for e in self.engine.evaluate(name, now).escalations
+            ]
+            for name in sorted(self.engine.chips)
+        }
+        separated = [name for name in sorted(self.engine.chips) if self.engine.chips[name].manual]
+        _, autofilled = fix_manually_separate_reasons(current, separated, int(now * 1000))
+        for name in autofilled:
+            self.engine.autofill(name, made.get(name, now))
+            log.info("isolation without a reason: FaultAutofill reason", extra={"chip": name})
 
     def _chip_history(self, chip: str, since_ms: int) -> list[FaultEventRow]:
         """Every stored event of a chip since `since_ms`, oldest first (paged: bounded memory per call)."""
@@ -415,9 +420,13 @@ class FaultManager:
         return released
 
     async def _release_reasons(self, chip: str, at_ms: int, by: str) -> None:
-        """An operator released the chip: all its reasons go (reference RemoveManuallySeparateReasonCache)."""
+        """An operator released the chip: its ManuallySeparateNPU reasons go (reference
+        RemoveManuallySeparateReasonCache); others (a FaultDuration still counting) stay."""
         rows = await asyncio.to_thread(self.store.escalations, True, chip)
-        await asyncio.to_thread(self.store.release_escalations, chip, at_ms, by)
+        rows = [row for row in rows if row.level == FaultLevel.MANUALLY_SEPARATE_NPU.value]
+        await asyncio.to_thread(
+            self.store.release_escalations, chip, at_ms, by, level=FaultLevel.MANUALLY_SEPARATE_NPU.value
+        )
         self._released.setdefault(chip, []).extend(_reason(row) for row in rows)
 
     def _announce_released(self) -> None:

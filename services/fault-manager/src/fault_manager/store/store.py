@@ -494,8 +494,10 @@ class Store:
         reason: str,
         code: str | None = None,
         upgrade_type: str | None = None,
+        *,
+        level: str | None = None,
     ) -> int:
-        """Release a chip's active escalations (all, or one code / type); returns how many."""
+        """Release a chip's active escalations (all, or those of one code / type / level); returns how many."""
         stmt = (
             update(_ESCALATIONS)
             .where(col(Escalation.chip) == chip, col(Escalation.released_at_ms).is_(None))
@@ -505,6 +507,8 @@ class Store:
             stmt = stmt.where(col(Escalation.code) == _stored_code(code))
         if upgrade_type is not None:
             stmt = stmt.where(col(Escalation.upgrade_type) == upgrade_type)
+        if level is not None:
+            stmt = stmt.where(col(Escalation.level) == level)
         with self._writing("releasing escalations") as conn:
             return int(conn.execute(stmt).rowcount)
 
