@@ -46,6 +46,7 @@ from kubernetes import client as k8s
 JsonObj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
 
+_RFC3339_MICRO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _REASONS = {
     400: "BadRequest",
@@ -887,6 +888,14 @@ class FakeApiServer:
         legacy_event = route.kind.kind == "Event"
         if not legacy_event and (len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name)):
             raise ApiError(422, f'{route.kind.kind} "{name}" is invalid: metadata.name: a lowercase RFC 1123 subdomain')
+        event_time = obj.get("eventTime") if legacy_event else None
+        if event_time is not None and not (isinstance(event_time, str) and _RFC3339_MICRO.fullmatch(event_time)):
+            # metav1.MicroTime decodes only RFC3339Micro: "2006-01-02T15:04:05.000000Z07:00".
+            raise ApiError(
+                400,
+                f'Event in version "v1" cannot be handled as a Event: parsing time {event_time!r} as '
+                '"2006-01-02T15:04:05.000000Z07:00"',
+            )
         return obj
 
     def _create(self, route: _Route, body: Any, dry_run: bool) -> JsonObj:

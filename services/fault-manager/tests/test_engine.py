@@ -188,3 +188,17 @@ def test_an_operator_release_drops_the_autofill_reason() -> None:
     e.release(CHIP, 10.0)
     ev = e.evaluate(CHIP, 11.0)
     assert ev.escalations == () and not ev.verdict.manually_separated
+
+
+def test_peek_answers_as_evaluate_without_changing_the_chip() -> None:
+    """The start-up probe for FaultAutofill must not consume a release the service has to record."""
+    e = engine()
+    chip = e.chips[CHIP]
+    chip.manual, chip.manual_by_rule = True, True
+    e.autofill(CHIP, 0.0)
+    window = e.policy.customization.longest_release_window_s()
+    peeked = e.peek(CHIP, window + 1.0)
+    assert peeked.released and peeked.escalations == ()
+    assert chip.manual and chip.autofill_since == 0.0, "the chip's state is as it was"
+    evaluated = e.evaluate(CHIP, window + 1.0)
+    assert evaluated.released and not e.chips[CHIP].manual

@@ -8,7 +8,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,6 @@ def api_sink(fake: FakeApiServer, **kw: Any) -> ApiEventSink:
 
 
 def at(stamp: str) -> float:
-    # The client re-serialises the body through its models, so the wire form is "+00:00", not "Z".
     return datetime.fromisoformat(stamp).timestamp()
 
 
@@ -96,7 +95,9 @@ async def test_events_are_created_about_the_node_with_the_right_fields(fake: Fak
     assert occ["source"] == {"component": "fault-manager", "host": "node-a"}
     assert (at(occ["firstTimestamp"]), at(occ["lastTimestamp"]), occ["count"]) == (T0, T0, 1)
     # What the apiserver demands of a Node event outside "default": eventTime and the reporting fields.
-    assert at(occ["eventTime"]) == T0
+    # Sent as written, not through the client's models: a whole second keeps its ".000000" (the models'
+    # isoformat() drops it, and the apiserver refuses such a MicroTime).
+    assert occ["eventTime"] == datetime.fromtimestamp(T0, UTC).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
     assert (occ["reportingComponent"], occ["reportingInstance"], occ["action"]) == (
         "fault-manager",
         "fault-manager-node-a",
@@ -365,3 +366,25 @@ async def test_quiet_chips_are_forgotten() -> None:
 def test_bad_limits_are_refused() -> None:
     with pytest.raises(ValueError, match="positive"):
         FaultEvents(ListSink(), "node-a", FakeClock(), per_chip_per_minute=0)
+
+
+async def test_the_release_event_is_shaped_as_the_references(fake: FakeApiServer) -> None:
+    """WriteUpgradeReasonRemoveEvent: `<pod>.EventReleaseUpgradeFault.<ms>` about the writer's pod."""
+    clock = FakeClock()
+    ev = FaultEvents(api_sink(fake), "node-a", clock, pod="fault-manager-x1")
+    message = (
+        '{"Ascend910-3":[{"upgrade_time":1,"fault_code":"80e01801","fault_level":"ManuallySeparateNPU",'
+        '"upgrade_type":"FaultFrequency"}]}'
+    )
+    ev.reasons_released(message)
+    await ev.flush()
+    [event] = fake.objects("events")
+    assert event["metadata"]["name"] == f"fault-manager-x1.EventReleaseUpgradeFault.{int(T0 * 1000)}"
+    assert (event["type"], event["reason"], event["action"], event["message"]) == (
+        "Normal",
+        "EventReleaseUpgradeFault",
+        "EventReleaseUpgradeFault",
+        message,
+    )
+    assert event["involvedObject"] == {"kind": "pod", "namespace": "kube-system", "name": "fault-manager-x1"}
+    assert event["eventTime"].endswith(".000000Z") and "firstTimestamp" not in event

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+import socket
 from collections import Counter
 from dataclasses import dataclass
 
@@ -123,7 +125,8 @@ class Service:
 
             pods.on_change.append(pods_changed)
         sink = OfflineEventSink(settings.state_dir / "kube") if offline is not None else ApiEventSink(api)
-        fm.events = FaultEvents(sink, settings.node_name, clock.now, pod=settings.pod_name)
+        pod = settings.pod_name or os.environ.get("HOSTNAME") or socket.gethostname()
+        fm.events = FaultEvents(sink, settings.node_name, clock.now, pod=pod)
         keeper = PolicyKeeper(store, fm.adopt_policy, "policy-dir" if settings.policy_dir else "packaged")
         hot_reset = None
         if settings.hot_reset:

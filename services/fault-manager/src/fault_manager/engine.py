@@ -9,6 +9,7 @@ scheduling rule) are the pure functions of libs/common.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -197,6 +198,15 @@ class FaultEngine:
         """An operator isolated the chip: only an operator lifts it."""
         chip = self.chips[name]
         chip.manual, chip.manual_by_rule = True, False
+
+    def peek(self, name: str, now: float) -> Evaluation:
+        """What `evaluate` would answer now, leaving the chip's state (isolation, release) untouched."""
+        kept = self.chips[name]
+        self.chips[name] = copy.deepcopy(kept)
+        try:
+            return self.evaluate(name, now)
+        finally:
+            self.chips[name] = kept
 
     def evaluate(self, name: str, now: float, used_by_running_pod: bool = False) -> Evaluation:
         """The chip's verdict at real time `now` (reference fault_code.go `GetFaultType` for the chip

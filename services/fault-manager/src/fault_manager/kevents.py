@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ascend_common.kube.client import call, core_v1, get_json, retrying, status_of
+from ascend_common.kube.client import call, post_json, retrying, status_of
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def release_event_body(pod: str, node: str, message: str, now: float) -> dict[st
         "message": message,
         "type": "Normal",
         "source": {"component": COMPONENT, "host": node},
-        "eventTime": datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "eventTime": _micro_time(ms / 1000),
         "reportingComponent": COMPONENT,
         "reportingInstance": pod,
     }
@@ -133,7 +133,7 @@ class ApiEventSink:
         max_delay: float = 5.0,
     ) -> None:
         self.namespace = namespace
-        self._v1 = core_v1(api)
+        self._api = api
         self._timeout = timeout
         self._retries = retries
         self._base_delay = base_delay
@@ -142,8 +142,10 @@ class ApiEventSink:
     async def emit(self, event: dict[str, Any]) -> None:
         body = {**event, "metadata": {**(event.get("metadata") or {}), "namespace": self.namespace}}
 
+        path = f"/api/v1/namespaces/{self.namespace}/events"
+
         async def create() -> Any:
-            return await call(get_json, self._v1.create_namespaced_event, self.namespace, body, timeout=self._timeout)
+            return await call(post_json, self._api, path, body, timeout=self._timeout)
 
         await retrying(
             create, f"create event in {self.namespace}", self._retries, self._base_delay, max_delay=self._max_delay

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from fault_manager.configmaps import ConfigMaps, Conflict
 from fault_manager.engine import BY_RELEASE, BY_RULE, UPGRADE_AUTOFILL, Evaluation, FaultEngine, Policy
 from fault_manager.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
-from fault_manager.kevents import FaultEvents
+from fault_manager.kevents import MAX_MESSAGE, FaultEvents
 from fault_manager.store import EscalationRow, FaultEventRow, Store
 from fault_manager.store.store import MAX_PAGE
 from fault_manager.switches import SwitchFaults
@@ -147,9 +147,7 @@ class FaultManager:
         stored = await asyncio.to_thread(self.store.escalations, True)
         made = {row.chip: row.upgrade_time_ms / 1000 for row in stored if row.upgrade_type == UPGRADE_AUTOFILL}
         current = {
-            name: [
-                Reason(e.code, e.level, e.upgrade_type, e.at_ms) for e in self.engine.evaluate(name, now).escalations
-            ]
+            name: [Reason(e.code, e.level, e.upgrade_type, e.at_ms) for e in self.engine.peek(name, now).escalations]
             for name in sorted(self.engine.chips)
         }
         separated = [name for name in sorted(self.engine.chips) if self.engine.chips[name].manual]
@@ -438,8 +436,14 @@ class FaultManager:
         spell = self.engine.policy.spell
         message = upgrade_reasons_json({chip: upgrade_reasons(rs, spell) for chip, rs in released.items()})
         log.info("upgrade fault reasons released", extra={"chips": sorted(released), "reasons": message})
-        if self.events is not None:
+        if self.events is None:
+            return
+        if len(message) <= MAX_MESSAGE:
             self.events.reasons_released(message)
+            return
+        # The apiserver refuses a longer message on an Event with eventTime: one Event per chip instead.
+        for chip, rs in sorted(released.items()):
+            self.events.reasons_released(upgrade_reasons_json({chip: upgrade_reasons(rs, spell)}))
 
     def _spawn(self, coro: object) -> None:
         task = asyncio.ensure_future(coro)  # type: ignore[call-overload]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
 from pathlib import Path
 from typing import Literal
 
@@ -21,9 +19,7 @@ class FaultManagerSettings(BaseSettings):
     socket_group: str | None = Field(None, description="Group that owns the API socket.")
     node_name: str = Field("", max_length=253, description="This node's name (ConfigMap name, pod watch).")
     pod_name: str = Field(
-        default_factory=lambda: os.environ.get("HOSTNAME") or socket.gethostname(),
-        max_length=253,
-        description="This pod's name (default: $HOSTNAME): the object of the EventReleaseUpgradeFault Events.",
+        "", max_length=253, description="This pod's name, the object of its release Events; empty: $HOSTNAME."
     )
     kube: Literal["api", "offline"] = Field("api", description="api: write to the cluster; offline: files + API.")
     kubeconfig: Path | None = Field(None, description="A kubeconfig; default: in-cluster config.")
