@@ -26,6 +26,7 @@ from ascend_common.faults import (
 )
 from fault_manager.engine import AUTOFILL_CODE, FaultEngine, Policy
 from fault_manager.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
+from fault_manager.store import Store
 
 L = FaultLevel
 T = 1_700_000_000_000  # testFaultTime
@@ -294,3 +295,61 @@ def test_check_and_update_existing_upgrade_faults_frequency_upgrade_type_fault_l
     """TestCheckAndUpdateExistingUpgradeFaultsFrequencyUpgradeTypeFaultLevelUnchanged."""
     rules = {"FaultFrequency": [FREQUENCY]}
     assert reasons_after_reload("FaultFrequency", rules) == [(LINK_DOWN, "PreSeparateNPU", "FaultFrequency", 4_000)]
+
+
+# --- TestInsertUpgradeFaultCache, TestRemoveManuallySeparateReasonCache, TestRemoveTimeoutReasonCache ----
+# The reference's cache is ours in SQLite (`escalations`): insert is add_escalation, the removals are
+# release_escalations with a level or a code (the service's operator release and rule release).
+
+
+@pytest.fixture
+def store(tmp_path: Any) -> Any:
+    with Store(tmp_path / "fm.db") as s:
+        yield s
+
+
+def active(store: Any, chip: str = "npu-1001") -> list[tuple[str, str, str, int]]:
+    return [(r.code, r.level, r.upgrade_type, r.upgrade_time_ms) for r in store.escalations(True, chip)]
+
+
+def test_insert_upgrade_fault_cache_new_reason(store: Any) -> None:
+    """TestInsertUpgradeFaultCache, "should insert new reason when reason not exist"."""
+    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T)
+    assert active(store) == [("E1001", "critical", "FaultDuration", T)]
+
+
+def test_insert_upgrade_fault_cache_newer_time(store: Any) -> None:
+    """TestInsertUpgradeFaultCache, "should update reason when newer fault time": deliberately different
+    (docs/compatibility.md): an active reason keeps the time it was made, the time the chip was escalated."""
+    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T - 1000)
+    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T)
+    assert active(store) == [("E1001", "critical", "FaultDuration", T - 1000)]
+
+
+def test_remove_manually_separate_reason_cache_target_level(store: Any) -> None:
+    """TestRemoveManuallySeparateReasonCache, "should remove manually separate reason when logic ids contain
+    target level" (an operator's release: FaultManager._release_reasons)."""
+    store.add_escalation("npu-1001", "", "ManuallySeparateNPU", "FaultAutofill", T)
+    assert store.release_escalations("npu-1001", T + 1, "administrator", level="ManuallySeparateNPU") == 1
+    assert active(store) == []
+
+
+def test_remove_manually_separate_reason_cache_other_level(store: Any) -> None:
+    """TestRemoveManuallySeparateReasonCache, "should not remove when logic ids not contain target level"."""
+    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T)
+    assert store.release_escalations("npu-1001", T + 1, "administrator", level="ManuallySeparateNPU") == 0
+    assert len(active(store)) == 1
+
+
+def test_remove_timeout_reason_cache_all(store: Any) -> None:
+    """TestRemoveTimeoutReasonCache, "should remove timeout reason when fault code match" (no matcher: all)."""
+    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T)
+    assert store.release_escalations("npu-1001", T + 1, "rule no longer holds") == 1
+    assert active(store) == []
+
+
+def test_remove_timeout_reason_cache_other_code(store: Any) -> None:
+    """TestRemoveTimeoutReasonCache, "should not remove when fault code not match"."""
+    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T)
+    assert store.release_escalations("npu-1001", T + 1, "rule no longer holds", "E1002") == 0
+    assert len(active(store)) == 1
