@@ -469,3 +469,14 @@ def test_closed_store_refuses_calls(db_path: Path) -> None:
         s.append_events([ev(1)])
     with pytest.raises(StoreError, match="closed"):
         s.history(C0)
+
+
+def test_chip_history_reads_every_page_oldest_first(store: Store) -> None:
+    """The start-up restore and `replay --db` read a chip's whole history past one page."""
+    total = 2 * MAX_PAGE + 3
+    store.append_events([ev(i + 1, t=1_000 + i // 3) for i in range(total)])  # timestamp ties across pages
+    store.append_events([ev(total + 1, C1)])
+    rows = store.chip_history(C0)
+    assert [r.event_id for r in rows] == [f"run1-{i}" for i in range(1, total + 1)]
+    later = store.chip_history(C0, since_ms=1_000 + MAX_PAGE // 3)
+    assert later[0].event_id == f"run1-{3 * (MAX_PAGE // 3) + 1}" and later[-1].event_id == f"run1-{total}"

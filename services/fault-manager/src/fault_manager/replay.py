@@ -27,7 +27,7 @@ from typing import Any
 from ascend_common.faults import normalize_code
 
 from fault_manager.engine import BY_RELEASE, BY_RULE, Evaluation, FaultEngine, Policy
-from fault_manager.store import MAX_PAGE, FaultEventRow, Store
+from fault_manager.store import Store
 
 ASSERTIONS = ("occur", "recover", "once")
 _EVENT_KEYS = {"t", "chip", "code", "assertion", "severity"}
@@ -195,7 +195,7 @@ def compare_store(path: Path, policy: Policy, now: float) -> Iterator[dict[str, 
         steps: list[tuple[float, int, Event | tuple[str, bool]]] = [
             (row.raised_at_ms / 1000, row.id or 0, Event(row.raised_at_ms / 1000, chip, row.code, row.assertion,
                                                          row.severity))
-            for chip in chips for row in _all_events(store, chip)
+            for chip in chips for row in store.chip_history(chip)
         ]  # fmt: skip
         for chip in chips:
             for audit in store.manual_audit(chip, limit=10_000):
@@ -231,16 +231,3 @@ def compare_store(path: Path, policy: Policy, now: float) -> Iterator[dict[str, 
 def _normal(state: dict[str, Any]) -> Any:
     reasons = sorted((r["code"].upper(), r["level"], r["type"]) for r in state["reasons"])
     return state["level"], state["manually_separated"], reasons
-
-
-def _all_events(store: Store, chip: str) -> list[FaultEventRow]:
-    rows: list[FaultEventRow] = []
-    before: int | None = None
-    while True:
-        page = store.history(chip, since_ms=0, limit=MAX_PAGE, before_id=before)
-        rows.extend(page)
-        if len(page) < MAX_PAGE:
-            break
-        before = page[-1].id
-    rows.reverse()
-    return rows

@@ -39,7 +39,6 @@ from fault_manager.engine import BY_RELEASE, BY_RULE, UPGRADE_AUTOFILL, Evaluati
 from fault_manager.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
 from fault_manager.kevents import MAX_MESSAGE, FaultEvents
 from fault_manager.store import EscalationRow, FaultEventRow, Store
-from fault_manager.store.store import MAX_PAGE
 from fault_manager.switches import SwitchFaults
 from fault_manager.verdicts import VerdictBoard
 
@@ -124,7 +123,7 @@ class FaultManager:
         states = await asyncio.to_thread(self.store.chip_states)
         since_ms = int((self.clock.now() - self.engine.real_time(self.engine.keep_s)) * 1000)
         for name in sorted(set(states) | manual):
-            rows = await asyncio.to_thread(self._chip_history, name, since_ms)
+            rows = await asyncio.to_thread(self.store.chip_history, name, since_ms)
             chip = self.engine.chip(name, rows[0].logic_id if rows else -1, rows[0].phy_id if rows else -1)
             chip.manual = name in manual
             last = await asyncio.to_thread(self.store.manual_audit, name, 1)
@@ -155,19 +154,6 @@ class FaultManager:
         for name in autofilled:
             self.engine.autofill(name, made.get(name, now))
             log.info("isolation without a reason: FaultAutofill reason", extra={"chip": name})
-
-    def _chip_history(self, chip: str, since_ms: int) -> list[FaultEventRow]:
-        """Every stored event of a chip since `since_ms`, oldest first (paged: bounded memory per call)."""
-        rows: list[FaultEventRow] = []
-        before: int | None = None
-        while True:
-            page = self.store.history(chip, since_ms=since_ms, limit=MAX_PAGE, before_id=before)
-            rows.extend(page)
-            if len(page) < MAX_PAGE:
-                break
-            before = page[-1].id
-        rows.reverse()
-        return rows
 
     # ---- ingestion ----------------------------------------------------------------------------
 

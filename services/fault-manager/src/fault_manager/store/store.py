@@ -381,6 +381,19 @@ class Store:
             rows = conn.execute(stmt.order_by(raised.desc(), row_id.desc()).limit(limit)).all()
         return [FaultEventRow(*row) for row in rows]
 
+    def chip_history(self, chip: str, since_ms: int = 0) -> list[FaultEventRow]:
+        """Every stored event of a chip since `since_ms`, oldest first (read in pages of MAX_PAGE)."""
+        rows: list[FaultEventRow] = []
+        before: int | None = None
+        while True:
+            page = self.history(chip, since_ms=since_ms, limit=MAX_PAGE, before_id=before)
+            rows.extend(page)
+            if len(page) < MAX_PAGE:
+                break
+            before = page[-1].id
+        rows.reverse()
+        return rows
+
     def events_since(self, chip: str, code: str, since_ms: int, limit: int | None = None) -> list[FaultEventRow]:
         """A chip's events of one code raised at or after `since_ms`, oldest first (the engine's timelines)."""
         raised = col(FaultEvent.raised_at_ms)
