@@ -166,3 +166,92 @@ async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_
         finally:
             fm.stop()
             exporter.stop()
+
+
+def _chips_listed(body: dict[str, Any]) -> set[str]:
+    """Every chip a device-info ConfigMap names in its DeviceList (free, unhealthy or in use: all known)."""
+    cfg = json.loads(body["data"]["DeviceInfoCfg"])
+    device_list = cfg["DeviceInfo"]["DeviceList"]
+    names: set[str] = set()
+    for key in ("huawei.com/Ascend910", "huawei.com/Ascend910-Unhealthy"):
+        names |= {n for n in device_list.get(key, "").split(",") if n}
+    names |= {f["npu_name"] for f in json.loads(device_list.get("huawei.com/Ascend910-Fault", "[]"))}
+    return names
+
+
+async def test_restarts_never_publish_fewer_chips_than_the_node_has(tmp_path: Path) -> None:
+    """20 starts, every other one with a new database (a first start, or its hostPath lost) and the
+    exporter down until 1.5 s after the fault-manager started: every version of the device-info
+    ConfigMap the API server stored lists all 8 chips (a write before the chip list was read had every
+    list empty)."""
+    with FakeApiServer() as api:
+        cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
+        args = ("--kubeconfig", str(cfg), "--refresh-period", "1")  # a write soon after each start
+        exporter = start_exporter(tmp_path / "exporter")
+        try:
+            for restart in range(20):
+                exporter_down = restart % 2 == 1
+                if exporter_down:
+                    exporter.stop()
+                db = tmp_path / "fm" / f"fm-{restart if exporter_down else 0}.db"
+                fm = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api", db=db)
+                try:
+                    if exporter_down:
+                        await asyncio.sleep(1.5)
+                        exporter = start_exporter(tmp_path / "exporter")
+                    await wait_ready(fm)
+                    await asyncio.sleep(1.2)  # past a refresh
+                finally:
+                    assert fm.stop() == 0
+            written = [
+                r.body
+                for r in api.requests
+                if r.method in ("POST", "PUT") and r.path.startswith(CM_PATH) and r.status < 300
+                and r.body["metadata"]["name"] == CM
+            ]  # fmt: skip
+            assert len(written) >= 20, len(written)
+            assert all(len(_chips_listed(b)) == 8 for b in written), [sorted(_chips_listed(b)) for b in written]
+        finally:
+            exporter.stop()
+
+
+async def test_edits_made_while_down_are_honoured_and_a_new_database_keeps_the_listed_isolations(
+    tmp_path: Path,
+) -> None:
+    """An administrator's edit of ManuallySeparateNPU while the fault-manager is down is an edit (by
+    the audit of what the last write held), not something to revert; and a new database (first start,
+    or its hostPath lost) never un-isolates a chip the ConfigMap lists: it is kept as an administrator's."""
+    with FakeApiServer() as api:
+        exporter = start_exporter(tmp_path / "exporter")
+        cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
+        args = ("--kubeconfig", str(cfg))
+        fm = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api")
+        try:
+            await wait_ready(fm)
+            async with exporter.client() as client:
+                a, b = [(await client.get(f"/v1/chips/{i}")).json()["name"] for i in (3, 5)]
+            for assertion in ("occur", "recover", "occur", "recover"):
+                await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": assertion})
+            await until(lambda: configmap(api).get("ManuallySeparateNPU") == a, timeout=10.0)
+            assert fm.stop() == 0
+            # While it is down: the administrator releases a and isolates b.
+            api.modify("configmaps", CM, "kube-system", lambda o: o["data"].update(ManuallySeparateNPU=b))
+            fm = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api", db=fm.db)
+            await wait_ready(fm)
+            await until(
+                lambda: {c for c, v in _sync_verdicts(fm).items() if v["manually_separated"]} == {b}, timeout=10.0
+            )
+            await asyncio.sleep(0.5)
+            assert configmap(api)["ManuallySeparateNPU"] == b
+            assert fm.stop() == 0
+            # A new database: b, listed in the ConfigMap, stays isolated. (a may be isolated again: the new
+            # database replays the exporter's run, HBM faults included, and knows nothing of the release.)
+            fm = start_fault_manager(tmp_path / "fm2", exporter, *args, kube="api")
+            await wait_ready(fm)
+            await until(lambda: _sync_verdicts(fm).get(b, {}).get("manually_separated") is True, timeout=10.0)
+            await asyncio.sleep(0.5)
+            assert b in configmap(api)["ManuallySeparateNPU"].split(",")
+            assert b in await asyncio.to_thread(_manual, fm.db)
+        finally:
+            fm.stop()
+            exporter.stop()

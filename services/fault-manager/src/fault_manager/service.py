@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from ascend_common.clients.backoff import Backoff
 from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.clock import Clock
 from ascend_common.deviceinfo import (
+    MANUALLY_SEPARATE_KEY,
     ChipReport,
     parse_manually_separated,
     render_device_info,
@@ -75,6 +77,7 @@ class FaultManager:
     events: FaultEvents | None = None  # Kubernetes Events (rate-limited); None: not reported
     ingested: int = 0
     synced: asyncio.Event = field(default_factory=asyncio.Event)
+    inventory: asyncio.Event = field(default_factory=asyncio.Event)  # the exporter's chip list has been read
 
     def __post_init__(self) -> None:
         self.rtype = "Ascend910"
@@ -181,6 +184,8 @@ class FaultManager:
                     resume = f"{node.run_id}-0"
                     if listing.last_event_id is None:
                         resume = None
+                elif not self.inventory.is_set():
+                    self._take_inventory(await self.exporter.chips())
                 self.synced.set()
                 backoff.reset()
                 async for msg in self.exporter.events(resume):
@@ -272,7 +277,18 @@ class FaultManager:
             self._touch(chip.name)
         await self._persist_and_apply(rows)
         self._evaluate_dirty()
+        self.inventory.set()
         log.info("reconciled with the exporter", extra={"chips": len(listing.chips), "synthesised": len(rows)})
+
+    def _take_inventory(self, listing: ChipList) -> None:
+        """Resuming a run whose events we hold: its codes are ours already, but which chips the node
+        has (and its resource type) comes from the exporter's list, not from our history."""
+        for chip in listing.chips:
+            self._learn(chip)
+            self.engine.chip(chip.name, chip.logic_id, chip.phy_id).reachable = chip.state is not ChipState.UNKNOWN
+            self._touch(chip.name)
+        self._evaluate_dirty()
+        self.inventory.set()
 
     def _learn(self, chip: Chip) -> None:
         if chip.resource_type is not None:
@@ -490,6 +506,10 @@ class FaultManager:
     # ---- the device-info ConfigMap -----------------------------------------------------------
 
     async def _writer(self) -> None:
+        # Never publish a node before its inventory is known: a first write with the lists empty tells
+        # ClusterD and Volcano, for a moment, that the node has no NPU.
+        await self.inventory.wait()
+        self._write_wanted.set()  # then at once: an administrator's edit is honoured only after our first write
         while True:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(self.refresh_period, 5.0)):
@@ -511,6 +531,8 @@ class FaultManager:
         for _ in range(CONFLICT_RETRIES):
             current = await self.configmaps.get(NAMESPACE, self.cm_name)
             if current is not None:
+                if self._written_manual is None:
+                    self._written_manual = await asyncio.to_thread(self._manual_as_written, current.data)
                 await self._admin_edits(current.data.get("ManuallySeparateNPU", ""))
             data, content = await self._render()
             refresh_due = time.monotonic() - self._last_write >= self.refresh_period
@@ -526,14 +548,29 @@ class FaultManager:
                 continue
             self._last_written = content
             self._last_write = time.monotonic()
-            self._written_manual = {c for c, chip in self.engine.chips.items() if chip.manual}
+            # What was written, not the engine's state now: an isolation made during the write is not in it.
+            self._written_manual = set(parse_manually_separated(data[MANUALLY_SEPARATE_KEY]))
             self._announce_released()
             return True
         raise RuntimeError(f"{self.cm_name}: still conflicting after {CONFLICT_RETRIES} tries")
 
+    def _manual_as_written(self, data: dict[str, str]) -> set[str]:
+        """Which chips the ConfigMap listed as isolated when it was last written (its UpdateTime), by the
+        audit of our isolations: what differs from that now is an administrator's edit, made while we
+        were not running or before our first write. Without an UpdateTime: the isolations we hold."""
+        try:
+            written_ms = int(json.loads(data["DeviceInfoCfg"])["DeviceInfo"]["UpdateTime"]) * 1000 + 999
+        except (KeyError, TypeError, ValueError):
+            return self.store.manual_chips()
+        held: set[str] = set()
+        for chip in set(self.engine.chips) | self.store.manual_chips():
+            last = next((a for a in self.store.manual_audit(chip) if a.at_ms <= written_ms), None)
+            if last is not None and last.separated:
+                held.add(chip)
+        return held
+
     async def _admin_edits(self, value: str) -> None:
-        if self._written_manual is None:
-            return  # nothing written by us yet: the list there is the restored one
+        assert self._written_manual is not None
         try:
             listed = set(parse_manually_separated(value))
         except ValueError as exc:
