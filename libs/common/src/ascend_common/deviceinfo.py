@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ascend_common.faults.levels import FaultLevel
-from ascend_common.faults.table import normalize_code
+from ascend_common.faults.table import MAX_CODE_DIGITS, is_plain_hex, normalize_code
 from ascend_common.gojson import GoJSON, go_json, go_map
 
 __all__ = [
@@ -363,9 +363,8 @@ def _level(level: str, where: str) -> str:
 def _hex_code(code: str) -> str:
     # The reference writes strings.ToUpper(FormatFaultCodeHex(code)): the policy's own spelling, so
     # the packaged table's "020001002" keeps its leading zero; the caller spells, this checks.
-    normalize_code(code)  # ValueError unless 1 to 9 hex digits
-    if not code.isalnum():
-        raise ValueError(f"fault code {code!r} is not plain hex")
+    if not is_plain_hex(code):
+        raise ValueError(f"fault code {code!r} is not 1 to {MAX_CODE_DIGITS} hex digits")
     return code.upper()
 
 

@@ -26,7 +26,7 @@ from fault_manager.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMap
 from fault_manager.engine import FaultEngine
 from fault_manager.hotreset import HotReset
 from fault_manager.kevents import ApiEventSink, FaultEvents, OfflineEventSink
-from fault_manager.policy import FILES, PolicyKeeper, build
+from fault_manager.policy import PolicyKeeper, build, read_policy_dir
 from fault_manager.service import FaultManager
 from fault_manager.settings import FaultManagerSettings
 from fault_manager.store import Store
@@ -36,9 +36,7 @@ log = logging.getLogger(__name__)
 
 def policy_files(settings: FaultManagerSettings) -> dict[str, str]:
     """The files of --policy-dir (none: the packaged reference tables)."""
-    if settings.policy_dir is None:
-        return {}
-    return {name: (settings.policy_dir / name).read_text() for name in FILES if (settings.policy_dir / name).exists()}
+    return read_policy_dir(settings.policy_dir)
 
 
 class ChipsInUse:

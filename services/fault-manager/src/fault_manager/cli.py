@@ -68,16 +68,13 @@ def replay_main(argv: Sequence[str], out: TextIO | None = None, stdin: TextIO | 
         return 2
     from ascend_common.faults import FaultPolicyError
 
-    from fault_manager.policy import FILES, build
+    from fault_manager.policy import build, read_policy_dir
     from fault_manager.replay import Replayer, TimelineError, compare_store, parse_timeline
 
     try:
-        files = {}
-        if ns.policy_dir is not None:
-            if not ns.policy_dir.is_dir():
-                raise FaultPolicyError(f"--policy-dir {ns.policy_dir} is not a directory")
-            files = {n: (ns.policy_dir / n).read_text() for n in FILES if (ns.policy_dir / n).exists()}
-        policy = build(files)
+        if ns.policy_dir is not None and not ns.policy_dir.is_dir():
+            raise FaultPolicyError(f"--policy-dir {ns.policy_dir} is not a directory")
+        policy = build(read_policy_dir(ns.policy_dir))
     except (FaultPolicyError, OSError, UnicodeDecodeError) as exc:
         print(f"fault-manager replay: policy: {exc}", file=sys.stderr)
         return 2

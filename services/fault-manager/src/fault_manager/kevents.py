@@ -264,9 +264,7 @@ class FaultEvents:
     def reasons_released(self, message: str) -> None:
         """UpgradeFaultReason entries were removed (`message`: them, as that key writes them)."""
         try:
-            body = release_event_body(self._pod, self._node, message, self._now())
-            self._pending.append(_Pending("", body))
-            self._wake.set()
+            self._enqueue("", release_event_body(self._pod, self._node, message, self._now()))
         except Exception:
             log.exception("release event not queued", extra={"reason": REASON_RELEASE_UPGRADE_FAULT})
 
@@ -303,6 +301,9 @@ class FaultEvents:
         body = event_body(
             self._node, reason, message, type_, first=first, last=last, count=count, node_uid=self._node_uid
         )
+        self._enqueue(chip, body)
+
+    def _enqueue(self, chip: str, body: dict[str, Any]) -> None:
         if len(self._pending) >= self._max_pending:
             # The oldest goes: under a flood the newest tells more about the chip's state now.
             lost = self._pending.popleft()

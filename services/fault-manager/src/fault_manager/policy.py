@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from ascend_common.faults import (
     FaultPolicyError,
@@ -39,6 +40,13 @@ class PolicyStatus:
     source: str  # packaged | policy-dir | configmap | api
     digest: str
     last_error: str | None = None
+
+
+def read_policy_dir(directory: Path | None) -> dict[str, str]:
+    """The policy files a directory holds (none given: {}, the packaged reference tables)."""
+    if directory is None:
+        return {}
+    return {name: (directory / name).read_text() for name in FILES if (directory / name).exists()}
 
 
 def digest_of(files: Mapping[str, str]) -> str:

@@ -37,7 +37,7 @@ from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType,
 from pydantic import ValidationError
 
 from fault_manager.configmaps import ConfigMaps, Conflict
-from fault_manager.engine import BY_RELEASE, BY_RULE, UPGRADE_AUTOFILL, Evaluation, FaultEngine, Policy
+from fault_manager.engine import BY_RELEASE, BY_RULE, UPGRADE_AUTOFILL, ChipFaults, Evaluation, FaultEngine, Policy
 from fault_manager.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
 from fault_manager.kevents import MAX_MESSAGE, FaultEvents
 from fault_manager.store import EscalationRow, FaultEventRow, Store
@@ -148,11 +148,12 @@ class FaultManager:
         now = self.clock.now()
         stored = await asyncio.to_thread(self.store.escalations, True)
         made = {row.chip: row.upgrade_time_ms / 1000 for row in stored if row.upgrade_type == UPGRADE_AUTOFILL}
+        # Only an isolated chip can need one: the others are not evaluated here.
+        separated = [name for name in sorted(self.engine.chips) if self.engine.chips[name].manual]
         current = {
             name: [Reason(e.code, e.level, e.upgrade_type, e.at_ms) for e in self.engine.peek(name, now).escalations]
-            for name in sorted(self.engine.chips)
+            for name in separated
         }
-        separated = [name for name in sorted(self.engine.chips) if self.engine.chips[name].manual]
         _, autofilled = fix_manually_separate_reasons(current, separated, int(now * 1000))
         for name in autofilled:
             self.engine.autofill(name, made.get(name, now))
@@ -251,9 +252,7 @@ class FaultManager:
             self.switches.replace((await self.exporter.node()).switch_faults, now_ms)
         rows: list[FaultEventRow] = []
         for chip in listing.chips:
-            self._learn(chip)
-            state = self.engine.chip(chip.name, chip.logic_id, chip.phy_id)
-            state.reachable = chip.state is not ChipState.UNKNOWN
+            state = self._learn(chip)
             codes = (
                 set(chip.dynamic.error_codes.value or []) if chip.dynamic and chip.dynamic.error_codes.is_ok else set()
             )
@@ -285,16 +284,19 @@ class FaultManager:
         has (and its resource type) comes from the exporter's list, not from our history."""
         for chip in listing.chips:
             self._learn(chip)
-            self.engine.chip(chip.name, chip.logic_id, chip.phy_id).reachable = chip.state is not ChipState.UNKNOWN
             self._touch(chip.name)
         self._evaluate_dirty()
         self.inventory.set()
 
-    def _learn(self, chip: Chip) -> None:
+    def _learn(self, chip: Chip) -> ChipFaults:
+        """A chip of the exporter's list: the node's resource type, and the chip's ids and reachability."""
         if chip.resource_type is not None:
             self.rtype = chip.resource_type.value
         # SwitchInfoCfg is written on nodes with a switch: A3 (and the 950 generation).
         self.has_switch = self.has_switch or chip.family in (ChipFamily.ASCEND910A3, ChipFamily.ASCEND950)
+        state = self.engine.chip(chip.name, chip.logic_id, chip.phy_id)
+        state.reachable = chip.state is not ChipState.UNKNOWN
+        return state
 
     async def _apply_loop(self) -> None:
         """Events in batches (one transaction each), and snapshots to reconcile with, in stream order."""

@@ -188,12 +188,18 @@ _SPELLING_ORDER = (
 _PLAIN_HEX = re.compile(f"[0-9A-Fa-f]{{1,{MAX_CODE_DIGITS}}}")
 
 
+def is_plain_hex(text: str) -> bool:
+    """1 to MAX_CODE_DIGITS hex digits and nothing else (no `0x`, no spaces): what Go's ParseInt(s, 16)
+    takes, and a code as the reference writes it."""
+    return _PLAIN_HEX.fullmatch(text) is not None
+
+
 def register_spellings(spellings: dict[str, str], texts: Iterable[object]) -> None:
     """Record how the policy spells each code, lower-cased, the first spelling winning (reference
     `registerFaultCodeFormat`). Text that Go's ParseInt(s, 16) refuses (a `0x` prefix, spaces) is
     not recorded, as there."""
     for text in texts:
-        if isinstance(text, str) and _PLAIN_HEX.fullmatch(text):
+        if isinstance(text, str) and is_plain_hex(text):
             spellings.setdefault(normalize_code(text), text.lower())
 
 

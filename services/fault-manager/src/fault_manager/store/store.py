@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+from ascend_common.faults import is_plain_hex
 from sqlalchemy import Connection, Engine, create_engine, delete, event, func, insert, select, tuple_, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL
@@ -137,7 +138,7 @@ class StoreError(Exception):
 def _stored_code(code: str) -> str:
     """Hex codes upper-case (so one code is one row, however spelt); a literal such as the reference's
     "AutofillFaultCode" as it is."""
-    return code.upper() if all(c in "0123456789abcdefABCDEF" for c in code) else code
+    return code.upper() if is_plain_hex(code) else code
 
 
 def _wall_ms() -> int:
