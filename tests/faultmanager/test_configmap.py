@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -254,4 +255,81 @@ async def test_edits_made_while_down_are_honoured_and_a_new_database_keeps_the_l
             assert b in await asyncio.to_thread(_manual, fm.db)
         finally:
             fm.stop()
+            exporter.stop()
+
+
+RELEASING = "81078603"  # FaultFrequency -> ManuallySeparateNPU, ReleaseTimeWindow 172800 s (the longest)
+
+
+async def test_drop_in_swap_adopts_the_isolations_and_reasons_of_the_configmap(tmp_path: Path) -> None:
+    """A node someone ran before (the reference plugin): its ConfigMap lists chip A in ManuallySeparateNPU
+    with a FaultFrequency reason, and chip B without one; our database is new. Both stay isolated from
+    the first write on; A keeps its reason and its rule releases it (ReleaseTimeWindow after its upgrade
+    time); B is an administrator's and outlives the longest ReleaseTimeWindow; an administrator's removal
+    of B releases it. Policy time runs 10,000x: 172,800 s of it take 17.3 s."""
+    with FakeApiServer() as api:
+        exporter = start_exporter(tmp_path / "exporter")
+        try:
+            async with exporter.client() as client:
+                a, b = [(await client.get(f"/v1/chips/{i}")).json()["name"] for i in (2, 6)]
+            started = time.time()
+            upgrade_ms = int((started - 10.0) * 1000)  # 100,000 policy s ago: 72,800 left
+            reason = [{"upgrade_time": upgrade_ms, "fault_code": RELEASING.lower(),
+                       "fault_level": "ManuallySeparateNPU", "upgrade_type": "FaultFrequency"}]  # fmt: skip
+            api.add_configmap(CM, "kube-system", {
+                "DeviceInfoCfg": json.dumps({"DeviceInfo": {"DeviceList": {}, "UpdateTime": int(started) - 60}}),
+                "ManuallySeparateNPU": f"{a},{b}",
+                "UpgradeFaultReason": json.dumps({a: reason}),
+            }, **{"mx-consumer-cim": "true"})  # fmt: skip
+            cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
+            fm = start_fault_manager(
+                tmp_path / "fm", exporter, "--kubeconfig", str(cfg), "--time-scale", "10000", kube="api"
+            )
+            try:
+                await wait_ready(fm)
+                await until(lambda: "CheckCode" in configmap(api).get("DeviceInfoCfg", ""), timeout=10.0)
+                v = _sync_verdicts(fm)
+                assert v[a]["manually_separated"] and v[b]["manually_separated"]
+                assert not v[a]["schedulable"] and not v[b]["schedulable"]
+                assert set(configmap(api)["ManuallySeparateNPU"].split(",")) == {a, b}
+                kept = json.loads(configmap(api)["UpgradeFaultReason"])[a]
+                assert kept == reason, "A keeps its reason as written"
+                # A restart holds both as they were adopted (the audit says so, the reasons are stored).
+                assert fm.stop() == 0
+                fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), "--time-scale", "10000",
+                                         kube="api", db=fm.db)  # fmt: skip
+                await wait_ready(fm)
+                v = _sync_verdicts(fm)
+                assert v[a]["manually_separated"] and v[b]["manually_separated"]
+                assert json.loads(configmap(api)["UpgradeFaultReason"])[a] == reason
+                # A's rule releases it 17.3 s after its upgrade time (7.3 s after the start).
+                await until(lambda: not _sync_verdicts(fm)[a]["manually_separated"], timeout=20.0)
+                assert time.time() >= started + 7.0, "released by its ReleaseTimeWindow, not before"
+                await until(lambda: configmap(api)["ManuallySeparateNPU"] == b, timeout=5.0)
+                assert a not in json.loads(configmap(api)["UpgradeFaultReason"])
+                # B outlives the longest ReleaseTimeWindow (17.3 s of real time from its autofill reason).
+                await asyncio.sleep(max(0.0, started + 19.0 - time.time()))
+                assert _sync_verdicts(fm)[b]["manually_separated"] is True
+                assert configmap(api)["ManuallySeparateNPU"] == b
+                # Every version the API server stored listed B, and A until its release.
+                written = [
+                    r.body["data"]["ManuallySeparateNPU"].split(",")
+                    for r in api.requests
+                    if r.method in ("POST", "PUT") and r.path.startswith(CM_PATH) and r.status < 300
+                ]
+                assert written and all(b in w for w in written), written
+                first_without_a = next(i for i, w in enumerate(written) if a not in w)
+                assert all(a in w for w in written[:first_without_a]) and first_without_a > 0
+                store = Store(fm.db)
+                try:
+                    assert {row.set_by for chip in (a, b) for row in store.manual_audit(chip)} >= {"adopted"}
+                finally:
+                    store.close()
+                # The administrator removes B: it is released.
+                api.modify("configmaps", CM, "kube-system", lambda o: o["data"].update(ManuallySeparateNPU=""))
+                await until(lambda: not _sync_verdicts(fm)[b]["manually_separated"], timeout=10.0)
+                assert _sync_verdicts(fm)[b]["schedulable"] is True
+            finally:
+                fm.stop()
+        finally:
             exporter.stop()

@@ -9,7 +9,7 @@ from ascend_common.faults import (
     default_fault_customization,
     default_switch_fault_table,
 )
-from fault_manager.engine import FaultEngine, Policy
+from fault_manager.engine import Escalation, FaultEngine, Policy
 
 LINK_DOWN = "81078603"
 HBM_ECC = "80E01801"  # FaultFrequency: 2 in 24 h -> ManuallySeparateNPU (packaged table)
@@ -202,3 +202,84 @@ def test_peek_answers_as_evaluate_without_changing_the_chip() -> None:
     assert chip.manual and chip.autofill_since == 0.0, "the chip's state is as it was"
     evaluated = e.evaluate(CHIP, window + 1.0)
     assert evaluated.released and not e.chips[CHIP].manual
+
+
+# --- Adopted reasons (a first start on a node whose ConfigMap lists isolations) -------------------
+WINDOW = 172_800  # LINK_DOWN's FaultFrequency ReleaseTimeWindow (packaged policy)
+AUTOFILL_WINDOW = WINDOW  # the longest ReleaseTimeWindow
+
+
+def adopted(reasons: list[tuple[str, FaultLevel, str, float]]) -> FaultEngine:
+    e = engine()
+    e.adopt(CHIP, [Escalation(code, level, kind, int(at * 1000)) for code, level, kind, at in reasons])
+    return e
+
+
+MS = FaultLevel.MANUALLY_SEPARATE_NPU
+
+
+@pytest.mark.parametrize(
+    ("reasons", "at", "isolated", "kept"),
+    [
+        # A FaultFrequency reason holds ReleaseTimeWindow after its upgrade time (strictly), then goes.
+        ([(LINK_DOWN, MS, "FaultFrequency", 100.0)], 100.0 + WINDOW, True, [(LINK_DOWN, "FaultFrequency")]),
+        ([(LINK_DOWN, MS, "FaultFrequency", 100.0)], 100.0 + WINDOW + 0.01, False, []),
+        # Its level is the current rule's (LINK_DOWN's rule isolates), whatever the ConfigMap said.
+        (
+            [(LINK_DOWN, FaultLevel.PRE_SEPARATE_NPU, "FaultFrequency", 100.0)],
+            200.0,
+            True,
+            [(LINK_DOWN, "FaultFrequency")],
+        ),
+        # HBM's rule never releases (no ReleaseTimeWindow): only an administrator lifts it.
+        ([(HBM_ECC, MS, "FaultFrequency", 0.0)], 10.0 * WINDOW, True, [(HBM_ECC, "FaultFrequency")]),
+        # No rule for the code (any more): no reason (CheckAndUpdateExistingUpgradeFaults), no isolation.
+        ([(RESTART_NPU, MS, "FaultFrequency", 0.0)], 1.0, False, []),
+        # A FaultDuration reason holds only while its code is present: here it is not. It never held the
+        # isolation (not ManuallySeparateNPU): a chip listed without such a reason is an administrator's.
+        ([(LINK_DOWN, FaultLevel.PRE_SEPARATE_NPU, "FaultDuration", 0.0)], 1.0, True, []),
+        # A FaultAutofill reason follows the autofill rule: the longest ReleaseTimeWindow.
+        (
+            [("AutofillFaultCode", MS, "FaultAutofill", 0.0)],
+            AUTOFILL_WINDOW,
+            True,
+            [("AutofillFaultCode", "FaultAutofill")],
+        ),
+        ([("AutofillFaultCode", MS, "FaultAutofill", 0.0)], AUTOFILL_WINDOW + 0.01, False, []),
+    ],
+)
+def test_an_adopted_reason_follows_its_own_rule(
+    reasons: list[tuple[str, FaultLevel, str, float]], at: float, isolated: bool, kept: list[tuple[str, str]]
+) -> None:
+    e = adopted(reasons)
+    ev = e.evaluate(CHIP, at)
+    assert [(r.code, r.upgrade_type) for r in ev.escalations] == kept
+    assert ev.verdict.manually_separated is isolated
+    assert ev.released is (not isolated)
+    if not isolated:
+        later = e.evaluate(CHIP, at + 1)
+        assert not later.verdict.manually_separated and not later.released, "a release is for good, and once"
+
+
+def test_an_adopted_isolation_without_a_reason_is_an_administrators() -> None:
+    e = adopted([])
+    for at in (0.0, 10.0 * WINDOW):
+        ev = e.evaluate(CHIP, at)
+        assert ev.verdict.manually_separated and not ev.released and not ev.verdict.schedulable
+
+
+def test_an_adopted_frequency_reason_counts_its_window_from_the_last_recovery_and_not_while_present() -> None:
+    e = adopted([(LINK_DOWN, MS, "FaultFrequency", 0.0)])
+    e.apply(CHIP, LINK_DOWN, "occur", 1, 1000.0)
+    assert e.evaluate(CHIP, 2.0 * WINDOW).verdict.manually_separated, "present: it cannot be released"
+    e.apply(CHIP, LINK_DOWN, "recover", 1, 2.0 * WINDOW)
+    assert e.evaluate(CHIP, 3.0 * WINDOW).verdict.manually_separated
+    ev = e.evaluate(CHIP, 3.0 * WINDOW + 0.01)
+    assert ev.released and not ev.verdict.manually_separated
+    assert ev.wake_at is None
+
+
+def test_an_adopted_reason_wakes_the_timer_when_it_ends() -> None:
+    e = adopted([(LINK_DOWN, MS, "FaultFrequency", 100.0)])
+    ev = e.evaluate(CHIP, 200.0)
+    assert ev.wake_at is not None and 100.0 + WINDOW < ev.wake_at < 100.0 + WINDOW + 0.01

@@ -45,6 +45,7 @@ AUTOFILL_CODE = "AutofillFaultCode"
 """The code of a reason made up for an isolation found without one (reference upgradefault.go)."""
 BY_RULE = "FaultFrequency"  # who isolated a chip (manual_audit) when a frequency rule did
 BY_RELEASE = "ReleaseTimeWindow"  # who lifted a rule's isolation when its release window passed
+BY_ADOPTION = "adopted"  # the isolation was in the device-info ConfigMap when we found the node
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,16 @@ class Escalation:
 
 
 @dataclass(frozen=True)
+class AdoptedReason:
+    """An UpgradeFaultReason found in the device-info ConfigMap on a first start (no history of ours
+    explains it): it holds until its own rule lets it go. `at` is policy time."""
+
+    code: str
+    upgrade_type: str  # FaultDuration | FaultFrequency
+    at: float
+
+
+@dataclass(frozen=True)
 class Evaluation:
     verdict: ChipVerdict
     codes: tuple[CodeReport, ...]
@@ -105,6 +116,7 @@ class ChipFaults:
     manual_by_rule: bool = False  # ... by a frequency rule, so that rule's ReleaseTimeWindow lifts it
     released_at: float | None = None  # policy time an administrator last released the chip
     autofill_since: float | None = None  # policy time a FaultAutofill reason was made for the isolation
+    adopted: list[AdoptedReason] = field(default_factory=list)  # reasons taken over from the ConfigMap
     reachable: bool = True  # the exporter reads the chip
     resetting: bool = False
     since: float = 0.0  # real time the current level began
@@ -194,6 +206,62 @@ class FaultEngine:
         ReleaseTimeWindow after `at` (real time it was made) it ends, and with it a rule-made isolation."""
         self.chips[name].autofill_since = self.policy_time(at)
 
+    def adopt(self, name: str, reasons: Iterable[Escalation]) -> None:
+        """The chip was in ManuallySeparateNPU when we found the node (a first start: no history of ours),
+        with these UpgradeFaultReason entries. A FaultDuration or FaultFrequency reason holds while its
+        code's current rule would keep it (`_adopted`); a FaultAutofill one follows the autofill rule.
+        An isolation a ManuallySeparateNPU reason holds ends with its last such reason; one without is
+        an administrator's (only an administrator lifts it)."""
+        chip = self.chips[name]
+        chip.manual = True
+        chip.manual_by_rule = False
+        for reason in reasons:
+            if reason.upgrade_type == UPGRADE_AUTOFILL:
+                chip.autofill_since = self.policy_time(reason.at_ms / 1000)
+                chip.manual_by_rule = True
+            elif reason.upgrade_type in (UPGRADE_DURATION, UPGRADE_FREQUENCY):
+                at = self.policy_time(reason.at_ms / 1000)
+                chip.adopted.append(AdoptedReason(normalize_code(reason.code), reason.upgrade_type, at))
+                chip.manual_by_rule = chip.manual_by_rule or reason.level is FaultLevel.MANUALLY_SEPARATE_NPU
+
+    def _adopted(
+        self, chip: ChipFaults, pnow: float, own: set[tuple[str, str]]
+    ) -> tuple[list[Escalation], float | None]:
+        """The adopted reasons that still hold, at their current rule's level (as the reference's
+        `CheckAndUpdateExistingUpgradeFaults`: no rule, no reason), and when the next one ends.
+        A FaultDuration reason holds while its code is present (the reference drops it on recovery);
+        a FaultFrequency one until its ReleaseTimeWindow has passed since the later of its upgrade time
+        and the code's last recovery, the code absent (`handleFrequencyFault`). Once one of our own
+        rules holds the same reason, the adopted copy is dropped: ours carries it on."""
+        custom = self.policy.customization
+        kept: list[AdoptedReason] = []
+        held: list[Escalation] = []
+        ends: list[float] = []
+        for reason in chip.adopted:
+            if (reason.code, reason.upgrade_type) in own:
+                continue
+            present = reason.code in chip.present
+            if reason.upgrade_type == UPGRADE_DURATION:
+                duration = custom.duration_rule(reason.code)
+                if duration is None or not present:
+                    continue
+                level = duration.handling
+            else:
+                frequency = custom.frequency_rule(reason.code)
+                if frequency is None:
+                    continue
+                level = frequency.handling
+                if not present and frequency.release_time_window_s:
+                    recovers = [e.at for e in chip.timelines.get(reason.code, []) if e.kind == "recover"]
+                    ends_at = max([reason.at, *recovers]) + frequency.release_time_window_s
+                    if pnow > ends_at:
+                        continue
+                    ends.append(ends_at)
+            kept.append(reason)
+            held.append(Escalation(reason.code, level, reason.upgrade_type, int(self.real_time(reason.at) * 1000)))
+        chip.adopted = kept
+        return held, min(ends, default=None)
+
     def isolate(self, name: str) -> None:
         """An operator isolated the chip: only an operator lifts it."""
         chip = self.chips[name]
@@ -277,6 +345,19 @@ class FaultEngine:
             level = most_serious(found)
             (net_levels if network else levels).append(level)
             reports.append(CodeReport(code, level, int(chip.first_seen.get(code, now) * 1000), network))
+        if chip.adopted:
+            adopted, ends_at = self._adopted(chip, pnow, {(e.code, e.upgrade_type) for e in escalations})
+            for esc in adopted:
+                escalations.append(esc)
+                (net_levels if is_network_code(esc.code) else levels).append(esc.level)
+                reasons.add(VerdictReason.FAULT_FREQUENCY if esc.upgrade_type == UPGRADE_FREQUENCY
+                            else VerdictReason.FAULT_DURATION)  # fmt: skip
+            if any(e.level is FaultLevel.MANUALLY_SEPARATE_NPU for e in adopted):
+                isolating = True
+            else:
+                isolation_released = True
+            if ends_at is not None:
+                wake.append(ends_at + TICK)
         if chip.autofill_since is not None:
             window = float(custom.longest_release_window_s())
             if window and pnow > chip.autofill_since + window:

@@ -26,18 +26,30 @@ from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.clock import Clock
 from ascend_common.deviceinfo import (
     MANUALLY_SEPARATE_KEY,
+    UPGRADE_REASON_KEY,
     ChipReport,
     parse_manually_separated,
+    parse_upgrade_reasons,
     render_device_info,
     upgrade_reasons_json,
 )
 from ascend_common.essential import essential
-from ascend_common.faults import FaultLevel, is_network_code
+from ascend_common.faults import FaultLevel, is_network_code, normalize_code
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType, ExporterEvent, StreamHello
 from pydantic import ValidationError
 
 from fault_manager.configmaps import ConfigMaps, Conflict
-from fault_manager.engine import BY_RELEASE, BY_RULE, UPGRADE_AUTOFILL, ChipFaults, Evaluation, FaultEngine, Policy
+from fault_manager.engine import (
+    BY_ADOPTION,
+    BY_RELEASE,
+    BY_RULE,
+    UPGRADE_AUTOFILL,
+    ChipFaults,
+    Escalation,
+    Evaluation,
+    FaultEngine,
+    Policy,
+)
 from fault_manager.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
 from fault_manager.kevents import MAX_MESSAGE, FaultEvents
 from fault_manager.store import EscalationRow, FaultEventRow, Store
@@ -93,6 +105,7 @@ class FaultManager:
         self._last_write = 0.0
         self._last_sync = 0.0  # the writer's last read of the ConfigMap (and write, if it wrote)
         self._written_manual: set[str] | None = None
+        self._fresh = False  # no state of ours for the node: adopt the ConfigMap's isolations first
         self._pods_pending: asyncio.TimerHandle | None = None
         self.switches = SwitchFaults()
         self._isolated_reported: dict[str, bool] = {}
@@ -124,6 +137,9 @@ class FaultManager:
         """Rebuild the engine from SQLite: manual isolation, then every event in the policy horizon."""
         manual = await asyncio.to_thread(self.store.manual_chips)
         states = await asyncio.to_thread(self.store.chip_states)
+        # A database without state for the node (new, or its hostPath lost): what the device-info
+        # ConfigMap says is isolated, and why, is adopted before our first write (`_adopt`).
+        self._fresh = not states and not manual
         since_ms = int((self.clock.now() - self.engine.real_time(self.engine.keep_s)) * 1000)
         for name in sorted(set(states) | manual):
             rows = await asyncio.to_thread(self.store.chip_history, name, since_ms)
@@ -131,6 +147,12 @@ class FaultManager:
             chip.manual = name in manual
             last = await asyncio.to_thread(self.store.manual_audit, name, 1)
             chip.manual_by_rule = chip.manual and bool(last) and last[0].separated and last[0].set_by == BY_RULE
+            if chip.manual and last and last[0].separated and last[0].set_by == BY_ADOPTION:
+                held = await asyncio.to_thread(self.store.escalations, True, name)
+                # A FaultAutofill reason older than the adoption came with the ConfigMap and releases the
+                # chip by its rule; one of ours (made at or after it) only fills in for a missing reason.
+                adopted = [r for r in held if r.upgrade_type != UPGRADE_AUTOFILL or r.upgrade_time_ms < last[0].at_ms]
+                self.engine.adopt(name, [_escalation(row) for row in adopted])
             if last and not last[0].separated:
                 # Frequency windows restart at a release: without this a restart would count the
                 # occurrences before it again and isolate the chip anew.
@@ -533,6 +555,8 @@ class FaultManager:
         for _ in range(CONFLICT_RETRIES):
             current = await self.configmaps.get(NAMESPACE, self.cm_name)
             if current is not None:
+                if self._written_manual is None and self._fresh:
+                    await self._adopt(current.data)
                 if self._written_manual is None:
                     self._written_manual = await asyncio.to_thread(self._manual_as_written, current.data)
                 await self._admin_edits(current.data.get("ManuallySeparateNPU", ""))
@@ -555,6 +579,52 @@ class FaultManager:
             self._announce_released()
             return True
         raise RuntimeError(f"{self.cm_name}: still conflicting after {CONFLICT_RETRIES} tries")
+
+    async def _adopt(self, data: dict[str, str]) -> None:
+        """First start on a node someone ran before (the reference plugin, or us with the database
+        lost): keep every chip its ManuallySeparateNPU lists isolated, with its UpgradeFaultReason
+        entries (reference `LoadDeviceInfoCm`), recorded in the audit as adopted. A chip listed with
+        no reason is an administrator's isolation: never released by a rule."""
+        self._fresh = False
+        try:
+            listed = parse_manually_separated(data.get(MANUALLY_SEPARATE_KEY, ""))
+        except ValueError as exc:
+            log.warning("not adopting a malformed ManuallySeparateNPU",
+                        extra={"configmap": self.cm_name, "error": str(exc)})  # fmt: skip
+            return
+        try:
+            reasons = parse_upgrade_reasons(data.get(UPGRADE_REASON_KEY) or "{}")
+        except ValueError as exc:
+            log.warning("adopting isolations without their malformed UpgradeFaultReason",
+                        extra={"configmap": self.cm_name, "error": str(exc)})  # fmt: skip
+            reasons = {}
+        now = self.clock.now()
+        for name in listed:
+            if name not in self.engine.chips:
+                log.warning("not adopting the isolation of a chip the node does not have",
+                            extra={"chip": name, "configmap": self.cm_name})  # fmt: skip
+                continue
+            held = []
+            for reason in reasons.get(name, []):
+                try:
+                    held.append(Escalation(reason.fault_code if reason.upgrade_type == UPGRADE_AUTOFILL
+                                           else normalize_code(reason.fault_code),
+                                           FaultLevel(reason.fault_level), reason.upgrade_type,
+                                           reason.upgrade_time_ms))  # fmt: skip
+                except ValueError as exc:
+                    log.warning("not adopting an unreadable UpgradeFaultReason entry",
+                                extra={"chip": name, "reason": str(reason), "error": str(exc)})  # fmt: skip
+            self.engine.adopt(name, held)
+            await asyncio.to_thread(self.store.set_manual, name, True, BY_ADOPTION, int(now * 1000))
+            for esc in held:
+                await asyncio.to_thread(self.store.add_escalation, name, esc.code, esc.level.value,
+                                        esc.upgrade_type, esc.at_ms)  # fmt: skip
+            log.info("adopted an isolation from the device-info ConfigMap",
+                     extra={"chip": name, "reasons": [f"{e.upgrade_type}:{e.code}" for e in held]})  # fmt: skip
+            self._touch(name)  # the policy timer learns when its reasons end
+        await self._autofill_reasons()
+        self._evaluate_dirty()
+        self._written_manual = {name for name in listed if name in self.engine.chips}
 
     def _manual_as_written(self, data: dict[str, str]) -> set[str]:
         """Which chips the ConfigMap listed as isolated when it was last written (its UpdateTime), by the
@@ -645,6 +715,10 @@ class FaultManager:
             upgrade_reasons=upgrade, switch=switch,
         )  # fmt: skip
         return data, content
+
+
+def _escalation(row: EscalationRow) -> Escalation:
+    return Escalation(row.code, FaultLevel(row.level), row.upgrade_type, row.upgrade_time_ms)
 
 
 def _reason(row: EscalationRow) -> Reason:
