@@ -12,13 +12,19 @@ from tests.support.waiting import until
 
 RESTART_NPU = "8C1FA006"
 JOB_CM = "reset-config-job1"
+EMPTY_RESET_JSON = (
+    '{"RankList":[],"UpdateTime":0,"RetryTime":0,"FaultFlushing":false,"GracefulExit":0,"RestartFaultProcess":false}'
+)
 
 
 def rank_status(api: FakeApiServer) -> str | None:
     cm = api.get_object("configmaps", JOB_CM, "ml")
     if not cm or "reset.json" not in cm.get("data", {}):
         return None
-    [rank] = json.loads(cm["data"]["reset.json"])["RankList"]
+    ranks = json.loads(cm["data"]["reset.json"])["RankList"]
+    if not ranks:
+        return None
+    [rank] = ranks
     return str(rank["Status"])
 
 
@@ -32,7 +38,8 @@ async def test_restart_npu_in_place_recovery() -> None:
             "train-0", "ml", phase="Running", labels={"volcano.sh/job-name": "job1"}, requests={R: 1},
             annotations={"huawei.com/AscendReal": chips["name"], "hccl/rankIndex": "0"},
         )  # fmt: skip
-        api.add_configmap(JOB_CM, "ml", {}, reset="true")
+        # As the job's operator creates it: a reset.json with no ranks yet.
+        api.add_configmap(JOB_CM, "ml", {"reset.json": EMPTY_RESET_JSON}, reset="true")
 
     async with node_stack(hot_reset=True, prepare=plant_job) as s:
         chip = chips["name"]

@@ -7,12 +7,19 @@ import json
 import time
 from pathlib import Path
 
+from ascendctl.cli import app as ascendctl
+from typer.testing import CliRunner
+
 from tests.faultmanager.test_service import sim, verdicts
 from tests.support.exporter import TOKENS, ExporterProc, start_exporter
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
 
 RESTART_NPU = "8C1FA006"
+# A job's reset ConfigMap before any reset, as its operator creates it.
+EMPTY_RESET_JSON = (
+    '{"RankList":[],"UpdateTime":0,"RetryTime":0,"FaultFlushing":false,"GracefulExit":0,"RestartFaultProcess":false}'
+)
 SCALE = "20"  # 60 s of idle period = 3 s
 
 
@@ -58,7 +65,8 @@ async def test_reset_after_idle_then_tokens_run_out(tmp_path: Path) -> None:
         await wait_ready(fm)
         started = time.monotonic()
         async with exporter.client() as client:
-            name = (await client.get("/v1/chips/2")).json()["name"]
+            chip_info = (await client.get("/v1/chips/2")).json()
+        name = chip_info["name"]
         for round_ in range(1, 5):
             await sim(exporter, "/v1/sim/chips/2/faults", {"code": RESTART_NPU})
             async with asyncio.timeout(5):
@@ -85,9 +93,16 @@ async def test_reset_after_idle_then_tokens_run_out(tmp_path: Path) -> None:
                 assert "no reset token" in item["reason"] and name in item["chips"]
                 assert len((await resets(fm))["attempts"]) == 3  # type: ignore[arg-type]
                 async with asyncio.timeout(5):
-                    while not (await reset_info(fm)).get("ManualReset"):
+                    while not (await reset_info(fm)).get("ManualResetDevs"):
                         await asyncio.sleep(0.1)
-                assert (await verdicts(fm))[name]["schedulable"] is False
+                chip = (await verdicts(fm))[name]
+                # markNeedExternalOps: the faulty chip alone, AssociatedCardId left 0.
+                assert (await reset_info(fm))["ManualResetDevs"] == [
+                    {"CardId": chip_info["card_id"], "DeviceId": chip_info["device_id"], "AssociatedCardId": 0,
+                     "PhyID": chip["phy_id"], "LogicID": chip["logic_id"]}
+                ]  # fmt: skip
+                assert (await reset_info(fm))["ThirdPartyResetDevs"] == []
+                assert chip["schedulable"] is False
     finally:
         fm.stop()
         exporter.stop()
@@ -113,7 +128,36 @@ async def test_a_reset_that_fails_goes_to_the_operator(tmp_path: Path) -> None:
         assert len(attempt["chips"]) == 4  # a 910A ring
         [item] = (await resets(fm))["operator"]  # type: ignore[misc]
         assert "reset failed" in item["reason"]
-        assert name in [c for i in (await reset_info(fm))["ManualReset"] for c in i["chips"]]  # type: ignore[union-attr]
+        # execRescan / fillResetDevs: the ring that failed, AssociatedCardId -1 off A3; its chips that are
+        # healthy leave the list again (checkNodeResetInfo): the faulty one stays.
+        async with exporter.client() as client:
+            ring = [(await client.get(f"/v1/chips/{n}")).json() for n in range(4)]
+        faulty = next(c for c in ring if c["name"] == name)
+        entry = {"CardId": faulty["card_id"], "DeviceId": faulty["device_id"], "AssociatedCardId": -1,
+                 "PhyID": faulty["phy_id"], "LogicID": faulty["logic_id"]}  # fmt: skip
+        async with asyncio.timeout(5):
+            while (await reset_info(fm))["ManualResetDevs"] != [entry]:
+                await asyncio.sleep(0.1)
+        assert (await resets(fm))["reset_info"] == await reset_info(fm)
+        # Read back after a restart (InitResetInfoMgr): still listed, the group still the operator's.
+        written = await reset_info(fm)
+        assert fm.stop() == 0
+        fm = start_hot_reset(tmp_path, exporter)
+        await wait_ready(fm)
+        async with asyncio.timeout(10):
+            while not (await resets(fm))["operator"]:
+                await asyncio.sleep(0.1)
+        assert (await resets(fm))["reset_info"] == written
+        assert await reset_info(fm) == written
+        [item] = (await resets(fm))["operator"]  # type: ignore[misc]
+        assert "left for an operator by an earlier run" in item["reason"]
+        assert (await resets(fm))["attempts"][0]["outcome"] == "failed"  # type: ignore[index]
+        shown = CliRunner().invoke(ascendctl, ["resets"], env={"ASCENDCTL_FAULT_MANAGER_SOCKET": str(fm.socket),
+                                                              "COLUMNS": "220"})  # fmt: skip
+        assert shown.exit_code == 0, shown.output
+        shown_entry = f"phy {faulty['phy_id']} (logic {faulty['logic_id']}, card {faulty['card_id']})"
+        assert f"ResetInfo ManualResetDevs: {shown_entry}" in " ".join(shown.output.split())
+        assert "needs an operator" in shown.output
     finally:
         fm.stop()
         exporter.stop()
@@ -148,11 +192,11 @@ async def test_in_place_recovery_job_is_told_around_the_reset(tmp_path: Path) ->
             assert (await resets(fm))["attempts"] == []
             assert "takes no part in in-place recovery" in fm.log_path.read_text()
 
-            api.add_configmap("reset-config-job1", "ml", {}, reset="true")
+            api.add_configmap("reset-config-job1", "ml", {"reset.json": EMPTY_RESET_JSON}, reset="true")
 
             def rank_status() -> str | None:
                 cm = api.get_object("configmaps", "reset-config-job1", "ml")
-                if not cm or "reset.json" not in cm["data"]:
+                if not cm or "reset.json" not in cm["data"] or cm["data"]["reset.json"] == EMPTY_RESET_JSON:
                     return None
                 [rank] = json.loads(cm["data"]["reset.json"])["RankList"]
                 return str(rank["Status"])
@@ -166,6 +210,8 @@ async def test_in_place_recovery_job_is_told_around_the_reset(tmp_path: Path) ->
             [rank] = info["RankList"]
             assert (rank["RankId"], rank["LogicId"], rank["Policy"], rank["InitialPolicy"]) == (2, 1, "reset", "reset")
             assert rank["ErrorCodeHex"] == RESTART_NPU
+            # The reset is a retry of the job: RetryTime counts it, restartType is hotReset.
+            assert info["RetryTime"] == 1
             assert cm["data"]["restartType"] == "hotReset"
             assert (mirror / "ml.reset-config-job1" / "reset.json").read_text() == cm["data"]["reset.json"]
             [attempt] = (await resets(fm))["attempts"]  # type: ignore[misc]
@@ -227,7 +273,7 @@ async def test_a_job_whose_processes_do_not_stop_fails_to_the_operator(tmp_path:
             tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05", profile="910a-8"
         )
         await training_pod_on_chip_1(api, exporter, "job2", rank=0)
-        api.add_configmap("reset-config-job2", "ml", {}, reset="true")
+        api.add_configmap("reset-config-job2", "ml", {"reset.json": EMPTY_RESET_JSON}, reset="true")
         async with exporter.client() as client:
             r = await client.put("/v1/sim/chips/1/processes", json={"processes": [{"pid": 77}]},
                                  headers={"Authorization": f"Bearer {TOKENS['sim'][0]}"})  # fmt: skip
@@ -275,3 +321,90 @@ async def test_a_reset_that_outlasts_wait_device_reset_time_goes_to_the_operator
     finally:
         fm.stop()
         exporter.stop()
+
+
+async def test_tokens_are_charged_to_the_faulty_chip_alone_and_refill_whole_after_6_h(tmp_path: Path) -> None:
+    """910B with HCCS (one reset ring of 8): chip 3 faults three times and is reset three times; it has 0
+    tokens, the seven others still 3 (the reference's TokenBucketMgr: a bucket per faulty chip). A fourth
+    fault goes to the operator, in ResetInfo. The bucket is in SQLite: a restart keeps it empty; 6 h of
+    policy time after its last refill (its first use) it is full again. Policy time runs 1,000x here."""
+    scale = "1000"  # 6 h = 21.6 s; the 60 s idle period 0.06 s
+    exporter = start_exporter(tmp_path / "exporter", "--time-scale", scale, "--reset-poll-period", "0.05")
+    token = reset_token(tmp_path / "fm-token")
+    args = ("--hot-reset", "--token-file", str(token), "--time-scale", scale)
+    fm = start_fault_manager(tmp_path / "fm", exporter, *args)
+    try:
+        await wait_ready(fm)
+        async with exporter.client() as client:
+            chips = (await client.get("/v1/chips")).json()["chips"]
+        name = next(c["name"] for c in chips if c["logic_id"] == 3)
+        for round_ in range(1, 4):
+            await sim(exporter, "/v1/sim/chips/3/faults", {"code": RESTART_NPU})
+            async with asyncio.timeout(15):
+                while len((await resets(fm))["attempts"]) < round_ or not (await verdicts(fm))[name]["schedulable"]:  # type: ignore[arg-type]
+                    await asyncio.sleep(0.05)
+        view = await resets(fm)
+        attempts = view["attempts"]
+        assert [a["outcome"] for a in attempts] == ["succeeded"] * 3  # type: ignore[union-attr,index]
+        assert all(len(a["chips"]) == 8 for a in attempts)  # type: ignore[union-attr,index]
+        first_use_ms = min(a["started_ms"] for a in attempts)  # type: ignore[union-attr,index]
+        assert view["tokens"] == {c["name"]: 0 if c["name"] == name else 3 for c in chips}
+        # A fourth fault: no token left for chip 3.
+        await sim(exporter, "/v1/sim/chips/3/faults", {"code": RESTART_NPU})
+        async with asyncio.timeout(10):
+            while not (await resets(fm))["operator"]:
+                await asyncio.sleep(0.05)
+        [item] = (await resets(fm))["operator"]  # type: ignore[misc]
+        assert f"{name} has no reset token left" in item["reason"]
+        # A restart keeps the empty bucket (the reference's starts full again).
+        assert fm.stop() == 0
+        fm = start_fault_manager(tmp_path / "fm", exporter, *args, db=fm.db)
+        await wait_ready(fm)
+        tokens = (await resets(fm))["tokens"]
+        assert time.time() * 1000 < first_use_ms + 21_600, "too slow to see the bucket before its refill"
+        assert tokens[name] == 0 and all(n == 3 for c, n in tokens.items() if c != name), tokens  # type: ignore[union-attr]
+        # Full again 6 h of policy time after its last refill, not before.
+        async with asyncio.timeout(30):
+            while (await resets(fm))["tokens"][name] != 3:  # type: ignore[index]
+                await asyncio.sleep(0.1)
+        assert time.time() * 1000 >= first_use_ms + 21_600 - 50
+    finally:
+        fm.stop()
+        exporter.stop()
+
+
+async def test_a_reset_config_that_says_isolate_refuses_the_reset_and_says_why(tmp_path: Path) -> None:
+    """The reference refuses to write a RankList over a reset.json that contains "isolate" (a chip of the
+    job was isolated: the job must be rescheduled). Nothing is written, the chips are not reset, and the
+    reason is in the refused attempt and the operator list of GET /v1/resets."""
+    with FakeApiServer() as api:
+        exporter = start_exporter(
+            tmp_path / "exporter", "--time-scale", SCALE, "--reset-poll-period", "0.05", profile="910a-8"
+        )
+        await training_pod_on_chip_1(api, exporter, "job3", rank=0)
+        isolated = EMPTY_RESET_JSON.replace(
+            '"RankList":[]',
+            '"RankList":[{"RankId":4,"LogicId":5,"Status":"unrecovered","Policy":"isolate",'
+            '"InitialPolicy":"isolate","ErrorCode":[],"ErrorCodeHex":"80E01801"}]',
+        )
+        api.add_configmap("reset-config-job3", "ml", {"reset.json": isolated}, reset="true")
+        kubeconfig = str(write_kubeconfig(tmp_path / "kc", api.url))
+        fm = start_hot_reset(tmp_path, exporter, "--kubeconfig", kubeconfig, kube="api")
+        try:
+            await wait_ready(fm)
+            await sim(exporter, "/v1/sim/chips/1/faults", {"code": RESTART_NPU})
+            async with asyncio.timeout(15):
+                while not (await resets(fm))["operator"]:
+                    await asyncio.sleep(0.1)
+            view = await resets(fm)
+            [item] = view["operator"]  # type: ignore[misc]
+            assert "reset-config-job3 refused: task should be rescheduled" in item["reason"]
+            [attempt] = view["attempts"]  # type: ignore[misc]
+            assert attempt["outcome"] == "refused" and "task should be rescheduled" in attempt["reason"]
+            cm = api.get_object("configmaps", "reset-config-job3", "ml")
+            assert cm is not None and cm["data"] == {"reset.json": isolated}, "nothing written"
+            await asyncio.sleep(1.0)
+            assert len((await resets(fm))["attempts"]) == 1, "refused once, not every round"  # type: ignore[arg-type]
+        finally:
+            fm.stop()
+            exporter.stop()

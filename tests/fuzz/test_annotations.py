@@ -502,13 +502,16 @@ def test_regression_manually_separated_refuses_other_scripts_digits(value: str, 
 )
 async def test_regression_a_bad_rank_index_still_tells_the_job(tmp_path: Path, rank_index: str, rank_id: int) -> None:
     configmaps = OfflineConfigMaps(tmp_path)
-    await configmaps.put("ns", "reset-config-job", {}, {"reset": "true"}, None)
+    empty = '{"RankList":[],"UpdateTime":0,"RetryTime":0,"FaultFlushing":false,"GracefulExit":0,'
+    empty += '"RestartFaultProcess":false}'
+    await configmaps.put("ns", "reset-config-job", {"reset.json": empty}, {"reset": "true"}, None)
     verdict = ChipVerdict(
         chip="Ascend910-0", logic_id=0, phy_id=0, fault_level=FaultLevel.RESTART_NPU, schedulable=False,
         reason=VerdictReason.FAULT_CODE, since=0.0, codes=["8C1FA006"],
     )  # fmt: skip
     board = SimpleNamespace(current=lambda: {"Ascend910-0": verdict})
-    fm = SimpleNamespace(clock=SimpleNamespace(now=lambda: 100.0), board=board)
+    policy = SimpleNamespace(table=SimpleNamespace(spellings={}), customization=SimpleNamespace(spellings={}))
+    fm = SimpleNamespace(clock=SimpleNamespace(now=lambda: 100.0), board=board, engine=SimpleNamespace(policy=policy))
     hot_reset = HotReset(fm=cast(Any, fm), exporter=cast(Any, None), store=cast(Any, None), configmaps=configmaps)
     obj = copy.deepcopy(VALID_POD)
     obj["metadata"]["annotations"] = {ASCEND_REAL: "Ascend910-0", "hccl/rankIndex": rank_index}

@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import httpx
@@ -20,6 +21,7 @@ from tests.support.waiting import until
 
 TAKEN = "18446744073709551615"
 CONFIG_KEY = "ascend.kubectl.kubernetes.io/ascend-910-configuration"
+PRE_SEPARATE = "8118043C"  # a PreSeparateNPU code of the reference table (not a network code)
 
 
 @pytest.fixture
@@ -45,7 +47,7 @@ def pod_annotations(apiserver: FakeApiServer, name: str, namespace: str = "ml") 
 
 @pytest.fixture
 async def volcano(workdir: Path, apiserver: FakeApiServer) -> AsyncIterator[Node]:
-    common = {"phase": "Pending", "requests": {R: 2}}
+    common: dict[str, Any] = {"phase": "Pending", "requests": {R: 2}}
     apiserver.add_pod("second", "ml", annotations={R: "Ascend910-0,Ascend910-1", "predicate-time": "2000"}, **common)
     apiserver.add_pod("first", "ml", annotations={R: "Ascend910-6,Ascend910-7", "predicate-time": "1000"}, **common)
     apiserver.add_pod("broken", "ml", annotations={R: "Ascend910-6,,GPU-1", "predicate-time": "5"}, **common)
@@ -96,6 +98,27 @@ async def test_volcano_kubelet_id_reports_the_real_devices_health(volcano: Node,
     await inject(volcano, logic_of_6, "8C1FA006", "occur")
     msg = await volcano.kubelet.wait_for(R, lambda m: bool(m.unhealthy), timeout=2)
     assert msg.unhealthy == {"Ascend910-2", "Ascend910-6"}, "kubelet id 2 stands for real chip 6"
+
+
+async def test_volcano_bound_pending_pod_keeps_its_pre_separate_chip_healthy(
+    volcano: Node, apiserver: FakeApiServer
+) -> None:
+    """Without the fault-manager the plugin's own rule is the reference's npuIsUsedNow: `first` and
+    `broken`, Pending and bound by Volcano, name chip 6 (`broken` among junk); chip 3 no pod names."""
+    await volcano.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
+    await asyncio.sleep(0.5)  # the pod cache lists the pods
+    logic_of = {await phy_of(volcano, logic): logic for logic in range(8)}
+    seen = len(volcano.kubelet.streams[R])
+    for phy in (3, 6):
+        await inject(volcano, logic_of[phy], PRE_SEPARATE, "occur")
+    msg = await volcano.kubelet.wait_for(R, lambda m: "Ascend910-3" in m.unhealthy, timeout=3, after=seen)
+    await asyncio.sleep(0.3)  # chip 6's fault came with chip 3's: nothing more may follow
+    msg = volcano.kubelet.streams[R][-1]
+    assert msg.unhealthy == {"Ascend910-3"}, "chip 6 is in use for health: the pod Volcano bound to it"
+    for name in ("first", "broken"):
+        apiserver.modify("pods", name, "ml", lambda pod: pod["status"].update(phase="Succeeded"))
+    msg = await volcano.kubelet.wait_for(R, lambda m: "Ascend910-6" in m.unhealthy, timeout=3)
+    assert msg.unhealthy == {"Ascend910-3", "Ascend910-6"}
 
 
 async def test_volcano_kubelet_ids_survive_a_plugin_restart(volcano: Node, apiserver: FakeApiServer) -> None:

@@ -27,6 +27,7 @@ from ascend_common.faults import (
     severity_level,
     switch_code_level,
 )
+from ascend_common.faults.policy import supports_grace_tolerance
 
 L = FaultLevel
 
@@ -240,23 +241,60 @@ def test_chip_level_accepts_any_iterable() -> None:
 
 
 @pytest.mark.parametrize(
-    ("level", "idle", "running"),
+    ("level", "idle", "in_use", "in_use_grace"),
     [
-        (L.NORMAL_NPU, True, True),
-        (L.NOT_HANDLE_FAULT, True, True),
-        (L.SUB_HEALTH_FAULT, True, True),
-        (L.PRE_SEPARATE_NPU, False, True),  # a pre-separate chip keeps serving the job that runs on it
-        (L.RESTART_REQUEST, False, False),
-        (L.RESTART_BUSINESS, False, False),
-        (L.FREE_RESTART_NPU, False, False),
-        (L.RESTART_NPU, False, False),
-        (L.SEPARATE_NPU, False, False),
-        (L.MANUALLY_SEPARATE_NPU, False, False),
+        (L.NORMAL_NPU, True, True, True),
+        (L.NOT_HANDLE_FAULT, True, True, True),
+        (L.SUB_HEALTH_FAULT, True, True, True),
+        (L.PRE_SEPARATE_NPU, False, True, True),  # a pre-separate chip keeps serving the job that uses it
+        (L.RESTART_REQUEST, False, False, False),
+        (L.RESTART_BUSINESS, False, False, False),
+        (L.FREE_RESTART_NPU, False, False, True),  # with grace tolerance the job keeps it until its reset
+        (L.RESTART_NPU, False, False, False),
+        (L.SEPARATE_NPU, False, False, False),
+        (L.MANUALLY_SEPARATE_NPU, False, False, False),
     ],
 )
-def test_schedulable(level: FaultLevel, idle: bool, running: bool) -> None:
-    assert schedulable(level, in_use_by_running_pod=False) is idle
-    assert schedulable(level, in_use_by_running_pod=True) is running
+def test_schedulable(level: FaultLevel, idle: bool, in_use: bool, in_use_grace: bool) -> None:
+    assert schedulable(level, in_use_for_health=False) is idle
+    assert schedulable(level, in_use_for_health=False, grace_tolerance_on=True) is idle, "grace needs a pod"
+    assert schedulable(level, in_use_for_health=True) is in_use
+    assert schedulable(level, in_use_for_health=True, grace_tolerance_on=True) is in_use_grace
+
+
+# Reference pkg/device/ascendcommon_test.go TestIsHealthy: the fault type and npuIsUsedNow are
+# mocked there; here they are the arguments.
+@pytest.mark.parametrize(
+    ("case", "level", "used", "healthy"),
+    [
+        ("01-normal npu is healthy, device should be healthy", L.NORMAL_NPU, False, True),
+        ("02-PreSeparate npu is healthy and npu is used now, device should be healthy", L.PRE_SEPARATE_NPU, True, True),
+        ("03-PreSeparate npu is not used now, device should be unhealthy", L.PRE_SEPARATE_NPU, False, False),
+    ],
+)
+def test_is_healthy(case: str, level: FaultLevel, used: bool, healthy: bool) -> None:
+    assert schedulable(level, used) is healthy, case
+
+
+# Reference pkg/server/manager_test.go TestIsSupportGraceTolerance: the hot-reset mode is our
+# --hot-reset (on = HotResetTrainOffLine), the run mode comes from the chip's name.
+@pytest.mark.parametrize(
+    ("case", "hot_reset", "chip", "on"),
+    [
+        ("hot reset mode error", False, "Ascend910-0", False),
+        ("run mode is not Ascend910", True, "Ascend310P-0", False),
+        # "SMP chip mode is not for Ascend910" (910A in AMP mode) has no counterpart: the work mode
+        # is not read, a 910A counts as SMP.
+        ("GraceToleranceOn is true", True, "Ascend910-0", True),
+        ("A5 is run mode Ascend910 too", True, "npu-7", True),
+        ("inference chip", True, "Ascend310-1", False),
+        ("a vNPU names its chip's type", True, "Ascend910-4c-100-3", True),
+        ("not a chip name", True, "GPU-0", False),
+        ("hot reset off, A5", False, "npu-0", False),
+    ],
+)
+def test_supports_grace_tolerance(case: str, hot_reset: bool, chip: str, on: bool) -> None:
+    assert supports_grace_tolerance(hot_reset, chip) is on, case
 
 
 @pytest.mark.parametrize(
@@ -294,10 +332,13 @@ def test_reset_candidate(level: FaultLevel, candidate: bool) -> None:
 
 
 def test_every_reset_candidate_is_unschedulable() -> None:
-    # A reset takes the chip away; it must never be a chip the kubelet still hands out.
+    # A reset takes the chip away; it must never be a chip the kubelet still hands out. Grace
+    # tolerance is the one exception, for the job on the chip until its reset (the fault-manager
+    # makes a resetting chip unschedulable whatever its level).
     for level in FaultLevel:
         if reset_candidate(level):
-            assert not schedulable(level, in_use_by_running_pod=True)
+            assert not schedulable(level, in_use_for_health=True)
+            assert schedulable(level, True, grace_tolerance_on=True) is (level is L.FREE_RESTART_NPU)
 
 
 # --- switch codes ------------------------------------------------------------------------------

@@ -15,12 +15,21 @@ import pytest
 from ascend_common.faults.levels import FaultLevel
 from ascend_common.resetinfo import (
     POLICIES,
+    REFUSED_NO_CONFIG_MAP,
+    REFUSED_NO_RESET_JSON,
+    REFUSED_RESCHEDULE,
+    REFUSED_UNMARSHAL,
+    DevFaultInfo,
     RankEntry,
+    ResetConfigRefused,
+    clear_reset_config,
     error_code_hex,
     job_name,
     most_severe_policy,
+    next_reset_config,
     policy_for_level,
     rank_id,
+    rank_list,
     render_reset_config,
 )
 
@@ -117,6 +126,15 @@ def test_error_code_hex_helper() -> None:
     assert error_code_hex([0x80E01801, 0x8C1FA006]) == "80E01801,8C1FA006"
     with pytest.raises(TypeError):
         error_code_hex([True])
+
+
+def test_error_code_hex_keeps_the_policys_spelling() -> None:
+    # FormatFaultCodeHex: a configured "020001002" keeps its leading zero, upper-cased after.
+    first = {"20001002": "020001002", "8C1FA006": "08c1fa006"}
+    second = {"8C1FA006": "8c1fa006", "80E01801": "0080e01801"}
+    codes = [0x20001002, 0x8C1FA006, 0x80E01801, 0xABC]
+    assert error_code_hex(codes, first, second) == "020001002,08C1FA006,0080E01801,ABC"
+    assert error_code_hex(codes) == "20001002,8C1FA006,80E01801,ABC"
 
 
 @pytest.mark.parametrize(
@@ -233,3 +251,191 @@ def test_rank_id_rejects_a_chip_of_another_pod_and_bad_indexes() -> None:
 )
 def test_job_name(labels: dict[str, str], name: str | None) -> None:
     assert job_name(labels) == name
+
+
+# --- rank_list (GenerateTaskDevFaultInfoList) ---------------------------------------------------------
+
+
+def _fault(policy: str = "empty", codes: tuple[int, ...] = ()) -> DevFaultInfo:
+    return DevFaultInfo(status="unrecovered", policy=policy, initial_policy=policy, error_codes=codes)
+
+
+def test_rank_list_is_every_chip_of_the_pod_by_logic_id() -> None:
+    faults = {logic: _fault() for logic in range(8)} | {6: _fault("reset", (0x80E01801,))}
+    ranks = rank_list(1, [7, 6, 5, 4], faults)
+    assert [(r.rank_id, r.logic_id, r.policy) for r in ranks] == [
+        (4, 4, "empty"),
+        (5, 5, "empty"),
+        (6, 6, "reset"),
+        (7, 7, "empty"),
+    ]
+    assert json.loads(render_reset_config(ranks, update_time_s=T)["reset.json"])["RankList"][2]["ErrorCodeHex"] == (
+        "80E01801"
+    )
+
+
+def test_rank_list_agrees_with_rank_id() -> None:
+    chips = [11, 2, 7]
+    ranks = rank_list(3, chips, {logic: _fault() for logic in chips})
+    assert [r.rank_id for r in ranks] == [rank_id(3, chips, r.logic_id) for r in ranks]
+
+
+def test_rank_list_rejects_other_negative_rank_indexes() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        rank_list(-2, [0], {0: _fault()})
+
+
+# --- next_reset_config (WriteResetInfoDataIntoCM) ------------------------------------------------------
+
+
+def _old(
+    retry_time: int = 0, restart_type: str | None = "hotReset", ranks: list[RankEntry] | None = None
+) -> dict[str, str]:
+    data = render_reset_config(ranks or [], update_time_s=T - 60, retry_time=retry_time)
+    if restart_type is None:
+        del data["restartType"]
+    else:
+        data["restartType"] = restart_type
+    return data
+
+
+def _info(data: dict[str, str]) -> dict[str, Any]:
+    parsed: dict[str, Any] = json.loads(data["reset.json"])
+    return parsed
+
+
+def test_next_reset_config_carries_retry_time_over() -> None:
+    data = next_reset_config(_old(retry_time=2), [_rank()], update_time_s=T, retry=False)
+    assert _info(data)["RetryTime"] == 2
+    assert _info(data)["UpdateTime"] == T
+    assert (
+        next_reset_config(_old(retry_time=2), [_rank()], update_time_s=T, retry=True)["reset.json"]
+        == (render_reset_config([_rank()], update_time_s=T, retry_time=3)["reset.json"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("old_type", "retry", "written"),
+    [
+        ("hotReset", False, "hotReset"),
+        ("podReschedule", False, "podReschedule"),  # kept as the old ConfigMap has it
+        ("", False, ""),  # present, even when empty
+        (None, False, None),  # absent stays absent
+        ("podReschedule", True, "hotReset"),  # a retry sets it back to hotReset
+        (None, True, "hotReset"),
+    ],
+)
+def test_next_reset_config_restart_type(old_type: str | None, retry: bool, written: str | None) -> None:
+    data = next_reset_config(_old(restart_type=old_type), [_rank()], update_time_s=T, retry=retry)
+    assert data.get("restartType") == written
+    assert ("restartType" in data) == (written is not None)
+
+
+def test_next_reset_config_is_the_whole_data_with_a_matching_check_code() -> None:
+    old = _old() | {"other": "dropped"}
+    data = next_reset_config(old, [_rank()], update_time_s=T, retry=False)
+    assert set(data) == {"reset.json", "checkCode", "restartType"}
+    assert data["checkCode"] == hashlib.sha256(data["reset.json"].encode()).hexdigest()
+
+
+def test_next_reset_config_writes_the_optional_fields_zero() -> None:
+    old = render_reset_config([], update_time_s=T, fault_flushing=True, graceful_exit=1, restart_fault_process=True)
+    info = _info(next_reset_config(old, [_rank()], update_time_s=T, retry=False))
+    assert (info["FaultFlushing"], info["GracefulExit"], info["RestartFaultProcess"]) == (False, 0, False)
+
+
+def test_next_reset_config_refuses_ranks_after_an_isolation() -> None:
+    isolated = _old(ranks=[_rank(status="failed", policy="isolate")])
+    with pytest.raises(ResetConfigRefused) as refused:
+        next_reset_config(isolated, [_rank()], update_time_s=T, retry=True)
+    assert refused.value.reason == REFUSED_RESCHEDULE
+    # Only a clear passes, and it keeps RetryTime.
+    assert _info(clear_reset_config(isolated, update_time_s=T))["RankList"] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"RankList":[],"Note":"isolated by hand"}',  # any "isolate" in the text, as a substring
+        "not json, isolate",  # checked before the text is parsed
+    ],
+)
+def test_isolate_is_a_substring_test_on_the_raw_text(text: str) -> None:
+    with pytest.raises(ResetConfigRefused) as refused:
+        next_reset_config({"reset.json": text}, [_rank()], update_time_s=T, retry=False)
+    assert refused.value.reason == REFUSED_RESCHEDULE
+
+
+def test_next_reset_config_needs_the_config_map_and_its_reset_json() -> None:
+    with pytest.raises(ResetConfigRefused) as refused:
+        next_reset_config(None, [], update_time_s=T, retry=False)
+    assert refused.value.reason == REFUSED_NO_CONFIG_MAP
+    with pytest.raises(ResetConfigRefused) as refused:
+        next_reset_config({"restartType": "hotReset"}, [], update_time_s=T, retry=False)
+    assert refused.value.reason == REFUSED_NO_RESET_JSON
+
+
+@pytest.mark.parametrize(
+    ("text", "retry_time"),
+    [
+        ("null", 0),  # Go leaves the zero value
+        ("{}", 0),
+        ('  {"RetryTime": 7}\n', 7),
+        ('{"retrytime": 4}', 4),  # Go matches field names ignoring case
+        ('{"RetryTime": 4, "RETRYTIME": 6}', 6),  # every match is decoded: the last wins
+        ('{"RetryTime": 4, "retryTime": null}', 4),  # null leaves the field as it is
+        ('{"RetryTime": -3}', -3),
+        ('{"RetryTime": 2, "Extra": {"x": [1.5, "y"]}}', 2),  # unknown keys are ignored
+        ('{"RankList": null, "UpdateTime": null}', 0),
+        ('{"RankList": [null, {"RankId": 1, "ErrorCode": [1, null]}]}', 0),
+        ('{"RankList": [{"DevFaultInfo": 5}]}', 0),  # an embedded struct is no field of its own
+        ('{"RankList": [{"LogicId": 2147483647}]}', 0),
+    ],
+)
+def test_retry_time_is_read_as_go_unmarshals_it(text: str, retry_time: int) -> None:
+    data = next_reset_config({"reset.json": text}, [], update_time_s=T, retry=False)
+    assert _info(data)["RetryTime"] == retry_time
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "reset-config-node",
+        "[]",
+        '"text"',
+        "5",
+        '{"RetryTime": 1.0}',  # an int field takes integer literals only
+        '{"RetryTime": 1e2}',
+        '{"RetryTime": "1"}',
+        '{"RetryTime": 9223372036854775808}',  # beyond Go's int
+        '{"RetryTime": NaN}',
+        '{"RetryTime": 1} x',
+        '{"FaultFlushing": 1}',
+        '{"GracefulExit": false}',
+        '{"UpdateTime": {}}',
+        '{"RankList": {}}',
+        '{"RankList": [1]}',
+        '{"RankList": [{"LogicId": 2147483648}]}',  # LogicId is an int32
+        '{"RankList": [{"Status": 1}]}',
+        '{"RankList": [{"ErrorCode": ["80E01801"]}]}',
+        '{"rAnKlIsT": 3}',
+    ],
+)
+def test_an_old_reset_json_go_cannot_unmarshal_is_refused(text: str) -> None:
+    with pytest.raises(ResetConfigRefused) as refused:
+        next_reset_config({"reset.json": text}, [], update_time_s=T, retry=True)
+    assert refused.value.reason.startswith(REFUSED_UNMARSHAL)
+
+
+def test_go_field_matching_folds_the_kelvin_sign_and_long_s() -> None:
+    # Unicode simple folding maps U+212A to k and U+017F to s, so Go matches these keys.
+    with pytest.raises(ResetConfigRefused):
+        next_reset_config({"reset.json": '{"Ran\u212aList": 3}'}, [], update_time_s=T, retry=False)
+    with pytest.raises(ResetConfigRefused):
+        next_reset_config({"reset.json": '{"FaultFlu\u017fhing": 3}'}, [], update_time_s=T, retry=False)
+
+
+def test_retry_time_wraps_as_a_go_int() -> None:
+    data = next_reset_config({"reset.json": f'{{"RetryTime": {2**63 - 1}}}'}, [], update_time_s=T, retry=True)
+    assert _info(data)["RetryTime"] == -(2**63)

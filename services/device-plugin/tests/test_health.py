@@ -53,10 +53,13 @@ def verdict(ok: bool, level: FaultLevel = FaultLevel.NORMAL_NPU) -> ChipVerdict:
 
 RESTART_NPU = "8C1FA006"  # a RestartNPU code of the reference table
 NOT_HANDLE = "80E21007"
+PRE_SEPARATE = "8118043C"
+FREE_RESTART = "8C0E4E00"
+PRE_SEP, FREE, LAST = FaultLevel.PRE_SEPARATE_NPU, FaultLevel.FREE_RESTART_NPU, HealthSource.LAST_VERDICT
 
 
 @pytest.mark.parametrize(
-    ("c", "v", "connected", "running", "healthy", "source"),
+    ("c", "v", "connected", "in_use", "healthy", "source"),
     [
         (chip(), None, False, False, True, HealthSource.CODE_POLICY),
         (chip(codes=[NOT_HANDLE]), None, False, False, True, HealthSource.CODE_POLICY),
@@ -72,11 +75,20 @@ NOT_HANDLE = "80E21007"
         # ...and a schedulable one can only get worse.
         (chip(codes=[RESTART_NPU]), verdict(True), False, False, False, HealthSource.LAST_VERDICT),
         (chip(), verdict(True), False, False, True, HealthSource.LAST_VERDICT),
+        # In use for health: a PreSeparateNPU chip stays Healthy for the pod that uses it...
+        (chip(codes=[PRE_SEPARATE]), None, False, True, True, HealthSource.CODE_POLICY),
+        (chip(codes=[PRE_SEPARATE]), None, False, False, False, HealthSource.CODE_POLICY),
+        (chip(codes=[PRE_SEPARATE]), verdict(True, PRE_SEP), False, True, True, LAST),
+        # ...a FreeRestartNPU one only with GraceToleranceOn, which the plugin knows from the last verdict.
+        (chip(codes=[FREE_RESTART]), None, False, True, False, HealthSource.CODE_POLICY),
+        (chip(codes=[FREE_RESTART]), verdict(True, FREE), False, True, True, LAST),
+        (chip(codes=[FREE_RESTART]), verdict(True, FREE), False, False, False, LAST),
+        (chip(codes=[FREE_RESTART]), verdict(False, FREE), False, True, False, LAST),
     ],
 )
 def test_decide(
-    c: Chip, v: ChipVerdict | None, connected: bool, running: bool, healthy: bool, source: HealthSource
+    c: Chip, v: ChipVerdict | None, connected: bool, in_use: bool, healthy: bool, source: HealthSource
 ) -> None:
-    decision = decide(c, v, connected, TABLE, running)
+    decision = decide(c, v, connected, TABLE, in_use)
     assert (decision.healthy, decision.source) == (healthy, source)
     assert decision.reason

@@ -1,4 +1,4 @@
-"""KubeBridge keeps the running chips and the holders per pod event; they must equal a full pass."""
+"""KubeBridge keeps the chips in use for health and the holders per pod event; they must equal a full pass."""
 
 from __future__ import annotations
 
@@ -6,17 +6,17 @@ import random
 from types import MappingProxyType
 from typing import Any, cast
 
-from ascend_common.inuse import chips_in_use
+from ascend_common.inuse import chips_in_use_for_health
 from ascend_common.kube.pods import SlimPod
 from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING
 from ascend_device_plugin.kube import KubeBridge
 
-PHASES = ("Pending", "Running", "Succeeded", "Failed")
+PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 CHIPS = [f"Ascend910-{i}" for i in range(4)]
 
 
-def slim(uid: str, phase: str, chips: list[str], rv: int) -> SlimPod:
-    annotations = {"huawei.com/AscendReal": ",".join(chips)} if chips else {}
+def slim(uid: str, phase: str, chips: list[str], rv: int, key: str = "huawei.com/AscendReal") -> SlimPod:
+    annotations = {key: ",".join(chips)} if chips else {}
     return SlimPod(
         namespace="ml", name=f"pod-{uid}", uid=uid, phase=phase, node_name="node-a",
         annotations=MappingProxyType(annotations), labels=MappingProxyType({}), requests=MappingProxyType({}),
@@ -26,7 +26,7 @@ def slim(uid: str, phase: str, chips: list[str], rv: int) -> SlimPod:
 
 def full_pass(bridge: KubeBridge) -> tuple[set[str], set[str]]:
     pods = bridge.pods()
-    return chips_in_use(pods, phases=(POD_RUNNING,)), {p.uid for p in pods if p.phase in (POD_PENDING, POD_RUNNING)}
+    return chips_in_use_for_health(pods), {p.uid for p in pods if p.phase in (POD_PENDING, POD_RUNNING)}
 
 
 async def test_counts_follow_every_event_as_a_full_pass_would() -> None:
@@ -38,8 +38,10 @@ async def test_counts_follow_every_event_as_a_full_pass_would() -> None:
             bridge._pods_changed("DELETED", slim(uid, "Running", [], rv))
         else:
             chips = rng.sample(CHIPS, rng.randrange(3))
-            bridge._pods_changed("MODIFIED", slim(uid, rng.choice(PHASES), chips, rv))
-        assert (bridge.running_chips(), bridge.holding()) == full_pass(bridge)
+            key = rng.choice(("huawei.com/AscendReal", "huawei.com/kltDev", "huawei.com/Ascend910"))
+            bridge._pods_changed("MODIFIED", slim(uid, rng.choice(PHASES), chips, rv, key))
+        assert (bridge.in_use_for_health(), bridge.holding()) == full_pass(bridge)
+        assert bridge.running_chips() == bridge.in_use_for_health(), "the name app.py calls"
         assert set(bridge.uids()) == {p.uid for p in bridge.pods()}
     if bridge._pending is not None:
         bridge._pending.cancel()

@@ -1,4 +1,4 @@
-"""The fault-manager's SQLite store: events, state, escalations, isolation, resets, tokens, retention, errors."""
+"""The fault-manager's SQLite store: events, state, escalations, isolation, resets, token buckets, retention, errors."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fault_manager.store import MAX_PAGE, TOKEN_WINDOW_MS, FaultEventRow, Store, StoreError
+from fault_manager.store import MAX_PAGE, FaultEventRow, Store, StoreError
 
 C0, C1, C2 = "Ascend910-0", "Ascend910-1", "Ascend910-2"
 
@@ -302,52 +302,130 @@ def test_manual_isolation_is_audited(db_path: Path) -> None:
 def test_reset_attempts_are_recorded(store: Store) -> None:
     first = store.record_reset_attempt("ring-0", [C1, C0, C0], "inband", 1_000)
     second = store.record_reset_attempt("chip-2", [C2], "inband", 2_000)
-    assert store.finish_reset_attempt(first, "failed", -8012, 1_500) is True
+    assert store.finish_reset_attempt(first, "failed", -8012, 1_500, reason="reset failed (-8012): busy") is True
     assert store.finish_reset_attempt(second, "succeeded", None, 2_500) is True
     assert store.finish_reset_attempt(999, "succeeded", None, 3_000) is False
     attempts = store.reset_attempts()
-    assert [(a.id, a.group_name, a.chips, a.outcome, a.error_code) for a in attempts] == [
-        (second, "chip-2", (C2,), "succeeded", None),
-        (first, "ring-0", (C0, C1), "failed", -8012),
+    assert [(a.id, a.group_name, a.chips, a.outcome, a.error_code, a.reason) for a in attempts] == [
+        (second, "chip-2", (C2,), "succeeded", None, None),
+        (first, "ring-0", (C0, C1), "failed", -8012, "reset failed (-8012): busy"),
     ]
     assert [a.id for a in store.reset_attempts(chip=C1)] == [first]
     assert [a.id for a in store.reset_attempts(limit=1)] == [second]
+
+
+def test_refused_resets_are_recorded_with_their_reason(store: Store) -> None:
+    refused = store.refuse_reset("ring-0", [C0, C1], "auto", 5_000, "no reset token left")
+    (row,) = store.reset_attempts()
+    assert (row.id, row.chips, row.outcome, row.started_ms, row.finished_ms, row.reason) == (
+        refused,
+        (C0, C1),
+        "refused",
+        5_000,
+        5_000,
+        "no reset token left",
+    )
+    # A reason given at the start is kept when the finish gives none.
+    started = store.record_reset_attempt("chip-2", [C2], "auto", 6_000, reason="operator request")
+    assert store.reset_attempts()[0].reason == "operator request"
+    store.finish_reset_attempt(started, "succeeded", None, 6_500)
+    assert store.reset_attempts()[0].reason == "operator request"
+    with pytest.raises(ValueError, match="reset outcome 'timeout'"):
+        store.finish_reset_attempt(started, "timeout", None, 7_000)
 
 
 H = 3_600_000
 
 
 @pytest.mark.parametrize(
-    ("steps", "window_ms"),
+    ("steps", "interval_ms"),
     [
-        # (now_ms, expected take result, expected tokens left afterwards)
-        ([(0, True, 2), (1, True, 1), (2, True, 0), (3, False, 0), (6 * H - 1, False, 0), (6 * H, True, 0)], 6 * H),
+        # (now_ms, expected consume result, expected tokens left afterwards)
+        ([(0, True, 2), (1, True, 1), (2, True, 0), (3, False, 0), (6 * H - 1, False, 0), (6 * H, True, 2)], 6 * H),
+        # The whole bucket comes back at once, an interval after its last refill (not one token per take).
         (
-            [(0, True, 2), (H, True, 1), (2 * H, True, 0), (6 * H, True, 0), (7 * H, True, 0), (7 * H + 1, False, 0)],
+            [
+                (0, True, 2),
+                (H, True, 1),
+                (2 * H, True, 0),
+                (6 * H, True, 2),
+                (7 * H, True, 1),
+                (7 * H + 1, True, 0),
+                (8 * H, False, 0),
+                (12 * H - 1, False, 0),
+                (12 * H, True, 2),
+            ],
             6 * H,
         ),
-        # A drill with a time-scale factor passes a shrunk window.
-        ([(0, True, 2), (1, True, 1), (2, True, 0), (3, False, 0), (100, True, 0)], 100),
+        # A drill with a time-scale factor passes a shrunk interval.
+        ([(0, True, 2), (1, True, 1), (2, True, 0), (3, False, 0), (99, False, 0), (100, True, 2)], 100),
     ],
 )
-def test_reset_tokens_three_per_window(db_path: Path, steps: list[tuple[int, bool, int]], window_ms: int) -> None:
+def test_reset_token_bucket_refills_whole(db_path: Path, steps: list[tuple[int, bool, int]], interval_ms: int) -> None:
     for now, taken, left in steps:
-        # Reopened for each step: the count lives in the file, not in memory.
+        # Reopened for each step: the bucket lives in the file, not in memory.
         with Store(db_path) as s:
-            assert s.take_reset_token(C0, now, window_ms=window_ms) is taken, now
-            assert s.tokens_left(C0, now, window_ms=window_ms) == left, now
+            assert s.consume_reset_token(C0, 0, now, interval_ms=interval_ms) is taken, now
+            assert s.reset_tokens(C0, now, interval_ms=interval_ms) == left, now
     with Store(db_path) as s:
-        assert s.tokens_left(C1, 0) == 3
+        assert s.reset_tokens(C1, 0) == 3
 
 
-def test_group_tokens_are_all_or_nothing(store: Store) -> None:
+def test_reset_tokens_charge_the_faulty_chip_alone(store: Store, db_path: Path) -> None:
+    assert store.reset_buckets(0) == {}
+    assert store.reset_tokens(C0, 0) == 3  # reading creates no bucket
+    assert store.reset_buckets(0) == {}
     for t in range(3):
-        assert store.take_reset_token(C0, t)
-    assert store.take_reset_tokens([C0, C1], 10) is False  # C0 has none left: C1 keeps its three
-    assert store.tokens_left(C1, 10) == 3
-    assert store.take_reset_tokens([C1, C2, C2], 10) is True
-    assert (store.tokens_left(C1, 10), store.tokens_left(C2, 10)) == (2, 2)
-    assert TOKEN_WINDOW_MS == 6 * H
+        assert store.consume_reset_token(C0, 0, t)
+    assert store.consume_reset_token(C0, 0, 10) is False
+    assert (store.reset_tokens(C0, 10), store.reset_tokens(C1, 10)) == (0, 3)
+    assert store.consume_reset_token(C1, 1, 10) is True
+    assert store.reset_buckets(10) == {C0: 0, C1: 2}
+    # Each bucket's interval started at its own first reset.
+    assert store.reset_buckets(6 * H) == {C0: 3, C1: 2}
+    assert store.reset_buckets(6 * H + 10) == {C0: 3, C1: 3}
+    with sqlite3.connect(db_path) as raw:
+        rows = raw.execute("SELECT chip, logic_id, tokens, last_refill_ms FROM reset_buckets ORDER BY chip").fetchall()
+    raw.close()
+    assert rows == [(C0, 0, 0, 0), (C1, 1, 2, 10)]  # reads refill nothing in the file
+
+
+def test_reset_token_consume_records_the_latest_logic_id(store: Store, db_path: Path) -> None:
+    store.consume_reset_token(C2, 7, 0)
+    store.consume_reset_token(C2, 5, 1)  # renumbered (a driver reload): the bucket is the chip's
+    with sqlite3.connect(db_path) as raw:
+        assert raw.execute("SELECT logic_id, tokens FROM reset_buckets").fetchall() == [(5, 1)]
+    raw.close()
+
+
+def test_reset_tokens_with_a_clock_stepped_back(store: Store) -> None:
+    assert store.consume_reset_token(C0, 0, 10 * H)
+    # Before the last refill: nothing comes back, nothing breaks; the bucket is the same when time recovers.
+    assert store.consume_reset_token(C0, 0, 3 * H)
+    assert store.consume_reset_token(C0, 0, 3 * H)
+    assert store.consume_reset_token(C0, 0, 4 * H) is False
+    assert store.reset_tokens(C0, 16 * H - 1) == 0
+    assert store.reset_tokens(C0, 16 * H) == 3
+
+
+def test_concurrent_resets_never_share_the_last_token(store: Store) -> None:
+    start = threading.Barrier(8)
+    results: list[bool] = []
+    lock = threading.Lock()
+
+    def reset() -> None:
+        start.wait()
+        taken = store.consume_reset_token(C0, 0, 1_000)
+        with lock:
+            results.append(taken)
+
+    threads = [threading.Thread(target=reset) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [False] * 5 + [True] * 3
+    assert store.reset_tokens(C0, 1_000) == 0
 
 
 def test_policy_versions_keep_the_last_good_one(store: Store) -> None:
@@ -392,15 +470,14 @@ def test_prune_keeps_minimum_and_active_escalations(store: Store) -> None:
     assert store.reset_attempts(chip=C1) == []  # the pruned attempt's chips went with it
 
 
-def test_prune_never_drops_tokens_that_still_count(store: Store) -> None:
+def test_prune_keeps_reset_buckets(store: Store) -> None:
     for t in (0, 1, 2):
-        store.take_reset_token(C0, 10 * H + t)
-    store.take_reset_token(C1, 0)
+        store.consume_reset_token(C0, 0, 10 * H + t)
     # An aggressive cutoff ("everything before now") must not hand out tokens again.
     result = store.prune(older_than_ms=10 * H + 100, keep_min_per_chip=0)
-    assert result.reset_tokens == 1  # C1's token, a full window older than the newest one
-    assert store.tokens_left(C0, 10 * H + 3) == 0
-    assert store.take_reset_token(C0, 10 * H + 3) is False
+    assert "reset_tokens" not in {f.name for f in dataclasses.fields(result)}
+    assert store.reset_tokens(C0, 10 * H + 3) == 0
+    assert store.consume_reset_token(C0, 0, 10 * H + 3) is False
 
 
 def test_prune_stops_at_its_time_budget(store: Store) -> None:

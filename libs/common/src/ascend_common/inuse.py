@@ -1,9 +1,19 @@
-"""Which chips the node's pods use (contract section 8): read from their allocation annotations.
+"""Which chips the node's pods use (contract section 8), as two named, pure predicates.
 
-A chip is in use when a Pending or Running pod names it, or a vNPU on it (maybe with a
-`_<vfgID>` suffix), or a shared copy of it, in `huawei.com/AscendReal` or `huawei.com/kltDev`.
-Shared by the device-plugin (the running-pod health rule) and the fault-manager (free chips,
-reset preconditions).
+- In use for the free list and reset (`chips_in_use_for_allocation`): a Pending or Running pod
+  names the chip, a vNPU on it (maybe with a `_<vfgID>` suffix) or a shared copy of it, in
+  `huawei.com/AscendReal` or `huawei.com/kltDev` - what our plugin writes after Allocate.
+- In use for health (`chips_in_use_for_health`): the chip a PreSeparateNPU (or, with
+  GraceToleranceOn, a FreeRestartNPU) fault leaves Healthy so the job on it is not disturbed.
+  Reference pkg/device/ascendcommon.go `npuIsUsedNow`: an active pod (any phase but Succeeded or
+  Failed, so a Pending pod Volcano bound counts) whose Volcano annotation `huawei.com/Ascend910`
+  (`huawei.com/npu` on the A5 generation) names the chip exactly. Plus the allocation predicate
+  over Running pods, as our health rule had it before: plain-path pods never carry the Volcano
+  annotation, and a static vNPU pod carries only kltDev.
+
+Shared by the device-plugin (its kubelet health without the fault-manager) and the fault-manager
+(verdicts, free chips, reset preconditions). The one-pod functions let both keep the sets one pod
+event at a time.
 """
 
 from __future__ import annotations
@@ -12,11 +22,22 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.naming import NPU_CORE, parse_device_id
 
 ASCEND_REAL = "huawei.com/AscendReal"
 KLT_DEV = "huawei.com/kltDev"
 PENDING, RUNNING = "Pending", "Running"
+ALLOCATION_PHASES = (PENDING, RUNNING)
+# The reference's GetActivePodListCache drops exactly these two phases; Unknown and an empty
+# phase stay active.
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+# The Volcano annotation, `huawei.com/` + getAscend910Name(): Ascend910, or npu on A5. Both are
+# read on every node: an entry must spell the chip's own name, which carries its type, so a key
+# of the other generation can never match by accident.
+VOLCANO_KEYS: tuple[str, ...] = tuple(RESOURCE_PREFIX + t.value for t in (ResourceType.ASCEND910, ResourceType.NPU))
+# Reference common.PodAnnotationMaxLength: a longer value is skipped whole (Go counts bytes).
+POD_ANNOTATION_MAX_LENGTH = 1024 * 1024
 
 
 class PodLike(Protocol):
@@ -42,12 +63,71 @@ def chips_named(value: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def chips_in_use(pods: Iterable[PodLike], phases: tuple[str, ...] = (PENDING, RUNNING)) -> set[str]:
+def _too_long(value: str) -> bool:
+    # Encoding a value that cannot be too long even at 4 bytes a character is wasted work.
+    return len(value) * 4 > POD_ANNOTATION_MAX_LENGTH and len(value.encode()) > POD_ANNOTATION_MAX_LENGTH
+
+
+@functools.lru_cache(maxsize=8192)
+def _volcano_named(value: str) -> frozenset[str]:
+    # The reference compares each comma-separated entry with the device name as it is (no
+    # trimming), so only an entry that is a chip's exact name names it.
+    names: set[str] = set()
+    for item in value.split(","):
+        try:
+            parsed = parse_device_id(item)
+        except ValueError:
+            continue
+        if parsed.chip == item:
+            names.add(item)
+    return frozenset(names)
+
+
+def volcano_named(value: str) -> frozenset[str]:
+    """Chip names a Volcano annotation value names exactly; none for a value over 1 MiB."""
+    if not value or _too_long(value):
+        return frozenset()
+    return _volcano_named(value)
+
+
+def allocation_share(pod: PodLike, phases: tuple[str, ...] = ALLOCATION_PHASES) -> frozenset[str]:
+    """The chips one pod holds for the free list and reset: its AscendReal/kltDev chips if its phase is in `phases`."""
+    if pod.phase not in phases:
+        return frozenset()
+    annotations = pod.annotations
+    real, klt = annotations.get(ASCEND_REAL), annotations.get(KLT_DEV)
+    if klt is None:
+        return chips_named(real) if real is not None else frozenset()
+    return chips_named(klt) if real is None else chips_named(real) | chips_named(klt)
+
+
+def health_share(pod: PodLike, resource_annotation_keys: tuple[str, ...] = VOLCANO_KEYS) -> frozenset[str]:
+    """The chips one pod keeps Healthy despite a PreSeparateNPU fault (see the module's docstring)."""
+    if pod.phase in FINISHED_PHASES:
+        return frozenset()
+    shares = [volcano_named(pod.annotations[key]) for key in resource_annotation_keys if key in pod.annotations]
+    if pod.phase == RUNNING:
+        shares.append(allocation_share(pod, (RUNNING,)))
+    return frozenset[str]().union(*shares)
+
+
+def chips_in_use_for_allocation(pods: Iterable[PodLike], phases: tuple[str, ...] = ALLOCATION_PHASES) -> set[str]:
+    """Chips neither free nor to be reset: named in AscendReal/kltDev by a pod in `phases`."""
     used: set[str] = set()
     for pod in pods:
-        if pod.phase not in phases:
-            continue
-        for key in (ASCEND_REAL, KLT_DEV):
-            if key in pod.annotations:
-                used |= chips_named(pod.annotations[key])
+        used |= allocation_share(pod, phases)
     return used
+
+
+def chips_in_use_for_health(
+    pods: Iterable[PodLike], resource_annotation_keys: tuple[str, ...] = VOLCANO_KEYS
+) -> set[str]:
+    """Chips in use for the health rule: an active pod's Volcano annotation, or a Running pod's allocation."""
+    used: set[str] = set()
+    for pod in pods:
+        used |= health_share(pod, resource_annotation_keys)
+    return used
+
+
+chips_in_use = chips_in_use_for_allocation
+"""The name callers used before the health predicate existed (hot reset, fuzz tests)."""

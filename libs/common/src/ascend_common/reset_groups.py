@@ -1,10 +1,16 @@
 """Hot-reset groups: the chips that go down together when one of them is reset (contract section 8).
 
 A reset takes a whole interconnect domain down, so a reset is only safe when the whole group is
-idle. Groups are computed on phy ids, because those are what every report names.
-Reference: component/ascend-device-plugin/pkg/server/hot_reset_manager.go `getResetRingDevices`
-(ring sizes from pkg/common/constants.go: 910A 4, 910B 8 or 16 with HCCS / 1 without, A3 the
-associated dies of pkg/device/ascend910.go `GetAssociatedLogicIDs`, 300I Duo the card).
+idle. Groups are computed on logic ids, as the reference does: its rings are ranges of logic ids
+(ring start = logic id / ring size x ring size), and logic ids are what the driver resets by.
+
+Reference: component/ascend-device-plugin/pkg/server/hot_reset_manager.go `getResetRingDevices`:
+- A3 first: the associated dies of pkg/device/ascend910.go `GetAssociatedLogicIDs` (both dies of
+  the card and both dies of its brother card, dcmi_get_netdev_brother_device);
+- then, on a node with an Atlas 300I Duo card (`IsContainAtlas300IDuo`), the chips of the card;
+- else `getRingSize` (pkg/common/constants.go): 910A 4; 910B 1 on the boards without HCCS, 16
+  when the node has more than 8 chips, else 8; A5 1; anything else 1; a ring of 1 is the chip
+  alone, a larger one `getHccsRingDevices`.
 """
 
 from __future__ import annotations
@@ -14,51 +20,114 @@ from collections.abc import Iterable, Sequence
 from ascend_common.chips import NO_HCCS_910B_BOARD_IDS, ChipFamily, ChipTopology
 from ascend_common.schemas.exporter import Chip
 
-ASCEND910_RING_SIZE = 4
+__all__ = [
+    "A200T_A2_RING_SIZE",
+    "ASCEND910A3_RING_SIZE",
+    "ASCEND910B_INFER_RING_SIZE",
+    "ASCEND910B_TRAIN_RING_SIZE",
+    "ASCEND910_RING_SIZE",
+    "ASCEND950_RING_SIZE",
+    "ATLAS_300I_DUO",
+    "group_of",
+    "hccs_ring",
+    "reset_group",
+    "reset_groups",
+    "ring_size",
+    "topology_of",
+    "unknown_group_reason",
+]
+
+ASCEND910_RING_SIZE = 4  # Ascend910RingsNum
+ASCEND910B_TRAIN_RING_SIZE = 8  # Ascend910BRingsNumTrain
+ASCEND910B_INFER_RING_SIZE = 1  # Ascend910BRingsNumInfer: the boards without HCCS
+A200T_A2_RING_SIZE = 16  # A200TA2RingsNum: a 910B node of more than 8 chips
+# Ascend910A3RingsNum: what getRingSize answers for A3, which never reaches it (A3 takes the
+# associated dies first); kept so that ring_size answers as getRingSize does.
+ASCEND910A3_RING_SIZE = 16
+ASCEND950_RING_SIZE = 1  # Ascend910A5RingsNum (the reference calls the 950 family "Ascend910A5")
 ATLAS_300I_DUO = "Atlas 300I Duo"
 
 
+def ring_size(family: str, board_id: int | None, device_num: int) -> int:
+    """Chips in a reset ring (getRingSize).
+
+    `family` is the node's card type (a ChipFamily; any other text is a type the reference does
+    not know and gets 1), `board_id` the node's board id (None: unreadable, which the reference
+    treats as board 0), `device_num` how many chips of that family the node has.
+    """
+    match family:
+        case ChipFamily.ASCEND910:
+            return ASCEND910_RING_SIZE
+        case ChipFamily.ASCEND910B:
+            if board_id is not None and board_id in NO_HCCS_910B_BOARD_IDS:
+                return ASCEND910B_INFER_RING_SIZE
+            if device_num > ASCEND910B_TRAIN_RING_SIZE:
+                return A200T_A2_RING_SIZE
+            return ASCEND910B_TRAIN_RING_SIZE
+        case ChipFamily.ASCEND910A3:
+            return ASCEND910A3_RING_SIZE
+        case ChipFamily.ASCEND950:
+            return ASCEND950_RING_SIZE
+        case _:
+            return 1
+
+
+def hccs_ring(logic_id: int, size: int, logic_ids: Iterable[int]) -> tuple[int, ...]:
+    """The ids of `logic_ids` in the ring of `logic_id` (getHccsRingDevices), sorted.
+
+    The ring is [start, start + size) with start = logic_id / size x size in Go's truncating
+    integer division. `logic_id` itself is only in the answer when it is in `logic_ids`, as there.
+    """
+    if size < 1:
+        raise ValueError(f"ring size {size} must be at least 1")
+    quotient = abs(logic_id) // size
+    start = (-quotient if logic_id < 0 else quotient) * size
+    return tuple(sorted({other for other in logic_ids if start <= other < start + size}))
+
+
 def reset_group(chip: ChipTopology, chips: Sequence[ChipTopology]) -> tuple[int, ...]:
-    """Sorted phy ids of the chips reset together with `chip` (always including `chip` itself)."""
-    return _sorted_ids([chip, *_members(chip, chips)])
+    """Sorted logic ids of the chips reset together with `chip` (always including `chip` itself).
+
+    `chips` are the node's chips; only chips of `chip`'s family are ever in its group (a node
+    has one card type in the reference).
+    """
+    return tuple(sorted({chip.logic_id, *(other.logic_id for other in _members(chip, chips))}))
 
 
 def reset_groups(chips: Sequence[ChipTopology]) -> list[tuple[int, ...]]:
-    """The distinct reset groups of a node, sorted."""
+    """The distinct reset groups of a node (sorted logic ids each), sorted."""
     return sorted({reset_group(chip, chips) for chip in chips})
 
 
-def _members(chip: ChipTopology, chips: Sequence[ChipTopology]) -> Iterable[ChipTopology]:
+def _members(chip: ChipTopology, chips: Sequence[ChipTopology]) -> list[ChipTopology]:
     same_family = [other for other in chips if other.family is chip.family]
-    match chip.family:
-        case ChipFamily.ASCEND910:
-            # HCCS rings of 4 on phy ids 0-3 and 4-7.
-            ring = chip.phy_id // ASCEND910_RING_SIZE
-            return [other for other in same_family if other.phy_id // ASCEND910_RING_SIZE == ring]
-        case ChipFamily.ASCEND910B:
-            # With HCCS the whole node is one domain (the reference's ring of 8, or 16 on a
-            # 16-chip box, is every 910B chip of the node); without HCCS each chip stands alone.
-            if chip.board_id is not None and chip.board_id in NO_HCCS_910B_BOARD_IDS:
-                return []
-            return same_family
-        case ChipFamily.ASCEND910A3:
-            # The two dies of a card share it; the partner card (dcmi_get_netdev_brother_device)
-            # shares the network with it, so its dies go down too.
-            cards = {chip.card_id} if chip.partner_card is None else {chip.card_id, chip.partner_card}
-            return [other for other in same_family if other.card_id in cards]
-        case ChipFamily.ASCEND310P if _is_300i_duo(chip):
-            return [other for other in same_family if other.card_id == chip.card_id]
-        case _:
-            return []
+    if chip.family is ChipFamily.ASCEND910A3:
+        # The other die of the card and both dies of the brother card. An unknown brother card
+        # leaves the card alone here; unknown_group_reason() says the group is not known.
+        cards = {chip.card_id} if chip.partner_card is None else {chip.card_id, chip.partner_card}
+        return [other for other in same_family if other.card_id in cards]
+    if any(_is_300i_duo(other) for other in (chip, *same_family)):
+        # The reference asks whether any card of the node is a Duo, not whether this one is.
+        return [other for other in same_family if other.card_id == chip.card_id]
+    size = ring_size(chip.family, _node_board_id(chip, same_family), len(same_family))
+    if size == 1:
+        return []
+    ring = set(hccs_ring(chip.logic_id, size, (other.logic_id for other in same_family)))
+    return [other for other in same_family if other.logic_id in ring]
+
+
+def _node_board_id(chip: ChipTopology, same_family: Sequence[ChipTopology]) -> int | None:
+    # The reference reads the board id of logic id 0 (GetServerBoardId(FirstDevice)): it is the
+    # node's. The lowest known one stands in when that chip's read failed or it is absent.
+    for other in sorted((chip, *same_family), key=lambda c: c.logic_id):
+        if other.board_id is not None:
+            return other.board_id
+    return None
 
 
 def _is_300i_duo(chip: ChipTopology) -> bool:
     # The reference compares the DCMI product type for equality with "Atlas 300I Duo".
     return chip.product_type is not None and chip.product_type.strip() == ATLAS_300I_DUO
-
-
-def _sorted_ids(chips: Iterable[ChipTopology]) -> tuple[int, ...]:
-    return tuple(sorted({c.phy_id for c in chips}))
 
 
 def topology_of(chip: Chip) -> ChipTopology | None:
@@ -83,5 +152,20 @@ def group_of(chip: Chip, chips: Sequence[Chip]) -> list[Chip]:
     if topo is None:
         return [chip]
     topos = [t for t in (topology_of(c) for c in chips) if t is not None]
-    phys = set(reset_group(topo, topos))
-    return sorted((c for c in chips if c.phy_id in phys), key=lambda c: c.logic_id)
+    members = set(reset_group(topo, topos))
+    group = [c for c in chips if c.logic_id in members]
+    if not any(c.logic_id == chip.logic_id for c in group):
+        group.append(chip)
+    return sorted(group, key=lambda c: c.logic_id)
+
+
+def unknown_group_reason(chip: Chip) -> str | None:
+    """Why `chip`'s reset group is not known, or None when it is.
+
+    An A3 die whose brother card could not be read: the reference then finds no ring
+    (getA3AssociatedDevices fails) and does not reset, because the brother card's dies would go
+    down unchecked. group_of() answers the card's own dies for such a chip.
+    """
+    if chip.family is ChipFamily.ASCEND910A3 and not chip.static.partner_card.is_ok:
+        return f"the brother card of {chip.name} is unknown (dcmi_get_netdev_brother_device failed)"
+    return None

@@ -10,20 +10,27 @@ Reference (MindCluster, component/ascend-device-plugin):
   DevFaultInfo (embedded, so its fields follow RankId)}; DevFaultInfo {LogicId int32, Status,
   Policy, InitialPolicy, ErrorCode []int64, ErrorCodeHex}. No json tags: Go field names.
 - pkg/kubeclient/client_server.go WriteResetInfoDataIntoCM / setNewTaskInfoWithHexString:
-  ErrorCodeHex = strings.ToUpper(comma-joined strconv.FormatInt(code, 16)), ErrorCode written as
+  ErrorCodeHex = strings.ToUpper(comma-joined FormatFaultCodeHex(code)), ErrorCode written as
   an empty list, RankList never nil; data `reset.json` = json.Marshal(info), `checkCode` =
-  MakeDataHash(info) = hex sha256 of those same bytes; `restartType` = "hotReset".
+  MakeDataHash(info) = hex sha256 of those same bytes; `restartType` = "hotReset" on a retry, else
+  the old ConfigMap's. It refuses to write ranks over a `reset.json` that says "isolate", and
+  carries RetryTime over from the old `reset.json` (next_reset_config).
 - pkg/common/constants.go: policy names, statuses, data keys; ResetTaskNameKey
   "volcano.sh/job-name", ResetTaskNameKeyInLabel "training.kubeflow.org/job-name".
 - pkg/device/ascendtolerance.go: GetDevProcessPolicy (level -> policy), processPolicyTable
-  (policy severity), GenerateTaskDevFaultInfoList (RankId); pkg/common/common.go GetJobNameOfPod.
+  (policy severity), GenerateTaskDevFaultInfoList (RankList of a pod: every chip of the pod by
+  ascending logic id); pkg/common/common.go GetJobNameOfPod.
+- The retry (needAddRetry) is from the reference's in-pod hot reset (pkg/device/ascend910.go
+  preProcess: the first `unrecovered` write of a reset the node is not already running for the
+  task), removed from the reference's HEAD (commit 40bc27dd), where only ClearResetInfo writes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -37,16 +44,25 @@ __all__ = [
     "JOB_NAME_LABELS",
     "MAX_RANK_INDEX",
     "POLICIES",
+    "REFUSED_NO_CONFIG_MAP",
+    "REFUSED_NO_RESET_JSON",
+    "REFUSED_RESCHEDULE",
+    "REFUSED_UNMARSHAL",
     "RESET_JSON_KEY",
     "RESTART_TYPE_KEY",
     "STATUSES",
+    "DevFaultInfo",
     "RankEntry",
+    "ResetConfigRefused",
+    "clear_reset_config",
     "error_code_hex",
     "job_name",
     "most_severe_policy",
+    "next_reset_config",
     "parse_rank_index",
     "policy_for_level",
     "rank_id",
+    "rank_list",
     "render_reset_config",
 ]
 
@@ -81,8 +97,7 @@ _POLICY_BY_LEVEL: Final = {
     "RestartNPU": "reset",
 }
 
-# Looked up in this order; the reference's GetJobNameOfPod reads the first two, the contract
-# adds deploy-name for inference deployments.
+# Looked up in this order, as the reference's GetJobNameOfPod (deploy-name: inference deployments).
 JOB_NAME_LABELS: Final = ("volcano.sh/job-name", "training.kubeflow.org/job-name", "deploy-name")
 
 _INT = (-(2**63), 2**63 - 1)  # Go int on a 64-bit node
@@ -154,12 +169,20 @@ def _rank(entry: RankEntry) -> dict[str, GoJSON]:
     }
 
 
-def error_code_hex(codes: Iterable[int]) -> str:
-    """ErrorCodeHex: upper-case hex of each code, comma-joined (strconv.FormatInt(code, 16))."""
+def error_code_hex(codes: Iterable[int], *spellings: Mapping[str, str]) -> str:
+    """ErrorCodeHex: each code upper-cased as FormatFaultCodeHex writes it, comma-joined.
+
+    `spellings` are the fault policy's own spellings (ascend_common.faults.table.register_spellings:
+    upper-case hex without leading zeros -> the configured text), the first that knows a code
+    winning, so a configured "020001002" keeps its leading zero; other codes are
+    strconv.FormatInt(code, 16).
+    """
     parts = []
     for code in codes:
         code = _int(code, "ErrorCode", _INT)
-        parts.append(f"-{-code:X}" if code < 0 else f"{code:X}")
+        plain = f"-{-code:X}" if code < 0 else f"{code:X}"
+        spelled = next((known[plain] for known in spellings if plain in known), None)
+        parts.append(plain if spelled is None else spelled.upper())
     return ",".join(parts)
 
 
@@ -200,6 +223,238 @@ def rank_id(rank_index: int, chips_of_pod: Sequence[int], logic_id: int) -> int:
     if rank_index < 0:
         raise ValueError(f"rank index {rank_index} is negative")
     return rank_index * len(ordered) + ordered.index(logic_id)
+
+
+@dataclass(frozen=True)
+class DevFaultInfo:
+    """A chip's fault as its job is told it (DevFaultInfo without LogicId: rank_list keys it)."""
+
+    status: str
+    policy: str
+    initial_policy: str
+    error_codes: tuple[int, ...] = ()
+    error_code_hex: str | None = None
+
+
+def rank_list(rank_index: int, pod_logic_ids: Iterable[int], faults: Mapping[int, DevFaultInfo]) -> list[RankEntry]:
+    """The RankList of one pod (GenerateTaskDevFaultInfoList).
+
+    `pod_logic_ids` are the logic ids of EVERY chip the pod was given on this node (the reference
+    parses the pod's device annotation and converts its phy ids), not only the faulty ones: the
+    entries follow ascending logic id, and RankId = rank_index x (chips of the pod) + position,
+    or -1 for every chip of an inference pod (rank index -1). A logic id repeated counts twice,
+    as there. Raises ValueError when a chip has no entry in `faults` (the reference's "device is
+    not in global cache": no list at all), or for a negative rank index other than -1.
+    """
+    ordered = sorted(pod_logic_ids)
+    if rank_index < 0 and rank_index != INFERENCE_RANK_INDEX:
+        raise ValueError(f"rank index {rank_index} is negative")
+    entries: list[RankEntry] = []
+    for position, logic in enumerate(ordered):
+        info = faults.get(logic)
+        if info is None:
+            raise ValueError(f"device {logic} is not in global cache")
+        rank = INFERENCE_RANK_INDEX if rank_index == INFERENCE_RANK_INDEX else rank_index * len(ordered) + position
+        entries.append(
+            RankEntry(
+                rank_id=rank,
+                logic_id=logic,
+                status=info.status,
+                policy=info.policy,
+                initial_policy=info.initial_policy,
+                error_codes=info.error_codes,
+                error_code_hex=info.error_code_hex,
+            )
+        )
+    return entries
+
+
+# Reasons of ResetConfigRefused, the reference's error texts where it has one.
+REFUSED_NO_CONFIG_MAP: Final = "reset config map not found"
+REFUSED_NO_RESET_JSON: Final = "invalid reset info data"
+REFUSED_RESCHEDULE: Final = "task should be rescheduled"
+REFUSED_UNMARSHAL: Final = "failed to unmarshal reset info data"
+
+
+class ResetConfigRefused(ValueError):
+    """The reference would not write the reset ConfigMap (WriteResetInfoDataIntoCM returns an error).
+
+    `reason` is one of the REFUSED_* texts, REFUSED_UNMARSHAL followed by ": <why>".
+    REFUSED_RESCHEDULE is the expected one: a chip of the job was isolated, so the job must be
+    rescheduled and only a clear (no ranks) may still be written.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def next_reset_config(
+    old_data: Mapping[str, str] | None,
+    ranks: Sequence[RankEntry],
+    *,
+    update_time_s: int,
+    retry: bool,
+) -> dict[str, str]:
+    """The whole new `data` of a job's reset ConfigMap, written over `old_data` (WriteResetInfoDataIntoCM).
+
+    `old_data` is the ConfigMap's current data (None: there is none). `retry` is the reference's
+    needAddRetry: True for the first `unrecovered` write of a reset this node starts for the job
+    (preProcess: the task is not in reset on this node yet), False for every later write of that
+    reset (`recovered`, `failed`) and for a clear.
+
+    Refuses (ResetConfigRefused) when there is no ConfigMap or no `reset.json` in it; when the old
+    `reset.json` text contains "isolate" and `ranks` is not empty; when the old `reset.json` is not
+    what Go's json.Unmarshal takes into TaskResetInfo. Otherwise RetryTime is the old
+    `reset.json`'s, plus one on a retry; `restartType` is "hotReset" on a retry, else the old
+    one's, and absent when the old data has none. UpdateTime is `update_time_s`; FaultFlushing,
+    GracefulExit and RestartFaultProcess are written zero, because the reference copies only
+    RankList from the info it is given. Every other key of `old_data` is dropped: the reference
+    replaces the ConfigMap's data, so the result is the complete data, not a patch.
+    """
+    if old_data is None:
+        raise ResetConfigRefused(REFUSED_NO_CONFIG_MAP)
+    old_text = old_data.get(RESET_JSON_KEY)
+    if old_text is None:
+        raise ResetConfigRefused(REFUSED_NO_RESET_JSON)
+    # A substring test on the raw text, as the reference: any "isolate" anywhere refuses.
+    if "isolate" in old_text and len(ranks) != 0:
+        raise ResetConfigRefused(REFUSED_RESCHEDULE)
+    retry_time = _old_retry_time(old_text)
+    if retry:
+        # Go's int wraps; a RetryTime of 2^63-1 is not a state a job reaches otherwise.
+        retry_time = _INT[0] if retry_time == _INT[1] else retry_time + 1
+    rendered = render_reset_config(ranks, update_time_s=update_time_s, retry_time=retry_time)
+    data = {RESET_JSON_KEY: rendered[RESET_JSON_KEY], CHECK_CODE_KEY: rendered[CHECK_CODE_KEY]}
+    restart_type = HOT_RESET if retry else old_data.get(RESTART_TYPE_KEY)
+    if restart_type is not None:
+        data[RESTART_TYPE_KEY] = restart_type
+    return data
+
+
+def clear_reset_config(old_data: Mapping[str, str] | None, *, update_time_s: int) -> dict[str, str]:
+    """ClearResetInfo: an empty RankList over `old_data`; allowed after an isolation."""
+    return next_reset_config(old_data, [], update_time_s=update_time_s, retry=False)
+
+
+# What Go's json.Unmarshal accepts into TaskResetInfo: null anywhere, else the field's JSON type;
+# an integer must be an integer literal in range. Unknown keys are ignored.
+class _Number:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class _Object:
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list[tuple[str, object]]) -> None:
+        self.pairs = pairs
+
+
+_Check = Callable[[object], bool]
+
+
+def _go_int(bits: int) -> _Check:
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+    def check(value: object) -> bool:
+        if value is None:
+            return True
+        return (
+            isinstance(value, _Number)
+            and re.fullmatch(r"-?[0-9]+", value.text) is not None
+            and low <= int(value.text) <= high
+        )
+
+    return check
+
+
+def _go_bool(value: object) -> bool:
+    return value is None or isinstance(value, bool)
+
+
+def _go_string(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _go_slice(item: _Check) -> _Check:
+    def check(value: object) -> bool:
+        return value is None or (isinstance(value, list) and all(item(v) for v in value))
+
+    return check
+
+
+def _go_struct(fields: Mapping[str, _Check]) -> _Check:
+    def check(value: object) -> bool:
+        if value is None:
+            return True
+        if not isinstance(value, _Object):
+            return False
+        for key, item in value.pairs:
+            name = _go_field(key, fields)
+            if name is not None and not fields[name](item):
+                return False
+        return True
+
+    return check
+
+
+def _go_field(key: str, fields: Iterable[str]) -> str | None:
+    # Go matches keys to field names exactly, else ignoring case with Unicode simple folding,
+    # under which only the Kelvin sign and the long s fold onto ASCII letters.
+    names = list(fields)
+    if key in names:
+        return key
+    folded = "".join({"\u212a": "k", "\u017f": "s"}.get(ch, ch.lower() if ch.isascii() else ch) for ch in key)
+    return next((name for name in names if name.lower() == folded), None)
+
+
+_INT64 = _go_int(64)
+_TASK_DEV_INFO = _go_struct(
+    {
+        "RankId": _INT64,
+        "LogicId": _go_int(32),
+        "Status": _go_string,
+        "Policy": _go_string,
+        "InitialPolicy": _go_string,
+        "ErrorCode": _go_slice(_INT64),
+        "ErrorCodeHex": _go_string,
+    }
+)
+_TASK_RESET_INFO_FIELDS: Final[Mapping[str, _Check]] = {
+    "RankList": _go_slice(_TASK_DEV_INFO),
+    "UpdateTime": _INT64,
+    "RetryTime": _INT64,
+    "FaultFlushing": _go_bool,
+    "GracefulExit": _INT64,
+    "RestartFaultProcess": _go_bool,
+}
+_TASK_RESET_INFO = _go_struct(_TASK_RESET_INFO_FIELDS)
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"invalid character in {name}")  # NaN, Infinity: not JSON to Go
+
+
+def _old_retry_time(text: str) -> int:
+    """RetryTime of an old `reset.json`, as Go's json.Unmarshal into TaskResetInfo reads it."""
+    try:
+        value = json.loads(
+            text, parse_int=_Number, parse_float=_Number, parse_constant=_reject_constant, object_pairs_hook=_Object
+        )
+    except (ValueError, RecursionError) as exc:
+        raise ResetConfigRefused(f"{REFUSED_UNMARSHAL}: {exc}") from None
+    if not _TASK_RESET_INFO(value):
+        raise ResetConfigRefused(f"{REFUSED_UNMARSHAL}: it is not a TaskResetInfo")
+    retry_time = 0
+    if isinstance(value, _Object):
+        for key, item in value.pairs:
+            # Every matching key is decoded in turn, so the last non-null one wins.
+            if _go_field(key, _TASK_RESET_INFO_FIELDS) == "RetryTime" and isinstance(item, _Number):
+                retry_time = int(item.text)
+    return retry_time
 
 
 def parse_rank_index(value: str | None) -> int:

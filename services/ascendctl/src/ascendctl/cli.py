@@ -268,6 +268,41 @@ def reset(ctx: typer.Context, chip: Annotated[str, typer.Argument(help="Chip nam
 
 @app.command()
 @handled
+def resets(ctx: typer.Context) -> None:
+    """Hot resets: recent attempts (and why one failed or was refused), groups left for an operator,
+    the node annotation ResetInfo as written, and the reset tokens left per chip."""
+    opts = _options(ctx)
+    raw = opts.fault_manager.request("GET", "/v1/resets")
+    if opts.json:
+        _print_json(raw)
+        return
+    view: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    console = _console()
+    if not view.get("enabled"):
+        console.print("hot reset is off (the fault-manager runs without --hot-reset)")
+        return
+    table = Table("id", "chips", "channel", "started", "outcome", "code", "reason", title="reset attempts")
+    for a in view.get("attempts", []):
+        table.add_row(
+            str(a["id"]), _escape(",".join(a["chips"])), _escape(a["channel"]), _ms(a["started_ms"]),
+            _escape(a["outcome"] or "running"), "" if a["error_code"] is None else str(a["error_code"]),
+            _escape(a.get("reason") or ""),
+        )  # fmt: skip
+    console.print(table)
+    for item in view.get("operator", []):
+        console.print(f"[bold red]needs an operator[/]: {_escape(','.join(item['chips']))}: {_escape(item['reason'])}")
+    info = view.get("reset_info") or {}
+    for key in ("ManualResetDevs", "ThirdPartyResetDevs"):
+        devs = info.get(key) or []
+        listed = ", ".join(f"phy {d['PhyID']} (logic {d['LogicID']}, card {d['CardId']})" for d in devs)
+        console.print(f"ResetInfo {key}: {_escape(listed) if devs else 'none'}")
+    tokens = view.get("tokens") or {}
+    if tokens:
+        console.print("reset tokens left: " + ", ".join(f"{_escape(c)} {n}" for c, n in tokens.items()))
+
+
+@app.command()
+@handled
 def deviceinfo(ctx: typer.Context) -> None:
     """The node's device-info ConfigMap (mindx-dl-deviceinfo-<node>) as the fault-manager writes it offline."""
     opts = _options(ctx)

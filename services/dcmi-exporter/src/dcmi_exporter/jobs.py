@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 
 from ascend_common.clock import Clock
-from ascend_common.reset_groups import group_of
+from ascend_common.reset_groups import group_of, unknown_group_reason
 from ascend_common.schemas.exporter import (
     BOOT_STATUS_READY,
     Chip,
@@ -72,6 +72,8 @@ class ResetJobs:
     async def start(self, logic_id: int, channel: str) -> ResetJob:
         snap = self.poller.snapshot
         chip = snap.by_logic[logic_id]
+        if reason := unknown_group_reason(chip):  # the reference finds no ring and resets nothing
+            raise ResetRefused(reason)
         group = group_of(chip, snap.chips)
         for member in group:
             if member.logic_id in self._active:

@@ -3,6 +3,11 @@
 Pure. The fault-manager's verdict decides while it is connected. Without it, the plugin keeps
 the last verdict and may only make it worse with the code-level policy of libs/common: it
 never releases a chip that the fault-manager isolated.
+
+"In use" is ascend_common.inuse.chips_in_use_for_health, as in the fault-manager: a PreSeparateNPU
+chip that an active pod's Volcano annotation or a Running pod's allocation names stays Healthy.
+GraceToleranceOn belongs to the fault-manager's hot reset; the plugin only keeps it for a chip
+whose last verdict granted it.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ascend_common.faults import FaultCodeTable, chip_level, schedulable
+from ascend_common.faults import FaultCodeTable, FaultLevel, chip_level, schedulable
 from ascend_common.schemas.exporter import Chip, ChipState
 from ascend_common.schemas.verdict import ChipVerdict
 
@@ -34,7 +39,7 @@ def decide(
     verdict: ChipVerdict | None,
     fault_manager_connected: bool,
     table: FaultCodeTable,
-    used_by_running_pod: bool,
+    in_use_for_health: bool,
 ) -> HealthDecision:
     if chip.state is not ChipState.OK:
         return HealthDecision(False, HealthSource.EXPORTER, f"exporter reports the chip {chip.state.value}")
@@ -44,7 +49,10 @@ def decide(
     if chip.dynamic is not None and chip.dynamic.error_codes.is_ok:
         codes = list(chip.dynamic.error_codes.value or [])
     level = chip_level(table, [(code, None) for code in codes])
-    by_codes = schedulable(level, used_by_running_pod)
+    # A FreeRestartNPU chip the fault-manager left schedulable had GraceToleranceOn; without it
+    # the plugin cannot tell, and a job's chip must not flap because the fault-manager restarts.
+    grace = verdict is not None and verdict.schedulable and verdict.fault_level is FaultLevel.FREE_RESTART_NPU
+    by_codes = schedulable(level, in_use_for_health, grace_tolerance_on=grace)
     if not codes and chip.healthy is False:
         # The library says unhealthy without a code to explain it: do not offer the chip.
         by_codes = False

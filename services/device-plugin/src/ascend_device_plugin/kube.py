@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, KeysView, Mapping
 from dataclasses import dataclass, field
 
-from ascend_common.inuse import chips_in_use
+from ascend_common.inuse import health_share
 from ascend_common.kube.client import KubeApiError, build_api_client
 from ascend_common.kube.patch import SlimNode, get_node, patch_node, patch_pod_annotations
 from ascend_common.kube.pods import PodCache, SlimPod
@@ -54,7 +54,7 @@ class KubeBridge:
     _list: list[PodView] | None = None
     # Kept up to date one pod event at a time, like the views: a pass over every cached pod per
     # event costs milliseconds of the event loop on a 10,000-pod node, and Allocate waits behind it.
-    _running_chips: Counter[str] = field(default_factory=Counter)  # chip -> Running pods naming it
+    _health_chips: Counter[str] = field(default_factory=Counter)  # chip -> pods using it for health
     _holding: set[str] = field(default_factory=set)  # uids of the Pending and Running pods
     _allocated: dict[str, PodView] = field(default_factory=dict)  # holders that carry kltDev (by uid)
     _labels_written: dict[str, str] = field(default_factory=dict)
@@ -88,7 +88,7 @@ class KubeBridge:
             self._pending = asyncio.get_running_loop().call_later(POD_DEBOUNCE_S, self._flush)
 
     def _count(self, view: PodView, step: int) -> None:
-        """Add (step 1) or take away (step -1) one pod's share of the running chips and holders."""
+        """Add (step 1) or take away (step -1) one pod's share of the chips in use for health and holders."""
         if view.phase in (POD_PENDING, POD_RUNNING):
             if step > 0:
                 self._holding.add(view.uid)
@@ -97,14 +97,17 @@ class KubeBridge:
             else:
                 self._holding.discard(view.uid)
                 self._allocated.pop(view.uid, None)
-        for chip in chips_in_use([view], phases=(POD_RUNNING,)):
-            self._running_chips[chip] += step
-            if self._running_chips[chip] <= 0:
-                del self._running_chips[chip]
+        for chip in health_share(view):
+            self._health_chips[chip] += step
+            if self._health_chips[chip] <= 0:
+                del self._health_chips[chip]
 
-    def running_chips(self) -> set[str]:
-        """The chips a Running pod names (what chips_in_use(pods(), (Running,)) would say)."""
-        return set(self._running_chips)
+    def in_use_for_health(self) -> set[str]:
+        """The chips in use for health (what chips_in_use_for_health(pods()) would say)."""
+        return set(self._health_chips)
+
+    # The name app.py knows it by, from when only Running pods counted.
+    running_chips = in_use_for_health
 
     def holding(self) -> set[str]:
         """Uids of the Pending and Running pods; read it, do not keep or change it."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ascend_common.chips import ResourceType
 from ascend_common.faults import FaultCodeTable
-from ascend_common.inuse import chips_in_use
+from ascend_common.inuse import chips_in_use_for_health
 from ascend_common.naming import NPU_CORE
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
@@ -64,9 +64,10 @@ class ResourceManager:
     fault_manager_connected: bool = False
     exporter_lost: bool = False
     pods: list[PodView] = field(default_factory=list)
-    # The chips running pods use, read from `pods` once per pod change: recompute() also runs on
-    # every Volcano Allocate, where a pass over 10,000 cached pods would cost milliseconds.
-    running_chips: set[str] = field(default_factory=set)
+    # The chips in use for health (ascend_common.inuse.chips_in_use_for_health), read from `pods`
+    # once per pod change: recompute() also runs on every Volcano Allocate, where a pass over
+    # 10,000 cached pods would cost milliseconds.
+    in_use_for_health: set[str] = field(default_factory=set)
     # Per pod uid, so that a finished pod's entries go with it:
     # Volcano path: kubelet device id -> the real device Volcano chose for the pod behind it;
     # dynamic vNPU mode: npu-core id -> phy id of the chip its pod's vNPU lives on.
@@ -81,14 +82,14 @@ class ResourceManager:
         return min(types) if types else None
 
     def recompute(self) -> None:
-        running = self.running_chips
+        in_use = self.in_use_for_health
         infos: dict[int, ChipInfo] = {}
         for chip in self.chips.values():
             decision = (
                 HealthDecision(False, HealthSource.EXPORTER, "the exporter is unreachable")
                 if self.exporter_lost
                 else decide(
-                    chip, self.verdicts.get(chip.name), self.fault_manager_connected, self.table, chip.name in running
+                    chip, self.verdicts.get(chip.name), self.fault_manager_connected, self.table, chip.name in in_use
                 )
             )
             previous = self.decisions.get(chip.logic_id)
@@ -159,10 +160,11 @@ class ResourceManager:
     def set_pods(
         self, pods: list[PodView], running: set[str] | None = None, holding: Container[str] | None = None
     ) -> None:
-        """The node's pods; `running` (the chips Running pods name) and `holding` (uids of the Pending
-        and Running pods) when the caller keeps them already, so that no pass over the pods is made."""
+        """The node's pods; `running` (the chips in use for health, named so before the Volcano rule
+        joined the running-pod rule) and `holding` (uids of the Pending and Running pods) when the
+        caller keeps them already, so that no pass over the pods is made."""
         self.pods = pods
-        self.running_chips = chips_in_use(pods, phases=(POD_RUNNING,)) if running is None else running
+        self.in_use_for_health = chips_in_use_for_health(pods) if running is None else running
         # A pod that is gone or finished no longer holds its devices: forget its mappings.
         if holding is None:
             holding = {p.uid for p in pods if p.phase in (POD_PENDING, POD_RUNNING)}

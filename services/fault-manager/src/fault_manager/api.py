@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Annotated, Any
 
 from ascend_common.faults import FaultPolicyError
@@ -68,8 +69,9 @@ class ResetAttemptView(BaseModel):
     channel: str
     started_ms: int
     finished_ms: int | None
-    outcome: str | None
+    outcome: str | None  # succeeded | failed | refused; None while it runs
     error_code: int | None
+    reason: str | None = None  # why it failed or was refused
 
 
 class OperatorView(BaseModel):
@@ -86,6 +88,8 @@ class ResetsView(BaseModel):
     enabled: bool  # --hot-reset
     attempts: list[ResetAttemptView]  # newest first
     operator: list[OperatorView]  # groups hot reset cannot heal: an operator must act
+    reset_info: dict[str, Any] | None = None  # the node annotation ResetInfo as written (reference schema)
+    tokens: dict[str, int] = {}  # reset tokens left per chip (3 per faulty chip, refilled 6 h after the last refill)
 
 
 def create_api(
@@ -180,13 +184,17 @@ def create_api(
         rows = await asyncio.to_thread(fm.store.reset_attempts, limit)
         attempts = [
             ResetAttemptView(id=r.id, chips=list(r.chips), channel=r.channel, started_ms=r.started_ms,
-                             finished_ms=r.finished_ms, outcome=r.outcome, error_code=r.error_code)
+                             finished_ms=r.finished_ms, outcome=r.outcome, error_code=r.error_code, reason=r.reason)
             for r in rows
         ]  # fmt: skip
         operator = [] if hot_reset is None else [
             OperatorView(chips=list(i.chips), reason=i.reason, since_ms=i.since_ms) for i in hot_reset.operator.values()
         ]  # fmt: skip
-        return ResetsView(enabled=hot_reset is not None, attempts=attempts, operator=operator)
+        tokens = {} if hot_reset is None else await asyncio.to_thread(hot_reset.tokens)
+        info = None if hot_reset is None else json.loads(hot_reset.reset_info())
+        return ResetsView(
+            enabled=hot_reset is not None, attempts=attempts, operator=operator, reset_info=info, tokens=tokens
+        )
 
     @app.get("/v1/kube/objects", responses=ERRORS)
     async def kube_objects() -> list[dict[str, Any]]:

@@ -9,14 +9,16 @@ import os
 import signal
 import socket
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ascend_common.clients.exporter import ExporterClient
 from ascend_common.clock import SystemClock
 from ascend_common.essential import exit_status, stop_service_when_one_ends
-from ascend_common.inuse import RUNNING, chips_in_use
-from ascend_common.kube.patch import patch_node
+from ascend_common.inuse import allocation_share, health_share
+from ascend_common.kube.patch import get_node, patch_node
 from ascend_common.kube.pods import PodCache, SlimPod
+from ascend_common.node_reset_info import RESET_INFO_ANNOTATION
 from ascend_common.serving import bind_unix_socket, server
 from ascend_common.settings import parse_host_port
 from ascend_common.tokens import first_token
@@ -40,39 +42,46 @@ def policy_files(settings: FaultManagerSettings) -> dict[str, str]:
 
 
 class ChipsInUse:
-    """The chips the node's pods use, kept one pod event at a time: the event's pod takes its old
-    share out and puts its new one in. A pass over the whole cache instead costs milliseconds of
-    CPU on a 10,000-pod node, and every pod event (each Volcano allocation patches one) asked for it.
+    """The chips the node's pods use, by both predicates of ascend_common.inuse, kept one pod event
+    at a time: the event's pod takes its old share out and puts its new one in. A pass over the
+    whole cache instead costs milliseconds of CPU on a 10,000-pod node, and every pod event (each
+    Volcano allocation patches one) asked for it.
     """
 
     def __init__(self) -> None:
-        self._shares: dict[str, tuple[frozenset[str], bool]] = {}  # uid -> (chips it names, Running)
-        self._any: Counter[str] = Counter()  # chip -> Pending or Running pods naming it
-        self._running: Counter[str] = Counter()  # chip -> Running pods naming it
+        # uid -> (its chips for the free list and reset, its chips for health)
+        self._shares: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self._allocation: Counter[str] = Counter()  # chip -> pods naming it (chips_in_use_for_allocation)
+        self._health: Counter[str] = Counter()  # chip -> pods naming it (chips_in_use_for_health)
 
     def changed(self, kind: str, pod: SlimPod) -> None:
         old = self._shares.pop(pod.uid, None)
         if old is not None:
             self._count(old, -1)
-        chips = frozenset(chips_in_use([pod])) if kind != "DELETED" else frozenset()
-        if chips:
-            share = (chips, pod.phase == RUNNING)
+        if kind == "DELETED":
+            return
+        share = (allocation_share(pod), health_share(pod))
+        if share[0] or share[1]:
             self._shares[pod.uid] = share
             self._count(share, 1)
 
-    def _count(self, share: tuple[frozenset[str], bool], step: int) -> None:
-        chips, running = share
-        for counter in (self._any, self._running) if running else (self._any,):
+    def _count(self, share: tuple[frozenset[str], frozenset[str]], step: int) -> None:
+        for counter, chips in zip((self._allocation, self._health), share, strict=True):
             for chip in chips:
                 counter[chip] += step
                 if counter[chip] <= 0:
                     del counter[chip]
 
     def any_phase(self) -> set[str]:
-        return set(self._any)
+        """In use for the free list and reset: a Pending or Running pod's AscendReal/kltDev names the chip."""
+        return set(self._allocation)
 
-    def used_by_running_pod(self, chip: str) -> bool:
-        return chip in self._running
+    def in_use_for_health(self, chip: str) -> bool:
+        """In use for the health rule (PreSeparateNPU, and FreeRestartNPU with GraceToleranceOn)."""
+        return chip in self._health
+
+    # The name the FaultManager knows it by (fm.used_by_running_pod); it now means in_use_for_health.
+    used_by_running_pod = in_use_for_health
 
 
 @dataclass
@@ -104,18 +113,22 @@ class Service:
             api = build_api_client(kubeconfig=settings.kubeconfig)
             configmaps = ApiConfigMaps(api)
             pods = PodCache(api, settings.node_name)
-        engine = FaultEngine(build(policy_files(settings)), time_scale=settings.time_scale)
+        # Our --hot-reset is the reference's HotResetTrainOffLine: with it, a training chip has
+        # GraceToleranceOn (ascend_common.faults.policy.supports_grace_tolerance).
+        engine = FaultEngine(
+            build(policy_files(settings)), time_scale=settings.time_scale, hot_reset=settings.hot_reset
+        )
         fm = FaultManager(
             store, engine, exporter, configmaps, clock, settings.node_name,
             write_interval=settings.write_interval, refresh_period=settings.refresh_period,
             retention_s=settings.retention_days * 86400,
         )  # fmt: skip
         if pods is not None:
-            # Contract section 8: a chip is in use when a Pending or Running pod names it; the
-            # running-pod rule keeps a PreSeparateNPU chip usable for the pod already on it.
+            # Contract section 8: a chip a pod holds is not free and not reset; one a pod uses for
+            # health (even a Pending pod Volcano bound to it) stays Healthy at PreSeparateNPU.
             in_use = ChipsInUse()
             fm.in_use = in_use.any_phase
-            fm.used_by_running_pod = in_use.used_by_running_pod
+            fm.used_by_running_pod = in_use.in_use_for_health
 
             def pods_changed(kind: str, pod: SlimPod) -> None:
                 in_use.changed(kind, pod)
@@ -136,14 +149,21 @@ class Service:
                 hot_reset.pods = pods.pods
             if offline is not None:
                 objects = offline
-                hot_reset.write_reset_info = lambda info: objects.annotate_node(settings.node_name, {"ResetInfo": info})
+                hot_reset.write_reset_info = lambda info: objects.annotate_node(
+                    settings.node_name, {RESET_INFO_ANNOTATION: info}
+                )
+                hot_reset.read_node_annotations = lambda: objects.node_annotations(settings.node_name)
             else:
                 node, client = settings.node_name, api
 
                 async def annotate(info: str) -> None:
-                    await patch_node(client, node, annotations={"ResetInfo": info})
+                    await patch_node(client, node, annotations={RESET_INFO_ANNOTATION: info})
+
+                async def read_annotations() -> Mapping[str, str]:
+                    return (await get_node(client, node)).annotations
 
                 hot_reset.write_reset_info = annotate
+                hot_reset.read_node_annotations = read_annotations
         return cls(settings, fm, offline, exporter, store, keeper, configmaps, pods, hot_reset)
 
 

@@ -170,6 +170,22 @@ class OfflineConfigMaps:
 
     nodes: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> annotations we set
 
+    async def node_annotations(self, node: str) -> dict[str, str] | None:
+        """The annotations of the node as the last run left them (None: no such file)."""
+        path = self.root / "nodes" / f"{node}.json"
+
+        def read() -> dict[str, str] | None:
+            try:
+                body = json.loads(path.read_text())
+            except FileNotFoundError:
+                return None
+            return {str(k): str(v) for k, v in (body.get("metadata", {}).get("annotations") or {}).items()}
+
+        annotations = await asyncio.to_thread(read)
+        if annotations is not None:
+            self.nodes[node] = {**annotations, **self.nodes.get(node, {})}
+        return annotations
+
     async def annotate_node(self, node: str, annotations: dict[str, str]) -> None:
         self.nodes.setdefault(node, {}).update(annotations)
         folder = self.root / "nodes"

@@ -36,6 +36,7 @@ from ascend_common.faults import (
 from ascend_common.faults import (
     network_healthy as level_network_healthy,
 )
+from ascend_common.faults.policy import supports_grace_tolerance
 from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
 
 UPGRADE_DURATION = "FaultDuration"
@@ -124,8 +125,11 @@ class ChipFaults:
 
 
 class FaultEngine:
-    def __init__(self, policy: Policy, time_scale: float = 1.0, history_s: float | None = None) -> None:
+    def __init__(
+        self, policy: Policy, time_scale: float = 1.0, history_s: float | None = None, *, hot_reset: bool = False
+    ) -> None:
         self.scale = time_scale
+        self.hot_reset = hot_reset  # with a chip's family, its GraceToleranceOn (supports_grace_tolerance)
         self.chips: dict[str, ChipFaults] = {}
         self._history_s = history_s
         self.set_policy(policy)
@@ -382,7 +386,8 @@ class FaultEngine:
         if level != chip.last_level:
             chip.last_level, chip.since = level, now
         net = most_serious(net_levels)
-        ok = chip.reachable and not chip.resetting and schedulable(level, used_by_running_pod)
+        grace = supports_grace_tolerance(self.hot_reset, name)
+        ok = chip.reachable and not chip.resetting and schedulable(level, used_by_running_pod, grace_tolerance_on=grace)
         reason = _main_reason(reasons, chip.reachable, level)
         verdict = ChipVerdict(
             chip=chip.name,

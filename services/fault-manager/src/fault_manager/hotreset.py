@@ -3,7 +3,8 @@
 Candidates are chips whose verdict is Unhealthy at a level that a reset can heal
 (RestartRequest, RestartBusiness, FreeRestartNPU, RestartNPU). A group is reset only when
 no process runs on any of its chips, it has been idle for the idle period (60 s of policy
-time), every chip still has a reset token (3 per 6 h, in SQLite), and every pod that uses it
+time), the faulty chip still has a reset token (a bucket of 3 per chip, refilled whole 6 h of
+policy time after its last refill, as the reference's; in SQLite, so it survives a restart), and every pod that uses it
 belongs to a job in in-place recovery (it has a `reset-config-<job>` ConfigMap). Such a job is
 told `unrecovered` (its agents stop training and release the chips), then `recovered` or
 `failed` after the reset; the ConfigMap is mirrored to host files that its containers read.
@@ -15,37 +16,58 @@ way goes to the operator: `GET /v1/resets` and the node annotation `ResetInfo`.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from ascend_common.chips import ChipFamily
 from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.faults import GraceTolerance, reset_candidate
 from ascend_common.inuse import chips_in_use
 from ascend_common.kube.pods import SlimPod
-from ascend_common.reset_groups import group_of
+from ascend_common.node_reset_info import (
+    EMPTY,
+    NO_ID,
+    RESET_INFO_ANNOTATION,
+    ResetDevice,
+    ResetInfo,
+    clear_need_external_ops,
+    mark_need_external_ops,
+    read_annotation,
+    render_reset_info,
+)
+from ascend_common.reset_groups import group_of, unknown_group_reason
 from ascend_common.resetinfo import (
+    CM_NAME_PREFIX,
     RANK_INDEX_ANNOTATION,
+    RESET_JSON_KEY,
+    RESTART_TYPE_KEY,
+    DevFaultInfo,
     RankEntry,
+    ResetConfigRefused,
     error_code_hex,
     job_name,
+    next_reset_config,
     parse_rank_index,
     policy_for_level,
-    rank_id,
-    render_reset_config,
+    rank_list,
 )
 from ascend_common.schemas.exporter import Chip, JobState
+from ascend_common.schemas.verdict import ChipVerdict
 
 from fault_manager.configmaps import ConfigMaps, Conflict
+from fault_manager.reset_tokens import TOKEN_MAX_COUNT, TOKEN_REFILL_INTERVAL_MS
 from fault_manager.service import FaultManager
 from fault_manager.store import Store
 
 log = logging.getLogger(__name__)
 IDLE_S = 60.0  # policy seconds a group must have been idle
 JOB_POLL_S = 1.0
+TOKENS_RULE = (
+    f"{TOKEN_MAX_COUNT} per faulty chip, refilled {TOKEN_REFILL_INTERVAL_MS // 3_600_000} h after the last refill"
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +85,7 @@ class HotReset:
     exporter: ExporterClient
     store: Store
     write_reset_info: Callable[[str], Awaitable[None]] | None = None
+    read_node_annotations: Callable[[], Awaitable[Mapping[str, str] | None]] | None = None
     pods: Callable[[], list[SlimPod]] = list
     configmaps: ConfigMaps | None = None
     mirror_dir: Path | None = None
@@ -74,6 +97,9 @@ class HotReset:
     _task: asyncio.Task[None] | None = None
     _jobs: set[asyncio.Task[None]] = field(default_factory=set)
     _written_info: str | None = None
+    info: ResetInfo = EMPTY  # the node annotation ResetInfo, in the reference's schema
+    _listed_at_start: set[int] = field(default_factory=set)  # phy ids ResetInfo named when we started
+    _chips: dict[str, Chip] = field(default_factory=dict)  # the exporter's chips, as last listed
     _told: dict[tuple[str, str], str] = field(default_factory=dict)  # job -> status last written
     _told_at: dict[tuple[str, ...], float] = field(default_factory=dict)  # group -> when its jobs were told
     # job -> logic id -> (policy, initial policy, error codes) of the current episode
@@ -83,7 +109,30 @@ class HotReset:
         self._started = self.fm.clock.now()  # nothing is known idle before we watched it
 
     async def start(self) -> None:
+        await self._read_info()
         self._task = asyncio.create_task(self._loop(), name="hot-reset")
+
+    async def _read_info(self) -> None:
+        """The chips an earlier run (ours or the reference's) left for an operator (InitResetInfoMgr):
+        they stay listed until they are healthy, and hot reset leaves them to the operator."""
+        if self.read_node_annotations is None:
+            return
+        try:
+            annotations = await self.read_node_annotations()
+        except Exception as exc:  # the reference starts empty too; the next write states ours
+            log.warning("ResetInfo not read at start", extra={"node": self.fm.node_name, "error": str(exc)})
+            return
+        info, error = read_annotation(annotations)
+        if error is not None:
+            log.warning("ignoring a malformed ResetInfo annotation",
+                        extra={"node": self.fm.node_name, "error": str(error)})  # fmt: skip
+            return
+        self.info = info
+        self._written_info = render_reset_info(info) if annotations and RESET_INFO_ANNOTATION in annotations else None
+        self._listed_at_start = {dev.phy_id for dev in info.manual_reset_devs}
+        if info.manual_reset_devs:
+            log.info("chips left for an operator by an earlier run",
+                     extra={"node": self.fm.node_name, "phy_ids": sorted(self._listed_at_start)})  # fmt: skip
 
     async def stop(self) -> None:
         for task in [*(self._jobs), *([self._task] if self._task else [])]:
@@ -104,7 +153,9 @@ class HotReset:
         return sorted(
             v.chip
             for v in self.fm.board.current().values()
-            if reset_candidate(v.fault_level) and not v.schedulable and not v.resetting and v.chip not in self._running
+            # Not "unschedulable": a FreeRestartNPU chip a job uses stays schedulable under GraceToleranceOn
+            # and is reset through the job's in-place recovery.
+            if reset_candidate(v.fault_level) and not v.resetting and v.chip not in self._running
         )
 
     async def tick(self) -> None:
@@ -114,7 +165,7 @@ class HotReset:
             await self._publish_info()
             return
         listing = await self.exporter.chips()
-        chips = {c.name: c for c in listing.chips}
+        chips = self._chips = {c.name: c for c in listing.chips}
         now = self.fm.clock.now()
         for chip in listing.chips:
             # Idle means no process: a pod of a job in in-place recovery stays while its agents
@@ -130,15 +181,24 @@ class HotReset:
             if key in seen or key in self.operator:
                 continue
             seen.add(key)
+            if chips[name].phy_id in self._listed_at_start:
+                self._to_operator(key, f"{name} was left for an operator by an earlier run (ResetInfo)",
+                                  int(now * 1000), [chips[name]])  # fmt: skip
+                continue
             jobs, reason = await self._jobs_of(group)
-            reason = reason or self._self_healing(key, now)
+            reason = reason or unknown_group_reason(chips[name]) or self._self_healing(key, now)
             if reason is None and jobs:
                 # The job's agents must stop first: tell them, then wait for the chips to be idle.
-                await self._tell_jobs(jobs, group, "unrecovered")
+                refused = await self._tell_jobs(jobs, group, "unrecovered")
+                if refused is not None:
+                    await asyncio.to_thread(self.store.refuse_reset, ",".join(key), list(key), "auto",
+                                            int(now * 1000), refused)  # fmt: skip
+                    self._to_operator(key, refused, int(now * 1000), [chips[name]])
+                    continue
                 if self._processes_outstay(key, group, now):
                     await self._tell_jobs(jobs, group, "failed")
                     self._to_operator(key, "the job's processes did not stop within WaitProcessReadCMTime",
-                                      int(now * 1000))  # fmt: skip
+                                      int(now * 1000), [chips[name]])  # fmt: skip
                     continue
             reason = reason or self._why_not(group, now)
             if reason is not None:
@@ -148,8 +208,8 @@ class HotReset:
                 continue
             self._blocked.pop(key, None)
             now_ms = int(now * 1000)
-            if not await asyncio.to_thread(self.store.take_reset_tokens, list(key), now_ms):
-                self._to_operator(key, "no reset token left (3 per chip per 6 h)", now_ms)
+            if not await self._consume_token(chips[name], now_ms):
+                self._to_operator(key, f"{name} has no reset token left ({TOKENS_RULE})", now_ms, [chips[name]])
                 continue
             task = asyncio.create_task(self._reset(group, jobs), name=f"reset-{key[0]}")
             self._jobs.add(task)
@@ -162,25 +222,43 @@ class HotReset:
         Returns the group and None when the reset started, or the reason it did not.
         """
         listing = await self.exporter.chips()
-        chips = {c.name: c for c in listing.chips}
+        chips = self._chips = {c.name: c for c in listing.chips}
         if name not in chips:
             return [], f"no chip {name} on this node"
         group = group_of(chips[name], listing.chips)
         key = tuple(c.name for c in group)
         now = self.fm.clock.now()
         jobs, reason = await self._jobs_of(group)
-        reason = reason or self._why_not(group, now)
-        if reason is None and not await asyncio.to_thread(self.store.take_reset_tokens, list(key), int(now * 1000)):
-            reason = "no reset token left (3 per chip per 6 h)"
+        reason = reason or unknown_group_reason(chips[name]) or self._why_not(group, now)
+        if reason is None and not await self._consume_token(chips[name], int(now * 1000)):
+            reason = f"{name} has no reset token left ({TOKENS_RULE})"
         if reason is not None:
             return list(key), reason
-        self.operator.pop(key, None)
         if jobs:
-            await self._tell_jobs(jobs, group, "unrecovered")
+            refused = await self._tell_jobs(jobs, group, "unrecovered")
+            if refused is not None:
+                await asyncio.to_thread(self.store.refuse_reset, ",".join(key), list(key), "operator",
+                                        int(now * 1000), refused)  # fmt: skip
+                return list(key), refused
+        self.operator.pop(key, None)
         task = asyncio.create_task(self._reset(group, jobs), name=f"reset-{key[0]}")
         self._jobs.add(task)
         task.add_done_callback(self._jobs.discard)
         return list(key), None
+
+    async def _consume_token(self, chip: Chip, now_ms: int) -> bool:
+        """One token of the faulty chip's bucket (the reference's TokenBucketMgr.ConsumeToken: the
+        rest of its group pays nothing); the refill interval runs on policy time."""
+        interval_ms = round(self.fm.engine.real_time(TOKEN_REFILL_INTERVAL_MS / 1000) * 1000)
+        return await asyncio.to_thread(
+            self.store.consume_reset_token, chip.name, chip.logic_id, now_ms, interval_ms=interval_ms
+        )
+
+    def tokens(self) -> dict[str, int]:
+        """Reset tokens left per chip of the node (a chip that never used its bucket has them all)."""
+        interval_ms = round(self.fm.engine.real_time(TOKEN_REFILL_INTERVAL_MS / 1000) * 1000)
+        used = self.store.reset_buckets(int(self.fm.clock.now() * 1000), interval_ms=interval_ms)
+        return {chip: used.get(chip, TOKEN_MAX_COUNT) for chip in sorted(set(self.fm.engine.chips) | set(used))}
 
     def _grace(self) -> GraceTolerance:
         return self.fm.engine.policy.customization.grace
@@ -233,55 +311,82 @@ class HotReset:
                 return {}, f"job {namespace}/{job} uses the group and takes no part in in-place recovery"
         return jobs, None
 
-    async def _tell_jobs(self, jobs: dict[tuple[str, str], list[SlimPod]], group: list[Chip], status: str) -> None:
-        """Write each job's reset ConfigMap (RankList of its chips on this node) and its host mirror."""
+    async def _tell_jobs(
+        self, jobs: dict[tuple[str, str], list[SlimPod]], group: list[Chip], status: str
+    ) -> str | None:
+        """Write each job's reset ConfigMap (the RankList of its pods' chips on this node) and its host
+        mirror, over what the ConfigMap holds (WriteResetInfoDataIntoCM). Returns why the reference
+        would refuse the write for one of the jobs (then nothing is written for that job), or None."""
         assert self.configmaps is not None
-        verdicts = self.fm.board.current()
-        by_name = {c.name: c for c in group}
+        refused: str | None = None
         for (namespace, job), pods in jobs.items():
             if self._told.get((namespace, job)) == status:
                 continue
+            ranks = self._ranks(namespace, job, pods, group, status)
+            cm = f"{CM_NAME_PREFIX}{job}"
+            # The first `unrecovered` of a reset is a retry of the job (needAddRetry): RetryTime + 1
+            # and restartType hotReset; its later writes keep both.
+            retry = status == "unrecovered"
+            try:
+                for _ in range(3):
+                    current = await self.configmaps.get(namespace, cm)
+                    data = next_reset_config(
+                        current.data if current is not None else None, ranks,
+                        update_time_s=int(self.fm.clock.now()), retry=retry,
+                    )  # fmt: skip
+                    if current is not None and current.data.get(RESET_JSON_KEY) == data[RESET_JSON_KEY]:
+                        break
+                    if self.mirror_dir is not None:  # first: the agents read the files
+                        await asyncio.to_thread(self._mirror, namespace, cm, data)
+                    try:
+                        await self.configmaps.put(namespace, cm, data, {"reset": "true"},
+                                                  current.resource_version if current else None)  # fmt: skip
+                        break
+                    except Conflict:
+                        continue
+            except ResetConfigRefused as exc:
+                log.warning("reset ConfigMap not written: the reference would refuse it",
+                            extra={"job": f"{namespace}/{job}", "configmap": cm, "reason": exc.reason})  # fmt: skip
+                refused = refused or f"{namespace}/{cm} refused: {exc.reason}"
+                continue
             self._told[(namespace, job)] = status
-            ranks: list[RankEntry] = []
-            for pod in sorted(pods, key=lambda p: p.name):
-                chips = sorted({by_name[n].logic_id for n in chips_in_use([pod]) if n in by_name})
-                index = parse_rank_index(pod.annotations.get(RANK_INDEX_ANNOTATION))
-                episode = self._episode.setdefault((namespace, job), {})
-                names = {c.logic_id: c.name for c in group}
-                for logic in chips:
-                    v = verdicts.get(names[logic])
-                    if logic not in episode or status == "unrecovered":
-                        # Policy and codes are the fault's, kept for the whole episode (its first
-                        # policy is InitialPolicy): after a good reset the chip's verdict is clean.
-                        policy = policy_for_level(v.fault_level.value) if v is not None else "empty"
-                        codes = error_code_hex(int(c, 16) for c in (v.codes if v is not None else []))
-                        first = episode[logic][1] if logic in episode else policy
-                        episode[logic] = (policy, first, codes)
-                    policy, first, codes = episode[logic]
-                    ranks.append(RankEntry(rank_id(index, chips, logic), logic, status, policy, first, (), codes))
-            cm = f"reset-config-{job}"
-            data = render_reset_config(ranks, update_time_s=int(self.fm.clock.now()))
-            if self.mirror_dir is not None:  # first: the agents read the files
-                await asyncio.to_thread(self._mirror, namespace, cm, data)
-            for _ in range(3):
-                current = await self.configmaps.get(namespace, cm)
-                if current is not None and current.data.get("reset.json") == data["reset.json"]:
-                    break
-                try:
-                    await self.configmaps.put(namespace, cm, data, {"reset": "true"},
-                                              current.resource_version if current else None)  # fmt: skip
-                    break
-                except Conflict:
-                    continue
             if status != "unrecovered":
                 self._episode.pop((namespace, job), None)
             log.info("job told", extra={"job": f"{namespace}/{job}", "status": status})
+        return refused
+
+    def _ranks(self, namespace: str, job: str, pods: list[SlimPod], group: list[Chip], status: str) -> list[RankEntry]:
+        """The job's RankList on this node: every chip of its pods, by pod, each pod's by logic id
+        (GenerateTaskDevFaultInfoList). A chip's policy and codes are its fault's, kept for the whole
+        episode (its first policy is InitialPolicy): after a good reset its verdict is clean."""
+        verdicts = self.fm.board.current()
+        known = {c.name: c for c in self._chips.values()} | {c.name: c for c in group}
+        policy_ = self.fm.engine.policy
+        spellings = (policy_.table.spellings, policy_.customization.spellings)
+        episode = self._episode.setdefault((namespace, job), {})
+        ranks: list[RankEntry] = []
+        for pod in sorted(pods, key=lambda p: p.name):
+            names = sorted((n for n in chips_in_use([pod]) if n in known), key=lambda n: known[n].logic_id)
+            faults: dict[int, DevFaultInfo] = {}
+            for name in names:
+                logic = known[name].logic_id
+                v = verdicts.get(name)
+                if logic not in episode or status == "unrecovered":
+                    policy = policy_for_level(v.fault_level.value) if v is not None else "empty"
+                    codes = error_code_hex((int(c, 16) for c in (v.codes if v is not None else [])), *spellings)
+                    first = episode[logic][1] if logic in episode else policy
+                    episode[logic] = (policy, first, codes)
+                policy, first, codes = episode[logic]
+                faults[logic] = DevFaultInfo(status, policy, first, (), codes)
+            index = parse_rank_index(pod.annotations.get(RANK_INDEX_ANNOTATION))
+            ranks.extend(rank_list(index, [known[n].logic_id for n in names], faults))
+        return ranks
 
     def _mirror(self, namespace: str, cm: str, data: dict[str, str]) -> None:
         assert self.mirror_dir is not None
         folder = self.mirror_dir / f"{namespace}.{cm}"
         folder.mkdir(parents=True, exist_ok=True)
-        for name, text in (("reset.json", data["reset.json"]), ("restartType", data["restartType"])):
+        for name, text in ((n, data[n]) for n in (RESET_JSON_KEY, RESTART_TYPE_KEY) if n in data):
             tmp = folder / f".{name}.tmp"
             tmp.write_text(text)
             tmp.replace(folder / name)
@@ -316,35 +421,72 @@ class HotReset:
             self._running.difference_update(key)
             self.fm.set_resetting(key, False)
         finished_ms = int(self.fm.clock.now() * 1000)
-        await asyncio.to_thread(self.store.finish_reset_attempt, attempt, outcome, code or None, finished_ms)
+        why = None if outcome == "succeeded" else f"reset failed ({code}): {message}"
+        await asyncio.to_thread(
+            self.store.finish_reset_attempt, attempt, outcome, code or None, finished_ms, reason=why
+        )
         if jobs:
             await self._tell_jobs(jobs, group, "recovered" if outcome == "succeeded" else "failed")
         if outcome == "succeeded":
             log.info("hot reset succeeded", extra={"chips": list(key)})
         else:
             log.error("hot reset failed", extra={"chips": list(key), "code": code, "error": message})
-            self._to_operator(key, f"reset failed ({code}): {message}", int(self.fm.clock.now() * 1000))
+            self._to_operator(key, f"reset failed ({code}): {message}", int(self.fm.clock.now() * 1000), group,
+                              failed=True)  # fmt: skip
         await self._publish_info()
 
-    def _to_operator(self, key: tuple[str, ...], reason: str, at_ms: int) -> None:
+    def _to_operator(
+        self, key: tuple[str, ...], reason: str, at_ms: int, chips: list[Chip], *, failed: bool = False
+    ) -> None:
+        """Hand the group to an operator: `GET /v1/resets` says why, and `chips` join ResetInfo's
+        ManualResetDevs (the faulty chip, as markNeedExternalOps; a failed reset's whole ring, with
+        its associated card, as execRescan / fillResetDevs)."""
         if key not in self.operator:
             log.warning("hot reset needs an operator", extra={"chips": list(key), "reason": reason})
         self.operator[key] = OperatorItem(key, reason, at_ms)
+        for chip in chips:
+            self.info = mark_need_external_ops(self.info, _reset_device(chip, failed=failed))
 
     def _forget_healed(self) -> None:
-        """A group whose chips are all schedulable again needs no operator any more."""
+        """A chip that is healthy again needs no operator any more (checkDeviceRecovered ->
+        clearNeedExternalOps), nor does a group whose chips all are."""
         verdicts = self.fm.board.current()
+        healthy = [v for v in verdicts.values() if _healthy(v)]
+        cleared = clear_need_external_ops(
+            self.info, [ResetDevice(phy_id=v.phy_id, logic_id=v.logic_id) for v in healthy]
+        )
+        if cleared is not None:
+            self.info = cleared
+        self._listed_at_start -= {v.phy_id for v in healthy}
         for key in list(self.operator):
-            if all(verdicts.get(c) is not None and verdicts[c].schedulable for c in key):
+            if all(c in verdicts and _healthy(verdicts[c]) for c in key):
                 del self.operator[key]
 
     def reset_info(self) -> str:
-        """The node annotation `ResetInfo`: the chips an operator must handle, and why."""
-        items = [{"chips": list(i.chips), "reason": i.reason, "since_ms": i.since_ms} for i in self.operator.values()]
-        return json.dumps({"ManualReset": sorted(items, key=lambda i: i["chips"])}, separators=(",", ":"))
+        """The node annotation `ResetInfo`, byte for byte as the reference writes it."""
+        return render_reset_info(self.info)
 
     async def _publish_info(self) -> None:
         info = self.reset_info()
         if info != self._written_info and self.write_reset_info is not None:
             await self.write_reset_info(info)
             self._written_info = info
+
+
+def _reset_device(chip: Chip, *, failed: bool) -> ResetDevice:
+    """A chip as ResetInfo lists it. A failed reset's entry carries the associated card
+    (fillResetDevs: the partner card on A3, -1 elsewhere or when unknown); markNeedExternalOps' leaves it 0."""
+    associated = 0
+    if failed:
+        partner = chip.static.partner_card
+        associated = (
+            partner.value
+            if chip.family is ChipFamily.ASCEND910A3 and partner.is_ok and partner.value is not None
+            else NO_ID
+        )
+    return ResetDevice(chip.card_id, chip.device_id, associated, chip.phy_id, chip.logic_id)
+
+
+def _healthy(verdict: ChipVerdict) -> bool:
+    """Healthy for hot reset: schedulable, and not merely kept so for its job (GraceToleranceOn)."""
+    return verdict.schedulable and not reset_candidate(verdict.fault_level)

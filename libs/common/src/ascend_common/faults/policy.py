@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ascend_common.chips import ResourceType
 from ascend_common.faults.levels import FaultLevel, SwitchFaultLevel, most_serious
 from ascend_common.faults.table import FaultCodeTable, SwitchFaultTable, normalize_code, normalize_switch_code
+from ascend_common.naming import parse_device_id
 
 CodeLike = str | int
 """A chip fault code: hex text (`"80E01801"`, `"0x80e01801"`) or the number the library reports."""
@@ -24,8 +26,9 @@ NETWORK_CODES: frozenset[str] = frozenset({LINK_DOWN_CODE, "81078607", "11000000
 # (reference pkg/common/constants.go: FaultSeveritySuggestion = iota, FaultSeverityMinor, ...).
 SEVERITY_MINOR = 1
 
-# Levels at which a chip still takes pods; PreSeparateNPU joins them only while a running pod
-# uses the chip, so that its job is not disturbed (reference pkg/device/ascendcommon.go isHealthy).
+# Levels at which a chip still takes pods; PreSeparateNPU (and FreeRestartNPU with
+# GraceToleranceOn) joins them only while a pod uses the chip, so that its job is not disturbed
+# (reference pkg/device/ascendcommon.go isHealthy).
 _SCHEDULABLE = frozenset({FaultLevel.NORMAL_NPU, FaultLevel.NOT_HANDLE_FAULT, FaultLevel.SUB_HEALTH_FAULT})
 _NETWORK_HEALTHY = frozenset({FaultLevel.NORMAL_NPU, FaultLevel.NOT_HANDLE_FAULT})
 
@@ -108,11 +111,41 @@ def chip_network_level(table: FaultCodeTable, codes: Iterable[tuple[CodeLike, in
     return most_serious(network_level(table, code) for code, _severity in codes if is_network_code(code))
 
 
-def schedulable(level: FaultLevel, in_use_by_running_pod: bool) -> bool:
-    """Whether the kubelet should see the chip Healthy (contract section 7)."""
+# The chips the reference's grace tolerance serves: its RunMode Ascend910 (910A, 910B, A3 and A5),
+# advertised as huawei.com/Ascend910 or, on A5, huawei.com/npu.
+_TRAINING_TYPES = frozenset({ResourceType.ASCEND910, ResourceType.NPU})
+
+
+def schedulable(level: FaultLevel, in_use_for_health: bool, *, grace_tolerance_on: bool = False) -> bool:
+    """Whether the kubelet should see the chip Healthy (contract section 7); reference `isHealthy`.
+
+    `in_use_for_health`: the chip is in ascend_common.inuse.chips_in_use_for_health (the
+    reference's `npuIsUsedNow`). `grace_tolerance_on`: supports_grace_tolerance() for the chip.
+    """
     if level in _SCHEDULABLE:
         return True
-    return level is FaultLevel.PRE_SEPARATE_NPU and in_use_by_running_pod
+    if level is FaultLevel.FREE_RESTART_NPU:
+        # Grace tolerance resets the chip in place with the job's help, so the job keeps it meanwhile.
+        return in_use_for_health and grace_tolerance_on
+    return level is FaultLevel.PRE_SEPARATE_NPU and in_use_for_health
+
+
+def supports_grace_tolerance(hot_reset: bool, chip: str) -> bool:
+    """GraceToleranceOn for `chip` (reference pkg/server/manager.go `isSupportGraceTolerance`).
+
+    The reference turns it on for hot-reset mode HotResetTrainOffLine (2) on a training chip, a
+    910A only in SMP mode. Our hot reset (the fault-manager's --hot-reset) is that mode: it resets
+    in place with the job's reset-config ConfigMap. A training chip is one advertised as
+    huawei.com/Ascend910 or huawei.com/npu, read from its name. The 910A work mode is not read
+    (the exporter does not report it): a 910A counts as SMP, its usual mode for training.
+    """
+    if not hot_reset:
+        return False
+    try:
+        rtype = parse_device_id(chip).rtype
+    except ValueError:
+        return False
+    return rtype in _TRAINING_TYPES
 
 
 def network_healthy(level: FaultLevel) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .migrations import CURRENT_VERSION
 from .models import (
+    RESET_OUTCOMES,
     ChipStateRow,
     EscalationRow,
     FaultEventLike,
@@ -13,13 +14,12 @@ from .models import (
     PruneResult,
     ResetAttemptRow,
 )
-from .store import MAX_PAGE, TOKEN_WINDOW_MS, TOKENS_PER_WINDOW, Store, StoreError
+from .store import MAX_PAGE, Store, StoreError
 
 __all__ = [
     "CURRENT_VERSION",
     "MAX_PAGE",
-    "TOKENS_PER_WINDOW",
-    "TOKEN_WINDOW_MS",
+    "RESET_OUTCOMES",
     "ChipStateRow",
     "EscalationRow",
     "FaultEventLike",

@@ -206,9 +206,39 @@ def _v2(conn: Connection) -> None:
     _run(conn, _V2_AUDIT)
 
 
+# --- v3: the reference's per-chip token buckets replace the sliding window; why a reset failed ---
+
+_V3 = (
+    """CREATE TABLE reset_buckets (
+        chip VARCHAR NOT NULL PRIMARY KEY,
+        logic_id INTEGER,
+        tokens INTEGER NOT NULL,
+        last_refill_ms INTEGER NOT NULL
+    )""",
+    # The sliding window's rule, frozen here (3 tokens per chip, a token taken at t counts while
+    # t > now - 6 h), measured from the newest token: "now" was at least that when the file was
+    # written. A chip keeps what the window left it; its bucket refills when the window would have
+    # given back its oldest counted token, so no chip waits longer than under the old rule. The
+    # logic id was never stored (the chip name holds the phy id): NULL until the next consume.
+    """INSERT INTO reset_buckets (chip, logic_id, tokens, last_refill_ms)
+       SELECT chip, NULL, MAX(0, 3 - COUNT(*)), MIN(taken_ms)
+       FROM reset_tokens
+       WHERE taken_ms > (SELECT MAX(taken_ms) FROM reset_tokens) - 21600000
+       GROUP BY chip
+       ORDER BY chip""",
+    "DROP TABLE reset_tokens",  # its two indexes go with it
+    "ALTER TABLE reset_attempts ADD COLUMN reason VARCHAR",
+)
+
+
+def _v3(conn: Connection) -> None:
+    _run(conn, _V3)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial layout", _v1),
     Migration(2, "event run/seq and source, history indexes, manual isolation audit", _v2),
+    Migration(3, "per-chip reset token buckets, reset attempt reasons", _v3),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

@@ -18,6 +18,8 @@ from sqlmodel import Field, SQLModel
 # Values the contract allows; checked before anything is written so a bad batch changes nothing.
 ASSERTIONS = frozenset({"occur", "recover", "once"})
 SOURCES = frozenset({"subscription", "poll", "reconcile"})
+# How a reset attempt ended; "refused" never started (no token left, a busy chip, ...: see its reason).
+RESET_OUTCOMES = frozenset({"succeeded", "failed", "refused"})
 
 
 # --- tables -------------------------------------------------------------------------------------
@@ -129,6 +131,7 @@ class ResetAttempt(SQLModel, table=True):
     outcome: str | None = None
     error_code: int | None = None
     finished_ms: int | None = None
+    reason: str | None = None  # why it was refused or failed, for the operator (GET /v1/resets)
 
 
 class ResetAttemptChip(SQLModel, table=True):
@@ -141,18 +144,17 @@ class ResetAttemptChip(SQLModel, table=True):
     chip: str = Field(primary_key=True)
 
 
-class ResetToken(SQLModel, table=True):
-    """One reset token taken by a chip; tokens in the window are counted (3 per chip per 6 h)."""
+class ResetBucket(SQLModel, table=True):
+    """A faulty chip's hot-reset token bucket (fault_manager.reset_tokens), created by its first reset."""
 
-    __tablename__ = "reset_tokens"
-    __table_args__ = (
-        Index("ix_reset_tokens_chip_time", "chip", "taken_ms"),
-        Index("ix_reset_tokens_time", "taken_ms"),
-    )
+    __tablename__ = "reset_buckets"
 
-    id: int | None = Field(default=None, primary_key=True)
-    chip: str
-    taken_ms: int
+    chip: str = Field(primary_key=True)
+    # The reference keys its buckets by logic id; kept for the operator. NULL for a bucket converted
+    # from the sliding-window release, which did not record it: the next consume fills it in.
+    logic_id: int | None = None
+    tokens: int
+    last_refill_ms: int
 
 
 class PolicyVersion(SQLModel, table=True):
@@ -188,7 +190,7 @@ STORE_TABLES: tuple[type[SQLModel], ...] = (
     ManualAudit,
     ResetAttempt,
     ResetAttemptChip,
-    ResetToken,
+    ResetBucket,
     PolicyVersion,
     SchemaVersion,
 )
@@ -291,9 +293,10 @@ class ResetAttemptRow:
     chips: tuple[str, ...]
     channel: str
     started_ms: int
-    outcome: str | None
+    outcome: str | None  # None while running, else one of RESET_OUTCOMES
     error_code: int | None
     finished_ms: int | None
+    reason: str | None = None  # why it was refused or failed; None before schema version 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,5 +315,4 @@ class PruneResult:
     events: int = 0
     escalations: int = 0
     reset_attempts: int = 0
-    reset_tokens: int = 0
     complete: bool = True  # False: the time budget ran out; call prune again later

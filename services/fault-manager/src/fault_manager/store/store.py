@@ -29,9 +29,11 @@ from sqlalchemy.orm import Mapped
 from sqlalchemy.pool import QueuePool
 from sqlmodel import col
 
+from ..reset_tokens import TOKEN_REFILL_INTERVAL_MS, TokenBucket, consume_token, tokens_left
 from . import migrations
 from .models import (
     ASSERTIONS,
+    RESET_OUTCOMES,
     SOURCES,
     ChipState,
     ChipStateRow,
@@ -49,14 +51,12 @@ from .models import (
     ResetAttempt,
     ResetAttemptChip,
     ResetAttemptRow,
-    ResetToken,
+    ResetBucket,
     table,
 )
 
 log = logging.getLogger(__name__)
 
-TOKEN_WINDOW_MS = 6 * 3600 * 1000  # contract section 8: 3 reset tokens per chip per 6 h
-TOKENS_PER_WINDOW = 3
 MAX_PAGE = 10_000  # one history page; keeps a single call's memory bounded
 
 _BEGIN_OPTION = "fm_begin"  # execution option carrying the BEGIN flavour to the "begin" hook
@@ -68,7 +68,7 @@ _MANUAL = table(ManualChip)
 _AUDIT = table(ManualAudit)
 _RESETS = table(ResetAttempt)
 _RESET_CHIPS = table(ResetAttemptChip)
-_TOKENS = table(ResetToken)
+_BUCKETS = table(ResetBucket)
 _POLICIES = table(PolicyVersion)
 
 
@@ -566,28 +566,69 @@ class Store:
 
     # --- hot reset -----------------------------------------------------------------------------
 
-    def record_reset_attempt(self, group: str, chips: Sequence[str], channel: str, started_ms: int) -> int:
+    def record_reset_attempt(
+        self, group: str, chips: Sequence[str], channel: str, started_ms: int, *, reason: str | None = None
+    ) -> int:
+        """Record a reset attempt starting at `started_ms`; `finish_reset_attempt` says how it ended."""
         with self._writing("recording a reset attempt") as conn:
-            result = conn.execute(
-                insert(_RESETS), {"group_name": group, "channel": channel, "started_ms": int(started_ms)}
-            )
-            attempt_id = result.inserted_primary_key
-            assert attempt_id is not None
-            new_id = int(attempt_id[0])
-            unique_chips = sorted(set(chips))
-            if unique_chips:
-                conn.execute(insert(_RESET_CHIPS), [{"attempt_id": new_id, "chip": c} for c in unique_chips])
+            return self._insert_attempt(conn, group, chips, channel, started_ms, reason=reason)
+
+    @staticmethod
+    def _insert_attempt(
+        conn: Connection,
+        group: str,
+        chips: Sequence[str],
+        channel: str,
+        started_ms: int,
+        *,
+        reason: str | None,
+        outcome: str | None = None,
+        finished_ms: int | None = None,
+    ) -> int:
+        result = conn.execute(
+            insert(_RESETS),
+            {
+                "group_name": group,
+                "channel": channel,
+                "started_ms": int(started_ms),
+                "outcome": outcome,
+                "finished_ms": finished_ms,
+                "reason": reason,
+            },
+        )
+        attempt_id = result.inserted_primary_key
+        assert attempt_id is not None
+        new_id = int(attempt_id[0])
+        unique_chips = sorted(set(chips))
+        if unique_chips:
+            conn.execute(insert(_RESET_CHIPS), [{"attempt_id": new_id, "chip": c} for c in unique_chips])
         return new_id
 
-    def finish_reset_attempt(self, attempt_id: int, outcome: str, error_code: int | None, finished_ms: int) -> bool:
-        """Record how an attempt ended; False when no such attempt exists."""
-        stmt = (
-            update(_RESETS)
-            .where(_reset_id == attempt_id)
-            .values(outcome=outcome, error_code=error_code, finished_ms=int(finished_ms))
-        )
+    def finish_reset_attempt(
+        self,
+        attempt_id: int,
+        outcome: str,
+        error_code: int | None,
+        finished_ms: int,
+        *,
+        reason: str | None = None,
+    ) -> bool:
+        """Record how an attempt ended; False when no such attempt exists. A None reason keeps the recorded one."""
+        if outcome not in RESET_OUTCOMES:
+            raise ValueError(f"reset outcome {outcome!r} not in {sorted(RESET_OUTCOMES)}")
+        values: dict[str, Any] = {"outcome": outcome, "error_code": error_code, "finished_ms": int(finished_ms)}
+        if reason is not None:
+            values["reason"] = reason
+        stmt = update(_RESETS).where(_reset_id == attempt_id).values(**values)
         with self._writing("finishing a reset attempt") as conn:
             return int(conn.execute(stmt).rowcount) > 0
+
+    def refuse_reset(self, group: str, chips: Sequence[str], channel: str, at_ms: int, reason: str) -> int:
+        """Record a reset that was refused before it started (outcome "refused"), finished at once."""
+        with self._writing("recording a refused reset") as conn:
+            return self._insert_attempt(
+                conn, group, chips, channel, at_ms, reason=reason, outcome="refused", finished_ms=int(at_ms)
+            )
 
     def reset_attempts(self, limit: int = 100, chip: str | None = None) -> list[ResetAttemptRow]:
         """Reset attempts, newest first (only those involving `chip` when given)."""
@@ -599,6 +640,7 @@ class Store:
             col(ResetAttempt.outcome),
             col(ResetAttempt.error_code),
             col(ResetAttempt.finished_ms),
+            col(ResetAttempt.reason),
         )
         if chip is not None:
             stmt = stmt.where(
@@ -626,60 +668,58 @@ class Store:
                 outcome=a[4],
                 error_code=a[5],
                 finished_ms=a[6],
+                reason=a[7],
             )
             for a in attempts
         ]
 
+    # --- hot-reset token buckets (fault_manager.reset_tokens) ----------------------------------
+
     @staticmethod
-    def _tokens_used(conn: Connection, chips: Sequence[str], now_ms: int, window_ms: int) -> dict[str, int]:
-        # A token taken at t counts while t > now - window: it is back exactly one window later.
-        rows = conn.execute(
-            select(col(ResetToken.chip), func.count())
-            .where(col(ResetToken.chip).in_(chips), col(ResetToken.taken_ms) > now_ms - window_ms)
-            .group_by(col(ResetToken.chip))
-        ).all()
-        used = dict.fromkeys(chips, 0)
-        used.update({chip: int(n) for chip, n in rows})
-        return used
+    def _bucket(conn: Connection, chip: str) -> TokenBucket | None:
+        row = conn.execute(
+            select(col(ResetBucket.tokens), col(ResetBucket.last_refill_ms)).where(col(ResetBucket.chip) == chip)
+        ).first()
+        return None if row is None else TokenBucket(int(row[0]), int(row[1]))
 
-    def take_reset_tokens(
-        self,
-        chips: Sequence[str],
-        now_ms: int,
-        per: int = TOKENS_PER_WINDOW,
-        window_ms: int = TOKEN_WINDOW_MS,
+    def consume_reset_token(
+        self, chip: str, logic_id: int, now_ms: int, *, interval_ms: int = TOKEN_REFILL_INTERVAL_MS
     ) -> bool:
-        """Take one token for every chip of a reset group, or none at all (a group resets together)."""
-        unique = sorted(set(chips))
-        if not unique:
-            return True
-        with self._writing("taking reset tokens") as conn:
-            used = self._tokens_used(conn, unique, now_ms, window_ms)
-            if any(n >= per for n in used.values()):
-                return False
-            conn.execute(insert(_TOKENS), [{"chip": c, "taken_ms": int(now_ms)} for c in unique])
-        return True
+        """Take one token of the faulty chip's bucket (created full on its first reset); False: none left.
 
-    def take_reset_token(
-        self,
-        chip: str,
-        now_ms: int,
-        per: int = TOKENS_PER_WINDOW,
-        window_ms: int = TOKEN_WINDOW_MS,
-    ) -> bool:
-        """Take a reset token for the chip if it has one left in the window (persisted across restarts)."""
-        return self.take_reset_tokens([chip], now_ms, per, window_ms)
+        Read, rule and write in one write transaction, so two resets can never both take a chip's last token.
+        """
+        with self._writing("consuming a reset token") as conn:
+            bucket, taken = consume_token(self._bucket(conn, chip), int(now_ms), interval_ms=interval_ms)
+            stmt = sqlite_insert(_BUCKETS).values(
+                chip=chip, logic_id=int(logic_id), tokens=bucket.tokens, last_refill_ms=bucket.last_refill_ms
+            )
+            conn.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=[col(ResetBucket.chip)],
+                    set_={name: stmt.excluded[name] for name in ("logic_id", "tokens", "last_refill_ms")},
+                )
+            )
+        if taken:
+            log.info("reset token consumed", extra={"chip": chip, "logic_id": logic_id, "tokens": bucket.tokens})
+        return taken
 
-    def tokens_left(
-        self,
-        chip: str,
-        now_ms: int,
-        per: int = TOKENS_PER_WINDOW,
-        window_ms: int = TOKEN_WINDOW_MS,
-    ) -> int:
-        with self._read("counting reset tokens") as conn:
-            used = self._tokens_used(conn, [chip], now_ms, window_ms)[chip]
-        return max(0, per - used)
+    def reset_tokens(self, chip: str, now_ms: int, *, interval_ms: int = TOKEN_REFILL_INTERVAL_MS) -> int:
+        """The tokens a chip has at `now_ms` (TOKEN_MAX_COUNT before its first reset). Reading writes nothing."""
+        with self._read("reading reset tokens") as conn:
+            return tokens_left(self._bucket(conn, chip), int(now_ms), interval_ms=interval_ms)
+
+    def reset_buckets(self, now_ms: int, *, interval_ms: int = TOKEN_REFILL_INTERVAL_MS) -> dict[str, int]:
+        """The tokens at `now_ms` of every chip that has a bucket, by chip; any other chip has TOKEN_MAX_COUNT."""
+        stmt = select(col(ResetBucket.chip), col(ResetBucket.tokens), col(ResetBucket.last_refill_ms)).order_by(
+            col(ResetBucket.chip)
+        )
+        with self._read("reading reset buckets") as conn:
+            rows = conn.execute(stmt).all()
+        return {
+            chip: TokenBucket(int(tokens), int(last)).tokens_at(int(now_ms), interval_ms=interval_ms)
+            for chip, tokens, last in rows
+        }
 
     # --- fault policy versions -----------------------------------------------------------------
 
@@ -745,13 +785,12 @@ class Store:
         *,
         batch_size: int = 1000,
         time_budget_s: float | None = None,
-        token_window_ms: int = TOKEN_WINDOW_MS,
     ) -> PruneResult:
         """Delete history older than `older_than_ms` in short transactions, oldest first.
 
         Events: each chip keeps at least its newest `keep_min_per_chip`. Escalations: only released
         ones go; active escalations are never pruned. Reset attempts: finished ones (with their
-        chips). Reset tokens: never one that might still count, whatever the cutoff. Each batch
+        chips). Reset token buckets are kept: one row per chip, and they are state, not history. Each batch
         commits on its own so appends interleave (a batch of 1,000 events held the write lock for
         10-25 ms on a 1,000,000-event file here); with a `time_budget_s` the call stops early and
         reports `complete=False` (call again later). Manual isolation audit and policy versions are
@@ -760,7 +799,7 @@ class Store:
         if batch_size < 1 or keep_min_per_chip < 0:
             raise ValueError("batch_size must be >= 1 and keep_min_per_chip >= 0")
         deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
-        counts = {"events": 0, "escalations": 0, "reset_attempts": 0, "reset_tokens": 0}
+        counts = {"events": 0, "escalations": 0, "reset_attempts": 0}
 
         def out_of_time() -> bool:
             return deadline is not None and time.monotonic() >= deadline
@@ -795,7 +834,7 @@ class Store:
                     break
         if out_of_time():
             return PruneResult(**counts, complete=False)
-        with self._writing("pruning escalations, resets and tokens") as conn:
+        with self._writing("pruning escalations and resets") as conn:
             counts["escalations"] = int(
                 conn.execute(
                     delete(_ESCALATIONS).where(
@@ -810,14 +849,6 @@ class Store:
                     )
                 ).rowcount
             )
-            # Time only moves forward, so "now" is at least the newest token: anything a window older
-            # than that can never count again, whatever cutoff the caller chose.
-            newest = conn.execute(select(func.max(col(ResetToken.taken_ms)))).scalar_one_or_none()
-            if newest is not None:
-                horizon = min(older_than_ms, int(newest) - token_window_ms + 1)
-                counts["reset_tokens"] = int(
-                    conn.execute(delete(_TOKENS).where(col(ResetToken.taken_ms) < horizon)).rowcount
-                )
         return PruneResult(**counts, complete=True)
 
 
