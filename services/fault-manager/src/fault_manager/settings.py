@@ -27,7 +27,11 @@ class FaultManagerSettings(BaseSettings):
     policy_dir: Path | None = Field(None, description="faultCode.json etc. to use instead of the packaged tables.")
     time_scale: float = Field(1.0, gt=0, le=10_000, description="Policy time runs this many times faster (drills).")
     metrics_addr: HostPort = Field("0.0.0.0:8084", description="HOST:PORT for /healthz, /readyz and /metrics.")
-    hot_reset: CliImplicitFlag[bool] = Field(False, description="Reset chips whose fault level calls for it.")
+    hot_reset: CliImplicitFlag[bool] = Field(
+        False,
+        description="Reset chips whose fault level calls for it (the reference's hotReset=2, in-place recovery); "
+        "with it, GraceToleranceOn for training chips: a FreeRestartNPU chip in use stays Healthy.",
+    )
     token_file: Path | None = Field(None, description="Holds the fault-manager's `reset` token for the exporter.")
     reset_mirror_dir: Path = Field(Path("/user/restore/reset"), description="Host mirror of reset ConfigMaps.")
     retention_days: float = Field(30.0, gt=0, le=3650, description="Fault events older than this are pruned.")
