@@ -13,6 +13,7 @@ import copy
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ascend_common.faults import (
     TICK,
@@ -82,6 +83,23 @@ class Escalation:
     level: FaultLevel
     upgrade_type: str  # FaultDuration | FaultFrequency | FaultAutofill
     at_ms: int
+
+
+class StoredReason(Protocol):
+    """An UpgradeFaultReason as the store keeps it (store.EscalationRow)."""
+
+    @property
+    def code(self) -> str: ...
+    @property
+    def level(self) -> str: ...
+    @property
+    def upgrade_type(self) -> str: ...
+    @property
+    def upgrade_time_ms(self) -> int: ...
+
+
+def stored_escalation(row: StoredReason) -> Escalation:
+    return Escalation(row.code, FaultLevel(row.level), row.upgrade_type, row.upgrade_time_ms)
 
 
 @dataclass(frozen=True)

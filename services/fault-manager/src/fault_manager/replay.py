@@ -26,7 +26,17 @@ from typing import Any
 
 from ascend_common.faults import normalize_code
 
-from fault_manager.engine import BY_RELEASE, BY_RULE, Evaluation, FaultEngine, Policy
+from fault_manager.engine import (
+    BY_ADOPTION,
+    BY_RELEASE,
+    BY_RULE,
+    UPGRADE_AUTOFILL,
+    Escalation,
+    Evaluation,
+    FaultEngine,
+    Policy,
+    stored_escalation,
+)
 from fault_manager.store import Store
 
 ASSERTIONS = ("occur", "recover", "once")
@@ -143,6 +153,20 @@ class Replayer:
             self.engine.release(chip, t)
         self._evaluate(chip, t)
 
+    def adopt(self, chip: str, reasons: list[Escalation], t: float) -> None:
+        """The chip's isolation and reasons were adopted from the ConfigMap at `t` (a first start)."""
+        self.advance(t)
+        self.engine.chip(chip, -1, -1)
+        self.engine.adopt(chip, reasons)
+        self._evaluate(chip, t)
+
+    def autofill(self, chip: str, t: float) -> None:
+        """The service gave the chip's isolation a FaultAutofill reason at `t` (a start found none)."""
+        self.advance(t)
+        self.engine.chip(chip, -1, -1)
+        self.engine.autofill(chip, t)
+        self._evaluate(chip, t)
+
     def query(self, t: float) -> dict[str, Any]:
         self.advance(t)
         return {"t": t, "chips": {chip: describe(self._evaluate(chip, t)) for chip in sorted(self.engine.chips)}}
@@ -192,15 +216,25 @@ def compare_store(path: Path, policy: Policy, now: float) -> Iterator[dict[str, 
         chips = sorted(set(states) | manual)
         # The operators' isolations and releases are not in the events: they are replayed at their
         # times, so that only the rules are compared (a release restarts the frequency windows).
-        steps: list[tuple[float, int, Event | tuple[str, bool]]] = [
+        # (chip, isolated) an operator's step; (chip, reasons) an adoption; (chip, None) a FaultAutofill reason.
+        steps: list[tuple[float, int, Event | tuple[str, bool | list[Escalation] | None]]] = [
             (row.raised_at_ms / 1000, row.id or 0, Event(row.raised_at_ms / 1000, chip, row.code, row.assertion,
                                                          row.severity))
             for chip in chips for row in store.chip_history(chip)
         ]  # fmt: skip
         for chip in chips:
+            reasons = store.escalations(False, chip)
+            adopted_at = [a.at_ms for a in store.manual_audit(chip, limit=10_000) if a.set_by == BY_ADOPTION]
             for audit in store.manual_audit(chip, limit=10_000):
-                if audit.set_by not in (BY_RULE, BY_RELEASE):
+                if audit.set_by == BY_ADOPTION and audit.separated:
+                    # What came with the ConfigMap is older than the adoption (service._restore).
+                    held = [stored_escalation(r) for r in reasons if r.upgrade_time_ms < audit.at_ms]
+                    steps.append((audit.at_ms / 1000, -1, (chip, held)))
+                elif audit.set_by not in (BY_RULE, BY_RELEASE):
                     steps.append((audit.at_ms / 1000, -1, (chip, audit.separated)))
+            for row in reasons:
+                if row.upgrade_type == UPGRADE_AUTOFILL and not any(row.upgrade_time_ms < at for at in adopted_at):
+                    steps.append((row.upgrade_time_ms / 1000, -1, (chip, None)))
     finally:
         store.close()
     replayer = Replayer(policy)
@@ -209,6 +243,10 @@ def compare_store(path: Path, policy: Policy, now: float) -> Iterator[dict[str, 
     for t, _order, step in sorted(steps, key=lambda item: (item[0], item[1])):  # as the node saw them
         if isinstance(step, Event):
             replayer.event(step)
+        elif step[1] is None:
+            replayer.autofill(step[0], t)
+        elif isinstance(step[1], list):
+            replayer.adopt(step[0], step[1], t)
         else:
             replayer.operator(step[0], step[1], t)
     replayer.advance(now)

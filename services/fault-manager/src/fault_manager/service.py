@@ -49,6 +49,7 @@ from fault_manager.engine import (
     Evaluation,
     FaultEngine,
     Policy,
+    stored_escalation,
 )
 from fault_manager.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
 from fault_manager.kevents import MAX_MESSAGE, FaultEvents
@@ -152,7 +153,7 @@ class FaultManager:
                 # A FaultAutofill reason older than the adoption came with the ConfigMap and releases the
                 # chip by its rule; one of ours (made at or after it) only fills in for a missing reason.
                 adopted = [r for r in held if r.upgrade_type != UPGRADE_AUTOFILL or r.upgrade_time_ms < last[0].at_ms]
-                self.engine.adopt(name, [_escalation(row) for row in adopted])
+                self.engine.adopt(name, [stored_escalation(row) for row in adopted])
             if last and not last[0].separated:
                 # Frequency windows restart at a release: without this a restart would count the
                 # occurrences before it again and isolate the chip anew.
@@ -715,10 +716,6 @@ class FaultManager:
             upgrade_reasons=upgrade, switch=switch,
         )  # fmt: skip
         return data, content
-
-
-def _escalation(row: EscalationRow) -> Escalation:
-    return Escalation(row.code, FaultLevel(row.level), row.upgrade_type, row.upgrade_time_ms)
 
 
 def _reason(row: EscalationRow) -> Reason:
