@@ -439,3 +439,13 @@ def test_go_field_matching_folds_the_kelvin_sign_and_long_s() -> None:
 def test_retry_time_wraps_as_a_go_int() -> None:
     data = next_reset_config({"reset.json": f'{{"RetryTime": {2**63 - 1}}}'}, [], update_time_s=T, retry=True)
     assert _info(data)["RetryTime"] == -(2**63)
+
+
+def test_a_huge_number_in_the_old_reset_json_is_a_refusal_not_a_crash() -> None:
+    """Python's int() refuses more than 4300 digits with a bare ValueError; Go's decoder refuses the
+    overflow: the write is refused (the hot-reset loop handles only ResetConfigRefused)."""
+    from ascend_common.resetinfo import ResetConfigRefused, next_reset_config
+
+    old = {"reset.json": '{"RankList":[],"RetryTime":' + "9" * 5000 + "}"}
+    with pytest.raises(ResetConfigRefused, match="unmarshal"):
+        next_reset_config(old, [], update_time_s=1, retry=True)

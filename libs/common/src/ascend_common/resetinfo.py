@@ -364,7 +364,7 @@ def _go_int(bits: int) -> _Check:
             return True
         return (
             isinstance(value, _Number)
-            and re.fullmatch(r"-?[0-9]+", value.text) is not None
+            and re.fullmatch(r"-?[0-9]{1,20}", value.text) is not None  # past 20 digits no Go int fits
             and low <= int(value.text) <= high
         )
 

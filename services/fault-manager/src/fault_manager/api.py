@@ -190,7 +190,7 @@ def create_api(
         operator = [] if hot_reset is None else [
             OperatorView(chips=list(i.chips), reason=i.reason, since_ms=i.since_ms) for i in hot_reset.operator.values()
         ]  # fmt: skip
-        tokens = {} if hot_reset is None else await asyncio.to_thread(hot_reset.tokens)
+        tokens = {} if hot_reset is None else await hot_reset.tokens()
         info = None if hot_reset is None else json.loads(hot_reset.reset_info())
         return ResetsView(
             enabled=hot_reset is not None, attempts=attempts, operator=operator, reset_info=info, tokens=tokens

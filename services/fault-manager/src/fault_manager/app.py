@@ -16,6 +16,7 @@ from ascend_common.clients.exporter import ExporterClient
 from ascend_common.clock import SystemClock
 from ascend_common.essential import exit_status, stop_service_when_one_ends
 from ascend_common.inuse import allocation_share, health_share
+from ascend_common.kube.client import KubeNotFound
 from ascend_common.kube.patch import get_node, patch_node
 from ascend_common.kube.pods import PodCache, SlimPod
 from ascend_common.node_reset_info import RESET_INFO_ANNOTATION
@@ -159,8 +160,11 @@ class Service:
                 async def annotate(info: str) -> None:
                     await patch_node(client, node, annotations={RESET_INFO_ANNOTATION: info})
 
-                async def read_annotations() -> Mapping[str, str]:
-                    return (await get_node(client, node)).annotations
+                async def read_annotations() -> Mapping[str, str] | None:
+                    try:
+                        return (await get_node(client, node)).annotations
+                    except KubeNotFound:  # no node object: nothing was left on it
+                        return None
 
                 hot_reset.write_reset_info = annotate
                 hot_reset.read_node_annotations = read_annotations

@@ -100,6 +100,7 @@ class HotReset:
     info: ResetInfo = EMPTY  # the node annotation ResetInfo, in the reference's schema
     _listed_at_start: set[int] = field(default_factory=set)  # phy ids ResetInfo named when we started
     _chips: dict[str, Chip] = field(default_factory=dict)  # the exporter's chips, as last listed
+    _info_known: bool = False  # the node's ResetInfo has been read (or there is no node to read)
     _told: dict[tuple[str, str], str] = field(default_factory=dict)  # job -> status last written
     _told_at: dict[tuple[str, ...], float] = field(default_factory=dict)  # group -> when its jobs were told
     # job -> logic id -> (policy, initial policy, error codes) of the current episode
@@ -114,16 +115,20 @@ class HotReset:
 
     async def _read_info(self) -> None:
         """The chips an earlier run (ours or the reference's) left for an operator (InitResetInfoMgr):
-        they stay listed until they are healthy, and hot reset leaves them to the operator."""
+        they stay listed until they are healthy, and hot reset leaves them to the operator. Until the
+        node has been read, nothing is reset or written (the next round reads again): an unreadable
+        node must not erase what an earlier run asked an operator to do."""
         if self.read_node_annotations is None:
+            self._info_known = True
             return
         try:
             annotations = await self.read_node_annotations()
-        except Exception as exc:  # the reference starts empty too; the next write states ours
-            log.warning("ResetInfo not read at start", extra={"node": self.fm.node_name, "error": str(exc)})
+        except Exception as exc:
+            log.warning("ResetInfo not read; hot reset waits", extra={"node": self.fm.node_name, "error": str(exc)})
             return
+        self._info_known = True
         info, error = read_annotation(annotations)
-        if error is not None:
+        if error is not None:  # as the reference: dropped whole, and our next write replaces it
             log.warning("ignoring a malformed ResetInfo annotation",
                         extra={"node": self.fm.node_name, "error": str(error)})  # fmt: skip
             return
@@ -159,6 +164,10 @@ class HotReset:
         )
 
     async def tick(self) -> None:
+        if not self._info_known:
+            await self._read_info()
+            if not self._info_known:  # an earlier run's hand-offs are not known yet: neither reset nor rewrite
+                return
         wanted = self.candidates()
         self._forget_healed()
         if not wanted:
@@ -167,6 +176,7 @@ class HotReset:
         listing = await self.exporter.chips()
         chips = self._chips = {c.name: c for c in listing.chips}
         now = self.fm.clock.now()
+        now_ms = int(now * 1000)
         for chip in listing.chips:
             # Idle means no process: a pod of a job in in-place recovery stays while its agents
             # stop training, and a pod of any other job blocks the reset outright (_jobs_of).
@@ -176,29 +186,32 @@ class HotReset:
         for name in wanted:
             if name not in chips:
                 continue
-            group = group_of(chips[name], listing.chips)
+            faulty = chips[name]
+            group = group_of(faulty, listing.chips)
             key = tuple(c.name for c in group)
             if key in seen or key in self.operator:
                 continue
             seen.add(key)
-            if chips[name].phy_id in self._listed_at_start:
-                self._to_operator(key, f"{name} was left for an operator by an earlier run (ResetInfo)",
-                                  int(now * 1000), [chips[name]])  # fmt: skip
+            if faulty.phy_id in self._listed_at_start:
+                await self._abandon(key, {}, group, f"{name} was left for an operator by an earlier run (ResetInfo)",
+                                    now_ms, [faulty])  # fmt: skip
                 continue
             jobs, reason = await self._jobs_of(group)
-            reason = reason or unknown_group_reason(chips[name]) or self._self_healing(key, now)
+            reason = reason or unknown_group_reason(faulty) or self._self_healing(key, now)
+            if reason is None and not await self._has_token(faulty, now_ms):
+                # Before the job is told anything: it must not stop training for a reset that cannot come.
+                await self._abandon(key, jobs, group, f"{name} has no reset token left ({TOKENS_RULE})", now_ms,
+                                    [faulty])  # fmt: skip
+                continue
             if reason is None and jobs:
                 # The job's agents must stop first: tell them, then wait for the chips to be idle.
                 refused = await self._tell_jobs(jobs, group, "unrecovered")
                 if refused is not None:
-                    await asyncio.to_thread(self.store.refuse_reset, ",".join(key), list(key), "auto",
-                                            int(now * 1000), refused)  # fmt: skip
-                    self._to_operator(key, refused, int(now * 1000), [chips[name]])
+                    await self._refused(key, jobs, group, refused, now_ms, [faulty], "auto")
                     continue
                 if self._processes_outstay(key, group, now):
-                    await self._tell_jobs(jobs, group, "failed")
-                    self._to_operator(key, "the job's processes did not stop within WaitProcessReadCMTime",
-                                      int(now * 1000), [chips[name]])  # fmt: skip
+                    await self._abandon(key, jobs, group, "the job's processes did not stop within "
+                                        "WaitProcessReadCMTime", now_ms, [faulty])  # fmt: skip
                     continue
             reason = reason or self._why_not(group, now)
             if reason is not None:
@@ -207,13 +220,11 @@ class HotReset:
                     log.info("hot reset waits", extra={"chips": list(key), "reason": reason})
                 continue
             self._blocked.pop(key, None)
-            now_ms = int(now * 1000)
-            if not await self._consume_token(chips[name], now_ms):
-                self._to_operator(key, f"{name} has no reset token left ({TOKENS_RULE})", now_ms, [chips[name]])
+            if not await self._consume_token(faulty, now_ms):  # spent meanwhile (an operator's request)
+                await self._abandon(key, jobs, group, f"{name} has no reset token left ({TOKENS_RULE})", now_ms,
+                                    [faulty])  # fmt: skip
                 continue
-            task = asyncio.create_task(self._reset(group, jobs), name=f"reset-{key[0]}")
-            self._jobs.add(task)
-            task.add_done_callback(self._jobs.discard)
+            self._start_reset(group, jobs)
         await self._publish_info()
 
     async def request(self, name: str) -> tuple[list[str], str | None]:
@@ -225,40 +236,93 @@ class HotReset:
         chips = self._chips = {c.name: c for c in listing.chips}
         if name not in chips:
             return [], f"no chip {name} on this node"
-        group = group_of(chips[name], listing.chips)
+        faulty = chips[name]
+        group = group_of(faulty, listing.chips)
         key = tuple(c.name for c in group)
         now = self.fm.clock.now()
+        now_ms = int(now * 1000)
         jobs, reason = await self._jobs_of(group)
-        reason = reason or unknown_group_reason(chips[name]) or self._why_not(group, now)
-        if reason is None and not await self._consume_token(chips[name], int(now * 1000)):
+        reason = reason or unknown_group_reason(faulty) or self._why_not(group, now)
+        if reason is None and not await self._has_token(faulty, now_ms):
             reason = f"{name} has no reset token left ({TOKENS_RULE})"
         if reason is not None:
             return list(key), reason
         if jobs:
             refused = await self._tell_jobs(jobs, group, "unrecovered")
             if refused is not None:
-                await asyncio.to_thread(self.store.refuse_reset, ",".join(key), list(key), "operator",
-                                        int(now * 1000), refused)  # fmt: skip
+                await self._refused(key, jobs, group, refused, now_ms, [], "operator")
                 return list(key), refused
+        if not await self._consume_token(faulty, now_ms):
+            await self._tell_jobs(jobs, group, "failed")
+            return list(key), f"{name} has no reset token left ({TOKENS_RULE})"
         self.operator.pop(key, None)
-        task = asyncio.create_task(self._reset(group, jobs), name=f"reset-{key[0]}")
+        self._start_reset(group, jobs)
+        return list(key), None
+
+    def _start_reset(self, group: list[Chip], jobs: dict[tuple[str, str], list[SlimPod]]) -> None:
+        task = asyncio.create_task(self._reset(group, jobs), name=f"reset-{group[0].name}")
         self._jobs.add(task)
         task.add_done_callback(self._jobs.discard)
-        return list(key), None
+
+    async def _refused(
+        self,
+        key: tuple[str, ...],
+        jobs: dict[tuple[str, str], list[SlimPod]],
+        group: list[Chip],
+        reason: str,
+        at_ms: int,
+        chips: list[Chip],
+        channel: str,
+    ) -> None:
+        """A job's reset ConfigMap refused the write: record it (GET /v1/resets) and, for an automatic
+        reset, hand the ring to the operator."""
+        await asyncio.to_thread(self.store.refuse_reset, ",".join(key), list(key), channel, at_ms, reason)
+        if channel == "auto":
+            await self._abandon(key, jobs, group, reason, at_ms, chips)
+        else:
+            await self._tell_jobs(self._told_unrecovered(jobs), group, "failed")
+
+    async def _abandon(
+        self,
+        key: tuple[str, ...],
+        jobs: dict[tuple[str, str], list[SlimPod]],
+        group: list[Chip],
+        reason: str,
+        at_ms: int,
+        chips: list[Chip],
+    ) -> None:
+        """No reset for this ring: the jobs already told `unrecovered` are told `failed` (else they wait
+        for a reset that never comes), and the ring goes to the operator."""
+        told = self._told_unrecovered(jobs)
+        if told:
+            await self._tell_jobs(told, group, "failed")
+        self._told_at.pop(key, None)
+        self._to_operator(key, reason, at_ms, chips)
+
+    def _told_unrecovered(self, jobs: dict[tuple[str, str], list[SlimPod]]) -> dict[tuple[str, str], list[SlimPod]]:
+        return {job: pods for job, pods in jobs.items() if self._told.get(job) == "unrecovered"}
+
+    def _interval_ms(self) -> int:
+        """The token refill interval in real ms (it runs on policy time)."""
+        return round(self.fm.engine.real_time(TOKEN_REFILL_INTERVAL_MS / 1000) * 1000)
+
+    async def _has_token(self, chip: Chip, now_ms: int) -> bool:
+        left = await asyncio.to_thread(self.store.reset_tokens, chip.name, now_ms, interval_ms=self._interval_ms())
+        return left > 0
 
     async def _consume_token(self, chip: Chip, now_ms: int) -> bool:
         """One token of the faulty chip's bucket (the reference's TokenBucketMgr.ConsumeToken: the
-        rest of its group pays nothing); the refill interval runs on policy time."""
-        interval_ms = round(self.fm.engine.real_time(TOKEN_REFILL_INTERVAL_MS / 1000) * 1000)
+        rest of its group pays nothing)."""
         return await asyncio.to_thread(
-            self.store.consume_reset_token, chip.name, chip.logic_id, now_ms, interval_ms=interval_ms
+            self.store.consume_reset_token, chip.name, chip.logic_id, now_ms, interval_ms=self._interval_ms()
         )
 
-    def tokens(self) -> dict[str, int]:
+    async def tokens(self) -> dict[str, int]:
         """Reset tokens left per chip of the node (a chip that never used its bucket has them all)."""
-        interval_ms = round(self.fm.engine.real_time(TOKEN_REFILL_INTERVAL_MS / 1000) * 1000)
-        used = self.store.reset_buckets(int(self.fm.clock.now() * 1000), interval_ms=interval_ms)
-        return {chip: used.get(chip, TOKEN_MAX_COUNT) for chip in sorted(set(self.fm.engine.chips) | set(used))}
+        names = set(self.fm.engine.chips)  # on the loop: the engine is not for other threads
+        now_ms = int(self.fm.clock.now() * 1000)
+        used = await asyncio.to_thread(self.store.reset_buckets, now_ms, interval_ms=self._interval_ms())
+        return {chip: used.get(chip, TOKEN_MAX_COUNT) for chip in sorted(names | set(used))}
 
     def _grace(self) -> GraceTolerance:
         return self.fm.engine.policy.customization.grace
@@ -315,45 +379,62 @@ class HotReset:
         self, jobs: dict[tuple[str, str], list[SlimPod]], group: list[Chip], status: str
     ) -> str | None:
         """Write each job's reset ConfigMap (the RankList of its pods' chips on this node) and its host
-        mirror, over what the ConfigMap holds (WriteResetInfoDataIntoCM). Returns why the reference
-        would refuse the write for one of the jobs (then nothing is written for that job), or None."""
+        mirror, over what the ConfigMap holds (WriteResetInfoDataIntoCM). Every job's write is checked
+        first: when the reference would refuse one, nothing is written and the reason is returned."""
         assert self.configmaps is not None
-        refused: str | None = None
-        for (namespace, job), pods in jobs.items():
-            if self._told.get((namespace, job)) == status:
-                continue
-            ranks = self._ranks(namespace, job, pods, group, status)
+        todo = {job: pods for job, pods in jobs.items() if self._told.get(job) != status}
+        ranks = {job: self._ranks(job[0], job[1], pods, group, status) for job, pods in todo.items()}
+        # The first `unrecovered` of a reset is a retry of the job (needAddRetry): RetryTime + 1 and
+        # restartType hotReset; its later writes keep both.
+        retry = status == "unrecovered"
+        for (namespace, job), job_ranks in ranks.items():
             cm = f"{CM_NAME_PREFIX}{job}"
-            # The first `unrecovered` of a reset is a retry of the job (needAddRetry): RetryTime + 1
-            # and restartType hotReset; its later writes keep both.
-            retry = status == "unrecovered"
+            current = await self.configmaps.get(namespace, cm)
             try:
-                for _ in range(3):
-                    current = await self.configmaps.get(namespace, cm)
-                    data = next_reset_config(
-                        current.data if current is not None else None, ranks,
-                        update_time_s=int(self.fm.clock.now()), retry=retry,
-                    )  # fmt: skip
-                    if current is not None and current.data.get(RESET_JSON_KEY) == data[RESET_JSON_KEY]:
-                        break
-                    if self.mirror_dir is not None:  # first: the agents read the files
-                        await asyncio.to_thread(self._mirror, namespace, cm, data)
-                    try:
-                        await self.configmaps.put(namespace, cm, data, {"reset": "true"},
-                                                  current.resource_version if current else None)  # fmt: skip
-                        break
-                    except Conflict:
-                        continue
+                next_reset_config(current.data if current is not None else None, job_ranks, update_time_s=0,
+                                  retry=retry)  # fmt: skip
             except ResetConfigRefused as exc:
                 log.warning("reset ConfigMap not written: the reference would refuse it",
                             extra={"job": f"{namespace}/{job}", "configmap": cm, "reason": exc.reason})  # fmt: skip
-                refused = refused or f"{namespace}/{cm} refused: {exc.reason}"
+                return f"{namespace}/{cm} refused: {exc.reason}"
+        for (namespace, job), job_ranks in ranks.items():
+            cm = f"{CM_NAME_PREFIX}{job}"
+            try:
+                written = await self._write_reset_config(namespace, cm, job_ranks, retry)
+            except ResetConfigRefused as exc:  # changed since the check above
+                log.warning("reset ConfigMap not written: the reference would refuse it",
+                            extra={"job": f"{namespace}/{job}", "configmap": cm, "reason": exc.reason})  # fmt: skip
+                continue
+            if not written:
+                log.warning("reset ConfigMap not written: it kept changing under us",
+                            extra={"job": f"{namespace}/{job}", "configmap": cm})  # fmt: skip
                 continue
             self._told[(namespace, job)] = status
             if status != "unrecovered":
                 self._episode.pop((namespace, job), None)
             log.info("job told", extra={"job": f"{namespace}/{job}", "status": status})
-        return refused
+        return None
+
+    async def _write_reset_config(self, namespace: str, cm: str, ranks: list[RankEntry], retry: bool) -> bool:
+        """One write over the ConfigMap as it is (re-read on a conflict); True once it holds `ranks`."""
+        assert self.configmaps is not None
+        for _ in range(3):
+            current = await self.configmaps.get(namespace, cm)
+            data = next_reset_config(
+                current.data if current is not None else None, ranks,
+                update_time_s=int(self.fm.clock.now()), retry=retry,
+            )  # fmt: skip
+            if current is not None and current.data.get(RESET_JSON_KEY) == data[RESET_JSON_KEY]:
+                return True
+            if self.mirror_dir is not None:  # first: the agents read the files
+                await asyncio.to_thread(self._mirror, namespace, cm, data)
+            try:
+                await self.configmaps.put(namespace, cm, data, {"reset": "true"},
+                                          current.resource_version if current else None)  # fmt: skip
+                return True
+            except Conflict:
+                continue
+        return False
 
     def _ranks(self, namespace: str, job: str, pods: list[SlimPod], group: list[Chip], status: str) -> list[RankEntry]:
         """The job's RankList on this node: every chip of its pods, by pod, each pod's by logic id
@@ -386,9 +467,12 @@ class HotReset:
         assert self.mirror_dir is not None
         folder = self.mirror_dir / f"{namespace}.{cm}"
         folder.mkdir(parents=True, exist_ok=True)
-        for name, text in ((n, data[n]) for n in (RESET_JSON_KEY, RESTART_TYPE_KEY) if n in data):
+        for name in (RESET_JSON_KEY, RESTART_TYPE_KEY):
+            if name not in data:  # as the ConfigMap: a key it does not hold is no file
+                (folder / name).unlink(missing_ok=True)
+                continue
             tmp = folder / f".{name}.tmp"
-            tmp.write_text(text)
+            tmp.write_text(data[name])
             tmp.replace(folder / name)
 
     async def _reset(self, group: list[Chip], jobs: dict[tuple[str, str], list[SlimPod]] | None = None) -> None:
@@ -425,6 +509,7 @@ class HotReset:
         await asyncio.to_thread(
             self.store.finish_reset_attempt, attempt, outcome, code or None, finished_ms, reason=why
         )
+        self._told_at.pop(key, None)  # the episode is over: the next one waits for its own processes
         if jobs:
             await self._tell_jobs(jobs, group, "recovered" if outcome == "succeeded" else "failed")
         if outcome == "succeeded":
@@ -458,9 +543,10 @@ class HotReset:
         if cleared is not None:
             self.info = cleared
         self._listed_at_start -= {v.phy_id for v in healthy}
-        for key in list(self.operator):
+        for key in list(self.operator) + list(self._told_at):
             if all(c in verdicts and _healthy(verdicts[c]) for c in key):
-                del self.operator[key]
+                self.operator.pop(key, None)
+                self._told_at.pop(key, None)
 
     def reset_info(self) -> str:
         """The node annotation `ResetInfo`, byte for byte as the reference writes it."""

@@ -584,48 +584,51 @@ class FaultManager:
     async def _adopt(self, data: dict[str, str]) -> None:
         """First start on a node someone ran before (the reference plugin, or us with the database
         lost): keep every chip its ManuallySeparateNPU lists isolated, with its UpgradeFaultReason
-        entries (reference `LoadDeviceInfoCm`), recorded in the audit as adopted. A chip listed with
-        no reason is an administrator's isolation: never released by a rule."""
-        self._fresh = False
+        entries (reference `LoadDeviceInfoCm`), recorded in the audit as adopted, all in one
+        transaction. A chip listed with no reason is an administrator's isolation: never released by
+        a rule. Until that transaction is in, the next sync tries again."""
         try:
             listed = parse_manually_separated(data.get(MANUALLY_SEPARATE_KEY, ""))
         except ValueError as exc:
             log.warning("not adopting a malformed ManuallySeparateNPU",
                         extra={"configmap": self.cm_name, "error": str(exc)})  # fmt: skip
-            return
+            listed = []
         try:
             reasons = parse_upgrade_reasons(data.get(UPGRADE_REASON_KEY) or "{}")
         except ValueError as exc:
             log.warning("adopting isolations without their malformed UpgradeFaultReason",
                         extra={"configmap": self.cm_name, "error": str(exc)})  # fmt: skip
             reasons = {}
-        now = self.clock.now()
+        adopted: dict[str, list[Escalation]] = {}
         for name in listed:
             if name not in self.engine.chips:
                 log.warning("not adopting the isolation of a chip the node does not have",
                             extra={"chip": name, "configmap": self.cm_name})  # fmt: skip
                 continue
-            held = []
+            held = adopted[name] = []
             for reason in reasons.get(name, []):
                 try:
-                    held.append(Escalation(reason.fault_code if reason.upgrade_type == UPGRADE_AUTOFILL
-                                           else normalize_code(reason.fault_code),
-                                           FaultLevel(reason.fault_level), reason.upgrade_type,
+                    code = reason.fault_code
+                    if reason.upgrade_type != UPGRADE_AUTOFILL:
+                        code = normalize_code(code)
+                    held.append(Escalation(code, FaultLevel(reason.fault_level), reason.upgrade_type,
                                            reason.upgrade_time_ms))  # fmt: skip
                 except ValueError as exc:
                     log.warning("not adopting an unreadable UpgradeFaultReason entry",
                                 extra={"chip": name, "reason": str(reason), "error": str(exc)})  # fmt: skip
+        rows = {
+            name: [(e.code, e.level.value, e.upgrade_type, e.at_ms) for e in held] for name, held in adopted.items()
+        }
+        await asyncio.to_thread(self.store.adopt_isolations, rows, BY_ADOPTION, int(self.clock.now() * 1000))
+        self._fresh = False
+        for name, held in adopted.items():
             self.engine.adopt(name, held)
-            await asyncio.to_thread(self.store.set_manual, name, True, BY_ADOPTION, int(now * 1000))
-            for esc in held:
-                await asyncio.to_thread(self.store.add_escalation, name, esc.code, esc.level.value,
-                                        esc.upgrade_type, esc.at_ms)  # fmt: skip
             log.info("adopted an isolation from the device-info ConfigMap",
                      extra={"chip": name, "reasons": [f"{e.upgrade_type}:{e.code}" for e in held]})  # fmt: skip
             self._touch(name)  # the policy timer learns when its reasons end
         await self._autofill_reasons()
         self._evaluate_dirty()
-        self._written_manual = {name for name in listed if name in self.engine.chips}
+        self._written_manual = set(adopted)
 
     def _manual_as_written(self, data: dict[str, str]) -> set[str]:
         """Which chips the ConfigMap listed as isolated when it was last written (its UpdateTime), by the

@@ -15,7 +15,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -466,28 +466,38 @@ class Store:
 
     def add_escalation(self, chip: str, code: str, level: str, upgrade_type: str, upgrade_time_ms: int) -> int:
         """Record an escalation; while one for the same chip, code and type is active, return its id instead."""
-        code = _stored_code(code)
         with self._writing("adding an escalation") as conn:
-            conn.execute(
-                insert(_ESCALATIONS).prefix_with("OR IGNORE"),
-                {
-                    "chip": chip,
-                    "code": code,
-                    "level": level,
-                    "upgrade_type": upgrade_type,
-                    "upgrade_time_ms": int(upgrade_time_ms),
-                },
+            return self._add_escalation(conn, chip, code, level, upgrade_type, upgrade_time_ms)
+
+    @staticmethod
+    def _add_escalation(
+        conn: Connection, chip: str, code: str, level: str, upgrade_type: str, upgrade_time_ms: int
+    ) -> int:
+        code = _stored_code(code)
+        conn.execute(
+            insert(_ESCALATIONS).prefix_with("OR IGNORE"),
+            {"chip": chip, "code": code, "level": level, "upgrade_type": upgrade_type,
+             "upgrade_time_ms": int(upgrade_time_ms)},
+        )  # fmt: skip
+        # Either the row just inserted or the active one that made the insert a no-op.
+        found = conn.execute(
+            select(_escalation_id).where(
+                col(Escalation.chip) == chip,
+                col(Escalation.code) == code,
+                col(Escalation.upgrade_type) == upgrade_type,
+                col(Escalation.released_at_ms).is_(None),
             )
-            # Either the row just inserted or the active one that made the insert a no-op.
-            found = conn.execute(
-                select(_escalation_id).where(
-                    col(Escalation.chip) == chip,
-                    col(Escalation.code) == code,
-                    col(Escalation.upgrade_type) == upgrade_type,
-                    col(Escalation.released_at_ms).is_(None),
-                )
-            ).scalar_one()
+        ).scalar_one()
         return int(found)
+
+    def adopt_isolations(self, adopted: Mapping[str, Sequence[tuple[str, str, str, int]]], by: str, at_ms: int) -> None:
+        """Isolate every chip of `adopted` with its reasons (code, level, upgrade type, upgrade time ms),
+        in one transaction: a crash half-way would leave chips whose reasons a restart cannot find."""
+        with self._writing("adopting isolations") as conn:
+            for chip, reasons in adopted.items():
+                self._set_manual(conn, chip, True, by, at_ms)
+                for code, level, upgrade_type, upgrade_time_ms in reasons:
+                    self._add_escalation(conn, chip, code, level, upgrade_type, upgrade_time_ms)
 
     def escalations(self, active_only: bool = True, chip: str | None = None) -> list[EscalationRow]:
         """Escalations by chip, oldest first; released ones too unless `active_only`."""
@@ -531,17 +541,21 @@ class Store:
     def set_manual(self, chip: str, on: bool, by: str, at_ms: int) -> bool:
         """Add or remove a chip from manual isolation; returns whether it changed (changes are audited)."""
         with self._writing("setting manual isolation") as conn:
-            present = (
-                conn.execute(select(col(ManualChip.chip)).where(col(ManualChip.chip) == chip)).scalar_one_or_none()
-                is not None
-            )
-            if present == on:
-                return False  # no change: a periodic re-sync of the ConfigMap must not flood the audit
-            if on:
-                conn.execute(insert(_MANUAL), {"chip": chip, "set_by": by, "since_ms": int(at_ms)})
-            else:
-                conn.execute(delete(_MANUAL).where(col(ManualChip.chip) == chip))
-            conn.execute(insert(_AUDIT), {"chip": chip, "separated": on, "set_by": by, "at_ms": int(at_ms)})
+            return self._set_manual(conn, chip, on, by, at_ms)
+
+    @staticmethod
+    def _set_manual(conn: Connection, chip: str, on: bool, by: str, at_ms: int) -> bool:
+        present = (
+            conn.execute(select(col(ManualChip.chip)).where(col(ManualChip.chip) == chip)).scalar_one_or_none()
+            is not None
+        )
+        if present == on:
+            return False  # no change: a periodic re-sync of the ConfigMap must not flood the audit
+        if on:
+            conn.execute(insert(_MANUAL), {"chip": chip, "set_by": by, "since_ms": int(at_ms)})
+        else:
+            conn.execute(delete(_MANUAL).where(col(ManualChip.chip) == chip))
+        conn.execute(insert(_AUDIT), {"chip": chip, "separated": on, "set_by": by, "at_ms": int(at_ms)})
         return True
 
     def manual_chips(self) -> set[str]:
