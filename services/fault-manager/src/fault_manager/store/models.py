@@ -18,7 +18,7 @@ from sqlmodel import Field, SQLModel
 # Values the contract allows; checked before anything is written so a bad batch changes nothing.
 ASSERTIONS = frozenset({"occur", "recover", "once"})
 SOURCES = frozenset({"subscription", "poll", "reconcile"})
-# How a reset attempt ended; "refused": it never started, because a job's reset ConfigMap refused the write (see its reason).
+# How a reset attempt ended; "refused": it never started (a job's reset ConfigMap refused the write: see its reason).
 RESET_OUTCOMES = frozenset({"succeeded", "failed", "refused"})
 
 
