@@ -25,7 +25,7 @@ from ascend_common.deviceinfo import (
     render_device_info,
 )
 from ascend_common.faults import FaultLevel
-from ascend_common.inuse import ASCEND_REAL, KLT_DEV, chips_in_use, chips_named
+from ascend_common.inuse import ASCEND_REAL, KLT_DEV, chips_in_use_for_allocation, chips_named
 from ascend_common.kube.patch import SlimNode
 from ascend_common.kube.pods import MAX_REQUEST, InvalidPod, SlimPod, slim_pod
 from ascend_common.naming import chip_name, parse_device_id, shared_device_id, vnpu_device_id
@@ -176,7 +176,7 @@ def test_the_allocation_annotations_we_write_name_the_chips_in_use(
 
 
 class Pod:
-    """The two fields chips_in_use reads, holding whatever a pod may carry."""
+    """The two fields chips_in_use_for_allocation reads, holding whatever a pod may carry."""
 
     def __init__(self, phase: str, annotations: dict[str, str]) -> None:
         self.phase = phase
@@ -199,7 +199,7 @@ class Pod:
     )
 )
 def test_chips_in_use_names_only_chips(pods: list[Pod]) -> None:
-    used = chips_in_use(pods)
+    used = chips_in_use_for_allocation(pods)
     assert all(CHIP.fullmatch(name) for name in used), used
     expected: set[str] = set()
     for pod in pods:

@@ -9,7 +9,6 @@ from ascend_common.inuse import (
     POD_ANNOTATION_MAX_LENGTH,
     VOLCANO_KEYS,
     allocation_share,
-    chips_in_use,
     chips_in_use_for_allocation,
     chips_in_use_for_health,
     chips_named,
@@ -150,5 +149,4 @@ def test_chips_in_use_counts_pending_and_running_pods_only() -> None:
     ]
     assert chips_in_use_for_allocation(pods) == {"Ascend910-0", "Ascend910-1"}
     assert chips_in_use_for_allocation(pods, phases=("Running",)) == {"Ascend910-0"}
-    assert chips_in_use is chips_in_use_for_allocation
     assert chips_in_use_for_health(pods) == {"Ascend910-0", "Ascend910-4"}

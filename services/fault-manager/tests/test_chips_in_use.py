@@ -42,7 +42,6 @@ def test_counts_follow_every_event_as_a_full_pass_would() -> None:
         assert in_use.any_phase() == chips_in_use_for_allocation(pods)
         health = chips_in_use_for_health(pods)
         assert {c for c in CHIPS if in_use.in_use_for_health(c)} == health
-        assert {c for c in CHIPS if in_use.used_by_running_pod(c)} == health, "the name the FaultManager calls"
 
 
 def test_a_pending_pod_volcano_bound_is_in_use_for_health_but_leaves_the_chip_free() -> None:

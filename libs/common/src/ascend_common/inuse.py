@@ -127,7 +127,3 @@ def chips_in_use_for_health(
     for pod in pods:
         used |= health_share(pod, resource_annotation_keys)
     return used
-
-
-chips_in_use = chips_in_use_for_allocation
-"""The name callers used before the health predicate existed (hot reset, fuzz tests)."""

@@ -99,7 +99,9 @@ class DevicePlugin:
         assert self.kube is not None
         if self.settings.volcano_type:
             self._restore_volcano_maps(self.kube.allocated())
-        self.manager.set_pods(self.kube.pods(), running=self.kube.running_chips(), holding=self.kube.holding())
+        self.manager.set_pods(
+            self.kube.pods(), in_use_for_health=self.kube.in_use_for_health(), holding=self.kube.holding()
+        )
         self.allocator.forget(self.kube.uids())
 
     def _restore_volcano_maps(self, allocated: Mapping[str, PodView]) -> bool:

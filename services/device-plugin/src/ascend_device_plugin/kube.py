@@ -107,7 +107,6 @@ class KubeBridge:
         return set(self._health_chips)
 
     # The name app.py knows it by, from when only Running pods counted.
-    running_chips = in_use_for_health
 
     def holding(self) -> set[str]:
         """Uids of the Pending and Running pods; read it, do not keep or change it."""

@@ -158,13 +158,12 @@ class ResourceManager:
             self.recompute()
 
     def set_pods(
-        self, pods: list[PodView], running: set[str] | None = None, holding: Container[str] | None = None
+        self, pods: list[PodView], in_use_for_health: set[str] | None = None, holding: Container[str] | None = None
     ) -> None:
-        """The node's pods; `running` (the chips in use for health, named so before the Volcano rule
-        joined the running-pod rule) and `holding` (uids of the Pending and Running pods) when the
-        caller keeps them already, so that no pass over the pods is made."""
+        """The node's pods; `in_use_for_health` and `holding` (uids of the Pending and Running pods)
+        when the caller keeps them already, so that no pass over the pods is made."""
         self.pods = pods
-        self.in_use_for_health = chips_in_use_for_health(pods) if running is None else running
+        self.in_use_for_health = chips_in_use_for_health(pods) if in_use_for_health is None else in_use_for_health
         # A pod that is gone or finished no longer holds its devices: forget its mappings.
         if holding is None:
             holding = {p.uid for p in pods if p.phase in (POD_PENDING, POD_RUNNING)}

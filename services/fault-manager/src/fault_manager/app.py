@@ -81,9 +81,6 @@ class ChipsInUse:
         """In use for the health rule (PreSeparateNPU, and FreeRestartNPU with GraceToleranceOn)."""
         return chip in self._health
 
-    # The name the FaultManager knows it by (fm.used_by_running_pod); it now means in_use_for_health.
-    used_by_running_pod = in_use_for_health
-
 
 @dataclass
 class Service:
@@ -129,7 +126,7 @@ class Service:
             # health (even a Pending pod Volcano bound to it) stays Healthy at PreSeparateNPU.
             in_use = ChipsInUse()
             fm.in_use = in_use.any_phase
-            fm.used_by_running_pod = in_use.in_use_for_health
+            fm.in_use_for_health = in_use.in_use_for_health
 
             def pods_changed(kind: str, pod: SlimPod) -> None:
                 in_use.changed(kind, pod)

@@ -298,7 +298,7 @@ class FaultEngine:
         finally:
             self.chips[name] = kept
 
-    def evaluate(self, name: str, now: float, used_by_running_pod: bool = False) -> Evaluation:
+    def evaluate(self, name: str, now: float, in_use_for_health: bool = False) -> Evaluation:
         """The chip's verdict at real time `now` (reference fault_code.go `GetFaultType` for the chip
         level, `GetNetworkFaultType` for the network level).
 
@@ -405,7 +405,7 @@ class FaultEngine:
             chip.last_level, chip.since = level, now
         net = most_serious(net_levels)
         grace = supports_grace_tolerance(self.hot_reset, name)
-        ok = chip.reachable and not chip.resetting and schedulable(level, used_by_running_pod, grace_tolerance_on=grace)
+        ok = chip.reachable and not chip.resetting and schedulable(level, in_use_for_health, grace_tolerance_on=grace)
         reason = _main_reason(reasons, chip.reachable, level)
         verdict = ChipVerdict(
             chip=chip.name,

@@ -25,7 +25,7 @@ import httpx
 from ascend_common.chips import ChipFamily
 from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.faults import GraceTolerance, reset_candidate
-from ascend_common.inuse import chips_in_use
+from ascend_common.inuse import chips_in_use_for_allocation
 from ascend_common.kube.pods import SlimPod
 from ascend_common.node_reset_info import (
     EMPTY,
@@ -364,7 +364,7 @@ class HotReset:
         names = {c.name for c in group}
         jobs: dict[tuple[str, str], list[SlimPod]] = {}
         for pod in self.pods():
-            if not chips_in_use([pod]) & names:
+            if not chips_in_use_for_allocation([pod]) & names:
                 continue
             job = job_name(pod.labels)
             if not job:
@@ -447,7 +447,9 @@ class HotReset:
         episode = self._episode.setdefault((namespace, job), {})
         ranks: list[RankEntry] = []
         for pod in sorted(pods, key=lambda p: p.name):
-            names = sorted((n for n in chips_in_use([pod]) if n in known), key=lambda n: known[n].logic_id)
+            names = sorted(
+                (n for n in chips_in_use_for_allocation([pod]) if n in known), key=lambda n: known[n].logic_id
+            )
             faults: dict[int, DevFaultInfo] = {}
             for name in names:
                 logic = known[name].logic_id

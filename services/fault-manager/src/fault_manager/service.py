@@ -84,7 +84,7 @@ class FaultManager:
     write_interval: float = 1.0
     refresh_period: float = 300.0
     board: VerdictBoard = field(default_factory=VerdictBoard)
-    used_by_running_pod: Callable[[str], bool] = lambda _chip: False
+    in_use_for_health: Callable[[str], bool] = lambda _chip: False
     in_use: Callable[[], set[str]] = set
     retention_s: float = 30 * 86400.0
     events: FaultEvents | None = None  # Kubernetes Events (rate-limited); None: not reported
@@ -380,7 +380,7 @@ class FaultManager:
         now = self.clock.now()
         changed_states = []
         for name in sorted(dirty):
-            ev = self.engine.evaluate(name, now, self.used_by_running_pod(name))
+            ev = self.engine.evaluate(name, now, self.in_use_for_health(name))
             self.evaluations[name] = ev
             if self.board.publish(ev.verdict):
                 changed_states.append(ev)
