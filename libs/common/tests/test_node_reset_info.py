@@ -415,7 +415,8 @@ def test_render_keeps_go_field_order_and_list_order() -> None:
         ('{"ManualResetDevs":[{},{},{"PhyID":"2"}]}', r"ManualResetDevs\[2\]\.PhyID: expected an int32, got string"),
         ('{"ManualResetDevs":[{"LogicID":2147483648}]}', r"ManualResetDevs\[0\]\.LogicID: 2147483648 is out of int32"),
         ('{"ManualResetDevs":[{"CardId":1.5}]}', r"ManualResetDevs\[0\]\.CardId: number 1\.5 is not an int32"),
-        ('{"ManualResetDevs":[{"DeviceId":123456789012}]}', r"DeviceId: number 123456789012 is not an int32"),
+        ('{"ManualResetDevs":[{"DeviceId":123456789012}]}', r"DeviceId: 123456789012 is out of int32 range"),
+        ('{"ManualResetDevs":[{"DeviceId":' + "9" * 5000 + "}]}", r"DeviceId: 9+ is out of int32 range"),
     ],
 )
 def test_parse_errors_name_what_is_wrong(text: str, message: str) -> None:

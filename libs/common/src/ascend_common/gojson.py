@@ -13,9 +13,11 @@ Consumers such as ClusterD hash or compare these strings, so the bytes must matc
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TypeAlias
 
@@ -99,3 +101,73 @@ def _encode(obj: GoJSON, out: list[str]) -> None:
 def go_map(mapping: Mapping[str, GoJSON]) -> dict[str, GoJSON]:
     """A Go map's key order: sorted by UTF-8 bytes, which for valid text is code-point order."""
     return {key: mapping[key] for key in sorted(mapping)}
+
+
+# --- Reading JSON as Go's json.Unmarshal into a struct would -----------------------------------
+
+
+class GoObject(list[tuple[str, object]]):
+    """A JSON object as its key/value pairs in document order (Go walks them in that order)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GoNumber:
+    """A number literal, kept as its text: Go decides by the target type whether it fits, and a long
+    literal must not trip Python's int-digits limit (Go has none)."""
+
+    text: str
+
+
+def go_loads(text: str) -> object:
+    """The document with objects as GoObject and numbers as GoNumber; ValueError("invalid JSON: ...")
+    where Go's decoder fails (NaN and Infinity included) or the nesting is too deep for Python."""
+
+    def reject(name: str) -> object:
+        raise ValueError(f"{name} is not a JSON value")
+
+    try:
+        return json.loads(
+            text, object_pairs_hook=GoObject, parse_int=GoNumber, parse_float=GoNumber, parse_constant=reject
+        )
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError(f"invalid JSON: {exc}") from None
+
+
+def go_int(value: GoNumber, bits: int) -> int | None:
+    """The integer a GoNumber is for a Go int of `bits` bits, or None when Go refuses it (a fraction,
+    an exponent, out of range)."""
+    if not re.fullmatch(r"-?[0-9]{1,20}", value.text):  # past 20 digits no Go int fits
+        return None
+    number = int(value.text)
+    return number if -(2 ** (bits - 1)) <= number < 2 ** (bits - 1) else None
+
+
+def go_field(key: str, names: Iterable[str]) -> str | None:
+    """The struct field a JSON key decodes into: an exact match, else one equal ignoring case under
+    Unicode simple folding, under which only the Kelvin sign and the long s fold onto ASCII letters
+    (str.lower would fold more: U+0130 and others)."""
+    candidates = list(names)
+    if key in candidates:
+        return key
+    folded = "".join(_FOLD_TO_ASCII.get(ch, ch.lower() if ch.isascii() else ch) for ch in key)
+    return next((name for name in candidates if name.lower() == folded), None)
+
+
+_FOLD_TO_ASCII = {"\u212a": "k", "\u017f": "s"}
+
+
+def go_kind(value: object) -> str:
+    """The JSON kind of a go_loads value, for messages."""
+    if isinstance(value, GoObject):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, GoNumber):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    return "null"

@@ -28,13 +28,12 @@ chips they name are reported healthy (checkNodeResetInfo).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
 
-from ascend_common.gojson import GoJSON, go_json
+from ascend_common.gojson import GoJSON, GoNumber, GoObject, go_field, go_int, go_json, go_kind, go_loads
 
 __all__ = [
     "EMPTY",
@@ -207,55 +206,7 @@ def render_reset_info(info: ResetInfo) -> str:
     )
 
 
-class _Object(list[tuple[str, object]]):
-    """A JSON object as its key/value pairs in document order (Go walks them in that order)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Number:
-    """A number literal Go's int32 decoder refuses: it has a fraction or exponent, or is too long."""
-
-    text: str
-
-
-def _reject_constant(name: str) -> object:
-    # Python's json accepts NaN / Infinity; Go's scanner does not.
-    raise ValueError(f"invalid JSON: {name} is not a JSON value")
-
-
-def _int_literal(text: str) -> int | _Number:
-    # Long literals are kept as text so a huge number in an ignored field cannot trip Python's
-    # int-digits limit, which Go does not have; no int32 needs more than 10 digits.
-    return int(text) if len(text) <= 11 else _Number(text)
-
-
-def _fold(name: str) -> str:
-    """Go's case-insensitive field-name key (encoding/json foldName), enough for ASCII field names.
-
-    Besides ASCII case, Unicode simple folding maps U+017F LONG S to s and U+212A KELVIN SIGN to
-    k; no other non-ASCII rune can match an ASCII name (str.upper would: it turns \u00df into SS).
-    """
-    return "".join(ch.upper() if ch.isascii() else _FOLD_TO_ASCII.get(ch, ch) for ch in name)
-
-
-_FOLD_TO_ASCII: Final = {"\u017f": "S", "\u212a": "K"}
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, _Object):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | _Number):
-        return "number"
-    return "null"
-
-
-def _fields(obj: _Object, known: Mapping[str, str], where: str) -> dict[str, object]:
+def _fields(obj: GoObject, known: Iterable[str], where: str) -> dict[str, object]:
     """The known fields of `obj` by Go name; other keys are ignored, as Go ignores them.
 
     A known field given twice (in any spelling) is refused: Go would decode the second value
@@ -263,7 +214,7 @@ def _fields(obj: _Object, known: Mapping[str, str], where: str) -> dict[str, obj
     """
     found: dict[str, object] = {}
     for key, value in obj:
-        go_name = known.get(_fold(key))
+        go_name = go_field(key, known)
         if go_name is None:
             continue
         if go_name in found:
@@ -275,32 +226,35 @@ def _fields(obj: _Object, known: Mapping[str, str], where: str) -> dict[str, obj
 def _device(value: object, where: str) -> ResetDevice:
     if value is None:
         return ResetDevice()  # Go leaves the element at its zero value
-    if not isinstance(value, _Object):
-        raise ValueError(f"{where}: expected an object, got {_kind(value)}")
+    if not isinstance(value, GoObject):
+        raise ValueError(f"{where}: expected an object, got {go_kind(value)}")
     fields = _fields(value, _DEVICE_KEYS, f"{where}.")
     ids: dict[str, int] = {}
     for go_name, attr in _DEVICE_FIELDS:
         raw = fields.get(go_name)
         if raw is None:
             continue  # absent, or null: Go keeps the zero value
-        if isinstance(raw, _Number):
-            raise ValueError(f"{where}.{go_name}: number {raw.text} is not an int32")
-        if not isinstance(raw, int) or isinstance(raw, bool):
-            raise ValueError(f"{where}.{go_name}: expected an int32, got {_kind(raw)}")
-        ids[attr] = _check_int32(raw, f"{where}.{go_name}")
+        if not isinstance(raw, GoNumber):
+            raise ValueError(f"{where}.{go_name}: expected an int32, got {go_kind(raw)}")
+        number = go_int(raw, 32)
+        if number is None:
+            integer = raw.text.lstrip("-").isdigit()
+            raise ValueError(f"{where}.{go_name}: {raw.text} is out of int32 range" if integer
+                             else f"{where}.{go_name}: number {raw.text} is not an int32")  # fmt: skip
+        ids[attr] = number
     return ResetDevice(**ids)
 
 
 def _device_list(value: object, where: str) -> tuple[ResetDevice, ...]:
     if value is None:
         return ()
-    if not isinstance(value, list) or isinstance(value, _Object):
-        raise ValueError(f"{where}: expected an array, got {_kind(value)}")
+    if not isinstance(value, list) or isinstance(value, GoObject):
+        raise ValueError(f"{where}: expected an array, got {go_kind(value)}")
     return tuple(_device(item, f"{where}[{index}]") for index, item in enumerate(value))
 
 
-_INFO_KEYS: Final = {_fold(name): name for name in (_THIRD_PARTY, _MANUAL)}
-_DEVICE_KEYS: Final = {_fold(go_name): go_name for go_name, _ in _DEVICE_FIELDS}
+_INFO_KEYS: Final = (_THIRD_PARTY, _MANUAL)
+_DEVICE_KEYS: Final = tuple(go_name for go_name, _ in _DEVICE_FIELDS)
 
 
 def parse_reset_info(text: str) -> ResetInfo:
@@ -312,22 +266,11 @@ def parse_reset_info(text: str) -> ResetInfo:
     entry that is not an object, an id that is not an integer literal in int32 range; also, unlike
     Go, a known field given twice. The message names the field, e.g. `ManualResetDevs[2].PhyID`.
     """
-    try:
-        document = json.loads(
-            text,
-            object_pairs_hook=_Object,
-            parse_int=_int_literal,
-            parse_float=_Number,
-            parse_constant=_reject_constant,
-        )
-    except RecursionError:
-        raise ValueError("invalid JSON: nested too deeply") from None
-    except ValueError as exc:
-        raise ValueError(f"invalid JSON: {exc}") from None
+    document = go_loads(text)
     if document is None:
         return EMPTY
-    if not isinstance(document, _Object):
-        raise ValueError(f"expected a JSON object, got {_kind(document)}")
+    if not isinstance(document, GoObject):
+        raise ValueError(f"expected a JSON object, got {go_kind(document)}")
     fields = _fields(document, _INFO_KEYS, "")
     return ResetInfo(
         third_party_reset_devs=_device_list(fields.get(_THIRD_PARTY), _THIRD_PARTY),

@@ -28,13 +28,12 @@ Reference (MindCluster, component/ascend-device-plugin):
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ascend_common.gojson import GoJSON, go_json
+from ascend_common.gojson import GoJSON, GoNumber, GoObject, go_field, go_int, go_json, go_loads
 
 __all__ = [
     "CHECK_CODE_KEY",
@@ -339,34 +338,12 @@ def clear_reset_config(old_data: Mapping[str, str] | None, *, update_time_s: int
 
 # What Go's json.Unmarshal accepts into TaskResetInfo: null anywhere, else the field's JSON type;
 # an integer must be an integer literal in range. Unknown keys are ignored.
-class _Number:
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-class _Object:
-    __slots__ = ("pairs",)
-
-    def __init__(self, pairs: list[tuple[str, object]]) -> None:
-        self.pairs = pairs
-
-
 _Check = Callable[[object], bool]
 
 
 def _go_int(bits: int) -> _Check:
-    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-
     def check(value: object) -> bool:
-        if value is None:
-            return True
-        return (
-            isinstance(value, _Number)
-            and re.fullmatch(r"-?[0-9]{1,20}", value.text) is not None  # past 20 digits no Go int fits
-            and low <= int(value.text) <= high
-        )
+        return value is None or (isinstance(value, GoNumber) and go_int(value, bits) is not None)
 
     return check
 
@@ -381,7 +358,7 @@ def _go_string(value: object) -> bool:
 
 def _go_slice(item: _Check) -> _Check:
     def check(value: object) -> bool:
-        return value is None or (isinstance(value, list) and all(item(v) for v in value))
+        return value is None or (isinstance(value, list) and not isinstance(value, GoObject) and all(map(item, value)))
 
     return check
 
@@ -390,25 +367,15 @@ def _go_struct(fields: Mapping[str, _Check]) -> _Check:
     def check(value: object) -> bool:
         if value is None:
             return True
-        if not isinstance(value, _Object):
+        if not isinstance(value, GoObject):
             return False
-        for key, item in value.pairs:
-            name = _go_field(key, fields)
+        for key, item in value:
+            name = go_field(key, fields)
             if name is not None and not fields[name](item):
                 return False
         return True
 
     return check
-
-
-def _go_field(key: str, fields: Iterable[str]) -> str | None:
-    # Go matches keys to field names exactly, else ignoring case with Unicode simple folding,
-    # under which only the Kelvin sign and the long s fold onto ASCII letters.
-    names = list(fields)
-    if key in names:
-        return key
-    folded = "".join({"\u212a": "k", "\u017f": "s"}.get(ch, ch.lower() if ch.isascii() else ch) for ch in key)
-    return next((name for name in names if name.lower() == folded), None)
 
 
 _INT64 = _go_int(64)
@@ -434,26 +401,20 @@ _TASK_RESET_INFO_FIELDS: Final[Mapping[str, _Check]] = {
 _TASK_RESET_INFO = _go_struct(_TASK_RESET_INFO_FIELDS)
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"invalid character in {name}")  # NaN, Infinity: not JSON to Go
-
-
 def _old_retry_time(text: str) -> int:
     """RetryTime of an old `reset.json`, as Go's json.Unmarshal into TaskResetInfo reads it."""
     try:
-        value = json.loads(
-            text, parse_int=_Number, parse_float=_Number, parse_constant=_reject_constant, object_pairs_hook=_Object
-        )
-    except (ValueError, RecursionError) as exc:
+        value = go_loads(text)
+    except ValueError as exc:
         raise ResetConfigRefused(f"{REFUSED_UNMARSHAL}: {exc}") from None
     if not _TASK_RESET_INFO(value):
         raise ResetConfigRefused(f"{REFUSED_UNMARSHAL}: it is not a TaskResetInfo")
     retry_time = 0
-    if isinstance(value, _Object):
-        for key, item in value.pairs:
+    if isinstance(value, GoObject):
+        for key, item in value:
             # Every matching key is decoded in turn, so the last non-null one wins.
-            if _go_field(key, _TASK_RESET_INFO_FIELDS) == "RetryTime" and isinstance(item, _Number):
-                retry_time = int(item.text)
+            if go_field(key, _TASK_RESET_INFO_FIELDS) == "RetryTime" and isinstance(item, GoNumber):
+                retry_time = go_int(item, 64) or 0
     return retry_time
 
 
