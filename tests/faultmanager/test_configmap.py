@@ -334,3 +334,18 @@ async def test_drop_in_swap_adopts_the_isolations_and_reasons_of_the_configmap(t
                 fm.stop()
         finally:
             exporter.stop()
+
+
+async def test_kubeconfig_alone_reaches_the_apiserver(tmp_path: Path) -> None:
+    """No --kubeconfig: the fault-manager follows KUBECONFIG, as kubectl does, and says so."""
+    with FakeApiServer() as api:
+        exporter = start_exporter(tmp_path / "exporter")
+        cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
+        fm = start_fault_manager(tmp_path / "fm", exporter, kube="api", env={"KUBECONFIG": str(cfg)})
+        try:
+            await wait_ready(fm)
+            await until(lambda: "DeviceInfoCfg" in configmap(api), timeout=10.0)
+            assert '"source":"KUBECONFIG"' in fm.log_path.read_text().replace(" ", "")
+        finally:
+            fm.stop()
+            exporter.stop()

@@ -27,13 +27,15 @@ class Node:
     workdir: Path
 
 
-async def make_node(workdir: Path, *plugin_args: str, profile: str = "910b-8", kube: str = "offline") -> Node:
+async def make_node(
+    workdir: Path, *plugin_args: str, profile: str = "910b-8", kube: str = "offline", env: dict[str, str] | None = None
+) -> Node:
     exporter = start_exporter(workdir / "exporter", profile=profile)
     plugin_dir = workdir / "dp"
     plugin_dir.mkdir()
     kubelet = FakeKubelet(plugin_dir, workdir / "podres")
     await kubelet.start()
-    plugin = start_plugin(workdir, exporter, plugin_dir, *plugin_args, kube=kube)
+    plugin = start_plugin(workdir, exporter, plugin_dir, *plugin_args, kube=kube, env=env)
     return Node(exporter, kubelet, plugin, workdir)
 
 

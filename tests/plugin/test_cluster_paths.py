@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -267,5 +268,18 @@ async def test_node_labels_and_annotations(workdir: Path, apiserver: FakeApiServ
         infos = json.loads(annotations["baseDeviceInfos"])
         assert set(infos) == ALL
         assert infos["Ascend910-0"]["IP"].startswith("192.168.")
+    finally:
+        await close_node(n)
+
+
+async def test_kubeconfig_alone_reaches_the_apiserver(workdir: Path, apiserver: FakeApiServer) -> None:
+    """No --kubeconfig: KUBECONFIG (a missing file first, as a list may hold) is what kubectl users set."""
+    cfg = write_kubeconfig(workdir / "kubeconfig", apiserver.url)
+    listed = os.pathsep.join([str(workdir / "absent"), str(cfg)])
+    n = await make_node(workdir, kube="api", env={"KUBECONFIG": listed})
+    try:
+        await wait_ready(n.plugin)
+        await until(lambda: apiserver.count("PATCH", "/api/v1/nodes/node-a") > 0, 10.0, "the plugin's node labels")
+        assert '"source": "KUBECONFIG"' in n.plugin.log_path.read_text().replace('":"', '": "')
     finally:
         await close_node(n)

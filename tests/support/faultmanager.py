@@ -44,7 +44,12 @@ class FaultManagerProc:
 
 
 def start_fault_manager(
-    workdir: Path, exporter: ExporterProc, *extra: str, kube: str = "offline", db: Path | None = None
+    workdir: Path,
+    exporter: ExporterProc,
+    *extra: str,
+    kube: str = "offline",
+    db: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> FaultManagerProc:
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -58,7 +63,9 @@ def start_fault_manager(
         "--metrics-addr", f"127.0.0.1:{port}", "--write-interval", "0.1",
         *extra,
     ]  # fmt: skip
-    proc = subprocess.Popen(args, stdout=log_path.open("ab"), stderr=subprocess.STDOUT, cwd=ROOT, env=dict(os.environ))
+    proc = subprocess.Popen(
+        args, stdout=log_path.open("ab"), stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, **(env or {})}
+    )
     return FaultManagerProc(proc, sock, db, f"http://127.0.0.1:{port}", log_path)
 
 

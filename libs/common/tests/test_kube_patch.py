@@ -184,9 +184,8 @@ def test_backoff_grows_is_jittered_and_capped() -> None:
 
 
 def test_build_api_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(KubeConfigError):
-        build_api_client()
+        build_api_client(environ={}, home=tmp_path)  # nothing configured (not even ~/.kube/config)
 
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
     local: Any = build_api_client(url="http://127.0.0.1:1234/")

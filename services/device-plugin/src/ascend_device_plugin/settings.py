@@ -28,7 +28,10 @@ class PluginSettings(BaseSettings):
     kube: Literal["api", "offline"] = Field(
         "api", description="api: talk to the cluster; offline: no pods, no patches."
     )
-    kubeconfig: Path | None = Field(None, description="A kubeconfig; default: in-cluster config.")
+    kubeconfig: Path | None = Field(
+        None,
+        description="A kubeconfig; default: KUBECONFIG (merged as kubectl does), the service account, ~/.kube/config.",
+    )
     volcano_type: CliImplicitFlag[bool] = Field(
         False, description="Allocate the devices Volcano chose (pod annotations)."
     )

@@ -22,7 +22,10 @@ class FaultManagerSettings(BaseSettings):
         "", max_length=253, description="This pod's name, the object of its release Events; empty: $HOSTNAME."
     )
     kube: Literal["api", "offline"] = Field("api", description="api: write to the cluster; offline: files + API.")
-    kubeconfig: Path | None = Field(None, description="A kubeconfig; default: in-cluster config.")
+    kubeconfig: Path | None = Field(
+        None,
+        description="A kubeconfig; default: KUBECONFIG (merged as kubectl does), the service account, ~/.kube/config.",
+    )
     state_dir: Path = Field(Path("/var/lib/ascend/fault-manager"), description="Offline mode: objects as files.")
     policy_dir: Path | None = Field(None, description="faultCode.json etc. to use instead of the packaged tables.")
     time_scale: float = Field(1.0, gt=0, le=10_000, description="Policy time runs this many times faster (drills).")

@@ -17,7 +17,7 @@ import logging
 import os
 import random
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from time import time
@@ -29,6 +29,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client import ApiClient as ApiClient  # re-exported: the type every helper here takes
 
+from ascend_common.kube.kubeconfig import choose_source, merge_kubeconfigs, not_configured, read_kubeconfigs
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -39,7 +41,7 @@ RETRYABLE_STATUSES = frozenset({409, 429})  # plus every 5xx
 
 
 class KubeConfigError(Exception):
-    """No usable apiserver configuration (no URL, kubeconfig or in-cluster service account)."""
+    """No usable apiserver configuration (none of the sources in ascend_common.kube.kubeconfig)."""
 
 
 class KubeApiError(Exception):
@@ -71,12 +73,17 @@ def build_api_client(
     *,
     context: str | None = None,
     token: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    home: Path | None = None,
 ) -> ApiClient:
-    """An ApiClient for an explicit URL (tests, a local proxy), a kubeconfig file, or the pod's service account.
-
-    The choice is explicit first: `url`, then `kubeconfig`, then in-cluster config when
-    KUBERNETES_SERVICE_HOST is set. Nothing falls back to ~/.kube/config silently.
-    """
+    """An ApiClient from the first configured source (ascend_common.kube.kubeconfig): an explicit URL,
+    `--kubeconfig`, KUBECONFIG (merged as kubectl merges it), the pod's service account, ~/.kube/config.
+    The source is logged; with none, KubeConfigError names every source looked at."""
+    environ = os.environ if environ is None else environ
+    home = Path.home() if home is None else home
+    source = choose_source(url=url, kubeconfig=kubeconfig, environ=environ, home=home)
+    if source is None:
+        raise KubeConfigError(not_configured(home))
     cfg = k8s.Configuration()
     try:
         if url:
@@ -87,16 +94,16 @@ def build_api_client(
             if _is_loopback(url):
                 # The client picks HTTP(S)_PROXY from the environment; a local apiserver is never behind one.
                 cfg.proxy = None
-        elif kubeconfig is not None:
-            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=str(kubeconfig), context=context, client_configuration=cfg
-            )
-        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        elif source.kind == "in-cluster":
             k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
-            raise KubeConfigError("no apiserver configured: give a URL or a kubeconfig, or run inside a pod")
-    except k8s_config.ConfigException as exc:
-        raise KubeConfigError(f"cannot load the Kubernetes configuration: {exc}") from exc
+            documents = read_kubeconfigs(source.files, skip_missing=source.kind == "KUBECONFIG")
+            k8s_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+                merge_kubeconfigs(documents), context=context, client_configuration=cfg
+            )
+    except (k8s_config.ConfigException, ValueError) as exc:
+        raise KubeConfigError(f"cannot load the Kubernetes configuration ({source.detail}): {exc}") from exc
+    log.info("apiserver configuration", extra={"source": source.kind, "from": source.detail, "server": cfg.host})
     return k8s.ApiClient(cfg)
 
 
