@@ -65,7 +65,8 @@ async def test_volcano_serves_the_oldest_pod_then_the_next(volcano: Node, apiser
     patches_before = apiserver.count("PATCH", "/api/v1/namespaces/ml/pods")
     resp = await volcano.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
-    await until(lambda: pod_annotations(apiserver, "first").get("predicate-time") == TAKEN)
+    assert pod_annotations(apiserver, "first").get("predicate-time") == TAKEN, "marked taken before the answer"
+    await until(lambda: "huawei.com/AscendReal" in pod_annotations(apiserver, "first"))  # the report follows
     first = pod_annotations(apiserver, "first")
     assert first["predicate-time"] == TAKEN
     assert first["huawei.com/AscendReal"] == "Ascend910-6,Ascend910-7"
@@ -74,7 +75,8 @@ async def test_volcano_serves_the_oldest_pod_then_the_next(volcano: Node, apiser
     uid = apiserver.get_object("pods", "first", "ml")["metadata"]["uid"]  # type: ignore[index]
     assert config["server_id"] == uid and config["host_ip"] == "10.1.2.3" and config["pod_name"] == "first"
     assert [d["device_id"] for d in config["devices"]] == ["6", "7"]
-    assert apiserver.count("PATCH", "/api/v1/namespaces/ml/pods") == patches_before + 1, "one write per Allocate"
+    # Two writes: the pod marked taken inside the call, then the allocation report.
+    assert apiserver.count("PATCH", "/api/v1/namespaces/ml/pods") == patches_before + 2
 
     resp = await volcano.kubelet.allocate(R, [["Ascend910-4", "Ascend910-5"]])
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "0,1"
@@ -281,5 +283,75 @@ async def test_kubeconfig_alone_reaches_the_apiserver(workdir: Path, apiserver: 
         await wait_ready(n.plugin)
         await until(lambda: apiserver.count("PATCH", "/api/v1/nodes/node-a") > 0, 10.0, "the plugin's node labels")
         assert '"source": "KUBECONFIG"' in n.plugin.log_path.read_text().replace('":"', '": "')
+    finally:
+        await close_node(n)
+
+
+async def volcano_node(workdir: Path, apiserver: FakeApiServer, pods: dict[str, tuple[str, str | None, int]]) -> Node:
+    """A Volcano node whose pending pods are name -> (annotated chips, predicate-time, chips requested)."""
+    for name, (chips, time, count) in pods.items():
+        annotations = {R: chips} | ({"predicate-time": time} if time is not None else {})
+        apiserver.add_pod(name, "ml", phase="Pending", annotations=annotations, requests={R: count})
+    n = await cluster_node(workdir, apiserver, "--volcano-type")
+    await n.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
+    await until(lambda: len(n.plugin.log_path.read_text()) > 0)
+    await asyncio.sleep(0.5)  # the pod cache lists the pods
+    return n
+
+
+async def test_volcano_allocate_fails_when_the_pod_cannot_be_marked_taken(
+    workdir: Path, apiserver: FakeApiServer
+) -> None:
+    """403 (no retry) and 500 through every try (3, the reference's RetryUpdateCount): Allocate fails,
+    nothing is handed out, the pod is untouched; an Allocate for another pod then works."""
+    n = await volcano_node(workdir, apiserver, {"first": ("Ascend910-6,Ascend910-7", "1000", 2),
+                                                "single": ("Ascend910-4", "3000", 1)})  # fmt: skip
+    try:
+        first = "/api/v1/namespaces/ml/pods/first"
+        for status, tries in ((403, 1), (500, 3)):
+            apiserver.fail_next(tries, status, path_prefix=first, method="PATCH")
+            before = apiserver.count("PATCH", first)
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await n.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])
+            assert err.value.code() is grpc.StatusCode.UNAVAILABLE, status
+            assert "ml/first" in (err.value.details() or "") and str(status) in (err.value.details() or "")
+            assert apiserver.count("PATCH", first) == before + tries
+            assert pod_annotations(apiserver, "first") == {R: "Ascend910-6,Ascend910-7", "predicate-time": "1000"}
+        resp = await n.kubelet.allocate(R, [["Ascend910-0"]])
+        assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "4"
+        await until(lambda: pod_annotations(apiserver, "single").get("predicate-time") == TAKEN)
+        # The API server answers again: the refused pod is served with its own chips.
+        resp = await n.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])
+        assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
+    finally:
+        await close_node(n)
+
+
+async def test_volcano_taken_patch_meeting_a_409_is_retried(workdir: Path, apiserver: FakeApiServer) -> None:
+    n = await volcano_node(workdir, apiserver, {"first": ("Ascend910-6,Ascend910-7", "1000", 2)})
+    try:
+        apiserver.fail_next(1, 409, path_prefix="/api/v1/namespaces/ml/pods/first", method="PATCH")
+        resp = await n.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])
+        assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
+        assert pod_annotations(apiserver, "first")["predicate-time"] == TAKEN, "written before the answer"
+        await until(
+            lambda: pod_annotations(apiserver, "first").get("huawei.com/AscendReal") == "Ascend910-6,Ascend910-7"
+        )
+    finally:
+        await close_node(n)
+
+
+async def test_volcano_pod_without_predicate_time_is_served_after_the_one_with_it(
+    workdir: Path, apiserver: FakeApiServer
+) -> None:
+    """getPredicateTimeFromPodAnnotation: no predicate-time ranks as the largest time, not as a reason to skip."""
+    n = await volcano_node(workdir, apiserver, {"untimed": ("Ascend910-0,Ascend910-1", None, 2),
+                                                "timed": ("Ascend910-6,Ascend910-7", "5000", 2)})  # fmt: skip
+    try:
+        resp = await n.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])
+        assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
+        resp = await n.kubelet.allocate(R, [["Ascend910-4", "Ascend910-5"]])
+        assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "0,1"
+        assert pod_annotations(apiserver, "untimed")["predicate-time"] == TAKEN
     finally:
         await close_node(n)

@@ -89,7 +89,7 @@ async def test_allocate_plain_path_with_phy_ids_and_bad_ids(node: Node) -> None:
     await node.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
     resp = await node.kubelet.allocate(R, [["Ascend910-5", "Ascend910-0"], ["Ascend910-3"]])
     assert [dict(c.envs) for c in resp.container_responses] == [
-        {"ASCEND_VISIBLE_DEVICES": "0,5", "ASCEND_RUNTIME_OPTIONS": ""},
+        {"ASCEND_VISIBLE_DEVICES": "5,0", "ASCEND_RUNTIME_OPTIONS": ""},  # the kubelet's order
         {"ASCEND_VISIBLE_DEVICES": "3", "ASCEND_RUNTIME_OPTIONS": ""},
     ]
     with pytest.raises(grpc.aio.AioRpcError) as err:

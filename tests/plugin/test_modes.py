@@ -50,6 +50,9 @@ async def test_310p_sharing_advertises_copies_and_maps_them_back(workdir: Path) 
         assert msg.healthy == {f"Ascend310P-{p}-{i}" for p in range(4) for i in range(3)}
         resp = await n.kubelet.allocate(resource, [["Ascend310P-2-1"]])
         assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "2"
+        # Two copies of one chip in one container: the chip is listed twice, as the reference lists it.
+        resp = await n.kubelet.allocate(resource, [["Ascend310P-3-2", "Ascend310P-1-0", "Ascend310P-3-0"]])
+        assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "3,1,3"
     finally:
         await close_node(n)
 

@@ -35,7 +35,9 @@ class FakePods:
     async def refresh(self) -> None:
         self.refreshes += 1
 
-    async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+    async def patch_pod(
+        self, namespace: str, name: str, annotations: dict[str, str], *, retries: int = 3, base_delay: float = 0.2
+    ) -> None:
         self.patches.append((namespace, name, annotations))
 
 
@@ -56,7 +58,7 @@ async def test_plain_path_uses_phy_ids_and_answers_each_container_in_order() -> 
     allocator, _, _ = setup(node_910b())
     resp = await allocator.allocate("Ascend910", request(["Ascend910-3", "Ascend910-1"], ["Ascend910-6"]))
     assert [dict(r.envs) for r in resp.container_responses] == [
-        {"ASCEND_VISIBLE_DEVICES": "1,3", "ASCEND_RUNTIME_OPTIONS": ""},
+        {"ASCEND_VISIBLE_DEVICES": "3,1", "ASCEND_RUNTIME_OPTIONS": ""},  # the kubelet's order (GetDeviceListID)
         {"ASCEND_VISIBLE_DEVICES": "6", "ASCEND_RUNTIME_OPTIONS": ""},
     ]
     assert all(not r.devices for r in resp.container_responses)
@@ -108,10 +110,12 @@ async def test_volcano_serves_the_oldest_pod_with_its_devices_and_marks_it_taken
     ]
     resp = await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
+    # Marked taken inside the call, before the answer; the allocation report follows.
+    assert pods.patches[0] == ("ml", "older", {"predicate-time": TAKEN})
     await allocator.stop()  # flushes the patch written after the answer
-    [(ns, name, patch)] = pods.patches
+    [_, (ns, name, patch)] = pods.patches
     assert (ns, name) == ("ml", "older")
-    assert patch["predicate-time"] == TAKEN
+    assert "predicate-time" not in patch
     assert patch["huawei.com/AscendReal"] == "Ascend910-6,Ascend910-7"
     assert patch["huawei.com/kltDev"] == "Ascend910-2,Ascend910-3"
     config = json.loads(patch["ascend.kubectl.kubernetes.io/ascend-910-configuration"])
@@ -129,10 +133,10 @@ async def test_volcano_serves_the_oldest_pod_with_its_devices_and_marks_it_taken
     await allocator.stop()
     assert pods.patches[-1][1] == "younger"
     # Nothing left: a clear error, no patch.
-    with pytest.raises(AllocationError, match="no pending pod annotated by Volcano") as err:
+    with pytest.raises(AllocationError, match="no active pod annotated by Volcano") as err:
         await allocator.allocate("Ascend910", request(["Ascend910-0", "Ascend910-1"]))
     assert "malformed" in err.value.message
-    assert len(pods.patches) == 2
+    assert len(pods.patches) == 4  # taken + report, twice
     assert pods.refreshes == 1, "a miss re-lists the cache once, then answers"
 
 
@@ -180,3 +184,49 @@ def test_preferred_allocation_bad_request_is_invalid_argument() -> None:
     with pytest.raises(AllocationError) as err:
         allocator.preferred("Ascend910", preferred(["Ascend910-0"], ["Ascend910-5"], 1))
     assert err.value.code is grpc.StatusCode.INVALID_ARGUMENT
+
+
+@dataclass
+class RefusingPods(FakePods):
+    """The API server refuses the taken patch (`fail` times: every try, or the first ones)."""
+
+    fail: int = 10**6
+    tries: list[tuple[int, float]] = field(default_factory=list)
+
+    async def patch_pod(
+        self, namespace: str, name: str, annotations: dict[str, str], *, retries: int = 3, base_delay: float = 0.2
+    ) -> None:
+        self.tries.append((retries, base_delay))
+        if "predicate-time" in annotations and self.fail > 0:
+            self.fail -= 1
+            raise RuntimeError("patch pod ml/x annotations: 403 forbidden")
+        await super().patch_pod(namespace, name, annotations)
+
+
+async def test_volcano_allocate_fails_and_hands_out_nothing_when_the_pod_cannot_be_marked_taken() -> None:
+    """TestAllocateWithVolcano2 'TryUpdatePodAnnotation failed': an error, no mapping, no report; the pod
+    is not held, so the next Allocate (once the API server answers) serves it."""
+    board_chips = node_910b()
+    allocator, manager, _ = setup(board_chips, volcano=True, taken_tries=3, taken_wait_s=0.05)
+    pods = RefusingPods(fail=1)
+    allocator.pods = allocator.patcher = pods
+    pods.items = [pending("x", "Ascend910-6,Ascend910-7", "1000")]
+    with pytest.raises(AllocationError, match="cannot mark its Volcano allocation taken") as err:
+        await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
+    assert err.value.code is grpc.StatusCode.UNAVAILABLE and "ml/x" in err.value.message
+    assert pods.tries == [(2, 0.05)], "the reference's tries and wait, through the patcher's retries"
+    assert pods.patches == [] and manager.volcano_map == {}
+    resp = await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
+    assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
+    await allocator.stop()
+
+
+async def test_under_preset_vnpu_a_request_for_every_chip_takes_the_kubelets_ids() -> None:
+    """Allocate: len(request) == len(AllDevs) with preset vNPU skips the Volcano path."""
+    allocator, _, pods = setup(node_910b(), volcano=True)
+    every = [f"Ascend910-{n}" for n in range(8)]
+    pods.items = [pending("all", ",".join(reversed(every)), "5", count=8)]
+    resp = await allocator.allocate("Ascend910", request(every))
+    assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == ",".join(str(n) for n in range(8))
+    await allocator.stop()
+    assert all("predicate-time" not in patch for _, _, patch in pods.patches)

@@ -18,10 +18,31 @@ def runtime(devices: list[AllocDevice], family: ChipFamily = B, *, dynamic: bool
     return container_response(devices, family=family, runtime_mode=True, dynamic=dynamic, host_dev_nodes=ALL_NODES)
 
 
-def test_runtime_mode_physical_chips_sorted_ascending() -> None:
+def test_runtime_mode_physical_chips_keep_the_given_order() -> None:
+    # The runtime numbers the devices 0, 1, ... in this order: a sorted list would give rank 0 chip 0
+    # where Volcano's annotation (and the rank configuration) said chip 3.
     alloc = runtime(phys(3, 10, 0, 1))
-    assert alloc.envs == {"ASCEND_VISIBLE_DEVICES": "0,1,3,10", "ASCEND_RUNTIME_OPTIONS": ""}
+    assert alloc.envs == {"ASCEND_VISIBLE_DEVICES": "3,10,0,1", "ASCEND_RUNTIME_OPTIONS": ""}
     assert alloc.devices == []
+
+
+def test_runtime_mode_volcano_annotation_order() -> None:
+    # Annotation "Ascend910-5,Ascend910-2" served to kubelet ids Ascend910-0, Ascend910-1.
+    devices = [AllocDevice("Ascend910-0", 5), AllocDevice("Ascend910-1", 2)]
+    assert runtime(devices).envs["ASCEND_VISIBLE_DEVICES"] == "5,2"
+
+
+def test_runtime_mode_shared_copies_of_one_chip_repeat_it() -> None:
+    devices = [AllocDevice("Ascend310P-0-0", 0), AllocDevice("Ascend310P-0-1", 0), AllocDevice("Ascend310P-1-0", 1)]
+    assert runtime(devices, ChipFamily.ASCEND310P).envs["ASCEND_VISIBLE_DEVICES"] == "0,0,1"
+
+
+def test_direct_mount_shared_copies_mount_the_chip_once() -> None:
+    devices = [AllocDevice("Ascend310P-1-0", 1), AllocDevice("Ascend310P-0-0", 0), AllocDevice("Ascend310P-1-1", 1)]
+    alloc = container_response(
+        devices, family=ChipFamily.ASCEND310P, runtime_mode=False, dynamic=False, host_dev_nodes=frozenset()
+    )
+    assert [d.host_path for d in alloc.devices] == ["/dev/davinci1", "/dev/davinci0"]
 
 
 def test_runtime_mode_vnpu_uses_the_vdev_id() -> None:
@@ -64,6 +85,15 @@ def test_dynamic_mode_cores_of_one_vnpu_count_once() -> None:
     assert envs["LOCAL_RANK"] == "0"
 
 
+def test_dynamic_mode_whole_chips_once_each_in_annotation_order() -> None:
+    # npu-core annotation "3,1": the allocator maps the cores onto the chips in turn.
+    devices = [AllocDevice(f"npu-core-{n}", (3, 1)[n % 2]) for n in range(8)]
+    envs = runtime(devices, dynamic=True).envs
+    assert envs["ASCEND_VISIBLE_DEVICES"] == "3,1"
+    assert envs["WORLD_SIZE"] == "2"
+    assert envs["LOCAL_RANK"] == "0,1"
+
+
 def test_direct_mount_physical_chips() -> None:
     alloc = container_response(phys(1, 0), family=B, runtime_mode=False, dynamic=False, host_dev_nodes=ALL_NODES)
     assert alloc.envs == {}  # the reference sets no env var when it mounts the nodes itself
@@ -72,8 +102,8 @@ def test_direct_mount_physical_chips() -> None:
         DeviceNode("/dev/hisi_hdc", "/dev/hisi_hdc", "rw"),
         DeviceNode("/dev/devmm_svm", "/dev/devmm_svm", "rw"),
         DeviceNode("/dev/dvpp_cmdlist", "/dev/dvpp_cmdlist", "rw"),
-        DeviceNode("/dev/davinci0", "/dev/davinci0", "rw"),
         DeviceNode("/dev/davinci1", "/dev/davinci1", "rw"),
+        DeviceNode("/dev/davinci0", "/dev/davinci0", "rw"),
     ]
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from ascend_common.chips import ResourceType
+from ascend_common.chips import ChipFamily, ResourceType
 from ascend_device_plugin.core import (
+    ChipInfo,
     ConfigDevice,
     configuration_key,
     device_configuration,
     real_allocation_annotations,
 )
+from ascend_device_plugin.core.annotations import config_devices
 
 # --- AscendReal / kltDev ---------------------------------------------------------------------
 
@@ -96,6 +98,25 @@ def test_device_configuration_golden_vnpu() -> None:
         '{"pod_name":"infer","server_id":"u","host_ip":"h","super_pod_id":-1,'
         '"devices":[{"device_id":"0","device_ip":"127.0.0.1"}],"rack_id":-1,"server_index":"","server_ip":""}'
     )
+
+
+def chip(phy: int, sdid: int | None) -> ChipInfo:
+    return ChipInfo(
+        logic_id=phy, phy_id=phy, card_id=phy, name=f"Ascend910-{phy}", rtype=ResourceType.ASCEND910,
+        family=ChipFamily.ASCEND910A3, aicore=24, healthy=True, device_ip=f"10.9.0.{phy}", super_device_id=sdid,
+    )  # fmt: skip
+
+
+def test_config_devices_give_every_physical_chip_a_super_device_id() -> None:
+    chips = {0: chip(0, 8), 1: chip(1, None)}
+    assert config_devices(["Ascend910-1", "Ascend910-0", "Ascend910-5"], chips) == (
+        [ConfigDevice(1, "10.9.0.1", 0), ConfigDevice(0, "10.9.0.0", 8), ConfigDevice(5, None, -2)],
+        False,
+    )
+
+
+def test_config_devices_of_a_vnpu_have_none() -> None:
+    assert config_devices(["Ascend910-4c-100-1"], {1: chip(1, 8)}) == ([ConfigDevice(1, "10.9.0.1", None)], True)
 
 
 def test_device_configuration_without_devices_is_a_nil_slice() -> None:

@@ -181,8 +181,8 @@ def test_the_smallest_predicate_time_wins_and_its_annotated_devices_are_used() -
         (pod("x", time=TAKEN), "taken"),
         (pod("x", time="018446744073709551615"), "taken, written with a leading zero"),
         (pod("x", "Ascend910-0"), "annotated count differs from the request"),
-        (pod("x", phase="Running"), "not pending"),
-        (pod("x", phase="Succeeded"), "not pending"),
+        (pod("x", phase="Succeeded"), "finished"),
+        (pod("x", phase="Failed"), "finished"),
         (pod("x", deleting=True), "being deleted"),
         (pod("x", request=0), "does not request the resource"),
         (pod("x", devices=None), "no annotation"),
@@ -202,9 +202,6 @@ def test_pods_that_are_skipped_silently(skipped: PodView, why: str) -> None:
         (pod("bad", "Ascend910-0,Ascend910-0", "1"), "annotation huawei.com/Ascend910: .*'Ascend910-0' twice"),
         (pod("bad", "Ascend910-0,npu-1", "1"), "'npu-1' is not a Ascend910 chip"),
         (pod("bad", "", "1"), "empty item"),
-        (pod("bad", time=None), "no predicate-time annotation"),
-        (pod("bad", time="yesterday"), "predicate-time 'yesterday' is not a decimal uint64"),
-        (pod("bad", time="18446744073709551616"), "out of the uint64 range"),
     ],
 )
 def test_pods_with_malformed_annotations_are_skipped_and_reported(bad: PodView, reason: str) -> None:
@@ -216,8 +213,23 @@ def test_pods_with_malformed_annotations_are_skipped_and_reported(bad: PodView, 
     assert re.search(reason, choice.rejects[0].reason), choice.rejects[0].reason
 
 
+@pytest.mark.parametrize("time", [None, "yesterday", "18446744073709551616", "-1", "1e3"])
+def test_a_pod_without_a_readable_predicate_time_is_served_last(time: str | None) -> None:
+    """getPredicateTimeFromPodAnnotation: missing or unparsable is the largest time, not a reason to skip."""
+    late = pod("late", time=time)
+    assert pick_pod([late, pod("timed", time="18446744073709551614")], RES, 2).pod.name == "timed"  # type: ignore[union-attr]
+    assert pick_pod([late], RES, 2).pod is late
+    assert pick_pod([late], RES, 2).rejects == ()
+
+
+def test_an_active_pod_of_any_phase_but_finished_is_a_candidate() -> None:
+    """FilterPods over GetActivePodListCache: Running (and Unknown) pods count, as Pending ones do."""
+    for phase in ("Running", "Unknown"):
+        assert pick_pod([pod("x", phase=phase, time="5")], RES, 2).pod is not None, phase
+
+
 def test_no_pod_gives_an_empty_choice_with_the_rejects() -> None:
-    bad = pod("bad", time="soon")
+    bad = pod("bad", "Ascend910-0,,", "1")
     choice = pick_pod([bad, pod("other", time=TAKEN)], RES, 2)
     assert choice.pod is None
     assert choice.devices == ()

@@ -27,7 +27,7 @@ from ascend_common.naming import NPU_CORE, parse_device_id, vnpu_device_id
 from ascend_device_plugin.core.allocate import AllocDevice, ContainerAlloc, container_response, validate_request
 from ascend_device_plugin.core.annotations import (
     ASCEND_REAL,
-    ConfigDevice,
+    config_devices,
     configuration_key,
     device_configuration,
     real_allocation_annotations,
@@ -35,7 +35,7 @@ from ascend_device_plugin.core.annotations import (
 from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING, ChipInfo, PodView
 from ascend_device_plugin.core.preferred import preferred_allocation
 from ascend_device_plugin.core.topology import affinity_groups, device_groups
-from ascend_device_plugin.core.volcano import VolcanoChoice, pick_pod, taken_patch
+from ascend_device_plugin.core.volcano import FINISHED, VolcanoChoice, pick_pod, taken_patch
 from ascend_device_plugin.podresources import find_pod
 from ascend_device_plugin.resources import ResourceManager
 from ascend_device_plugin.server import AllocationError
@@ -56,7 +56,9 @@ class PodSource(Protocol):
 
 
 class Patcher(Protocol):
-    async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None: ...
+    async def patch_pod(
+        self, namespace: str, name: str, annotations: dict[str, str], *, retries: int = 3, base_delay: float = 0.2
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,11 @@ class Allocator:
     podresources_socket: Path | None = None
     node: Callable[[], NodeFacts] = NodeFacts
     dev_root: Path = Path("/")
+    preset_vnpu: bool = True  # --preset-virtual-device
+    # Marking the chosen pod taken: tries and the wait between them (the reference's RetryUpdateCount,
+    # UpdatePodWaitTime); Allocate fails when the last try does.
+    taken_tries: int = 3
+    taken_wait_s: float = 0.2
     _taken: set[str] = field(default_factory=set)  # pod uids marked taken, before the cache sees it
     _background: set[asyncio.Task[None]] = field(default_factory=set)
     _created: dict[str, float] = field(default_factory=dict)  # vNPU name -> monotonic time we created it
@@ -136,7 +143,10 @@ class Allocator:
         containers = self._validate(resource, request)
         if resource == NPU_CORE:
             return await self._dynamic(containers)
-        if self.volcano and resource == self._physical():
+        # Under preset vNPU, a request for every chip of the node is served by the kubelet's ids (the
+        # reference's Allocate: there is only one way to give them all).
+        whole_node = self.preset_vnpu and sum(map(len, containers)) == len(self.manager.infos)
+        if self.volcano and resource == self._physical() and not whole_node:
             return await self._volcano(resource, containers)
         responses = [self._response(self._devices(ids), dynamic=False) for ids in containers]
         self._after_plain(resource, containers)
@@ -186,15 +196,15 @@ class Allocator:
         if choice.pod is None:
             raise AllocationError(
                 grpc.StatusCode.FAILED_PRECONDITION,
-                f"no pending pod annotated by Volcano for {len(kubelet_ids)} {resource}"
+                f"no active pod annotated by Volcano for {len(kubelet_ids)} {resource}"
                 + (f" ({len(choice.rejects)} with a malformed annotation)" if choice.rejects else ""),
             )
         pod, real = choice.pod, list(choice.devices)
-        self._taken.add(pod.uid)
         view = self.board.get(resource)
         known = {d.id for d in view.devices} if view is not None else set()
         if unknown := [r for r in real if r not in known]:
             raise invalid(f"pod {pod.key}: Volcano chose devices this node does not have: {','.join(unknown)}")
+        await self._mark_taken(pod)
         # Serve the containers in order with the pod's real devices.
         responses, offset = [], 0
         for ids in containers:
@@ -202,18 +212,36 @@ class Allocator:
             offset += len(ids)
         self.manager.volcano_by_pod[pod.uid] = dict(zip(kubelet_ids, real, strict=True))
         self.manager.recompute()
-        annotations = {**taken_patch(), **self._pod_annotations(pod, resource, real, kubelet_ids)}
-        self._patch_later(pod, annotations)
+        self._patch_later(pod, self._pod_annotations(pod, resource, real, kubelet_ids))
         log.info("allocated by Volcano", extra={"pod": pod.key, "devices": real, "kubelet_ids": kubelet_ids})
         return pb.AllocateResponse(container_responses=responses)
+
+    async def _mark_taken(self, pod: PodView) -> None:
+        """Set the pod's predicate-time to the maximum on the API server before anything is handed out
+        (the reference's getOldestPod -> TryUpdatePodCacheAnnotation): Volcano reads it to know the
+        chips are in use. Transient failures are retried (taken_tries, taken_wait_s); when it cannot be
+        written, Allocate fails, the kubelet fails the pod's admission and Volcano reschedules it. The
+        pod is held in memory meanwhile, so a concurrent Allocate cannot choose it too."""
+        assert self.patcher is not None
+        self._taken.add(pod.uid)
+        try:
+            await self.patcher.patch_pod(
+                pod.namespace, pod.name, taken_patch(), retries=self.taken_tries - 1, base_delay=self.taken_wait_s
+            )
+        except Exception as exc:
+            self._taken.discard(pod.uid)
+            log.error("Volcano pod not marked taken; nothing handed out", extra={"pod": pod.key, "error": str(exc)})
+            raise AllocationError(
+                grpc.StatusCode.UNAVAILABLE,
+                f"pod {pod.key}: cannot mark its Volcano allocation taken on the API server: {exc}",
+            ) from None
 
     async def _choose(self, resource_name: str, count: int, aicore: int | None = None) -> VolcanoChoice:
         """The pod from the cache; if none fits, re-list once (a cold cache) and look again."""
         assert self.pods is not None
         for attempt in range(2):
-            # Only pending pods can be Volcano's; filtering here keeps pick_pod's parsing off the
-            # thousands of running pods a full node cache holds.
-            pods = [p for p in self.pods.pods() if p.phase == POD_PENDING and p.uid not in self._taken]
+            # The taken ones are left out here: pick_pod parses only what is left.
+            pods = [p for p in self.pods.pods() if p.phase not in FINISHED and p.uid not in self._taken]
             choice = pick_pod(pods, resource_name, count, chip_aicore=aicore)
             if choice.pod is not None or attempt:
                 return choice
@@ -231,12 +259,7 @@ class Allocator:
         key = configuration_key(rtype, atlas_300i_duo=duo) if rtype is not None else None
         if key is not None:
             node = self.node()
-            devices, vnpu = [], False
-            for device_id in real:
-                parsed = parse_device_id(device_id)
-                vnpu = vnpu or parsed.vdev_id is not None
-                info = infos.get(parsed.phy_id)
-                devices.append(ConfigDevice(parsed.phy_id, info.device_ip if info else None, None))
+            devices, vnpu = config_devices(real, infos)
             annotations[key] = device_configuration(
                 pod.name, pod.uid, node.host_ip, devices, vnpu=vnpu, super_pod_id=node.super_pod_id,
                 rack_id=node.rack_id, server_index=node.server_index, server_ip=node.host_ip,

@@ -72,6 +72,9 @@ class DevicePlugin:
             exporter=self.exporter,
             podresources_socket=s.podresources_socket,
             node=self.kube.node_facts if self.kube else NodeFacts,
+            preset_vnpu=s.preset_virtual_device,
+            taken_tries=s.retry_update_count,
+            taken_wait_s=s.update_pod_wait_time,
         )
         self.registrar = Registrar(
             s.plugin_dir, lambda: self.servers, self._options, self.metrics, require_root=s.require_root_owned

@@ -132,8 +132,10 @@ class KubeBridge:
         await self.cache.relist(timeout=2.0)
         self._flush()
 
-    async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
-        await patch_pod_annotations(self.api, namespace, name, annotations)
+    async def patch_pod(
+        self, namespace: str, name: str, annotations: dict[str, str], *, retries: int = 3, base_delay: float = 0.2
+    ) -> None:
+        await patch_pod_annotations(self.api, namespace, name, annotations, retries, base_delay=base_delay)
 
     def node_facts(self) -> NodeFacts:
         if self.node is None:

@@ -36,6 +36,19 @@ class PluginSettings(BaseSettings):
         False, description="Allocate the devices Volcano chose (pod annotations)."
     )
     preset_virtual_device: bool = Field(True, description="Static vNPUs; false: dynamic vNPU mode (npu-core).")
+    retry_update_count: int = Field(
+        3,
+        ge=1,
+        le=20,
+        description="Volcano: tries to mark the chosen pod taken before Allocate fails (the "
+        "reference's RetryUpdateCount).",
+    )
+    update_pod_wait_time: float = Field(
+        0.2,
+        gt=0,
+        le=5,
+        description="Volcano: seconds between those tries, growing with jitter (UpdatePodWaitTime).",
+    )
     share_dev_count: int = Field(1, ge=1, le=100, description="310P/310B sharing: advertise each chip N times.")
     use_ascend_docker: bool = Field(True, description="Ascend Docker Runtime mode; false: mount /dev/davinci*.")
     token_file: Path | None = Field(None, description="Holds the plugin's `vnpu` token (dynamic vNPU mode).")

@@ -78,21 +78,28 @@ def container_response(
 ) -> ContainerAlloc:
     """Env vars or device nodes for one container; ValueError for an empty or mixed request.
 
-    Several kubelet ids may map to one real device (dynamic mode: N cores -> one vNPU or
-    chip); the container sees each real device once.
+    `ASCEND_VISIBLE_DEVICES` lists the devices in the order given (the Volcano annotation's or
+    the kubelet's): the runtime numbers them 0, 1, ... in that order, so sorting would hand a
+    rank another chip than the one the job was told. Repeats stay (a 310P shared by two copies
+    gives `0,0`), as the reference's `GetDeviceListID` keeps them. Dynamic mode is the
+    exception: there N `npu-core` ids stand for one vNPU or chip, and the reference lists the
+    annotated vNPU or chips once each.
     """
     if not devices:
         raise ValueError("no devices to allocate")
     vnpu = devices[0].is_vnpu
     if any(d.is_vnpu != vnpu for d in devices):
         raise ValueError("a request cannot mix vNPUs and physical chips")
-    visible = sorted({d.vdev_id if d.vdev_id is not None else d.phy_id for d in devices})
-    if vnpu and len(visible) > MAX_VNPUS_PER_REQUEST:
-        raise ValueError(f"a container can use at most {MAX_VNPUS_PER_REQUEST} vNPU, got {len(visible)}")
+    listed = [d.vdev_id if d.vdev_id is not None else d.phy_id for d in devices]
+    distinct = list(dict.fromkeys(listed))  # first occurrence order
+    visible = distinct if dynamic else listed
+    if vnpu and len(distinct) > MAX_VNPUS_PER_REQUEST:
+        raise ValueError(f"a container can use at most {MAX_VNPUS_PER_REQUEST} vNPU, got {len(distinct)}")
 
     if not runtime_mode:
         nodes = _default_nodes(family, host_dev_nodes)
-        for n in visible:
+        # One node per device: a shared chip's second copy would only repeat the same spec.
+        for n in distinct:
             host = f"/dev/vdavinci{n}" if vnpu else f"/dev/davinci{n}"
             nodes.append(DeviceNode(f"/dev/davinci{n}", host, RW))
         return ContainerAlloc({}, nodes)

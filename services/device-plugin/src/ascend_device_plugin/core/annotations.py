@@ -11,15 +11,21 @@ from typing import NamedTuple
 
 from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.gojson import GoJSON, go_json, go_map
+from ascend_common.naming import parse_device_id
+
+from ascend_device_plugin.core.model import ChipInfo
 
 __all__ = [
     "ASCEND_REAL",
     "CONFIG_910_KEY",
     "CONFIG_NPU_KEY",
     "KLT_DEV",
+    "SDID_NOT_LISTED",
+    "SDID_UNREAD",
     "UNKNOWN_DEVICE_IP",
     "VNPU_DEVICE_IP",
     "ConfigDevice",
+    "config_devices",
     "configuration_key",
     "device_configuration",
     "go_json",
@@ -33,6 +39,10 @@ CONFIG_910_KEY = "ascend.kubectl.kubernetes.io/ascend-910-configuration"
 CONFIG_NPU_KEY = "ascend.kubectl.kubernetes.io/ascend-npu-configuration"
 VNPU_DEVICE_IP = "127.0.0.1"  # the reference's DefaultDeviceIP
 UNKNOWN_DEVICE_IP = "-1"
+# super_device_id of a physical chip whose SDID was never read: the reference writes the Go zero
+# value its NpuDevice keeps when dcmi_get_super_pod_info failed (every chip off a super pod).
+SDID_UNREAD = 0
+SDID_NOT_LISTED = -2  # the reference's SdIdAbnormal: the phy id is not in the node's device list
 
 
 def real_allocation_annotations(
@@ -61,7 +71,31 @@ def real_allocation_annotations(
 class ConfigDevice(NamedTuple):
     phy_id: int
     device_ip: str | None = None  # None: could not be read
-    super_device_id: int | None = None  # None: omitted (not in a super pod)
+    super_device_id: int | None = None  # None: omitted (config_devices gives one to every physical chip)
+
+
+def config_devices(real: Sequence[str], chips: Mapping[int, ChipInfo]) -> tuple[list[ConfigDevice], bool]:
+    """The rank-configuration devices of an allocation's real device ids (`chips` by phy id), and
+    whether they are vNPUs.
+
+    Reference: common.go `getDeviceFromAllDeviceInfo`. A physical chip always gets a
+    `super_device_id`: its SDID, SDID_UNREAD when the super-pod information could not be read,
+    SDID_NOT_LISTED when the phy id is not a chip of this node. A vNPU gets none.
+    """
+    devices: list[ConfigDevice] = []
+    vnpu = False
+    for device_id in real:
+        parsed = parse_device_id(device_id)
+        vnpu = vnpu or parsed.vdev_id is not None
+        chip = chips.get(parsed.phy_id)
+        if parsed.vdev_id is not None:
+            sdid = None
+        elif chip is None:
+            sdid = SDID_NOT_LISTED
+        else:
+            sdid = SDID_UNREAD if chip.super_device_id is None else chip.super_device_id
+        devices.append(ConfigDevice(parsed.phy_id, chip.device_ip if chip else None, sdid))
+    return devices, vnpu
 
 
 def device_configuration(
@@ -79,8 +113,9 @@ def device_configuration(
     """The rank-table annotation value, byte for byte as the reference's json.Marshal(Instance).
 
     Devices sorted by phy id; `device_ip` is 127.0.0.1 for a vNPU and -1 when unknown;
-    `super_device_id` is omitted when absent and always for a vNPU (the reference sets it for
-    physical chips only). No devices gives `"devices":null`, as a nil Go slice does.
+    `super_device_id` (a string, after `device_ip`, as proto.go `Device` has it with omitempty)
+    is omitted when None and always for a vNPU (the reference sets it for physical chips only).
+    No devices gives `"devices":null`, as a nil Go slice does.
     """
     by_phy: dict[int, tuple[str | None, int | None]] = {}
     for phy_id, device_ip, sdid in devices:

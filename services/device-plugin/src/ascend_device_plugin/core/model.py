@@ -37,7 +37,9 @@ class ChipInfo:
     board_id: int | None = None
     product_type: str | None = None
     partner_card: int | None = None  # A3: dcmi_get_netdev_brother_device
-    super_device_id: int | None = None  # A3 super pod: the chip's SDID
+    # A3 super pod: the chip's SDID; None: not read (dcmi_get_super_pod_info failed or was not asked),
+    # which the rank configuration writes as 0, as the reference does.
+    super_device_id: int | None = None
     vnpus: tuple[Vnpu, ...] = ()
 
 

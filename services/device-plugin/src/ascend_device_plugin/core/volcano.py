@@ -3,15 +3,15 @@
 Volcano's Ascend plugin chooses the real chips at scheduling time and writes them on the pod:
 `huawei.com/<type>` = `Ascend910-0,Ascend910-1` (dynamic vNPU mode: `huawei.com/npu-core` =
 `<phy>-<template>` or `0,1`) and `predicate-time` = a decimal uint64. The kubelet's Allocate
-carries only anonymous IDs, so the plugin finds the pod it is serving: the pending pod of the
-node that requests the resource, carries the annotation, is not being deleted, whose annotated
-device count equals the request, and whose predicate-time is the smallest not yet taken.
+carries only anonymous IDs, so the plugin finds the pod it is serving: an active (not finished)
+pod of the node that requests the resource, carries the annotation, is not being deleted, whose
+annotated device count equals the request, and whose predicate-time is the smallest not yet
+taken; a pod without a readable predicate-time ranks last, as the largest time.
 Reference: pkg/server/plugin.go `doWithVolcanoSchedule`, `checkAnnotationAllocateValid`,
-`getOldestPod`; pkg/common/common.go `FilterPods`.
+`getOldestPod`, `getPredicateTimeFromPodAnnotation`; pkg/common/common.go `FilterPods`.
 
-Where we are stricter than the reference: a pod whose annotation or predicate-time does not
-parse is skipped and reported, instead of being used with a wrong device list (the reference
-treats a missing or unparsable predicate-time as the largest time and may still pick the pod).
+Where we are stricter than the reference: a pod whose device annotation does not parse is
+skipped and reported, instead of being used with a wrong device list.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from ascend_common.naming import NPU_CORE, chip_name, parse_device_id
 from ascend_common.vnpu import TEMPLATES, template_allowed
 
 from ascend_device_plugin.core.annotations import ASCEND_REAL, KLT_DEV
-from ascend_device_plugin.core.model import POD_PENDING, PodView
+from ascend_device_plugin.core.model import PodView
 
 PREDICATE_TIME = "predicate-time"
 UINT64_MAX = 2**64 - 1
+FINISHED = ("Succeeded", "Failed")  # not active: GetActivePodListCache leaves them out
 TAKEN = str(UINT64_MAX)  # "18446744073709551615": the pod's devices were handed out already
 MAX_ANNOTATED_DEVICES = 64
 MAX_ANNOTATION_LENGTH = 1024 * 1024  # the reference's PodAnnotationMaxLength
@@ -62,6 +63,24 @@ def parse_predicate_time(value: str) -> int:
     if number > UINT64_MAX:
         raise ValueError(f"predicate-time {value[:40]!r} is out of the uint64 range")
     return number
+
+
+def predicate_time(value: str | None) -> int:
+    """The rank of a pod by its `predicate-time`: the time, or the largest one when it is missing or
+    unreadable (getPredicateTimeFromPodAnnotation), so such a pod is served last, not never."""
+    if value is None:
+        return UINT64_MAX
+    try:
+        return parse_predicate_time(value)
+    except ValueError:
+        return UINT64_MAX
+
+
+def _is_taken(value: str | None) -> bool:
+    try:
+        return value is not None and parse_predicate_time(value) == UINT64_MAX
+    except ValueError:
+        return False
 
 
 def _items(value: str, what: str) -> list[str]:
@@ -220,7 +239,7 @@ def pick_pod(
     rejects: list[Reject] = []
     best: tuple[tuple[int, float, str, str], PodView, tuple[str, ...], DynamicRequest | None] | None = None
     for pod in pods:
-        if pod.request(resource_name) <= 0 or pod.phase != POD_PENDING or pod.deleting:
+        if pod.request(resource_name) <= 0 or pod.phase in FINISHED or pod.deleting:
             continue
         annotation = pod.annotations.get(resource_name)
         if annotation is None:
@@ -242,16 +261,9 @@ def pick_pod(
             continue
         if annotated != count:
             continue  # a pod waiting for another Allocate
-        if raw_time is None:
-            rejects.append(Reject(pod, f"no {PREDICATE_TIME} annotation"))
-            continue
-        try:
-            time = parse_predicate_time(raw_time)
-        except ValueError as exc:
-            rejects.append(Reject(pod, str(exc)))
-            continue
-        if time == UINT64_MAX:
-            continue  # taken, written in a non-canonical form
+        if _is_taken(raw_time):
+            continue  # taken, written in a non-canonical form (leading zeros)
+        time = predicate_time(raw_time)
         rank = (time, pod.created, pod.namespace, pod.name)
         if best is None or rank < best[0]:
             best = (rank, pod, devices, request)
