@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-PROFILES = ("910b-8", "910a-8", "a3-16", "310p-duo-4", "310p-4")
+PROFILES = ("910b-8", "910b-infer-4", "910a-8", "a3-16", "310p-duo-4", "310p-4")
 
 
 @dataclass

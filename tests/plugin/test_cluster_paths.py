@@ -274,6 +274,32 @@ async def test_node_labels_and_annotations(workdir: Path, apiserver: FakeApiServ
         await close_node(n)
 
 
+@pytest.mark.parametrize(
+    ("profile", "label", "value"),
+    [
+        ("910b-infer-4", "accelerator-type", "card-910b-infer"),  # board 0x28: Volcano's 910B inference policy
+        ("310p-duo-4", "infer-card-type", "card-300i-duo"),  # product type Atlas 300I Duo
+    ],
+)
+async def test_node_labels_volcano_chooses_its_policy_by(
+    workdir: Path, apiserver: FakeApiServer, profile: str, label: str, value: str
+) -> None:
+    cfg = write_kubeconfig(workdir / "kubeconfig", apiserver.url)
+    n = await make_node(workdir, "--kubeconfig", str(cfg), profile=profile, kube="api")
+    try:
+        await wait_ready(n.plugin)
+
+        def labels() -> dict[str, str]:
+            node = apiserver.get_object("nodes", "node-a")
+            return dict((node or {}).get("metadata", {}).get("labels") or {})
+
+        await until(lambda: "accelerator" in labels(), 10.0, "the plugin's node labels")
+        assert labels().get(label) == value
+        assert apiserver.get_object("nodes", "node-a")["metadata"]["annotations"]["serverType"] == ""  # type: ignore[index]
+    finally:
+        await close_node(n)
+
+
 async def test_kubeconfig_alone_reaches_the_apiserver(workdir: Path, apiserver: FakeApiServer) -> None:
     """No --kubeconfig: KUBECONFIG (a missing file first, as a list may hold) is what kubectl users set."""
     cfg = write_kubeconfig(workdir / "kubeconfig", apiserver.url)

@@ -102,6 +102,7 @@ def in_thread(fn: Callable[[], object]) -> tuple[threading.Thread, dict[str, obj
 LAYOUTS = [
     # profile, cards, chips per card, family, logic != phy required, aicore, hbm MB, outband
     ("910b-8", 8, 1, ChipFamily.ASCEND910B, True, 20, 65536, True),
+    ("910b-infer-4", 4, 1, ChipFamily.ASCEND910B, False, 20, 32768, False),
     ("910a-8", 8, 1, ChipFamily.ASCEND910, False, 32, 32768, False),
     ("a3-16", 8, 2, ChipFamily.ASCEND910A3, True, 24, 65536, True),
     ("310p-duo-4", 2, 2, ChipFamily.ASCEND310P, False, 8, 24576, False),
@@ -162,6 +163,8 @@ def test_sim_profile_layout(
 
 def test_sim_product_types_and_partner_cards(make: Factory) -> None:
     assert make("910b-8").read_static(chip(make("910b-8"), 0)).product_type.value == "Atlas 800T A2"
+    infer = make("910b-infer-4")
+    assert infer.read_static(chip(infer, 0)).product_type.value == "Atlas 300I A2"
     duo = make("310p-duo-4")
     assert duo.read_static(chip(duo, 0)).product_type.value == "Atlas 300I Duo"
     pro = make("310p-4")
@@ -178,6 +181,7 @@ def test_sim_product_types_and_partner_cards(make: Factory) -> None:
     [
         ("910a-8", [(0, 1, 2, 3), (4, 5, 6, 7)]),  # two HCCS rings of 4 by phy id
         ("910b-8", [tuple(range(8))]),  # HCCS board: one domain
+        ("910b-infer-4", [(0,), (1,), (2,), (3,)]),  # 300I A2 board without HCCS: each chip alone
         ("a3-16", [tuple(range(i, i + 4)) for i in range(0, 16, 4)]),  # card + partner card
         ("310p-duo-4", [(0, 1), (2, 3)]),  # both chips of a Duo card
         ("310p-4", [(0,), (1,), (2,), (3,)]),

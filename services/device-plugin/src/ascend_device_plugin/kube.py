@@ -182,6 +182,8 @@ class KubeBridge:
             infos[0].rtype,
             hbm.total_mb if hbm else None,
             existing,
+            board_id=first.static.board_id.value if first.static.board_id.is_ok else None,
+            product_types=[c.product_type for c in infos],
         )
         annotations = node_annotations(infos)
         wanted = {**{f"l:{k}": v for k, v in labels.items()}, **{f"a:{k}": v for k, v in annotations.items()}}

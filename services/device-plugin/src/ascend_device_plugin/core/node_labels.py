@@ -1,13 +1,19 @@
 """Node labels and annotations (contract section 9).
 
-Reference: pkg/server/manager.go `getNewNodeLabel`, `getNpuBaseInfo`; pkg/server/labelers.go
-(chip memory only on chips with on-chip memory: `common.HasOnChipMemory`).
+Reference: pkg/server/manager.go `getNewNodeLabel`, `setAcceleratorLabel`, `addTopologyLabel`,
+`getNewNodeAnnotation`, `getDevType`, `getNpuBaseInfo`; pkg/server/manager_v2.go `getCardType`;
+pkg/common `IsContainAll300IDuo`, `HasOnChipMemory`; keys and values from pkg/common/constants*.go,
+ascend-common/api and ascend-common/devmanager/common.
+
+The reference's `RealCardType` is our chip family (`Ascend910` is the 910A, `Ascend950` the
+reference's Ascend910A5 generation).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.gojson import GoJSON, go_json, go_map
@@ -18,16 +24,56 @@ CHIP_NAME_LABEL = "node.kubernetes.io/npu.chip.name"
 SERVER_TYPE_LABEL = "servertype"
 DRIVER_VERSION_LABEL = "huawei.com/driver.version"
 ACCELERATOR_LABEL = "accelerator"
+ACCELERATOR_TYPE_LABEL = "accelerator-type"
+INFER_CARD_LABEL = "infer-card-type"
 CHIP_MEMORY_LABEL = "mind-cluster/npu-chip-memory"
+TOPO_SUPER_POD_LABEL = "huawei.com/topotree.superpodid"
+TOPO_RACK_LABEL = "huawei.com/topotree.rackid"
+TOPO_SERVER_LABEL = "huawei.com/topotree.serverid"
+
 SUPER_POD_ID_ANNOTATION = "superPodID"
 SERVER_INDEX_ANNOTATION = "serverIndex"
+SERVER_TYPE_ANNOTATION = "serverType"
+CARD_TYPE_ANNOTATION = "cardType"
+RACK_ID_ANNOTATION = "rackID"
 BASE_DEVICE_INFOS_ANNOTATION = "baseDeviceInfos"
+
+# Volcano's Ascend plugin picks the 910B inference-card policy from this value.
+A300I_A2_LABEL = "card-910b-infer"
+A300I_DUO_LABEL = "card-300i-duo"
+ATLAS_300I_DUO = "Atlas 300I Duo"  # dcmi_get_product_type of a 300I Duo card
+# Atlas 300I A2 (32 GB, 64 GB): the only boards the reference labels with an accelerator type; every
+# other accelerator-type value (module-910b-8, module-a3-16-super-pod, ...) is set by the administrator.
+A300I_A2_BOARD_IDS = frozenset({0x28, 0x29})
+# Atlas 350 300I cards (A5): the board ids and the main board ids that name the card type.
+A5_300I_BOARD_IDS = frozenset({0x1A, 0x1B, 0x1C})
+A5_300I_CARD_NAMES = {0x68: "300I-Atlas350", 0x6C: "300I-Atlas350-4p"}
+# A5 super pod types (dcmi_spod_info.super_pod_type) whose nodes sit in a rack of a 1D/2D pod.
+POD_TYPES_WITH_RACK = frozenset({1, 2})
 
 # HBM on the chip: 310 / 310B / 310P cards have DDR, and the reference writes no memory label there.
 _ON_CHIP_MEMORY = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
+# The reference's acceleratorLabelMap has no Ascend310B entry: a 310B node gets no accelerator label.
+_NO_ACCELERATOR_LABEL = frozenset({ChipFamily.ASCEND310B})
 # A Kubernetes label value; one that does not match would make the whole node patch fail.
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _MAX_LABEL_VALUE = 63
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuperPod:
+    """What the chips report of their super pod (DCMI dcmi_get_spod_info; the reference's SuperPodInfo).
+
+    -1 means not in a super pod or not read, as every consumer of these values expects.
+    """
+
+    super_pod_id: int = -1
+    server_index: int = -1
+    rack_id: int = -1  # A5 only
+    super_pod_type: int = -1  # A5 only: 0 server, 1 1D pod, 2 2D pod, 3/4 16P/32P server, 5/6 1P/4P card
+
+
+NO_SUPER_POD = SuperPod()
 
 
 def node_labels(
@@ -38,36 +84,103 @@ def node_labels(
     rtype: ResourceType,
     hbm_total_mb: int | None,
     existing: Mapping[str, str],
+    *,
+    board_id: int | None = None,
+    product_types: Iterable[str | None] = (),
+    super_pod: SuperPod = NO_SUPER_POD,
 ) -> dict[str, str]:
-    """The labels to set on the node. Values that are empty or not valid label values are left out."""
-    wanted: dict[str, str | None] = {
-        CHIP_NAME_LABEL: chip_name,
-        ACCELERATOR_LABEL: f"huawei-{rtype.value}",
-        DRIVER_VERSION_LABEL: driver_version,
-    }
-    # An administrator may have set servertype by hand (e.g. a public name); never overwrite it.
-    if SERVER_TYPE_LABEL not in existing:
+    """The labels to set on the node. Values that are empty or not valid label values are left out.
+
+    `board_id` is the first chip's; `product_types` are every chip's (None: unreadable, skipped).
+    """
+    wanted: dict[str, str | None] = {CHIP_NAME_LABEL: chip_name, DRIVER_VERSION_LABEL: driver_version}
+    if family is ChipFamily.ASCEND950:
+        # The A5 generation names its server type by the generic prefix, and always writes it.
+        wanted[SERVER_TYPE_LABEL] = f"npu-{aicore}"
+    elif SERVER_TYPE_LABEL not in existing:
+        # An administrator may have set servertype by hand (e.g. a public name); never overwrite it.
         wanted[SERVER_TYPE_LABEL] = f"{family.value}-{aicore}"
     if family in _ON_CHIP_MEMORY and hbm_total_mb is not None and hbm_total_mb > 0:
         wanted[CHIP_MEMORY_LABEL] = f"{hbm_total_mb // 1024}G"
+    if family is ChipFamily.ASCEND910B and board_id in A300I_A2_BOARD_IDS:
+        wanted[ACCELERATOR_TYPE_LABEL] = A300I_A2_LABEL
+    if all_300i_duo(product_types):
+        wanted[INFER_CARD_LABEL] = A300I_DUO_LABEL
+    if family not in _NO_ACCELERATOR_LABEL:
+        wanted[ACCELERATOR_LABEL] = f"huawei-{rtype.value}"
+    wanted.update(topology_labels(family, super_pod))
     return {key: value for key, value in wanted.items() if value and _valid_label_value(value)}
+
+
+def all_300i_duo(product_types: Iterable[str | None]) -> bool:
+    """Every card that answered is an Atlas 300I Duo (and at least one answered): `IsContainAll300IDuo`."""
+    known = {product for product in product_types if product is not None}
+    return known == {ATLAS_300I_DUO}
+
+
+def topology_labels(family: ChipFamily, super_pod: SuperPod) -> dict[str, str]:
+    """`huawei.com/topotree.*` labels: the super pod on A3; super pod, rack (1D/2D pods) and server on A5."""
+    labels: dict[str, str] = {}
+    if family not in (ChipFamily.ASCEND910A3, ChipFamily.ASCEND950):
+        return labels
+    if super_pod.super_pod_id >= 0:
+        labels[TOPO_SUPER_POD_LABEL] = str(super_pod.super_pod_id)
+    if family is ChipFamily.ASCEND950:
+        if super_pod.super_pod_type in POD_TYPES_WITH_RACK and super_pod.rack_id >= 0:
+            labels[TOPO_RACK_LABEL] = str(super_pod.rack_id)
+        if super_pod.server_index >= 0:
+            labels[TOPO_SERVER_LABEL] = str(super_pod.server_index)
+    return labels
 
 
 def _valid_label_value(value: str) -> bool:
     return len(value) <= _MAX_LABEL_VALUE and _LABEL_VALUE.match(value) is not None
 
 
-def node_annotations(chips: Iterable[ChipInfo], super_pod_id: int = -1, server_index: int = -1) -> dict[str, str]:
-    """`superPodID`, `serverIndex` and `baseDeviceInfos` = {"<chip>": {"IP", "SuperDeviceID"}}.
+def card_type(board_id: int | None, main_board_id: int | None) -> str | None:
+    """The `cardType` annotation: only Atlas 350 300I cards have one (`getCardType`)."""
+    if board_id not in A5_300I_BOARD_IDS or main_board_id is None:
+        return None
+    return A5_300I_CARD_NAMES.get(main_board_id)
+
+
+def server_type(family: ChipFamily) -> str:
+    """The `serverType` annotation (`getDevType`): "A3" on A3, "npu" on A5, "" on older chips."""
+    if family is ChipFamily.ASCEND950:
+        return "npu"
+    return "A3" if family is ChipFamily.ASCEND910A3 else ""
+
+
+def node_annotations(
+    chips: Iterable[ChipInfo], super_pod: SuperPod = NO_SUPER_POD, main_board_id: int | None = None
+) -> dict[str, str]:
+    """`superPodID`, `serverIndex`, `serverType`, `baseDeviceInfos`, and `cardType` / `rackID` where they apply.
 
     baseDeviceInfos is a Go map[string]*NpuBaseInfo: keys in Go's sorted order, an unreadable
-    IP as "" and a missing SDID as 0 (the Go zero values).
+    IP as "" and a missing SDID as 0 (the Go zero values); on A5 each entry starts with the
+    chip's logic id as `DeviceID`.
     """
-    infos: dict[str, GoJSON] = {
-        chip.name: {"IP": chip.device_ip or "", "SuperDeviceID": chip.super_device_id or 0} for chip in chips
-    }
-    return {
-        SUPER_POD_ID_ANNOTATION: str(super_pod_id),
-        SERVER_INDEX_ANNOTATION: str(server_index),
+    ordered = sorted(chips, key=lambda chip: chip.logic_id)
+    infos: dict[str, GoJSON] = {chip.name: _base_info(chip) for chip in ordered}
+    annotations = {
+        SUPER_POD_ID_ANNOTATION: str(super_pod.super_pod_id),
+        SERVER_INDEX_ANNOTATION: str(super_pod.server_index),
         BASE_DEVICE_INFOS_ANNOTATION: go_json(go_map(infos)),
     }
+    if not ordered:
+        return annotations
+    first = ordered[0]  # the reference reads the board of its first device
+    annotations[SERVER_TYPE_ANNOTATION] = server_type(first.family)
+    if (card := card_type(first.board_id, main_board_id)) is not None:
+        annotations[CARD_TYPE_ANNOTATION] = card
+    if first.family is ChipFamily.ASCEND950 and super_pod.super_pod_type in POD_TYPES_WITH_RACK:
+        annotations[RACK_ID_ANNOTATION] = str(super_pod.rack_id)
+    return annotations
+
+
+def _base_info(chip: ChipInfo) -> GoJSON:
+    info: dict[str, GoJSON] = {"IP": chip.device_ip or "", "SuperDeviceID": chip.super_device_id or 0}
+    if chip.family is ChipFamily.ASCEND950:
+        # NpuBaseInfo.DeviceID is an omitempty pointer set only on A5, and it comes first.
+        info = {"DeviceID": chip.logic_id, **info}
+    return info

@@ -105,6 +105,22 @@ PROFILES: dict[str, Profile] = {
             hccs_groups=(tuple(range(8)),),
         ),
         Profile(
+            # Atlas 300I A2 inference cards: 910B chips on PCIe boards without HCCS, so each chip is its
+            # own reset group, and the node is labelled accelerator-type=card-910b-infer.
+            name="910b-infer-4",
+            chip_name="910B4",
+            board_id=0x28,  # the 32 GB board (0x29 is the 64 GB one)
+            product_type="Atlas 300I A2",
+            cards=4,
+            chips_per_card=1,
+            aicore=20,
+            hbm_mb=32768,
+            logic_to_phy=_identity(4),
+            power_idle_w=40.0,
+            power_max_w=150.0,
+            outband=False,
+        ),
+        Profile(
             name="910a-8",
             chip_name="910A",
             board_id=0x00,
