@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fault_manager.store import Store
 
 from tests.faultmanager.test_service import sim, verdicts
@@ -180,6 +181,7 @@ def _chips_listed(body: dict[str, Any]) -> set[str]:
     return names
 
 
+@pytest.mark.timeout(360)  # 20 process starts take ~100 s on an idle machine, more on a loaded CI runner
 async def test_restarts_never_publish_fewer_chips_than_the_node_has(tmp_path: Path) -> None:
     """20 starts, every other one with a new database (a first start, or its hostPath lost) and the
     exporter down until 1.5 s after the fault-manager started: every version of the device-info
