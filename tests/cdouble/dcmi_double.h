@@ -19,6 +19,11 @@
 #define DCMI_EVENT_RESV_LEN 32
 #define DCMI_MAX_ERROR_CODES 128
 #define DCMI_MAX_PROCS 32
+#define DCMI_SPOD_RESERVE_LEN 6
+
+/* dcmi_get_device_info main command and sub command of the super-pod information */
+#define DCMI_MAIN_CMD_CHIP_INF 12
+#define DCMI_CHIP_INF_SUB_CMD_SPOD_INFO 1
 
 /* dcmi_get_device_chip_info (v1, the fallback of older drivers) */
 struct dcmi_chip_info {
@@ -69,6 +74,17 @@ struct dcmi_board_info {
     unsigned int pcb_id;
     unsigned int bom_id;
     unsigned int slot_id;
+};
+
+/* dcmi_get_device_info(DCMI_MAIN_CMD_CHIP_INF, DCMI_CHIP_INF_SUB_CMD_SPOD_INFO): A3 super pod */
+struct dcmi_spod_info {
+    unsigned int sdid;
+    unsigned int scale_type;
+    unsigned int super_pod_id;
+    unsigned int server_id;
+    unsigned int chassis_id;     /* A5 */
+    unsigned int super_pod_type; /* A5 */
+    unsigned int reserve[DCMI_SPOD_RESERVE_LEN];
 };
 
 /* dcmi_create_vdevice input; 0xFFFFFFFF ids let the library choose */

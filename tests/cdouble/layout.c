@@ -54,6 +54,15 @@ int main(void)
     FIELD(struct, dcmi_board_info, bom_id);
     FIELD(struct, dcmi_board_info, slot_id);
 
+    SIZE(struct, dcmi_spod_info);
+    FIELD(struct, dcmi_spod_info, sdid);
+    FIELD(struct, dcmi_spod_info, scale_type);
+    FIELD(struct, dcmi_spod_info, super_pod_id);
+    FIELD(struct, dcmi_spod_info, server_id);
+    FIELD(struct, dcmi_spod_info, chassis_id);
+    FIELD(struct, dcmi_spod_info, super_pod_type);
+    FIELD(struct, dcmi_spod_info, reserve);
+
     SIZE(struct, dcmi_create_vdev_res_stru);
     FIELD(struct, dcmi_create_vdev_res_stru, vdev_id);
     FIELD(struct, dcmi_create_vdev_res_stru, vfg_id);

@@ -101,6 +101,9 @@ enum fn {
     FN_OUTBAND_STATE,
     FN_PRE_RESET,
     FN_RESCAN,
+    FN_DEVICE_TYPE,
+    FN_DEVICE_INFO,
+    FN_MAINBOARD_ID,
     FN_COUNT
 };
 
@@ -136,6 +139,9 @@ static const char *const FN_NAMES[FN_COUNT] = {
     "dcmi_get_device_outband_channel_state",
     "dcmi_pre_reset_soc",
     "dcmi_rescan_soc",
+    "dcmi_get_device_type",
+    "dcmi_get_device_info",
+    "dcmi_get_mainboard_id",
 };
 
 struct vdev {
@@ -167,6 +173,9 @@ struct chip {
     struct dcmi_board_info board;
     char product_type[64];
     int brother_card;
+    int unit_type; /* enum dcmi_unit_type: 0 NPU */
+    struct dcmi_spod_info spod;
+    unsigned int mainboard_id;
     char affinity[64];
     int ip_type; /* -1: no address configured */
     unsigned char ip[16];
@@ -267,6 +276,12 @@ static void chip_defaults(struct chip *c, int card, int dev, int logic, int phy)
     c->board.slot_id = (unsigned int)phy;
     copy_str(c->product_type, sizeof(c->product_type), "Atlas 800T A2");
     c->brother_card = card ^ 1;
+    /* A super pod answer even though the default chip is no A3: the binding must not ask it.
+     * SDID as the A3 encodes it: server index in bits 22..31, the device in bits 0..15. */
+    c->spod.sdid = (unsigned int)phy;
+    c->spod.super_pod_id = 0;
+    c->spod.server_id = 0;
+    c->mainboard_id = 0x0A; /* any value: the reference names no 910B main board */
     snprintf(c->affinity, sizeof(c->affinity), "%d-%d", (phy / 2) * 16, (phy / 2) * 16 + 15);
     c->ip_type = 0;
     c->ip[0] = 192;
@@ -567,6 +582,22 @@ static int set_int_field(struct chip *c, const char *field, long long v)
         c->board.board_id = (unsigned int)v;
     } else if (strcmp(field, "brother_card") == 0) {
         c->brother_card = (int)v;
+    } else if (strcmp(field, "unit_type") == 0) {
+        c->unit_type = (int)v;
+    } else if (strcmp(field, "sdid") == 0) {
+        c->spod.sdid = (unsigned int)v;
+    } else if (strcmp(field, "scale_type") == 0) {
+        c->spod.scale_type = (unsigned int)v;
+    } else if (strcmp(field, "super_pod_id") == 0) {
+        c->spod.super_pod_id = (unsigned int)v;
+    } else if (strcmp(field, "server_id") == 0) {
+        c->spod.server_id = (unsigned int)v;
+    } else if (strcmp(field, "chassis_id") == 0) {
+        c->spod.chassis_id = (unsigned int)v;
+    } else if (strcmp(field, "super_pod_type") == 0) {
+        c->spod.super_pod_type = (unsigned int)v;
+    } else if (strcmp(field, "mainboard_id") == 0) {
+        c->mainboard_id = (unsigned int)v;
     } else if (strcmp(field, "outband_state") == 0) {
         c->outband_state = (int)v;
     } else if (strcmp(field, "next_vfg_id") == 0) {
@@ -1310,6 +1341,46 @@ EXPORT int dcmi_get_product_type(int card_id, int device_id, char *product_type_
         RETURN(RC_BAD_PARAMETER);
     }
     copy_str(product_type_str, (size_t)buf_size, c->product_type);
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_device_type(int card_id, int device_id, int *device_type)
+{
+    CHIP_CALL(FN_DEVICE_TYPE, card_id, device_id);
+    if (device_type == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    *device_type = c->unit_type;
+    RETURN(RC_OK);
+}
+
+/* Only the super-pod information: the binding asks this command and no other. *size is the
+ * buffer's size on the way in and the bytes written on the way out. */
+EXPORT int dcmi_get_device_info(int card_id, int device_id, int main_cmd, unsigned int sub_cmd, void *buf,
+                                unsigned int *size)
+{
+    CHIP_CALL(FN_DEVICE_INFO, card_id, device_id);
+    if (buf == NULL || size == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    if (main_cmd != DCMI_MAIN_CMD_CHIP_INF || sub_cmd != DCMI_CHIP_INF_SUB_CMD_SPOD_INFO) {
+        RETURN(RC_NOT_SUPPORTED);
+    }
+    if (*size < sizeof(c->spod)) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    memcpy(buf, &c->spod, sizeof(c->spod));
+    *size = (unsigned int)sizeof(c->spod);
+    RETURN(RC_OK);
+}
+
+EXPORT int dcmi_get_mainboard_id(int card_id, int device_id, unsigned int *mainboard_id)
+{
+    CHIP_CALL(FN_MAINBOARD_ID, card_id, device_id);
+    if (mainboard_id == NULL) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    *mainboard_id = c->mainboard_id;
     RETURN(RC_OK);
 }
 

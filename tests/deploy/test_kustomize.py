@@ -286,6 +286,11 @@ def test_service_rbac_verbs(rendered: dict[str, Path], overlay: str) -> None:
         "events": {"create"},
         "nodes": {"get", "patch"},
     }
+    plugin_role = roles[("Role", PLUGIN)]
+    assert plugin_role["metadata"]["namespace"] == "kube-system"
+    assert plugin_role["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["steptime-dtpgroup"], "verbs": ["get"]}
+    ]
     role = roles[("Role", FAULT_MANAGER)]
     assert role["metadata"]["namespace"] == "kube-system"
     for rule in role["rules"]:

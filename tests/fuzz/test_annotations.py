@@ -383,11 +383,15 @@ def test_volcano_picks_the_oldest_well_annotated_pod(pods: list[PodView], count:
     choice = pick_pod(pods, RES, count)
     eligible = []
     for pod in pods:
-        if pod.request(RES) <= 0 or pod.phase != "Pending" or pod.deleting or RES not in pod.annotations:
+        # The reference's rule: any active pod; no or an unreadable predicate-time ranks as the largest.
+        if pod.request(RES) <= 0 or pod.phase in ("Succeeded", "Failed") or pod.deleting or RES not in pod.annotations:
             continue
         devices = real_devices_model(pod.annotations[RES], ResourceType.ASCEND910)
-        time = go_parse_uint(pod.annotations.get(PREDICATE_TIME, ""))
-        if devices is not None and len(devices) == count and time is not None and time != UINT64_MAX:
+        parsed = go_parse_uint(pod.annotations.get(PREDICATE_TIME, ""))
+        if parsed == UINT64_MAX:
+            continue  # taken
+        time = UINT64_MAX if parsed is None else parsed
+        if devices is not None and len(devices) == count:
             eligible.append(((time, pod.created, pod.namespace, pod.name), pod, devices))
     if not eligible:
         assert choice.pod is None

@@ -300,6 +300,85 @@ async def test_node_labels_volcano_chooses_its_policy_by(
         await close_node(n)
 
 
+# The a3-16 profile's super pod (dcmi_spod_info): pod 3, server 1; each chip's SDID carries the
+# server index above bit 22 and the phy id below bit 16.
+A3_SUPER_POD_ID, A3_SERVER_INDEX = 3, 1
+
+
+def a3_sdid(phy: int) -> int:
+    return A3_SERVER_INDEX << 22 | phy
+
+
+def node_meta(apiserver: FakeApiServer) -> dict[str, dict[str, str]]:
+    meta = (apiserver.get_object("nodes", "node-a") or {}).get("metadata", {})
+    return {"labels": dict(meta.get("labels") or {}), "annotations": dict(meta.get("annotations") or {})}
+
+
+async def test_a3_node_carries_its_super_pod(workdir: Path, apiserver: FakeApiServer) -> None:
+    """addTopologyLabel / getNewNodeAnnotation on A3: the super pod label, superPodID, serverIndex,
+    serverType=A3, and each chip's SDID in baseDeviceInfos, all from what the chips report."""
+    cfg = write_kubeconfig(workdir / "kubeconfig", apiserver.url)
+    n = await make_node(workdir, "--kubeconfig", str(cfg), profile="a3-16", kube="api")
+    try:
+        await wait_ready(n.plugin)
+        await until(lambda: "accelerator" in node_meta(apiserver)["labels"], 10.0, "the plugin's node labels")
+        labels, annotations = node_meta(apiserver)["labels"], node_meta(apiserver)["annotations"]
+        assert labels["huawei.com/topotree.superpodid"] == str(A3_SUPER_POD_ID)
+        assert labels["servertype"] == "Ascend910A3-24"
+        assert annotations["superPodID"] == str(A3_SUPER_POD_ID)
+        assert annotations["serverIndex"] == str(A3_SERVER_INDEX)
+        assert annotations["serverType"] == "A3"
+        infos = json.loads(annotations["baseDeviceInfos"])
+        assert {name: info["SuperDeviceID"] for name, info in infos.items()} == {
+            f"Ascend910-{phy}": a3_sdid(phy) for phy in range(16)
+        }
+    finally:
+        await close_node(n)
+
+
+@pytest.mark.parametrize(
+    ("profile", "chips", "sdids", "super_pod_id", "server_index"),
+    [
+        # a3-16: logic = (phy - 8) % 16; the kubelet's 0 and 1 stand for the pod's phy 9 and 12.
+        ("a3-16", 16, {9: str(a3_sdid(9)), 12: str(a3_sdid(12))}, A3_SUPER_POD_ID, str(A3_SERVER_INDEX)),
+        # No super pod: the reference's Go zero SDID; the ids are our -1 for "none" (the reference's -2).
+        ("910b-8", 8, {6: "0", 7: "0"}, -1, "-1"),
+    ],
+)
+async def test_volcano_rank_configuration_carries_the_super_pod(
+    workdir: Path,
+    apiserver: FakeApiServer,
+    profile: str,
+    chips: int,
+    sdids: dict[int, str],
+    super_pod_id: int,
+    server_index: str,
+) -> None:
+    """GetPodConfiguration: each physical device's super_device_id is its chip's SDID, and the
+    instance's super_pod_id / server_index are the node's (read back from its annotations)."""
+    real = ",".join(f"Ascend910-{phy}" for phy in sdids)
+    apiserver.add_pod("job", "ml", phase="Pending", annotations={R: real, "predicate-time": "1000"}, requests={R: 2})
+    cfg = write_kubeconfig(workdir / "kubeconfig", apiserver.url)
+    n = await make_node(workdir, "--kubeconfig", str(cfg), "--volcano-type", profile=profile, kube="api")
+    try:
+        await wait_ready(n.plugin)
+        everything = {f"Ascend910-{i}" for i in range(chips)}
+        await n.kubelet.wait_for(R, lambda m: set(m.devices) == everything)
+        await until(lambda: "superPodID" in node_meta(apiserver)["annotations"], 10.0, "the node annotations")
+        await asyncio.sleep(0.5)  # the pod cache lists the pod
+        resp = await n.kubelet.allocate(R, [["Ascend910-0", "Ascend910-1"]])
+        assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == ",".join(str(p) for p in sdids)
+        await until(lambda: CONFIG_KEY in pod_annotations(apiserver, "job"))
+        config = json.loads(pod_annotations(apiserver, "job")[CONFIG_KEY])
+        assert {d["device_id"]: d["super_device_id"] for d in config["devices"]} == {
+            str(phy): sdid for phy, sdid in sdids.items()
+        }
+        assert config["super_pod_id"] == super_pod_id
+        assert config["server_index"] == server_index
+    finally:
+        await close_node(n)
+
+
 async def test_kubeconfig_alone_reaches_the_apiserver(workdir: Path, apiserver: FakeApiServer) -> None:
     """No --kubeconfig: KUBECONFIG (a missing file first, as a list may hold) is what kubectl users set."""
     cfg = write_kubeconfig(workdir / "kubeconfig", apiserver.url)
@@ -379,5 +458,23 @@ async def test_volcano_pod_without_predicate_time_is_served_after_the_one_with_i
         resp = await n.kubelet.allocate(R, [["Ascend910-4", "Ascend910-5"]])
         assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "0,1"
         assert pod_annotations(apiserver, "untimed")["predicate-time"] == TAKEN
+    finally:
+        await close_node(n)
+
+
+async def test_slow_node_notice_is_read_at_each_allocate(workdir: Path, apiserver: FakeApiServer) -> None:
+    """--enable-slow-node (the reference's enableSlowNode): every container gets PERF_DUMP_PATH /
+    PERF_DUMP_CONFIG from kube-system/steptime-dtpgroup; without the ConfigMap, none."""
+    n = await cluster_node(workdir, apiserver, "--enable-slow-node", "true")
+    try:
+        await n.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
+        resp = await n.kubelet.allocate(R, [["Ascend910-1"]])
+        assert "PERF_DUMP_PATH" not in resp.container_responses[0].envs
+        apiserver.add_configmap("steptime-dtpgroup", "kube-system",
+                                {"steptime": '{"data":{"PerfDumpPath":"/dump","PerfDumpConfig":"on"}}'})  # fmt: skip
+        resp = await n.kubelet.allocate(R, [["Ascend910-2"], ["Ascend910-3"]])
+        for container in resp.container_responses:
+            assert (container.envs["PERF_DUMP_PATH"], container.envs["PERF_DUMP_CONFIG"]) == ("/dump", "on")
+            assert container.envs["ASCEND_VISIBLE_DEVICES"]
     finally:
         await close_node(n)

@@ -202,6 +202,80 @@ def test_chip_info_failure_marks_the_four_fields_and_nothing_else(dcmi_double: C
     assert static.board_id.is_ok and static.product_type.is_ok
 
 
+# --------------------------------------------------------------------------------- A3 super pod
+
+A3_BOARD = 0xB0  # an Atlas A3 board id (the reference's a3BoardIds)
+
+
+def a3_double(double: Control) -> None:
+    """Every chip of the double an A3 chip, in super pod 7 as server 5, SDIDs as the A3 encodes them."""
+    double.set_int("board_id", -1, A3_BOARD)
+    double.set_int("super_pod_id", -1, 7)
+    double.set_int("server_id", -1, 5)
+    for logic, address in enumerate(DEFAULT_CHIPS):
+        double.set_int("sdid", logic, (5 << 22) | address.phy_id)
+
+
+def test_a3_chips_report_their_super_pod(dcmi_double: Control) -> None:
+    a3_double(dcmi_double)
+    dcmi_double.set_int("mainboard_id", -1, 0x18)
+    backend = make_backend(dcmi_double)
+    for address in DEFAULT_CHIPS:
+        static = backend.read_static(address)
+        assert static.super_pod_id.value == 7
+        assert static.server_index.value == 5
+        assert static.super_device_id.value == (5 << 22) | address.phy_id
+        assert static.main_board_id.value == 0x18
+    # Asked as the reference asks: the unit type first, then the device info.
+    assert dcmi_double.call_count("dcmi_get_device_type") == len(DEFAULT_CHIPS)
+    assert dcmi_double.call_count("dcmi_get_device_info") == len(DEFAULT_CHIPS)
+
+
+def test_sdid_above_int32_keeps_its_unsigned_value(dcmi_double: Control) -> None:
+    a3_double(dcmi_double)
+    dcmi_double.set_int("sdid", 0, 0xFFC0000F)  # server index 1023: bit 31 set
+    assert make_backend(dcmi_double).read_static(chip(0)).super_device_id.value == 0xFFC0000F
+
+
+def test_super_pod_is_not_asked_of_other_families(dcmi_double: Control) -> None:
+    dcmi_double.set_int("mainboard_id", -1, 0x30)
+    backend = make_backend(dcmi_double)  # the double's default: 910B3 on board 0x22
+    static = backend.read_static(chip(0))
+    for field in (static.super_pod_id, static.server_index, static.super_device_id):
+        assert field.status is ReadStatus.UNSUPPORTED and field.code == -8255
+    assert static.main_board_id.value == 0x30  # the reference reads the main board of every family
+    assert dcmi_double.call_count("dcmi_get_device_type") == 0
+    assert dcmi_double.call_count("dcmi_get_device_info") == 0
+
+
+def test_super_pod_failure_marks_its_three_fields_and_nothing_else(dcmi_double: Control) -> None:
+    a3_double(dcmi_double)
+    dcmi_double.set_rc("dcmi_get_device_info", 1, -8005)
+    dcmi_double.set_int("unit_type", 2, 2)  # a CPU unit: the reference refuses to ask its super pod
+    dcmi_double.set_rc("dcmi_get_device_type", 3, -8255)
+    backend = make_backend(dcmi_double)
+    failed = backend.read_static(chip(1))
+    for field in (failed.super_pod_id, failed.server_index, failed.super_device_id):
+        assert field.status is ReadStatus.ERROR and field.code == -8005
+    assert failed.board_id.is_ok and failed.main_board_id.is_ok and failed.partner_card.is_ok
+    for logic in (2, 3):
+        static = backend.read_static(chip(logic))
+        assert static.super_device_id.status is ReadStatus.UNSUPPORTED, logic
+    assert dcmi_double.call_count("dcmi_get_device_info", 2) == 0
+    assert dcmi_double.call_count("dcmi_get_device_info", 3) == 0
+    assert backend.read_static(chip(0)).super_device_id.value == (5 << 22) | 2
+
+
+def test_main_board_id_failure_is_a_field_error(dcmi_double: Control) -> None:
+    dcmi_double.set_rc("dcmi_get_mainboard_id", 0, -8255)
+    dcmi_double.set_int("mainboard_id", 1, 0x19)
+    backend = make_backend(dcmi_double)
+    static = backend.read_static(chip(0))
+    assert static.main_board_id.status is ReadStatus.UNSUPPORTED
+    assert static.board_id.is_ok
+    assert backend.read_static(chip(1)).main_board_id.value == 0x19
+
+
 # --------------------------------------------------------------------------------- dynamic state
 
 

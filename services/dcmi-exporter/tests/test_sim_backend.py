@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -174,6 +175,33 @@ def test_sim_product_types_and_partner_cards(make: Factory) -> None:
         assert a3.read_static(c).partner_card.value == c.card_id ^ 1
     b = make("910b-8")
     assert b.read_static(chip(b, 0)).partner_card.code == RC_NOT_SUPPORTED
+
+
+def test_sim_a3_chips_report_their_super_pod(make: Factory) -> None:
+    a3 = make("a3-16")
+    sdids = set()
+    for c in a3.discover():
+        s = a3.read_static(c)
+        assert (s.super_pod_id.value, s.server_index.value) == (3, 1)
+        assert s.super_device_id.value == (1 << 22) | c.phy_id  # server index above bit 22, device below 16
+        assert s.main_board_id.value == 0x18  # an Atlas 900 A3 SuperPoD main board
+        sdids.add(s.super_device_id.value)
+    assert len(sdids) == 16
+
+
+@pytest.mark.parametrize("profile", sorted(set(PROFILES) - {"a3-16"}))
+def test_sim_other_families_have_no_super_pod(make: Factory, profile: str) -> None:
+    backend = make(profile)
+    s = backend.read_static(chip(backend, 0))
+    for reading in (s.super_pod_id, s.server_index, s.super_device_id, s.main_board_id):
+        assert reading.code == RC_NOT_SUPPORTED
+
+
+def test_sim_profile_super_pod_only_on_a3() -> None:
+    with pytest.raises(ValueError, match="only an A3 profile"):
+        replace(PROFILES["910b-8"], super_pod_id=1, server_index=0)
+    with pytest.raises(ValueError, match="only an A3 profile"):
+        replace(PROFILES["a3-16"], server_index=None)
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from ascend_common.chips import ChipFamily
 from ascend_device_plugin.core import AllocDevice, ContainerAlloc, DeviceNode, container_response, validate_request
+from ascend_device_plugin.core.allocate import slow_node_envs
 
 ALL_NODES = frozenset({"/dev/davinci_manager", "/dev/hisi_hdc", "/dev/devmm_svm", "/dev/dvpp_cmdlist"})
 B = ChipFamily.ASCEND910B
@@ -179,3 +180,23 @@ def test_validate_request_accepts_known_ids() -> None:
 def test_validate_request_rejects(ids: list[str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         validate_request(ids, KNOWN, 8)
+
+
+@pytest.mark.parametrize(
+    ("data", "envs"),
+    [
+        # TestSetSlowNodeNoticeEnv: the ConfigMap's value gives both variables.
+        ({"k": '{"data":{"PerfDumpPath":"/perf","PerfDumpConfig":"step:on"}}'},
+         {"PERF_DUMP_PATH": "/perf", "PERF_DUMP_CONFIG": "step:on"}),
+        ({"k": '{"data":{"PerfDumpPath":"/perf"}}'}, {"PERF_DUMP_PATH": "/perf", "PERF_DUMP_CONFIG": ""}),
+        ({}, {"PERF_DUMP_PATH": "", "PERF_DUMP_CONFIG": ""}),  # the ConfigMap exists: the reference sets both
+        ({"k": "null"}, {"PERF_DUMP_PATH": "", "PERF_DUMP_CONFIG": ""}),
+        ({"k": "not json"}, None),  # unmarshal error: no notice
+        ({"k": "[]"}, None),
+        ({"k": '{"data":{"PerfDumpPath":1}}'}, None),
+        ({"a": '{"data":{"PerfDumpPath":"/a"}}', "b": '{"data":{"PerfDumpPath":"/b"}}'},
+         {"PERF_DUMP_PATH": "/b", "PERF_DUMP_CONFIG": ""}),  # the last one read wins (sorted keys: one answer)
+    ],
+)  # fmt: skip
+def test_slow_node_envs(data: dict[str, str], envs: dict[str, str] | None) -> None:
+    assert slow_node_envs(data) == envs

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 import pytest
 from ascend_common.chips import ChipFamily, detect_family, resource_type
 from ascend_common.naming import chip_name
+from ascend_common.schemas.exporter import ChipStatic
+from ascend_common.schemas.reading import Reading
 from ascend_device_plugin.core import ChipInfo
 from ascend_device_plugin.core.node_labels import (
     NO_SUPER_POD,
@@ -26,7 +28,11 @@ from ascend_device_plugin.core.node_labels import (
     node_labels,
     topology_labels,
 )
+from ascend_device_plugin.resources import chip_info as resources_chip_info
+from ascend_device_plugin.resources import main_board_id, super_pod
 from dcmi_exporter.backends.sim import PROFILES, SimBackend
+
+from tests.support.chips import exporter_chip
 
 SUPER_POD_LABEL = "huawei.com/topotree.superpodid"
 RACK_LABEL = "huawei.com/topotree.rackid"
@@ -305,8 +311,7 @@ def test_is_contain_all_300i_duo(products: tuple[str, ...], expected: bool) -> N
 
 # ----- every simulator profile -------------------------------------------------------------------
 
-# The exporter's chip schema carries no super pod info yet; the a3-16 row supplies what
-# dcmi_get_spod_info would report on such a node.
+# What the a3-16 profile's chips report through dcmi_get_device_info (struct dcmi_spod_info).
 A3_POD = SuperPod(super_pod_id=3, server_index=1)
 
 # profile: (labels, annotations other than baseDeviceInfos, super pod the node reports)
@@ -415,8 +420,10 @@ def test_labels_and_annotations_of_every_sim_profile(profile: str) -> None:
                 device_ip=static.device_ip.value,
                 board_id=static.board_id.value,
                 product_type=static.product_type.value,
+                super_device_id=static.super_device_id.value,
             )
         )
+    assert super_pod(statics) == pod
     first = infos[0]
     labels = node_labels(
         statics[0].chip_name.value or "",
@@ -430,8 +437,58 @@ def test_labels_and_annotations_of_every_sim_profile(profile: str) -> None:
         product_types=[c.product_type for c in infos],
         super_pod=pod,
     )
-    annotations = node_annotations(infos, pod)
+    annotations = node_annotations(infos, pod, main_board_id=main_board_id(statics))
     assert labels == expected_labels
     base = json.loads(annotations.pop("baseDeviceInfos"))
     assert annotations == expected_annotations
-    assert base == {c.name: {"IP": c.device_ip or "", "SuperDeviceID": 0} for c in infos}
+    # The SDID of an A3 chip: its server index above bit 22, its phy id below bit 16; 0 elsewhere.
+    sdid = {c.name: (1 << 22 | c.phy_id if profile == "a3-16" else 0) for c in infos}
+    assert base == {c.name: {"IP": c.device_ip or "", "SuperDeviceID": sdid[c.name]} for c in infos}
+
+
+# ----- the node's super pod and main board, from the chips' static data ----------------------
+
+
+def a3_static(pod_id: int | None, index: int | None, sdid: int | None, board: int | None = 0x18) -> ChipStatic:
+    def reading(value: int | None) -> Reading[int]:
+        return Reading[int].ok(value) if value is not None else Reading[int].error(-8005)
+
+    base = exporter_chip(0, 0, board=0xB0).static
+    return base.model_copy(
+        update={
+            "super_pod_id": reading(pod_id),
+            "server_index": reading(index),
+            "super_device_id": reading(sdid),
+            "main_board_id": reading(board),
+        }
+    )
+
+
+def test_super_pod_is_the_first_answer() -> None:
+    """getSuperPodInfo: a chip that failed is skipped, the first that answered names the pod."""
+    statics = [a3_static(None, None, None), a3_static(9, 2, 2 << 22), a3_static(8, 1, 1 << 22 | 1)]
+    assert super_pod(statics) == SuperPod(super_pod_id=9, server_index=2)
+    assert super_pod(statics[:1]) == NO_SUPER_POD
+    assert super_pod([]) == NO_SUPER_POD
+
+
+def test_super_pod_ids_are_go_int32() -> None:
+    """The reference holds the ids as int32: bit 31 set reads negative, so no topology label."""
+    pod = super_pod([a3_static(0xFFFFFFFF, 0x80000000, 0)])
+    assert pod == SuperPod(super_pod_id=-1, server_index=-(2**31))
+    assert topology_labels(ChipFamily.ASCEND910A3, pod) == {}
+
+
+def test_sdid_reaches_chip_info_unsigned() -> None:
+    chip = exporter_chip(0, 5, board=0xB0).model_copy(update={"static": a3_static(3, 1023, 1023 << 22 | 5)})
+    info = resources_chip_info(chip, True)
+    assert info is not None and info.super_device_id == 1023 << 22 | 5
+    unread = resources_chip_info(exporter_chip(0, 5), True)
+    assert unread is not None and unread.super_device_id is None
+
+
+def test_main_board_id_skips_the_invalid_id() -> None:
+    """SetValidMainBoardInfo: 0xFFFFFFFF and failed reads are skipped; the first valid id wins."""
+    statics = [a3_static(3, 1, 0, board=None), a3_static(3, 1, 0, board=0xFFFFFFFF), a3_static(3, 1, 0, board=0x19)]
+    assert main_board_id(statics) == 0x19
+    assert main_board_id(statics[:2]) is None

@@ -192,4 +192,8 @@ def placeholder_static(code: int) -> ChipStatic:
         partner_card=err_i,
         numa_node=err_i,
         device_ip=err_s,
+        super_pod_id=err_i,
+        server_index=err_i,
+        super_device_id=err_i,
+        main_board_id=err_i,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Awaitable, Callable, Container, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -90,6 +90,7 @@ class Allocator:
     # UpdatePodWaitTime); Allocate fails when the last try does.
     taken_tries: int = 3
     taken_wait_s: float = 0.2
+    slow_node: Callable[[], Awaitable[dict[str, str]]] | None = None  # the slow-node notice's envs
     _taken: set[str] = field(default_factory=set)  # pod uids marked taken, before the cache sees it
     _background: set[asyncio.Task[None]] = field(default_factory=set)
     _created: dict[str, float] = field(default_factory=dict)  # vNPU name -> monotonic time we created it
@@ -140,6 +141,14 @@ class Allocator:
         return containers
 
     async def allocate(self, resource: str, request: pb.AllocateRequest) -> pb.AllocateResponse:
+        response = await self._allocate(resource, request)
+        if self.slow_node is not None:  # --enable-slow-node: every container gets the step-time notice
+            envs = await self.slow_node()
+            for container in response.container_responses:
+                container.envs.update(envs)
+        return response
+
+    async def _allocate(self, resource: str, request: pb.AllocateRequest) -> pb.AllocateResponse:
         containers = self._validate(resource, request)
         if resource == NPU_CORE:
             return await self._dynamic(containers)

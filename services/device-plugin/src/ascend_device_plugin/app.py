@@ -75,6 +75,7 @@ class DevicePlugin:
             preset_vnpu=s.preset_virtual_device,
             taken_tries=s.retry_update_count,
             taken_wait_s=s.update_pod_wait_time,
+            slow_node=self.kube.slow_node_envs if self.kube is not None and s.enable_slow_node else None,
         )
         self.registrar = Registrar(
             s.plugin_dir, lambda: self.servers, self._options, self.metrics, require_root=s.require_root_owned

@@ -13,20 +13,22 @@ from collections.abc import Callable, KeysView, Mapping
 from dataclasses import dataclass, field
 
 from ascend_common.inuse import health_share
-from ascend_common.kube.client import KubeApiError, build_api_client
+from ascend_common.kube.client import KubeApiError, build_api_client, call, core_v1, read_json
 from ascend_common.kube.patch import SlimNode, get_node, patch_node, patch_pod_annotations
 from ascend_common.kube.pods import PodCache, SlimPod
 from kubernetes.client import ApiClient
 
 from ascend_device_plugin.allocator import NodeFacts
+from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, slow_node_envs
 from ascend_device_plugin.core.annotations import KLT_DEV
 from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING, PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels
-from ascend_device_plugin.resources import ResourceManager
+from ascend_device_plugin.resources import ResourceManager, main_board_id, super_pod
 from ascend_device_plugin.settings import PluginSettings
 
 log = logging.getLogger(__name__)
 NODE_REFRESH_S = 60.0
+SLOW_NODE_READ_S = 2.0  # inside Allocate: a slow apiserver must not stall admissions for long
 POD_DEBOUNCE_S = 0.01
 
 
@@ -137,6 +139,23 @@ class KubeBridge:
     ) -> None:
         await patch_pod_annotations(self.api, namespace, name, annotations, retries, base_delay=base_delay)
 
+    async def slow_node_envs(self) -> dict[str, str]:
+        """PERF_DUMP_PATH / PERF_DUMP_CONFIG from ConfigMap kube-system/steptime-dtpgroup, read at each
+        Allocate as the reference does; nothing when it is missing, unreadable or malformed."""
+        namespace, name = SLOW_NODE_CONFIGMAP
+        read = core_v1(self.api).read_namespaced_config_map
+        try:
+            body = read_json(await call(read, name, namespace, _preload_content=False, timeout=SLOW_NODE_READ_S))
+        except Exception as exc:  # a notice, not a condition of the allocation
+            log.debug("no slow-node notice", extra={"configmap": f"{namespace}/{name}", "error": str(exc)})
+            return {}
+        data = body.get("data") if isinstance(body, dict) else None
+        envs = slow_node_envs(data) if isinstance(data, dict) else None
+        if envs is None:
+            log.error("step time configmap unreadable", extra={"configmap": f"{namespace}/{name}"})
+            return {}
+        return envs
+
     def node_facts(self) -> NodeFacts:
         if self.node is None:
             return NodeFacts()
@@ -174,6 +193,11 @@ class KubeBridge:
         hbm = first.dynamic.hbm.value if first.dynamic and first.dynamic.hbm.is_ok else None
         chip_name = first.static.chip_name.value or ""
         existing = self.node.labels if self.node is not None else {}
+        # Every chip, whatever its state: the static data stays what the chip last reported. Card
+        # order, as the reference walks the cards for the main board id (all chips of a node report
+        # the same super pod).
+        statics = [c.static for c in sorted(manager.chips.values(), key=lambda c: (c.card_id, c.device_id))]
+        pod = super_pod(statics)
         labels = node_labels(
             chip_name,
             infos[0].family,
@@ -184,8 +208,9 @@ class KubeBridge:
             existing,
             board_id=first.static.board_id.value if first.static.board_id.is_ok else None,
             product_types=[c.product_type for c in infos],
+            super_pod=pod,
         )
-        annotations = node_annotations(infos)
+        annotations = node_annotations(infos, pod, main_board_id=main_board_id(statics))
         wanted = {**{f"l:{k}": v for k, v in labels.items()}, **{f"a:{k}": v for k, v in annotations.items()}}
         if wanted == self._labels_written:
             return

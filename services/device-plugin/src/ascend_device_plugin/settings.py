@@ -36,6 +36,11 @@ class PluginSettings(BaseSettings):
         False, description="Allocate the devices Volcano chose (pod annotations)."
     )
     preset_virtual_device: bool = Field(True, description="Static vNPUs; false: dynamic vNPU mode (npu-core).")
+    enable_slow_node: bool = Field(
+        False,
+        description="Give each container PERF_DUMP_PATH / PERF_DUMP_CONFIG from ConfigMap "
+        "kube-system/steptime-dtpgroup (the reference's enableSlowNode).",
+    )
     retry_update_count: int = Field(
         3,
         ge=1,

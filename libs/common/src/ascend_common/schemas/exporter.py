@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ascend_common.chips import ChipFamily, ResourceType
-from ascend_common.schemas.reading import Reading
+from ascend_common.schemas.reading import RC_NOT_SUPPORTED, Reading
 
 API_PREFIX = "/v1"
 EVENTS_PATH = "/v1/events"
@@ -82,6 +82,14 @@ class ChipStatic(Frozen):
     partner_card: Reading[int]  # A3: the paired card (dcmi_get_netdev_brother_device)
     numa_node: Reading[int]
     device_ip: Reading[str]
+    # A3 super pod (dcmi_get_device_info CHIP_INF / SPOD_INFO, struct dcmi_spod_info): asked of A3
+    # chips only, the one family whose v1 driver has a super pod to report; "unsupported" on the
+    # others. The defaults keep the payload of an exporter that predates these fields readable.
+    super_pod_id: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)
+    server_index: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)  # dcmi_spod_info.server_id
+    super_device_id: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)  # the chip's SDID
+    # dcmi_get_mainboard_id; 0xFFFFFFFF is the driver's "none", which the reference skips.
+    main_board_id: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)
 
 
 class ChipDynamic(Frozen):

@@ -11,7 +11,8 @@ Reference: pkg/server/plugin.go `Allocate`, `mountDevice`, `mountDefaultDevice`,
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import json
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ascend_common.chips import ChipFamily
@@ -152,3 +153,30 @@ def _is_vnpu_id(device_id: str) -> bool:
         return parse_device_id(device_id).vnpu_suffix is not None
     except ValueError:
         return False
+
+
+SLOW_NODE_CONFIGMAP = ("kube-system", "steptime-dtpgroup")  # the reference's SlowNodeNoticeCMName
+PERF_DUMP_PATH, PERF_DUMP_CONFIG = "PERF_DUMP_PATH", "PERF_DUMP_CONFIG"
+
+
+def slow_node_envs(data: Mapping[str, str]) -> dict[str, str] | None:
+    """The slow-node notice a container gets from the step-time ConfigMap's data (SetSlowNodeNoticeEnv):
+    each value is `{"data": {"PerfDumpPath", "PerfDumpConfig"}}` (the last one read wins; its fields
+    may be missing, then empty); None, and no notice, when a value is not such JSON."""
+    path = config = ""
+    for key in sorted(data):  # Go ranges over the map in random order; sorted here, so one answer
+        try:
+            doc = json.loads(data[key])
+        except ValueError:
+            return None
+        doc = {} if doc is None else doc  # null decodes into nothing, as Go's does
+        if not isinstance(doc, dict):
+            return None
+        inner = doc.get("data") or {}
+        if not isinstance(inner, dict):
+            return None
+        values = [inner.get("PerfDumpPath", ""), inner.get("PerfDumpConfig", "")]
+        if not all(isinstance(v, str) for v in values):
+            return None
+        path, config = values
+    return {PERF_DUMP_PATH: path, PERF_DUMP_CONFIG: config}

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ascend_common.chips import ChipAddress
+from ascend_common.chips import ChipAddress, ChipFamily, detect_family
 from ascend_common.schemas.exporter import (
     Assertion,
     ChipDynamic,
@@ -32,7 +32,7 @@ from ascend_common.schemas.exporter import (
     Utilization,
     Vnpu,
 )
-from ascend_common.schemas.reading import Reading
+from ascend_common.schemas.reading import RC_NOT_SUPPORTED, Reading
 from ascend_common.vnpu import TEMPLATES
 
 from dcmi_exporter.backends.base import EventSink, RawFaultEvent
@@ -65,6 +65,9 @@ VERSION_BUF = 64
 PRODUCT_TYPE_BUF = 256
 AFFINITY_BUF = 256  # the driver writes at most TOPO_INFO_MAX_LENTH (32) bytes
 DEFAULT_NUMA_ROOT = "/sys/devices/system/node"
+UNIT_TYPE_NPU = 0  # enum dcmi_unit_type NPU_TYPE
+MAIN_CMD_CHIP_INF = 12  # enum dcmi_main_cmd DCMI_MAIN_CMD_CHIP_INF (the reference's MainCmdChipInf)
+CHIP_INF_SUB_CMD_SPOD_INFO = 1  # the reference's CinfSubCmdGetSPodInfo
 
 OUTBAND_SYMBOLS = (
     "dcmi_get_device_outband_channel_state",
@@ -131,6 +134,15 @@ def _read(fn: Callable[[], T]) -> Reading[T]:
         return Reading.ok(fn())
     except DcmiError as exc:
         return Reading.error(exc.code)
+
+
+def _is_a3(chip_name: Reading[str], board_id: Reading[int]) -> bool:
+    if not chip_name.is_ok or not chip_name.value:
+        return False
+    try:
+        return detect_family(chip_name.value, board_id.value if board_id.is_ok else None) is ChipFamily.ASCEND910A3
+    except ValueError:
+        return False
 
 
 class DcmiBackend:
@@ -214,16 +226,22 @@ class DcmiBackend:
         else:
             chip_type, chip_name, chip_version = (Reading.ok(v) for v in info[:3])
             aicore = Reading.ok(info[3])
+        board_id = _read(lambda: self._board_id(chip))
+        super_pod_id, server_index, sdid = self._super_pod(chip, chip_name, board_id)
         return ChipStatic(
             chip_type=chip_type,
             chip_name=chip_name,
             chip_version=chip_version,
             aicore=aicore,
-            board_id=_read(lambda: self._board_id(chip)),
+            board_id=board_id,
             product_type=_read(lambda: self._product_type(chip)),
             partner_card=_read(lambda: self._partner_card(chip)),
             numa_node=_read(lambda: self._numa_node(chip)),
             device_ip=_read(lambda: self._device_ip(chip)),
+            super_pod_id=super_pod_id,
+            server_index=server_index,
+            super_device_id=sdid,
+            main_board_id=_read(lambda: self._main_board_id(chip)),
         )
 
     def _chip_info(self, chip: ChipAddress) -> tuple[str, str, str, int] | DcmiError:
@@ -255,6 +273,48 @@ class DcmiBackend:
         brother = ctypes.c_int(-1)
         self._lib.call("dcmi_get_netdev_brother_device", chip.card_id, chip.device_id, ctypes.byref(brother))
         return brother.value
+
+    def _super_pod(
+        self, chip: ChipAddress, chip_name: Reading[str], board_id: Reading[int]
+    ) -> tuple[Reading[int], Reading[int], Reading[int]]:
+        """(super pod id, server index, SDID); one call answers all three, so they fail together.
+
+        Asked of A3 chips only: no other family of this library has a super pod, and the plugin
+        reads these values on A3 alone (the reference asks every chip and ignores the failures).
+        """
+        if not _is_a3(chip_name, board_id):
+            unsupported: Reading[int] = Reading.error(RC_NOT_SUPPORTED)
+            return unsupported, unsupported, unsupported
+        try:
+            info = self._spod_info(chip)
+        except DcmiError as exc:
+            failed: Reading[int] = Reading.error(exc.code)
+            return failed, failed, failed
+        return Reading.ok(int(info.super_pod_id)), Reading.ok(int(info.server_id)), Reading.ok(int(info.sdid))
+
+    def _spod_info(self, chip: ChipAddress) -> s.DcmiSpodInfo:
+        """The chip's super-pod facts, asked the way the reference's DcGetSuperPodInfo asks."""
+        unit = ctypes.c_int(-1)
+        self._lib.call("dcmi_get_device_type", chip.card_id, chip.device_id, ctypes.byref(unit))
+        if unit.value != UNIT_TYPE_NPU:
+            raise NotSupported("dcmi_get_device_type", message=f"unit type {unit.value} has no super pod")
+        info = s.DcmiSpodInfo()
+        size = ctypes.c_uint(ctypes.sizeof(info))
+        self._lib.call(
+            "dcmi_get_device_info",
+            chip.card_id,
+            chip.device_id,
+            MAIN_CMD_CHIP_INF,
+            CHIP_INF_SUB_CMD_SPOD_INFO,
+            ctypes.byref(info),
+            ctypes.byref(size),
+        )
+        return info
+
+    def _main_board_id(self, chip: ChipAddress) -> int:
+        value = ctypes.c_uint(0)
+        self._lib.call("dcmi_get_mainboard_id", chip.card_id, chip.device_id, ctypes.byref(value))
+        return int(value.value)
 
     def _numa_node(self, chip: ChipAddress) -> int:
         """The NUMA node of the chip's affine CPUs (the library reports CPUs, sysfs maps them)."""

@@ -72,6 +72,10 @@ SIGNATURES: dict[str, Sequence[Any]] = {
     "dcmi_get_device_board_info": (_int, _int, ctypes.POINTER(s.DcmiBoardInfo)),
     "dcmi_get_product_type": (_int, _int, ctypes.c_char_p, _int),
     "dcmi_get_netdev_brother_device": (_int, _int, _pint),
+    "dcmi_get_device_type": (_int, _int, _pint),  # enum dcmi_unit_type *: 0 NPU
+    # (card, dev, enum dcmi_main_cmd, sub command, buffer, in: buffer size / out: bytes written)
+    "dcmi_get_device_info": (_int, _int, _int, _uint, ctypes.c_void_p, _puint),
+    "dcmi_get_mainboard_id": (_int, _int, _puint),
     "dcmi_get_affinity_cpu_info_by_device_id": (_int, _int, ctypes.c_char_p, _pint),
     "dcmi_get_device_outband_channel_state": (_int, _int, _pint),
     "dcmi_pre_reset_soc": (_int, _int),

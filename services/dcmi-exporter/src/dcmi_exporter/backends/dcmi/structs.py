@@ -22,6 +22,7 @@ EVENT_DATA_LEN = 32  # DCMI_MAX_EVENT_DATA_LENGTH
 EVENT_RESV_LEN = 32  # DCMI_MAX_EVENT_RESV_LENGTH
 MAX_ERROR_CODES = 128  # the reference's MaxErrorCodeCount
 MAX_PROCS = 32  # processes dcmi_get_device_resource_info may write
+SPOD_RESERVE_LEN = 6  # dcmi_spod_info.reserve (the reference's DcmiSpodReserveLen)
 
 IP_TYPE_V4 = 0
 IP_TYPE_V6 = 1
@@ -88,6 +89,20 @@ class DcmiBoardInfo(ctypes.Structure):
         ("pcb_id", ctypes.c_uint),
         ("bom_id", ctypes.c_uint),
         ("slot_id", ctypes.c_uint),
+    ]
+
+
+class DcmiSpodInfo(ctypes.Structure):
+    """dcmi_get_device_info(DCMI_MAIN_CMD_CHIP_INF, SPOD_INFO): an A3 chip's place in its super pod."""
+
+    _fields_ = [
+        ("sdid", ctypes.c_uint),  # super device id: server index in bits 22..31, device in 0..15
+        ("scale_type", ctypes.c_uint),
+        ("super_pod_id", ctypes.c_uint),
+        ("server_id", ctypes.c_uint),  # the server index inside the super pod
+        ("chassis_id", ctypes.c_uint),  # A5 only
+        ("super_pod_type", ctypes.c_uint),  # A5 only
+        ("reserve", ctypes.c_uint * SPOD_RESERVE_LEN),
     ]
 
 
@@ -169,6 +184,7 @@ C_TYPES: dict[str, type[ctypes.Structure] | type[ctypes.Union]] = {
     "dcmi_ip_addr": DcmiIpAddr,
     "dcmi_proc_mem_info": DcmiProcMemInfo,
     "dcmi_board_info": DcmiBoardInfo,
+    "dcmi_spod_info": DcmiSpodInfo,
     "dcmi_create_vdev_res_stru": DcmiCreateVdevResStru,
     "dcmi_create_vdev_out": DcmiCreateVdevOut,
     "dcmi_event_filter": DcmiEventFilter,

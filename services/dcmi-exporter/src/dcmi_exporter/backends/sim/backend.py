@@ -71,6 +71,10 @@ MAX_VNPU_ID = 65535
 Event = RawFaultEvent | RawSwitchEvent
 
 
+def _int_or_unsupported(value: int | None) -> Reading[int]:
+    return Reading[int].ok(value) if value is not None else Reading[int].error(RC_NOT_SUPPORTED)
+
+
 class SimBackend:
     """A simulated node; see the package docstring for the control surface."""
 
@@ -121,6 +125,10 @@ class SimBackend:
             partner_card=Reading[int].ok(partner) if partner is not None else Reading[int].error(RC_NOT_SUPPORTED),
             numa_node=Reading[int].ok(lay.numa_node(phy)),
             device_ip=Reading[str].ok(ip) if ip is not None else Reading[str].error(RC_NOT_SUPPORTED),
+            super_pod_id=_int_or_unsupported(lay.super_pod_id),
+            server_index=_int_or_unsupported(lay.server_index),
+            super_device_id=_int_or_unsupported(lay.super_device_id(phy)),
+            main_board_id=_int_or_unsupported(lay.main_board_id),
         )
 
     def read_dynamic(self, chip: ChipAddress) -> ChipDynamic:

@@ -32,6 +32,10 @@ class Profile:
     hccs_groups: tuple[tuple[int, ...], ...] = ()
     partner_cards: bool = False  # A3: cards are paired (dcmi_get_netdev_brother_device)
     switch_faults: bool = False  # A3: the node has L1/L2 switches that raise switch events
+    # A3: the node's place in its super pod (dcmi_spod_info); None: the chips report no super pod.
+    super_pod_id: int | None = None
+    server_index: int | None = None
+    main_board_id: int | None = None  # dcmi_get_mainboard_id; None: not supported
     dcmi_version: str = "24.1.rc2"
     chip_type: str = "Ascend"
     chip_version: str = "V1"
@@ -41,7 +45,10 @@ class Profile:
         n = self.cards * self.chips_per_card
         if sorted(self.logic_to_phy) != list(range(n)):
             raise ValueError(f"profile {self.name}: logic_to_phy must be a permutation of 0..{n - 1}")
-        detect_family(self.chip_name, self.board_id)  # raises for an unknown chip name
+        family = detect_family(self.chip_name, self.board_id)  # raises for an unknown chip name
+        pod = (self.super_pod_id, self.server_index)
+        if pod != (None, None) and (None in pod or family is not ChipFamily.ASCEND910A3):
+            raise ValueError(f"profile {self.name}: only an A3 profile has a super pod, and then both its ids")
 
     @property
     def family(self) -> ChipFamily:
@@ -68,6 +75,13 @@ class Profile:
     def partner_card(self, card: int) -> int | None:
         return card ^ 1 if self.partner_cards else None
 
+    def super_device_id(self, phy_id: int) -> int | None:
+        """The chip's SDID: the server index in bits 22..31 and the device in bits 0..15, the
+        encoding the reference's fault diagnosis decodes (faultdiag-online netfault_api.go)."""
+        if self.server_index is None:
+            return None
+        return (self.server_index << SDID_SERVER_SHIFT) | phy_id
+
     def numa_node(self, phy_id: int) -> int:
         # Two-socket hosts: the first half of the chips hang off socket 0.
         return 0 if phy_id < self.chip_count // 2 else 1
@@ -85,6 +99,8 @@ def _identity(n: int) -> tuple[int, ...]:
 
 
 A3_BOARD_ID = min(A3_BOARD_IDS)
+A900_A3_SUPER_POD_MAIN_BOARD_ID = 0x18  # the reference's A900A3SuperPodMainBoardId1
+SDID_SERVER_SHIFT = 22
 
 PROFILES: dict[str, Profile] = {
     p.name: p
@@ -152,6 +168,9 @@ PROFILES: dict[str, Profile] = {
             hccs_groups=(tuple(range(16)),),
             partner_cards=True,
             switch_faults=True,
+            super_pod_id=3,
+            server_index=1,
+            main_board_id=A900_A3_SUPER_POD_MAIN_BOARD_ID,
         ),
         Profile(
             name="310p-duo-4",
