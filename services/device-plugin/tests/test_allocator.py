@@ -230,3 +230,74 @@ async def test_under_preset_vnpu_a_request_for_every_chip_takes_the_kubelets_ids
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == ",".join(str(n) for n in range(8))
     await allocator.stop()
     assert all("predicate-time" not in patch for _, _, patch in pods.patches)
+
+
+# --- Ported: TestAllocateWithVolcano1/2/3 (pkg/server/plugin_test.go), one request of one chip ---------
+
+
+def volcano_pod(annotations: dict[str, str], count: int = 1) -> PodView:
+    return PodView(namespace="ml", name="test", uid="uid-test", phase="Pending", annotations=annotations,
+                   requests={"huawei.com/Ascend910": count}, created=1.0)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        pytest.param([], id="GetPodList failed"),  # no pod at all (the cache and the re-list are empty)
+        pytest.param(
+            [volcano_pod({"huawei.com/Ascend910": "Ascend910-1,Ascend910-2", "predicate-time": "5"})],
+            id="oldestPod is nil",
+        ),  # no pod passes the filter
+    ],
+)
+async def test_AllocateWithVolcano1(pods: list[PodView]) -> None:
+    allocator, manager, fake = setup(node_910b(), volcano=True)
+    fake.items = pods
+    with pytest.raises(AllocationError) as err:
+        await allocator.allocate("Ascend910", request(["Ascend910-0"]))
+    assert err.value.code is grpc.StatusCode.FAILED_PRECONDITION
+    assert fake.patches == [] and manager.volcano_map == {}
+    assert fake.refreshes == 1, "the cache was re-read once before giving up"
+
+
+async def test_AllocateWithVolcano2_TryUpdatePodAnnotation_failed() -> None:
+    allocator, manager, _ = setup(node_910b(), volcano=True)
+    pods = RefusingPods()
+    allocator.pods = allocator.patcher = pods
+    pods.items = [volcano_pod({"huawei.com/Ascend910": "Ascend910-0", "predicate-time": "5"})]
+    with pytest.raises(AllocationError) as err:
+        await allocator.allocate("Ascend910", request(["Ascend910-0"]))
+    assert err.value.code is grpc.StatusCode.UNAVAILABLE
+    assert pods.patches == [] and manager.volcano_map == {}
+
+
+@pytest.mark.parametrize(
+    "annotations",
+    [
+        # TestAllocateWithVolcano2 'common.GetDeviceFromPodAnnotation failed': a vNPU name where chips belong.
+        pytest.param(
+            {"huawei.com/Ascend910": "Ascend910-2c-180-3", "predicate-time": "5"},
+            id="GetDeviceFromPodAnnotation failed",
+        ),
+        # TestAllocateWithVolcano3 'with volcano GetDeviceListID failed': a name without an id.
+        pytest.param({"huawei.com/Ascend910": "Ascend910", "predicate-time": "5"}, id="GetDeviceListID failed"),
+    ],
+)
+async def test_AllocateWithVolcano_malformed_annotation(annotations: dict[str, str]) -> None:
+    allocator, manager, fake = setup(node_910b(), volcano=True)
+    fake.items = [volcano_pod(annotations)]
+    with pytest.raises(AllocationError, match="malformed"):
+        await allocator.allocate("Ascend910", request(["Ascend910-0"]))
+    assert fake.patches == [] and manager.volcano_map == {}
+
+
+async def test_AllocateWithVolcano3_with_volcano_run_ok() -> None:
+    """The kubelet's Ascend910-0 stands for the annotated Ascend910-1; Ascend910-2 stands for nothing."""
+    allocator, manager, fake = setup(node_910b(), volcano=True)
+    fake.items = [volcano_pod({"huawei.com/Ascend910": "Ascend910-1", "predicate-time": "5"})]
+    resp = await allocator.allocate("Ascend910", request(["Ascend910-0"]))
+    assert len(resp.container_responses) == 1
+    assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "1"
+    assert manager.volcano_map == {"Ascend910-0": "Ascend910-1"}
+    assert "Ascend910-2" not in manager.volcano_map
+    await allocator.stop()
