@@ -351,3 +351,21 @@ async def test_kubeconfig_alone_reaches_the_apiserver(tmp_path: Path) -> None:
         finally:
             fm.stop()
             exporter.stop()
+
+
+@pytest.mark.parametrize(("profile", "pod", "index"), [("a3-16", 3, 1), ("910b-8", -1, -1)])
+async def test_device_info_carries_the_nodes_super_pod(tmp_path: Path, profile: str, pod: int, index: int) -> None:
+    """DeviceInfoCfg SuperPodID / ServerIndex: what the chips report (the a3-16 sim profile is in super pod
+    3 as server 1), the same the plugin writes on the node; -1 off a super pod."""
+    with FakeApiServer() as api:
+        exporter = start_exporter(tmp_path / "exporter", profile=profile)
+        cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
+        fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), kube="api")
+        try:
+            await wait_ready(fm)
+            await until(lambda: "DeviceInfoCfg" in configmap(api), timeout=10.0)
+            written = json.loads(configmap(api)["DeviceInfoCfg"])
+            assert (written["SuperPodID"], written["ServerIndex"]) == (pod, index)
+        finally:
+            fm.stop()
+            exporter.stop()

@@ -18,10 +18,9 @@ from ascend_common.chips import ChipFamily, detect_family, resource_type
 from ascend_common.naming import chip_name
 from ascend_common.schemas.exporter import ChipStatic
 from ascend_common.schemas.reading import Reading
+from ascend_common.superpod import NO_SUPER_POD, SuperPod, main_board_id, super_pod
 from ascend_device_plugin.core import ChipInfo
 from ascend_device_plugin.core.node_labels import (
-    NO_SUPER_POD,
-    SuperPod,
     all_300i_duo,
     card_type,
     node_annotations,
@@ -29,7 +28,6 @@ from ascend_device_plugin.core.node_labels import (
     topology_labels,
 )
 from ascend_device_plugin.resources import chip_info as resources_chip_info
-from ascend_device_plugin.resources import main_board_id, super_pod
 from dcmi_exporter.backends.sim import PROFILES, SimBackend
 
 from tests.support.chips import exporter_chip

@@ -16,6 +16,7 @@ from ascend_common.inuse import health_share
 from ascend_common.kube.client import KubeApiError, build_api_client, call, core_v1, read_json
 from ascend_common.kube.patch import SlimNode, get_node, patch_node, patch_pod_annotations
 from ascend_common.kube.pods import PodCache, SlimPod
+from ascend_common.superpod import main_board_id, super_pod
 from kubernetes.client import ApiClient
 
 from ascend_device_plugin.allocator import NodeFacts
@@ -23,7 +24,7 @@ from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, slow_node_en
 from ascend_device_plugin.core.annotations import KLT_DEV
 from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING, PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels
-from ascend_device_plugin.resources import ResourceManager, main_board_id, super_pod
+from ascend_device_plugin.resources import ResourceManager
 from ascend_device_plugin.settings import PluginSettings
 
 log = logging.getLogger(__name__)

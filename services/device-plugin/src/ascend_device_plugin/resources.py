@@ -16,12 +16,11 @@ from ascend_common.chips import ResourceType
 from ascend_common.faults import FaultCodeTable
 from ascend_common.inuse import chips_in_use_for_health
 from ascend_common.naming import NPU_CORE
-from ascend_common.schemas.exporter import Chip, ChipStatic
+from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 
 from ascend_device_plugin.core.devices import DeviceEntry, device_list, vnpu_devices
 from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING, ChipInfo, PodView
-from ascend_device_plugin.core.node_labels import NO_SUPER_POD, SuperPod
 from ascend_device_plugin.core.vnpu_cores import core_health, core_ids
 from ascend_device_plugin.health import HealthDecision, HealthSource, decide
 from ascend_device_plugin.metrics import PluginMetrics
@@ -52,38 +51,6 @@ def chip_info(chip: Chip, healthy: bool) -> ChipInfo | None:
         super_device_id=s.super_device_id.value if s.super_device_id.is_ok else None,
         vnpus=tuple(d.vnpus.value or ()) if d is not None and d.vnpus.is_ok else (),
     )
-
-
-# dcmi_get_mainboard_id's answer when the board has none (the reference's InvalidID).
-INVALID_MAIN_BOARD_ID = 0xFFFFFFFF
-
-
-def super_pod(statics: Iterable[ChipStatic]) -> SuperPod:
-    """The node's super pod: what the first chip (in the order given) that answered reports.
-
-    Reference: manager.go `getSuperPodInfo`, which keeps the first answer of its devices. A node
-    where no chip answered has NO_SUPER_POD.
-    """
-    for s in statics:
-        pod_id, index = s.super_pod_id.value, s.server_index.value
-        if s.super_pod_id.is_ok and s.server_index.is_ok and pod_id is not None and index is not None:
-            return SuperPod(super_pod_id=_go_int32(pod_id), server_index=_go_int32(index))
-    return NO_SUPER_POD
-
-
-def _go_int32(value: int) -> int:
-    """The reference keeps the library's uint32 ids as int32: an id with bit 31 set goes negative,
-    which every consumer then reads as "no super pod"."""
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def main_board_id(statics: Iterable[ChipStatic]) -> int | None:
-    """The first valid main board id, in the order given (devmanager `SetValidMainBoardInfo`)."""
-    for s in statics:
-        if s.main_board_id.is_ok and s.main_board_id.value != INVALID_MAIN_BOARD_ID:
-            return s.main_board_id.value
-    return None
 
 
 @dataclass

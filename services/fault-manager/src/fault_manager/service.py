@@ -36,6 +36,7 @@ from ascend_common.deviceinfo import (
 from ascend_common.essential import essential
 from ascend_common.faults import FaultLevel, is_network_code, normalize_code
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType, ExporterEvent, StreamHello
+from ascend_common.superpod import NO_SUPER_POD, super_pod
 from pydantic import ValidationError
 
 from fault_manager.configmaps import ConfigMaps, Conflict
@@ -111,6 +112,7 @@ class FaultManager:
         self.switches = SwitchFaults()
         self._isolated_reported: dict[str, bool] = {}
         self.has_switch = False
+        self.super_pod = NO_SUPER_POD
 
     @property
     def cm_name(self) -> str:
@@ -274,6 +276,7 @@ class FaultManager:
         with contextlib.suppress(httpx.HTTPError, ExporterError):
             self.switches.replace((await self.exporter.node()).switch_faults, now_ms)
         rows: list[FaultEventRow] = []
+        self._learn_node(listing)
         for chip in listing.chips:
             state = self._learn(chip)
             codes = (
@@ -305,11 +308,20 @@ class FaultManager:
     def _take_inventory(self, listing: ChipList) -> None:
         """Resuming a run whose events we hold: its codes are ours already, but which chips the node
         has (and its resource type) comes from the exporter's list, not from our history."""
+        self._learn_node(listing)
         for chip in listing.chips:
             self._learn(chip)
             self._touch(chip.name)
         self._evaluate_dirty()
         self.inventory.set()
+
+    def _learn_node(self, listing: ChipList) -> None:
+        """The node's super pod (DeviceInfoCfg SuperPodID / ServerIndex), as the plugin reads it: the
+        first chip by logic id that answered."""
+        pod = super_pod(c.static for c in sorted(listing.chips, key=lambda c: c.logic_id))
+        if pod != self.super_pod:
+            self.super_pod = pod
+            self._write_wanted.set()
 
     def _learn(self, chip: Chip) -> ChipFaults:
         """A chip of the exporter's list: the node's resource type, and the chip's ids and reachability."""
@@ -713,10 +725,12 @@ class FaultManager:
             )
         switch = self.switches.report(self.engine.policy.switch) if self.has_switch else None
         upgrade = {chip: upgrade_reasons(chip_reasons, policy.spell) for chip, chip_reasons in reasons.items()}
-        content = (tuple(reports), tuple(manual), tuple(sorted((k, tuple(v)) for k, v in upgrade.items())), switch)
+        content = (tuple(reports), tuple(manual), tuple(sorted((k, tuple(v)) for k, v in upgrade.items())), switch,
+                   self.super_pod)  # fmt: skip
         data = render_device_info(
             self.rtype, reports, update_time_s=int(self.clock.now()), manually_separated=manual,
-            upgrade_reasons=upgrade, switch=switch,
+            upgrade_reasons=upgrade, switch=switch, super_pod_id=self.super_pod.super_pod_id,
+            server_index=self.super_pod.server_index,
         )  # fmt: skip
         return data, content
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.gojson import GoJSON, go_json, go_map
+from ascend_common.superpod import NO_SUPER_POD, SuperPod
 
 from ascend_device_plugin.core.model import ChipInfo
 
@@ -58,22 +58,6 @@ _NO_ACCELERATOR_LABEL = frozenset({ChipFamily.ASCEND310B})
 # A Kubernetes label value; one that does not match would make the whole node patch fail.
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _MAX_LABEL_VALUE = 63
-
-
-@dataclass(frozen=True, kw_only=True)
-class SuperPod:
-    """What the chips report of their super pod (DCMI dcmi_get_spod_info; the reference's SuperPodInfo).
-
-    -1 means not in a super pod or not read, as every consumer of these values expects.
-    """
-
-    super_pod_id: int = -1
-    server_index: int = -1
-    rack_id: int = -1  # A5 only
-    super_pod_type: int = -1  # A5 only: 0 server, 1 1D pod, 2 2D pod, 3/4 16P/32P server, 5/6 1P/4P card
-
-
-NO_SUPER_POD = SuperPod()
 
 
 def node_labels(
