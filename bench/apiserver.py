@@ -73,6 +73,9 @@ class RemoteApiServer:
     def remove_pod(self, name: str, namespace: str) -> None:
         self._call("remove_pod", name=name, namespace=namespace)
 
+    def patches(self, path_prefix: str) -> int:
+        return self.count("PATCH", path_prefix)
+
     def count(self, method: str | None = None, path_prefix: str | None = None, *, watch: bool | None = None) -> int:
         return int(self._call("count", method=method, path_prefix=path_prefix, watch=watch))
 

@@ -15,11 +15,10 @@ from bench.figures import Figure, Section, usage_figures
 from bench.footprint import service_floor_mb
 from bench.pods import NODE, VolcanoQueue, filler_pods, wait_pod_caches
 from bench.stack import Stack, StackConfig, idle_usage, stack, usage_during
-from bench.volcano import PACED_GAP_S, TARGET_S, volcano_latency
+from bench.volcano import CHIPS, PACED_GAP_S, PROFILE, TARGET_S, volcano_latency
 
 RSS_TARGET_MB = 120.0  # with 10,000 pods cached
-CHIPS = [f"Ascend910-{i}" for i in range(8)]
-CONFIG = StackConfig(fault_manager=True, kube="api", plugin_args=("--volcano-type",))
+CONFIG = StackConfig(profile=PROFILE, fault_manager=True, kube="api", plugin_args=("--volcano-type",))
 
 
 async def churn(s: Stack, api: RemoteApiServer, queue: VolcanoQueue, rounds: int, pods: int) -> list[Figure]:
@@ -39,7 +38,7 @@ async def churn(s: Stack, api: RemoteApiServer, queue: VolcanoQueue, rounds: int
 
 async def run(pods: int, rounds: int, idle_s: float) -> Section:
     started = time.monotonic()
-    section = Section(f"{pods:,} pods in the node cache (910b-8)", "`.venv/bin/python -m bench.run --only cache`")
+    section = Section(f"{pods:,} pods in the node cache ({PROFILE})", "`.venv/bin/python -m bench.run --only cache`")
     with RemoteApiServer(history=rounds * 8 + 100) as api:
         api.add_node(NODE)
         queue = VolcanoQueue(api, CHIPS)

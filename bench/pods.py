@@ -23,6 +23,9 @@ from bench.stack import R
 from tests.support.fake_apiserver import FakeApiServer
 
 NODE = "node-a"
+VOLCANO_NAMESPACE = "ml"
+# The Volcano pods' patches; a node's other writes (labels, ConfigMaps) have other paths.
+VOLCANO_PATCHES = f"/api/v1/namespaces/{VOLCANO_NAMESPACE}/pods/"
 PODS_PATH = "/api/v1/pods"  # the cluster-wide pod list and watch both caches use
 SYNC_TIMEOUT_S = 120.0
 
@@ -33,7 +36,7 @@ def volcano_pods(count: int, chips: Sequence[str], first: int = 0) -> list[PodSp
     return [
         {
             "name": f"volcano-{i:05d}",
-            "namespace": "ml",
+            "namespace": VOLCANO_NAMESPACE,
             "phase": "Pending",
             "requests": {R: len(chips)},
             "annotations": {R: annotation, "predicate-time": str(1000 + i)},
@@ -49,6 +52,8 @@ class PodStore(Protocol):
 
     def remove_pod(self, name: str, namespace: str) -> None: ...
 
+    def patches(self, path_prefix: str) -> int: ...
+
 
 @dataclass
 class LocalPods:
@@ -62,6 +67,9 @@ class LocalPods:
 
     def remove_pod(self, name: str, namespace: str) -> None:
         self.api.remove("pods", name, namespace)
+
+    def patches(self, path_prefix: str) -> int:
+        return self.api.count("PATCH", path_prefix)
 
 
 @dataclass

@@ -27,10 +27,9 @@ from bench.latency import fault_latency, paced_with_floor
 from bench.node import RSS_TARGET_MB, fault_figures
 from bench.pods import NODE, VolcanoQueue, vnpu_pods, wait_pod_caches
 from bench.stack import R, Stack, StackConfig, create_vnpus, idle_usage, stack
-from bench.volcano import PACED_GAP_S, TARGET_S, volcano_latency
+from bench.volcano import CHIPS, PACED_GAP_S, TARGET_S, volcano_latency
 from tests.support.exporter import ExporterProc
 
-VOLCANO_CHIPS = [f"Ascend910-{i}" for i in range(8)]  # 8 of a3-16's phy ids 0..15
 SERVICES = ("dcmi-exporter", "fault-manager", "device-plugin")
 
 
@@ -108,7 +107,7 @@ async def sixteen_chips(fault_rounds: int, rounds: int, idle_s: float) -> list[F
     label = "16 chips"
     with RemoteApiServer(history=rounds * 8 + 100) as api:
         api.add_node(NODE)
-        queue = VolcanoQueue(api, VOLCANO_CHIPS)
+        queue = VolcanoQueue(api, CHIPS)
         queue.prime()
         async with stack(WHOLE, api.url) as s:
             await wait_pod_caches(api, 2)
