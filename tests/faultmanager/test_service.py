@@ -7,6 +7,7 @@ import hashlib
 import json
 import signal
 from pathlib import Path
+from typing import Any
 
 import httpx
 from fault_manager.store import Store
@@ -202,3 +203,42 @@ async def test_a_duration_escalation_is_reported_while_it_holds(tmp_path: Path) 
 
 async def _has(reasons: object, name: str) -> bool:
     return name in await reasons()  # type: ignore[operator]
+
+
+async def test_a_fault_raised_before_the_first_start_counts_once(tmp_path: Path) -> None:
+    """A new database meets a fault the exporter's run already holds: the replay brings its event and
+    the snapshot taken before the replay holds its code. Reconciling that snapshot before the replay
+    has reached it would synthesise a second occurrence, and the packaged FaultFrequency rule of
+    80E01801 (2 in 24 h -> ManuallySeparateNPU) would isolate a chip that faulted once."""
+    exporter = start_exporter(tmp_path / "exporter")
+    fm: FaultManagerProc | None = None
+    try:
+        async with exporter.client() as client:
+            name = (await client.get("/v1/chips/2")).json()["name"]
+        await sim(exporter, "/v1/sim/chips/2/faults", {"code": "80E01801", "severity": 2})
+        fm = start_fault_manager(tmp_path / "fm", exporter)
+        await wait_ready(fm)
+        db = fm.db
+
+        async def replayed() -> bool:
+            history = await asyncio.to_thread(_history, db, name)
+            return any(row.source != "reconcile" for row in history)
+
+        await until(replayed, timeout=15)
+        await asyncio.sleep(0.5)  # anything still queued behind the replayed event lands meanwhile
+        occurrences = [r for r in await asyncio.to_thread(_history, db, name) if r.assertion != "recover"]
+        assert [(r.code, r.source) for r in occurrences] == [("80E01801", "subscription")], occurrences
+        verdict = (await verdicts(fm))[name]
+        assert verdict["fault_level"] != "ManuallySeparateNPU", verdict
+    finally:
+        if fm is not None:
+            fm.stop()
+        exporter.stop()
+
+
+def _history(db: Path, chip: str) -> list[Any]:
+    store = Store(db)
+    try:
+        return list(store.chip_history(chip))
+    finally:
+        store.close()

@@ -197,26 +197,36 @@ class FaultManager:
         """
         backoff = Backoff(base=0.1, cap=5.0)
         resume: str | None = None
+        # A snapshot taken before a replay, queued once the replay has passed the event it stands
+        # at: reconciled earlier, it would synthesise an occurrence the replay then brings again.
+        held: ChipList | None = None
         while True:
             try:
                 node = await self.exporter.node()
                 if not node.ready:  # its list is not complete before every chip was read once
                     raise ExporterError(503, "the exporter has not read every chip yet")
                 if resume is None or not resume.startswith(node.run_id + "-"):
+                    held = None
                     resume = await asyncio.to_thread(self.store.last_event_id, node.run_id)
                 if resume is None:
                     listing = await self.exporter.chips()
-                    await self._queue.put(listing)  # reconciles once the replay has reached it
                     resume = f"{node.run_id}-0"
                     if listing.last_event_id is None:
                         resume = None
-                elif not self.inventory.is_set():
+                        await self._queue.put(listing)
+                    else:
+                        held = listing
+                elif not self.inventory.is_set() and held is None:
                     self._take_inventory(await self.exporter.chips())
                 self.synced.set()
                 backoff.reset()
                 async for msg in self.exporter.events(resume):
                     resume = await self._on_message(msg, node.run_id) or resume
+                    if held is not None and _passed(resume, held.last_event_id):
+                        await self._queue.put(held)
+                        held = None
             except _Resync as again:
+                held = None  # a fresh snapshot (a gap) or a new run supersedes it
                 resume = again.resume
             except (httpx.HTTPError, ExporterError, OSError, ValueError) as exc:
                 log.warning("exporter stream lost; resuming", extra={"error": repr(exc)})
@@ -733,6 +743,13 @@ class FaultManager:
             server_index=self.super_pod.server_index,
         )  # fmt: skip
         return data, content
+
+
+def _passed(event_id: str | None, anchor: str | None) -> bool:
+    """Whether the stream has reached `anchor`, an event id of the same run (`<run>-<seq>`)."""
+    if event_id is None or anchor is None:
+        return anchor is None
+    return int(event_id.rsplit("-", 1)[1]) >= int(anchor.rsplit("-", 1)[1])
 
 
 def _reason(row: EscalationRow) -> Reason:
