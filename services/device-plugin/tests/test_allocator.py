@@ -15,8 +15,9 @@ from ascend_device_plugin.allocator import Allocator, NodeFacts
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.volcano import TAKEN
 from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.refusals import AllocationError
 from ascend_device_plugin.resources import ResourceManager
-from ascend_device_plugin.server import AllocationError
+from ascend_device_plugin.server import status_of
 from ascend_device_plugin.views import ViewBoard
 
 from tests.support.chips import node_910a, node_910b
@@ -88,7 +89,7 @@ async def test_bad_requests_are_invalid_argument(containers: list[list[str]], me
     allocator, _, pods = setup(node_910b())
     with pytest.raises(AllocationError) as err:
         await allocator.allocate("Ascend910", request(*containers))
-    assert err.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert status_of(err.value) is grpc.StatusCode.INVALID_ARGUMENT
     assert message in err.value.message
     assert pods.patches == []
 
@@ -123,10 +124,10 @@ async def test_volcano_serves_the_oldest_pod_with_its_devices_and_marks_it_taken
     assert [d["device_id"] for d in config["devices"]] == ["6", "7"]
     assert config["devices"][0]["device_ip"] == "192.168.100.7"
     # The kubelet's ids now report the health of the real devices behind them.
-    assert manager.volcano_map == {"Ascend910-2": "Ascend910-6", "Ascend910-3": "Ascend910-7"}
+    assert manager.inventory.volcano_map == {"Ascend910-2": "Ascend910-6", "Ascend910-3": "Ascend910-7"}
     # A pod that finished takes its mapping with it.
     manager.set_pods([p for p in pods.items if p.name != "older"])
-    assert manager.volcano_map == {}
+    assert manager.inventory.volcano_map == {}
     # The next Allocate serves the other pod, even before the cache sees the patch.
     resp = await allocator.allocate("Ascend910", request(["Ascend910-4", "Ascend910-5"]))
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "0,1"
@@ -183,7 +184,7 @@ def test_preferred_allocation_bad_request_is_invalid_argument() -> None:
     allocator, _, _ = setup(node_910a())
     with pytest.raises(AllocationError) as err:
         allocator.preferred("Ascend910", preferred(["Ascend910-0"], ["Ascend910-5"], 1))
-    assert err.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert status_of(err.value) is grpc.StatusCode.INVALID_ARGUMENT
 
 
 @dataclass
@@ -213,9 +214,9 @@ async def test_volcano_allocate_fails_and_hands_out_nothing_when_the_pod_cannot_
     pods.items = [pending("x", "Ascend910-6,Ascend910-7", "1000")]
     with pytest.raises(AllocationError, match="cannot mark its Volcano allocation taken") as err:
         await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
-    assert err.value.code is grpc.StatusCode.UNAVAILABLE and "ml/x" in err.value.message
+    assert status_of(err.value) is grpc.StatusCode.UNAVAILABLE and "ml/x" in err.value.message
     assert pods.tries == [(2, 0.05)], "the reference's tries and wait, through the patcher's retries"
-    assert pods.patches == [] and manager.volcano_map == {}
+    assert pods.patches == [] and manager.inventory.volcano_map == {}
     resp = await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
     await allocator.stop()
@@ -255,8 +256,8 @@ async def test_AllocateWithVolcano1(pods: list[PodView]) -> None:
     fake.items = pods
     with pytest.raises(AllocationError) as err:
         await allocator.allocate("Ascend910", request(["Ascend910-0"]))
-    assert err.value.code is grpc.StatusCode.FAILED_PRECONDITION
-    assert fake.patches == [] and manager.volcano_map == {}
+    assert status_of(err.value) is grpc.StatusCode.FAILED_PRECONDITION
+    assert fake.patches == [] and manager.inventory.volcano_map == {}
     assert fake.refreshes == 1, "the cache was re-read once before giving up"
 
 
@@ -267,8 +268,8 @@ async def test_AllocateWithVolcano2_TryUpdatePodAnnotation_failed() -> None:
     pods.items = [volcano_pod({"huawei.com/Ascend910": "Ascend910-0", "predicate-time": "5"})]
     with pytest.raises(AllocationError) as err:
         await allocator.allocate("Ascend910", request(["Ascend910-0"]))
-    assert err.value.code is grpc.StatusCode.UNAVAILABLE
-    assert pods.patches == [] and manager.volcano_map == {}
+    assert status_of(err.value) is grpc.StatusCode.UNAVAILABLE
+    assert pods.patches == [] and manager.inventory.volcano_map == {}
 
 
 @pytest.mark.parametrize(
@@ -288,7 +289,7 @@ async def test_AllocateWithVolcano_malformed_annotation(annotations: dict[str, s
     fake.items = [volcano_pod(annotations)]
     with pytest.raises(AllocationError, match="malformed"):
         await allocator.allocate("Ascend910", request(["Ascend910-0"]))
-    assert fake.patches == [] and manager.volcano_map == {}
+    assert fake.patches == [] and manager.inventory.volcano_map == {}
 
 
 async def test_AllocateWithVolcano3_with_volcano_run_ok() -> None:
@@ -298,6 +299,6 @@ async def test_AllocateWithVolcano3_with_volcano_run_ok() -> None:
     resp = await allocator.allocate("Ascend910", request(["Ascend910-0"]))
     assert len(resp.container_responses) == 1
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "1"
-    assert manager.volcano_map == {"Ascend910-0": "Ascend910-1"}
-    assert "Ascend910-2" not in manager.volcano_map
+    assert manager.inventory.volcano_map == {"Ascend910-0": "Ascend910-1"}
+    assert "Ascend910-2" not in manager.inventory.volcano_map
     await allocator.stop()

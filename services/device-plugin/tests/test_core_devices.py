@@ -7,7 +7,7 @@ import itertools
 import pytest
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.schemas.exporter import Vnpu
-from ascend_device_plugin.core import ChipInfo, DeviceEntry, chip_of, device_list, natural_sorted, vnpu_devices
+from ascend_device_plugin.core import ChipInfo, DeviceEntry, chip_of, natural_sorted, physical_devices, vnpu_devices
 from ascend_device_plugin.core.ordering import natural_key
 from hypothesis import given
 from hypothesis import strategies as st
@@ -68,7 +68,7 @@ def test_natural_order_is_total_and_stable(items: list[str]) -> None:
 
 def test_device_list_is_one_device_per_chip_in_natural_order_with_health_and_numa() -> None:
     chips = [chip(p, healthy=p != 3, numa=p // 8) for p in reversed(range(16))]
-    devices = device_list(chips, R910)
+    devices = physical_devices(chips, R910)
     assert [d.id for d in devices] == [f"Ascend910-{p}" for p in range(16)]
     assert devices[3] == DeviceEntry("Ascend910-3", False, 0)
     assert devices[10] == DeviceEntry("Ascend910-10", True, 1)
@@ -77,14 +77,14 @@ def test_device_list_is_one_device_per_chip_in_natural_order_with_health_and_num
 
 def test_device_list_takes_only_chips_of_the_resource_type() -> None:
     chips = [chip(0), chip(1, rtype=R310P, family=ChipFamily.ASCEND310P)]
-    assert [d.id for d in device_list(chips, R910)] == ["Ascend910-0"]
-    assert [d.id for d in device_list(chips, R310P)] == ["Ascend310P-1"]
-    assert device_list(chips, ResourceType.NPU) == []
+    assert [d.id for d in physical_devices(chips, R910)] == ["Ascend910-0"]
+    assert [d.id for d in physical_devices(chips, R310P)] == ["Ascend310P-1"]
+    assert physical_devices(chips, ResourceType.NPU) == []
 
 
 def test_shared_copies_carry_the_chip_health() -> None:
     chips = [chip(1, rtype=R310P, family=ChipFamily.ASCEND310P, healthy=False), chip(0, rtype=R310P)]
-    devices = device_list(chips, R310P, share_count=3)
+    devices = physical_devices(chips, R310P, share_count=3)
     assert [d.id for d in devices] == [
         "Ascend310P-0-0",
         "Ascend310P-0-1",
@@ -99,7 +99,7 @@ def test_shared_copies_carry_the_chip_health() -> None:
 @pytest.mark.parametrize("share_count", [0, -1, 101])
 def test_share_count_out_of_range_is_rejected(share_count: int) -> None:
     with pytest.raises(ValueError, match="share count"):
-        device_list([chip(0)], R910, share_count=share_count)
+        physical_devices([chip(0)], R910, share_count=share_count)
 
 
 def test_vnpu_devices_of_one_template_with_parent_health() -> None:
@@ -116,7 +116,7 @@ def test_vnpu_devices_of_one_template_with_parent_health() -> None:
     assert [d.id for d in vnpu_devices(chips, "4c")] == ["Ascend910-4c-101-0"]
     assert vnpu_devices(chips, "8c") == []
     # A chip cut into vNPUs is not offered whole as well (found by the A3 drill).
-    assert [d.id for d in device_list(chips, R910)] == ["Ascend910-2"]
+    assert [d.id for d in physical_devices(chips, R910)] == ["Ascend910-2"]
 
 
 def test_vnpu_devices_rejects_an_unknown_suffix() -> None:

@@ -6,9 +6,8 @@ import random
 from types import MappingProxyType
 from typing import Any, cast
 
-from ascend_common.inuse import chips_in_use_for_health
+from ascend_common.inuse import ALLOCATION_PHASES, chips_in_use_for_allocation, chips_in_use_for_health
 from ascend_common.kube.pods import SlimPod
-from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING
 from ascend_device_plugin.kube import KubeBridge
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
@@ -26,7 +25,7 @@ def slim(uid: str, phase: str, chips: list[str], rv: int, key: str = "huawei.com
 
 def full_pass(bridge: KubeBridge) -> tuple[set[str], set[str]]:
     pods = bridge.pods()
-    return chips_in_use_for_health(pods), {p.uid for p in pods if p.phase in (POD_PENDING, POD_RUNNING)}
+    return chips_in_use_for_health(pods), {p.uid for p in pods if p.phase in ALLOCATION_PHASES}
 
 
 async def test_counts_follow_every_event_as_a_full_pass_would() -> None:
@@ -42,5 +41,8 @@ async def test_counts_follow_every_event_as_a_full_pass_would() -> None:
             bridge._pods_changed("MODIFIED", slim(uid, rng.choice(PHASES), chips, rv, key))
         assert (bridge.in_use_for_health(), bridge.holding()) == full_pass(bridge)
         assert set(bridge.uids()) == {p.uid for p in bridge.pods()}
+        # The holders are the pods whose allocations the free-list predicate counts.
+        holders = [p for p in bridge.pods() if p.uid in bridge.holding()]
+        assert chips_in_use_for_allocation(holders) == chips_in_use_for_allocation(bridge.pods())
     if bridge._pending is not None:
         bridge._pending.cancel()

@@ -30,8 +30,9 @@ from ascend_device_plugin.core.annotations import (
 )
 from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.refusals import AllocationError
 from ascend_device_plugin.resources import ResourceManager
-from ascend_device_plugin.server import AllocationError
+from ascend_device_plugin.server import status_of
 from ascend_device_plugin.views import ViewBoard
 
 from tests.support.chips import exporter_chip, node_910b
@@ -79,7 +80,7 @@ async def test_AllocateRequestPhysicalDevice_input_nil() -> None:
     alloc, _ = allocator(node_910b())
     with pytest.raises(AllocationError) as err:
         await alloc.allocate("Ascend910", request())
-    assert err.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert status_of(err.value) is grpc.StatusCode.INVALID_ARGUMENT
 
 
 async def test_AllocateRequestPhysicalDevice_container_num_exceeds_the_upper_limit() -> None:
@@ -87,7 +88,7 @@ async def test_AllocateRequestPhysicalDevice_container_num_exceeds_the_upper_lim
     containers = [["Ascend910-0"] for _ in range(MAX_CONTAINERS + 1)]
     with pytest.raises(AllocationError, match=f"more than {MAX_CONTAINERS} containers") as err:
         await alloc.allocate("Ascend910", request(*containers))
-    assert err.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert status_of(err.value) is grpc.StatusCode.INVALID_ARGUMENT
 
 
 def test_AllocateRequestPhysicalDevice_devices_num_exceeds_the_upper_limit() -> None:

@@ -17,28 +17,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import grpc
 import httpx
 from ascend_common.chips import RESOURCE_PREFIX, ChipFamily
 from ascend_common.clients.exporter import ExporterClient, ExporterError
+from ascend_common.inuse import ALLOCATION_PHASES, ASCEND_REAL, FINISHED_PHASES
 from ascend_common.kubelet import deviceplugin_pb2 as pb
 from ascend_common.naming import NPU_CORE, parse_device_id, vnpu_device_id
 
 from ascend_device_plugin.core.allocate import AllocDevice, ContainerAlloc, container_response, validate_request
 from ascend_device_plugin.core.annotations import (
-    ASCEND_REAL,
     config_devices,
     configuration_key,
     device_configuration,
     real_allocation_annotations,
 )
-from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING, ChipInfo, PodView
+from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.core.preferred import preferred_allocation
 from ascend_device_plugin.core.topology import affinity_groups, device_groups
-from ascend_device_plugin.core.volcano import FINISHED, VolcanoChoice, pick_pod, taken_patch
+from ascend_device_plugin.core.volcano import VolcanoChoice, pick_pod, taken_patch
+from ascend_device_plugin.inventory import Resources
 from ascend_device_plugin.podresources import find_pod
-from ascend_device_plugin.resources import ResourceManager
-from ascend_device_plugin.server import AllocationError
+from ascend_device_plugin.refusals import AllocationError, Refusal
 from ascend_device_plugin.views import ViewBoard
 
 log = logging.getLogger(__name__)
@@ -69,13 +68,13 @@ class NodeFacts:
     rack_id: int = -1
 
 
-def invalid(message: str) -> AllocationError:
-    return AllocationError(grpc.StatusCode.INVALID_ARGUMENT, message)
+def invalid(cause: str, pod: PodView | None = None) -> AllocationError:
+    return AllocationError(Refusal.INVALID_REQUEST, cause, pod=pod.key if pod is not None else None)
 
 
 @dataclass
 class Allocator:
-    manager: ResourceManager
+    resources: Resources
     board: ViewBoard
     runtime_mode: bool = True
     volcano: bool = False
@@ -101,7 +100,7 @@ class Allocator:
         return resource == self._physical()
 
     def preferred(self, resource: str, request: pb.PreferredAllocationRequest) -> pb.PreferredAllocationResponse:
-        groups = affinity_groups(self.manager.infos.values())
+        groups = affinity_groups(self.resources.inventory.chips.values())
         responses = []
         for creq in request.container_requests:
             available = list(creq.available_deviceIDs)
@@ -118,7 +117,7 @@ class Allocator:
     # ---- Allocate ----------------------------------------------------------------------------
 
     def _physical(self) -> str | None:
-        rtype = self.manager.physical_type
+        rtype = self.resources.inventory.physical_type
         return rtype.value if rtype is not None else None
 
     def _validate(self, resource: str, request: pb.AllocateRequest) -> list[list[str]]:
@@ -154,7 +153,7 @@ class Allocator:
             return await self._dynamic(containers)
         # Under preset vNPU, a request for every chip of the node is served by the kubelet's ids (the
         # reference's Allocate: there is only one way to give them all).
-        whole_node = self.preset_vnpu and sum(map(len, containers)) == len(self.manager.infos)
+        whole_node = self.preset_vnpu and sum(map(len, containers)) == len(self.resources.inventory.chips)
         if self.volcano and resource == self._physical() and not whole_node:
             return await self._volcano(resource, containers)
         responses = [self._response(self._devices(ids), dynamic=False) for ids in containers]
@@ -169,9 +168,9 @@ class Allocator:
         return out
 
     def _family(self) -> ChipFamily:
-        infos = list(self.manager.infos.values())
+        infos = list(self.resources.inventory.chips.values())
         if not infos:
-            raise AllocationError(grpc.StatusCode.UNAVAILABLE, "no chip inventory yet")
+            raise AllocationError(Refusal.NO_INVENTORY, "no chip inventory yet")
         return infos[0].family
 
     def _host_dev_nodes(self) -> frozenset[str]:
@@ -195,16 +194,14 @@ class Allocator:
 
     async def _volcano(self, resource: str, containers: list[list[str]]) -> pb.AllocateResponse:
         if self.pods is None or self.patcher is None:
-            raise AllocationError(
-                grpc.StatusCode.FAILED_PRECONDITION, "the Volcano path needs the cluster (--kube api)"
-            )
+            raise AllocationError(Refusal.NO_CLUSTER, "the Volcano path needs the cluster (--kube api)")
         kubelet_ids = [i for ids in containers for i in ids]
         choice = await self._choose(RESOURCE_PREFIX + resource, len(kubelet_ids))
         for reject in choice.rejects:
             log.warning("pod skipped: bad Volcano annotation", extra={"pod": reject.pod.key, "reason": reject.reason})
         if choice.pod is None:
             raise AllocationError(
-                grpc.StatusCode.FAILED_PRECONDITION,
+                Refusal.NO_POD,
                 f"no active pod annotated by Volcano for {len(kubelet_ids)} {resource}"
                 + (f" ({len(choice.rejects)} with a malformed annotation)" if choice.rejects else ""),
             )
@@ -212,15 +209,14 @@ class Allocator:
         view = self.board.get(resource)
         known = {d.id for d in view.devices} if view is not None else set()
         if unknown := [r for r in real if r not in known]:
-            raise invalid(f"pod {pod.key}: Volcano chose devices this node does not have: {','.join(unknown)}")
+            raise invalid(f"Volcano chose devices this node does not have: {','.join(unknown)}", pod)
         await self._mark_taken(pod)
         # Serve the containers in order with the pod's real devices.
         responses, offset = [], 0
         for ids in containers:
             responses.append(self._response(self._devices(ids, real[offset : offset + len(ids)]), dynamic=False))
             offset += len(ids)
-        self.manager.volcano_by_pod[pod.uid] = dict(zip(kubelet_ids, real, strict=True))
-        self.manager.recompute()
+        self.resources.volcano_allocated(pod.uid, dict(zip(kubelet_ids, real, strict=True)))
         self._patch_later(pod, self._pod_annotations(pod, resource, real, kubelet_ids))
         log.info("allocated by Volcano", extra={"pod": pod.key, "devices": real, "kubelet_ids": kubelet_ids})
         return pb.AllocateResponse(container_responses=responses)
@@ -241,8 +237,7 @@ class Allocator:
             self._taken.discard(pod.uid)
             log.error("Volcano pod not marked taken; nothing handed out", extra={"pod": pod.key, "error": str(exc)})
             raise AllocationError(
-                grpc.StatusCode.UNAVAILABLE,
-                f"pod {pod.key}: cannot mark its Volcano allocation taken on the API server: {exc}",
+                Refusal.API_SERVER, f"cannot mark its Volcano allocation taken on the API server: {exc}", pod=pod.key
             ) from None
 
     async def _choose(self, resource_name: str, count: int, aicore: int | None = None) -> VolcanoChoice:
@@ -250,7 +245,7 @@ class Allocator:
         assert self.pods is not None
         for attempt in range(2):
             # The taken ones are left out here: pick_pod parses only what is left.
-            pods = [p for p in self.pods.pods() if p.phase not in FINISHED and p.uid not in self._taken]
+            pods = [p for p in self.pods.pods() if p.phase not in FINISHED_PHASES and p.uid not in self._taken]
             choice = pick_pod(pods, resource_name, count, chip_aicore=aicore)
             if choice.pod is not None or attempt:
                 return choice
@@ -262,8 +257,8 @@ class Allocator:
     ) -> dict[str, str]:
         preset_vnpu = resource not in (self._physical(), NPU_CORE)
         annotations = real_allocation_annotations(real, kubelet_ids, preset_vnpu=preset_vnpu)
-        rtype = self.manager.physical_type
-        infos = {c.phy_id: c for c in self.manager.infos.values()}
+        inventory = self.resources.inventory
+        rtype, infos = inventory.physical_type, inventory.chips
         duo = any(c.product_type == "Atlas 300I Duo" for c in infos.values())
         key = configuration_key(rtype, atlas_300i_duo=duo) if rtype is not None else None
         if key is not None:
@@ -345,25 +340,21 @@ class Allocator:
 
     async def _dynamic(self, containers: list[list[str]]) -> pb.AllocateResponse:
         if self.pods is None or self.patcher is None or self.exporter is None:
-            raise AllocationError(
-                grpc.StatusCode.FAILED_PRECONDITION, "dynamic vNPU mode needs the cluster and the exporter"
-            )
+            raise AllocationError(Refusal.NO_CLUSTER, "dynamic vNPU mode needs the cluster and the exporter")
         cores = [i for ids in containers for i in ids]
-        infos = {c.phy_id: c for c in self.manager.infos.values()}
+        infos = self.resources.inventory.chips
         aicore = max((c.aicore for c in infos.values()), default=0)
         choice = await self._choose(RESOURCE_PREFIX + NPU_CORE, len(cores), aicore)
         for reject in choice.rejects:
             log.warning("pod skipped: bad npu-core annotation", extra={"pod": reject.pod.key, "reason": reject.reason})
         if choice.pod is None or choice.dynamic is None:
-            raise AllocationError(
-                grpc.StatusCode.FAILED_PRECONDITION, f"no pending pod annotated for {len(cores)} npu-core"
-            )
+            raise AllocationError(Refusal.NO_POD, f"no pending pod annotated for {len(cores)} npu-core")
         pod, want = choice.pod, choice.dynamic
         self._taken.add(pod.uid)
         chips: list[ChipInfo] = []
         for phy in want.phy_ids:
             if phy not in infos:
-                raise invalid(f"pod {pod.key}: chip {phy} is not on this node")
+                raise invalid(f"chip {phy} is not on this node", pod)
             chips.append(infos[phy])
         real: list[str]
         if want.template is not None:
@@ -372,7 +363,7 @@ class Allocator:
                 vnpu = await self.exporter.create_vnpu(chip.logic_id, want.template)
             except ExporterError as exc:
                 self._taken.discard(pod.uid)
-                raise AllocationError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"pod {pod.key}: {exc.detail}") from None
+                raise AllocationError(Refusal.NO_CAPACITY, exc.detail, pod=pod.key) from None
             name = vnpu_device_id(chip.rtype, vnpu.suffix, vnpu.vdev_id, chip.phy_id)
             self._created[name] = time.monotonic()
             devices = [AllocDevice(core, chip.phy_id, vnpu.vdev_id) for core in cores]
@@ -384,8 +375,7 @@ class Allocator:
         for ids in containers:
             responses.append(self._response(devices[offset : offset + len(ids)], dynamic=True))
             offset += len(ids)
-        self.manager.cores_by_pod[pod.uid] = {d.kubelet_id: d.phy_id for d in devices}
-        self.manager.recompute()
+        self.resources.cores_allocated(pod.uid, {d.kubelet_id: d.phy_id for d in devices})
         annotations = {**taken_patch(), **real_allocation_annotations(real, cores, vfg_ids=vfg)}
         self._patch_later(pod, annotations)
         log.info("allocated npu-core", extra={"pod": pod.key, "real": real, "cores": len(cores)})
@@ -406,11 +396,11 @@ class Allocator:
             return []
         held: set[str] = set()
         for pod in self.pods.pods():
-            if pod.phase in (POD_PENDING, POD_RUNNING):
+            if pod.phase in ALLOCATION_PHASES:
                 held |= {item.split("_")[0] for item in pod.annotations.get(ASCEND_REAL, "").split(",") if item}
         now = time.monotonic()
         destroyed = []
-        for info in list(self.manager.infos.values()):
+        for info in list(self.resources.inventory.chips.values()):
             for vnpu in info.vnpus:
                 name = vnpu_device_id(info.rtype, vnpu.suffix, vnpu.vdev_id, info.phy_id)
                 if name in held or now - self._created.get(name, -grace_s) < grace_s:

@@ -17,15 +17,12 @@ from ascend_common.faults import default_fault_code_table
 from ascend_common.kubelet import deviceplugin_pb2 as pb
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
-from ascend_common.serving import server as uvicorn_server
 from ascend_common.settings import parse_host_port
 from ascend_common.tokens import first_token
 
 from ascend_device_plugin.allocator import Allocator, NodeFacts
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.volcano import kubelet_map
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.ops import create_ops_app
+from ascend_device_plugin.ops import OpsRoutes, OpsServer
 from ascend_device_plugin.registrar import Registrar
 from ascend_device_plugin.resources import ResourceManager
 from ascend_device_plugin.server import DevicePluginService, ResourceServer
@@ -81,14 +78,13 @@ class DevicePlugin:
             s.plugin_dir, lambda: self.servers, self._options, self.metrics, require_root=s.require_root_owned
         )
         self._tasks: list[asyncio.Task[None]] = []
-        self._unmappable: set[str] = set()  # pods whose kltDev/AscendReal could not be read (logged once)
 
     # ---- inputs ------------------------------------------------------------------------------
 
     def _on_chips(self, changed: Mapping[int, Chip]) -> None:
         self.manager.set_chips(changed)
-        if self.kube is not None and self.settings.volcano_type and self._restore_volcano_maps(self.kube.allocated()):
-            self.manager.recompute()
+        if self.kube is not None and self.settings.volcano_type:
+            self.manager.restore_volcano(self.kube.allocated())
         self._ensure_servers()
         if self.kube is not None:
             node = self.follower.node
@@ -102,33 +98,11 @@ class DevicePlugin:
     def _on_pods(self) -> None:
         assert self.kube is not None
         if self.settings.volcano_type:
-            self._restore_volcano_maps(self.kube.allocated())
+            self.manager.restore_volcano(self.kube.allocated())
         self.manager.set_pods(
             self.kube.pods(), in_use_for_health=self.kube.in_use_for_health(), holding=self.kube.holding()
         )
         self.allocator.forget(self.kube.uids())
-
-    def _restore_volcano_maps(self, allocated: Mapping[str, PodView]) -> bool:
-        """After a restart the kubelet still holds the ids it was given; the pods' kltDev and
-        AscendReal say which real chip each stands for, so their health keeps following it.
-        Returns whether a map was restored (the chips must be known: they give the type)."""
-        rtype = self.manager.physical_type
-        if rtype is None:
-            return False
-        restored = False
-        for uid, pod in allocated.items():
-            if uid in self.manager.volcano_by_pod or uid in self._unmappable:
-                continue
-            try:
-                mapping = kubelet_map(pod.annotations, rtype)
-            except ValueError as exc:
-                self._unmappable.add(uid)
-                log.warning("kubelet ids of a pod not restored", extra={"pod": pod.key, "reason": str(exc)})
-                continue
-            if mapping:
-                self.manager.volcano_by_pod[uid] = mapping
-                restored = True
-        return restored
 
     def _options(self, resource: str) -> pb.DevicePluginOptions:
         return pb.DevicePluginOptions(
@@ -206,18 +180,17 @@ class DevicePlugin:
 async def serve(plugin: DevicePlugin) -> int:
     """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (see `essential`)."""
     host, port = parse_host_port(plugin.settings.metrics_addr)
-    ops = uvicorn_server(create_ops_app(plugin.metrics, plugin.readiness), host=host, port=port)
+    ops = OpsServer(OpsRoutes(plugin.metrics, plugin.readiness))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     stop_service_when_one_ends()
+    await ops.start(host, port)  # first: an address in use stops the plugin before it registers anywhere
     await plugin.start()
-    ops_task = asyncio.create_task(ops.serve(), name="ops")
     log.info("ascend-device-plugin serving", extra={"plugin_dir": str(plugin.settings.plugin_dir)})
     await stop.wait()
     log.info("ascend-device-plugin stopping")
-    ops.should_exit = True
-    await asyncio.wait([ops_task], timeout=5)
+    await ops.stop()
     await plugin.stop()
     return exit_status()

@@ -12,7 +12,8 @@ from collections import Counter
 from collections.abc import Callable, KeysView, Mapping
 from dataclasses import dataclass, field
 
-from ascend_common.inuse import health_share
+from ascend_common.deviceinfo import _INT32
+from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
 from ascend_common.kube.client import KubeApiError, build_api_client, call, core_v1, read_json
 from ascend_common.kube.patch import SlimNode, get_node, patch_node, patch_pod_annotations
 from ascend_common.kube.pods import PodCache, SlimPod
@@ -21,10 +22,9 @@ from kubernetes.client import ApiClient
 
 from ascend_device_plugin.allocator import NodeFacts
 from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, slow_node_envs
-from ascend_device_plugin.core.annotations import KLT_DEV
-from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING, PodView
+from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels
-from ascend_device_plugin.resources import ResourceManager
+from ascend_device_plugin.inventory import InventorySource
 from ascend_device_plugin.settings import PluginSettings
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,10 @@ class KubeBridge:
     # Kept up to date one pod event at a time, like the views: a pass over every cached pod per
     # event costs milliseconds of the event loop on a 10,000-pod node, and Allocate waits behind it.
     _health_chips: Counter[str] = field(default_factory=Counter)  # chip -> pods using it for health
-    _holding: set[str] = field(default_factory=set)  # uids of the Pending and Running pods
+    # Uids of the pods that hold what they were allocated: those in the phases whose allocations
+    # ascend_common.inuse.chips_in_use_for_allocation counts, from Allocate on (before the pod's
+    # kltDev/AscendReal lands, the predicate cannot name its chips yet, but its mappings must stay).
+    _holding: set[str] = field(default_factory=set)
     _allocated: dict[str, PodView] = field(default_factory=dict)  # holders that carry kltDev (by uid)
     _labels_written: dict[str, str] = field(default_factory=dict)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -92,7 +95,7 @@ class KubeBridge:
 
     def _count(self, view: PodView, step: int) -> None:
         """Add (step 1) or take away (step -1) one pod's share of the chips in use for health and holders."""
-        if view.phase in (POD_PENDING, POD_RUNNING):
+        if view.phase in ALLOCATION_PHASES:
             if step > 0:
                 self._holding.add(view.uid)
                 if KLT_DEV in view.annotations:
@@ -108,8 +111,6 @@ class KubeBridge:
     def in_use_for_health(self) -> set[str]:
         """The chips in use for health (what chips_in_use_for_health(pods()) would say)."""
         return set(self._health_chips)
-
-    # The name app.py knows it by, from when only Running pods counted.
 
     def holding(self) -> set[str]:
         """Uids of the Pending and Running pods; read it, do not keep or change it."""
@@ -179,15 +180,16 @@ class KubeBridge:
                 log.warning("cannot read the node", extra={"node": self.node_name, "error": str(exc)})
             await asyncio.sleep(NODE_REFRESH_S)
 
-    def chips_changed(self, manager: ResourceManager, driver_version: str | None) -> None:
+    def chips_changed(self, source: InventorySource, driver_version: str | None) -> None:
         """Write node labels and annotations (contract section 9) when they change."""
         if self._label_task is not None and not self._label_task.done():
             return  # one write at a time; the next chip change re-checks
-        self._label_task = asyncio.create_task(self._write_labels(manager, driver_version), name="node-labels")
+        self._label_task = asyncio.create_task(self._write_labels(source, driver_version), name="node-labels")
 
-    async def _write_labels(self, manager: ResourceManager, version: str | None) -> None:
-        infos = sorted(manager.infos.values(), key=lambda c: c.phy_id)
-        chips = [c for c in manager.chips.values() if c.state == "ok"]
+    async def _write_labels(self, source: InventorySource, version: str | None) -> None:
+        inventory = source.inventory  # as the task starts: changes made meanwhile were skipped above
+        infos = sorted(inventory.chips.values(), key=lambda c: c.phy_id)
+        chips = [c for c in inventory.reported.values() if c.state == "ok"]
         if not infos or not chips:
             return
         first = chips[0]
@@ -197,7 +199,7 @@ class KubeBridge:
         # Every chip, whatever its state: the static data stays what the chip last reported. Card
         # order, as the reference walks the cards for the main board id (all chips of a node report
         # the same super pod).
-        statics = [c.static for c in sorted(manager.chips.values(), key=lambda c: (c.card_id, c.device_id))]
+        statics = [c.static for c in sorted(inventory.reported.values(), key=lambda c: (c.card_id, c.device_id))]
         pod = super_pod(statics)
         labels = node_labels(
             chip_name,
@@ -229,9 +231,6 @@ class KubeBridge:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.cache.stop()
         await asyncio.to_thread(self.api.close)
-
-
-_INT32 = (-(2**31), 2**31 - 1)
 
 
 def _int(value: str | None, default: int) -> int:

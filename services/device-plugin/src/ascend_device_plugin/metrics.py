@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from ascend_device_plugin.views import AdvertisedDevice
+
 
 class PluginMetrics:
     def __init__(self) -> None:
@@ -26,3 +28,9 @@ class PluginMetrics:
             registry=r,
         )
         self.devices = Gauge("ascend_device_plugin_devices", "advertised devices", ["resource", "health"], registry=r)
+
+    def devices_published(self, resource: str, devices: tuple[AdvertisedDevice, ...]) -> None:
+        """The resource manager published a resource's devices (metrics listen to it)."""
+        healthy = sum(d.healthy for d in devices)
+        self.devices.labels(resource, "Healthy").set(healthy)
+        self.devices.labels(resource, "Unhealthy").set(len(devices) - healthy)

@@ -1,7 +1,8 @@
 """One grpc.aio DevicePlugin server per resource, on `<resource>.sock` (mode 0600).
 
 The servicer only translates: the device lists come from the ViewBoard, allocations from
-the Allocator. ListAndWatch is push-driven: it waits on the board and sends as soon as the
+the Allocator, whose refusals (`AllocationError`) become gRPC statuses here and nowhere else.
+ListAndWatch is push-driven: it waits on the board and sends as soon as the
 resource's view changes; the list-watch period only bounds how long it waits to re-check.
 """
 
@@ -14,7 +15,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import grpc
 from ascend_common.kubelet import deviceplugin_pb2 as pb
@@ -23,28 +24,28 @@ from ascend_common.kubelet.constants import HEALTHY, UNHEALTHY
 from google.protobuf.message import DecodeError
 from grpc import aio
 
+from ascend_device_plugin.allocator import Allocator
 from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.refusals import AllocationError, Refusal
 from ascend_device_plugin.views import ResourceView, ViewBoard
 
 log = logging.getLogger(__name__)
 Ctx = aio.ServicerContext[Any, Any]
 
 
-class AllocationError(Exception):
-    """A request the plugin refuses; becomes a gRPC status for the kubelet."""
+STATUS = {
+    Refusal.INVALID_REQUEST: grpc.StatusCode.INVALID_ARGUMENT,
+    Refusal.NO_CLUSTER: grpc.StatusCode.FAILED_PRECONDITION,
+    Refusal.NO_POD: grpc.StatusCode.FAILED_PRECONDITION,
+    Refusal.NO_INVENTORY: grpc.StatusCode.UNAVAILABLE,
+    Refusal.API_SERVER: grpc.StatusCode.UNAVAILABLE,
+    Refusal.NO_CAPACITY: grpc.StatusCode.RESOURCE_EXHAUSTED,
+}
 
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
-
-class Allocator(Protocol):
-    async def allocate(self, resource: str, request: pb.AllocateRequest) -> pb.AllocateResponse: ...
-
-    def preferred(self, resource: str, request: pb.PreferredAllocationRequest) -> pb.PreferredAllocationResponse: ...
-
-    def preferred_available(self, resource: str) -> bool: ...
+def status_of(error: AllocationError) -> grpc.StatusCode:
+    """The gRPC status the kubelet gets for a refusal."""
+    return STATUS[error.kind]
 
 
 def to_message(view: ResourceView) -> pb.ListAndWatchResponse:
@@ -94,7 +95,7 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         try:
             return self.allocator.preferred(self.resource, request)
         except AllocationError as exc:
-            await context.abort(exc.code, exc.message)
+            await context.abort(status_of(exc), exc.message)
             raise  # unreachable: abort raises
 
     async def Allocate(self, request: pb.AllocateRequest, context: Ctx) -> pb.AllocateResponse:
@@ -104,7 +105,7 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         except AllocationError as exc:
             self.metrics.allocations.labels(self.resource, "refused").inc()
             log.warning("allocate refused", extra={"resource": self.resource, "error": exc.message})
-            await context.abort(exc.code, exc.message)
+            await context.abort(status_of(exc), exc.message)
             raise
         self.metrics.allocations.labels(self.resource, "ok").inc()
         self.metrics.allocate_seconds.labels(self.resource).observe(time.perf_counter() - started)

@@ -12,16 +12,14 @@ from ascend_device_plugin.core.allocate import (
     validate_request,
 )
 from ascend_device_plugin.core.annotations import (
-    ASCEND_REAL,
     CONFIG_910_KEY,
     CONFIG_NPU_KEY,
-    KLT_DEV,
     ConfigDevice,
     configuration_key,
     device_configuration,
     real_allocation_annotations,
 )
-from ascend_device_plugin.core.devices import DeviceEntry, chip_of, device_list, vnpu_devices
+from ascend_device_plugin.core.devices import DeviceEntry, chip_of, physical_devices, vnpu_devices
 from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels
 from ascend_device_plugin.core.ordering import natural_key, natural_sorted
@@ -43,10 +41,8 @@ from ascend_device_plugin.core.volcano import (
 )
 
 __all__ = [
-    "ASCEND_REAL",
     "CONFIG_910_KEY",
     "CONFIG_NPU_KEY",
-    "KLT_DEV",
     "PREDICATE_TIME",
     "TAKEN",
     "AllocDevice",
@@ -68,7 +64,6 @@ __all__ = [
     "core_ids",
     "device_configuration",
     "device_groups",
-    "device_list",
     "go_json",
     "go_map",
     "natural_key",
@@ -78,6 +73,7 @@ __all__ = [
     "parse_npu_core",
     "parse_predicate_time",
     "parse_real_devices",
+    "physical_devices",
     "pick_pod",
     "preferred_allocation",
     "real_allocation_annotations",

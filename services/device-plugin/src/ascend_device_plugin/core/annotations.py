@@ -9,17 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from ascend_common.chips import RESOURCE_PREFIX, ResourceType
+from ascend_common.chips import ResourceType
 from ascend_common.gojson import GoJSON, go_json, go_map
+from ascend_common.inuse import ASCEND_REAL, KLT_DEV
 from ascend_common.naming import parse_device_id
 
 from ascend_device_plugin.core.model import ChipInfo
 
 __all__ = [
-    "ASCEND_REAL",
     "CONFIG_910_KEY",
     "CONFIG_NPU_KEY",
-    "KLT_DEV",
     "SDID_NOT_LISTED",
     "SDID_UNREAD",
     "UNKNOWN_DEVICE_IP",
@@ -33,8 +32,6 @@ __all__ = [
     "real_allocation_annotations",
 ]
 
-ASCEND_REAL = RESOURCE_PREFIX + "AscendReal"
-KLT_DEV = RESOURCE_PREFIX + "kltDev"
 CONFIG_910_KEY = "ascend.kubectl.kubernetes.io/ascend-910-configuration"
 CONFIG_NPU_KEY = "ascend.kubectl.kubernetes.io/ascend-npu-configuration"
 VNPU_DEVICE_IP = "127.0.0.1"  # the reference's DefaultDeviceIP

@@ -25,7 +25,7 @@ class DeviceEntry(NamedTuple):
     numa: int | None
 
 
-def device_list(chips: Iterable[ChipInfo], rtype: ResourceType, *, share_count: int = 1) -> list[DeviceEntry]:
+def physical_devices(chips: Iterable[ChipInfo], rtype: ResourceType, *, share_count: int = 1) -> list[DeviceEntry]:
     """The physical resource `huawei.com/<rtype>`: one device per chip, or `share_count` copies.
 
     Shared copies (`<type>-<phy>-<idx>`, idx 0..N-1) carry the chip's health: a broken chip

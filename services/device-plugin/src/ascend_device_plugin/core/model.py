@@ -13,9 +13,6 @@ from dataclasses import dataclass, field
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.schemas.exporter import Vnpu
 
-POD_PENDING = "Pending"
-POD_RUNNING = "Running"
-
 
 @dataclass(frozen=True, kw_only=True)
 class ChipInfo:

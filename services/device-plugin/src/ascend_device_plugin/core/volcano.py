@@ -22,15 +22,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ascend_common.chips import RESOURCE_PREFIX, ChipFamily, ResourceType
+from ascend_common.inuse import ASCEND_REAL, FINISHED_PHASES, KLT_DEV
 from ascend_common.naming import NPU_CORE, chip_name, parse_device_id
 from ascend_common.vnpu import TEMPLATES, template_allowed
 
-from ascend_device_plugin.core.annotations import ASCEND_REAL, KLT_DEV
 from ascend_device_plugin.core.model import PodView
 
 PREDICATE_TIME = "predicate-time"
 UINT64_MAX = 2**64 - 1
-FINISHED = ("Succeeded", "Failed")  # not active: GetActivePodListCache leaves them out
 TAKEN = str(UINT64_MAX)  # "18446744073709551615": the pod's devices were handed out already
 MAX_ANNOTATED_DEVICES = 64
 MAX_ANNOTATION_LENGTH = 1024 * 1024  # the reference's PodAnnotationMaxLength
@@ -239,7 +238,7 @@ def pick_pod(
     rejects: list[Reject] = []
     best: tuple[tuple[int, float, str, str], PodView, tuple[str, ...], DynamicRequest | None] | None = None
     for pod in pods:
-        if pod.request(resource_name) <= 0 or pod.phase in FINISHED or pod.deleting:
+        if pod.request(resource_name) <= 0 or pod.phase in FINISHED_PHASES or pod.deleting:
             continue
         annotation = pod.annotations.get(resource_name)
         if annotation is None:
