@@ -137,7 +137,7 @@ async def test_sigkill_during_a_burst_loses_and_doubles_nothing(tmp_path: Path) 
 def _count(db: Path) -> int:
     store = Store(db)
     try:
-        return store.count_events()
+        return store.events.count()
     finally:
         store.close()
 
