@@ -2,8 +2,8 @@
 
     .venv/bin/python -m bench.history [--events N] [--queries N]
 
-Fills a temporary SQLite file through `Store.append_events` (batches, 16 chips), reopens it so
-SQLite's page cache starts cold, then times `Store.history` calls the way the REST API makes them
+Fills a temporary SQLite file through `store.events.append` (batches, 16 chips), reopens it so
+SQLite's page cache starts cold, then times `store.events.page` calls the way the REST API makes them
 (chip + time range, newest first, limit 100, plus keyset next pages) and prints p50/p99 and a
 markdown table row in the format of docs/benchmarks.md. Not part of the test suite; `bench.run`
 calls `measure` for its history figure.
@@ -58,7 +58,7 @@ def batches(total: int, size: int, rng: random.Random) -> Iterator[list[FaultEve
 def fill(store: Store, total: int, batch_size: int, rng: random.Random) -> float:
     started = time.perf_counter()
     for batch in batches(total, batch_size, rng):
-        store.append_events(batch)
+        store.events.append(batch)
     return time.perf_counter() - started
 
 
@@ -75,10 +75,10 @@ def query_latencies(store: Store, total: int, queries: int, rng: random.Random) 
             until = since + rng.choice([600_000, 3_600_000, 86_400_000, 7 * 86_400_000])
         elif shape == "next page":
             # A cursor somewhere in the chip's history, as a client paging back would hold.
-            anchor = store.history(chip, until_ms=BASE_MS + rng.randrange(span_ms // 10, span_ms), limit=1)
+            anchor = store.events.page(chip, until_ms=BASE_MS + rng.randrange(span_ms // 10, span_ms), limit=1)
             before = anchor[0].id if anchor else None
         started = time.perf_counter()
-        rows = store.history(chip, since_ms=since, until_ms=until, limit=100, before_id=before)
+        rows = store.events.page(chip, since_ms=since, until_ms=until, limit=100, before_id=before)
         shapes[shape].append(time.perf_counter() - started)
         if shape != "range" and len(rows) != 100:
             raise SystemExit(f"expected a full page for {chip} ({shape}), got {len(rows)} rows")
@@ -121,7 +121,7 @@ def measure(events: int = 1_000_000, queries: int = 1_000, batch: int = 5_000, s
         path = Path(tmp) / "faults.db"
         with Store(path) as store:
             fill_s = fill(store, events, batch, rng)
-            stored = store.count_events()
+            stored = store.events.count()
         size_mb = sum(p.stat().st_size for p in Path(tmp).iterdir()) / 1e6
         # A fresh Store: SQLite's page cache starts empty (the OS cache stays warm, as on a node).
         with Store(path) as store:
@@ -152,7 +152,7 @@ def section(events: int) -> Section:
     out = Section("Fault history (fault-manager store)", f"`.venv/bin/python -m bench.history --events {events}`")
     out.figures.append(timing(name, result.samples, 99, TARGET_P99_MS / 1000))
     out.notes.append(
-        f"`Store.history` on a temporary SQLite file filled through `Store.append_events` ({len(CHIPS)} chips,"
+        f"`store.events.page` on a temporary SQLite file filled through `store.events.append` ({len(CHIPS)} chips,"
         f" one event every {STEP_MS // 1000} s node-wide), reopened so SQLite's page cache starts cold; 1,000"
         " queries, a third each latest page (limit 100), time range, keyset next page. No service runs meanwhile."
     )

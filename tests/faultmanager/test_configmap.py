@@ -122,7 +122,7 @@ async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> 
 def _manual(db: Path) -> set[str]:
     store = Store(db)
     try:
-        return store.manual_chips()
+        return store.manual.chips()
     finally:
         store.close()
 
@@ -325,7 +325,7 @@ async def test_drop_in_swap_adopts_the_isolations_and_reasons_of_the_configmap(t
                 store = Store(fm.db)
                 try:
                     for chip in (a, b):
-                        assert [(r.separated, r.set_by) for r in store.manual_audit(chip)][-1] == (True, "adopted")
+                        assert [(r.separated, r.set_by) for r in store.manual.audit(chip)][-1] == (True, "adopted")
                 finally:
                     store.close()
                 # The administrator removes B: it is released.

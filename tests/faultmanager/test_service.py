@@ -138,7 +138,7 @@ async def test_sigkill_during_a_burst_loses_and_doubles_nothing(tmp_path: Path) 
 def _count(db: Path) -> int:
     store = Store(db)
     try:
-        return store.count_events()
+        return store.events.count()
     finally:
         store.close()
 
@@ -239,6 +239,6 @@ async def test_a_fault_raised_before_the_first_start_counts_once(tmp_path: Path)
 def _history(db: Path, chip: str) -> list[Any]:
     store = Store(db)
     try:
-        return list(store.chip_history(chip))
+        return list(store.events.of_chip(chip))
     finally:
         store.close()

@@ -19,6 +19,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from fault_manager import token_buckets
 from fault_manager.store import Store
 from fault_manager.store.migrations import CURRENT_VERSION
 
@@ -44,19 +45,34 @@ def test_the_fixture_is_a_release_2_file(tmp_path: Path) -> None:
 def test_release_2_tokens_become_buckets(tmp_path: Path) -> None:
     db = copy(tmp_path)
     with Store(db) as store:
-        assert store.schema_version() == CURRENT_VERSION == 3
-        assert store.reset_buckets(N) == {"Ascend910-0": 0, "Ascend910-1": 1, "Ascend910-2": 2, "Ascend910-4": 2}
-        assert store.reset_tokens("Ascend910-3", N) == 3
+        assert store.db.schema_version() == CURRENT_VERSION == 3
+        assert token_buckets.tokens_by_chip(store.buckets, N) == {
+            "Ascend910-0": 0,
+            "Ascend910-1": 1,
+            "Ascend910-2": 2,
+            "Ascend910-4": 2,
+        }
+        assert token_buckets.tokens(store.buckets, "Ascend910-3", N) == 3
         # Each bucket is full again when the sliding window would have given back its oldest counted token.
-        assert store.reset_buckets(N + 1) == {"Ascend910-0": 0, "Ascend910-1": 1, "Ascend910-2": 2, "Ascend910-4": 3}
-        assert store.reset_buckets(N + H) == {"Ascend910-0": 3, "Ascend910-1": 3, "Ascend910-2": 2, "Ascend910-4": 3}
-        assert store.reset_tokens("Ascend910-2", N + 4 * H) == 3
+        assert token_buckets.tokens_by_chip(store.buckets, N + 1) == {
+            "Ascend910-0": 0,
+            "Ascend910-1": 1,
+            "Ascend910-2": 2,
+            "Ascend910-4": 3,
+        }
+        assert token_buckets.tokens_by_chip(store.buckets, N + H) == {
+            "Ascend910-0": 3,
+            "Ascend910-1": 3,
+            "Ascend910-2": 2,
+            "Ascend910-4": 3,
+        }
+        assert token_buckets.tokens(store.buckets, "Ascend910-2", N + 4 * H) == 3
         # The faulty chip alone pays: Ascend910-0 waits for its refill, Ascend910-1 spends its last token.
-        assert store.consume_reset_token("Ascend910-0", 0, N + H - 1) is False
-        assert store.consume_reset_token("Ascend910-1", 1, N + 1) is True
-        assert store.consume_reset_token("Ascend910-1", 1, N + 2) is False
-        assert store.consume_reset_token("Ascend910-0", 0, N + H) is True
-        assert store.reset_tokens("Ascend910-0", N + H) == 2
+        assert token_buckets.consume(store.buckets, "Ascend910-0", 0, N + H - 1) is False
+        assert token_buckets.consume(store.buckets, "Ascend910-1", 1, N + 1) is True
+        assert token_buckets.consume(store.buckets, "Ascend910-1", 1, N + 2) is False
+        assert token_buckets.consume(store.buckets, "Ascend910-0", 0, N + H) is True
+        assert token_buckets.tokens(store.buckets, "Ascend910-0", N + H) == 2
     with sqlite3.connect(db) as raw:
         tables = {t for (t,) in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         logic = dict(raw.execute("SELECT chip, logic_id FROM reset_buckets").fetchall())
@@ -69,7 +85,7 @@ def test_release_2_tokens_become_buckets(tmp_path: Path) -> None:
 def test_release_2_reset_attempts_are_kept(tmp_path: Path) -> None:
     db = copy(tmp_path)
     with Store(db) as store:
-        attempts = store.reset_attempts()
+        attempts = store.resets.recent()
         assert len(attempts) == 10
         assert {a.reason for a in attempts} == {None}
         newest, failed = attempts[0], attempts[1]
@@ -82,5 +98,5 @@ def test_release_2_reset_attempts_are_kept(tmp_path: Path) -> None:
         )
         assert [a.outcome for a in attempts].count("succeeded") == 7
         # The attempt left running by the old release can be finished with a reason by the new one.
-        assert store.finish_reset_attempt(newest.id, "failed", -8006, N + 60_000, reason="restarted mid-reset")
-        assert store.reset_attempts(limit=1)[0].reason == "restarted mid-reset"
+        assert store.resets.finish(newest.id, "failed", -8006, N + 60_000, reason="restarted mid-reset")
+        assert store.resets.recent(limit=1)[0].reason == "restarted mid-reset"

@@ -142,8 +142,12 @@ async def test_a_previous_release_database_opens_and_its_verdicts_are_sane(tmp_p
         expected = {"Ascend910-5": [("81078603", "FaultFrequency")], "Ascend910-7": [("40f84e00", "FaultAutofill")]}
         await until(lambda: released() == expected, 10, "the EventReleaseUpgradeFault Events")
         with Store(db) as store:
-            assert store.schema_version() == CURRENT_VERSION
-            before = {r.chip: r.upgrade_time_ms for r in store.escalations(True) if r.upgrade_type == "FaultAutofill"}
+            assert store.db.schema_version() == CURRENT_VERSION
+            before = {
+                r.chip: r.upgrade_time_ms
+                for r in store.isolations.escalations(True)
+                if r.upgrade_type == "FaultAutofill"
+            }
         assert set(before) == {"Ascend910-1", "Ascend910-5"}
 
         # A restart keeps the autofill reasons with their times: restarts do not postpone their release.
@@ -152,7 +156,11 @@ async def test_a_previous_release_database_opens_and_its_verdicts_are_sane(tmp_p
         await wait_ready(fm)
         await until(settled, 15, "the ConfigMap after a restart")
         with Store(db) as store:
-            after = {r.chip: r.upgrade_time_ms for r in store.escalations(True) if r.upgrade_type == "FaultAutofill"}
+            after = {
+                r.chip: r.upgrade_time_ms
+                for r in store.isolations.escalations(True)
+                if r.upgrade_type == "FaultAutofill"
+            }
         assert after == before
         assert released() == expected, "nothing more released by the restart"
     finally:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 import pytest
+from fault_manager import token_buckets
 from fault_manager.reset_tokens import (
     TOKEN_MAX_COUNT,
     TOKEN_REFILL_INTERVAL_MS,
@@ -147,13 +148,13 @@ class StoreMgr:
         self.store = store
 
     def has_token(self, logic_id: int) -> bool:
-        return self.store.reset_tokens(f"Ascend910-{logic_id}", NOW) > 0
+        return token_buckets.tokens(self.store.buckets, f"Ascend910-{logic_id}", NOW) > 0
 
     def consume_token(self, logic_id: int) -> bool:
-        return self.store.consume_reset_token(f"Ascend910-{logic_id}", logic_id, NOW)
+        return token_buckets.consume(self.store.buckets, f"Ascend910-{logic_id}", logic_id, NOW)
 
     def get_tokens(self, logic_id: int) -> int:
-        return self.store.reset_tokens(f"Ascend910-{logic_id}", NOW)
+        return token_buckets.tokens(self.store.buckets, f"Ascend910-{logic_id}", NOW)
 
 
 @pytest.fixture(params=["pure", "store"])

@@ -309,47 +309,47 @@ def store(tmp_path: Any) -> Any:
 
 
 def active(store: Any, chip: str = "npu-1001") -> list[tuple[str, str, str, int]]:
-    return [(r.code, r.level, r.upgrade_type, r.upgrade_time_ms) for r in store.escalations(True, chip)]
+    return [(r.code, r.level, r.upgrade_type, r.upgrade_time_ms) for r in store.isolations.escalations(True, chip)]
 
 
 def test_insert_upgrade_fault_cache_new_reason(store: Any) -> None:
     """TestInsertUpgradeFaultCache, "should insert new reason when reason not exist"."""
-    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T)
+    store.isolations.add("npu-1001", "E1001", "critical", "FaultDuration", T)
     assert active(store) == [("E1001", "critical", "FaultDuration", T)]
 
 
 def test_insert_upgrade_fault_cache_newer_time(store: Any) -> None:
     """TestInsertUpgradeFaultCache, "should update reason when newer fault time": deliberately different
     (docs/compatibility.md): an active reason keeps the time it was made, the time the chip was escalated."""
-    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T - 1000)
-    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T)
+    store.isolations.add("npu-1001", "E1001", "critical", "FaultDuration", T - 1000)
+    store.isolations.add("npu-1001", "E1001", "critical", "FaultDuration", T)
     assert active(store) == [("E1001", "critical", "FaultDuration", T - 1000)]
 
 
 def test_remove_manually_separate_reason_cache_target_level(store: Any) -> None:
     """TestRemoveManuallySeparateReasonCache, "should remove manually separate reason when logic ids contain
     target level" (an operator's release: FaultManager._release_reasons)."""
-    store.add_escalation("npu-1001", "", "ManuallySeparateNPU", "FaultAutofill", T)
-    assert store.release_escalations("npu-1001", T + 1, "administrator", level="ManuallySeparateNPU") == 1
+    store.isolations.add("npu-1001", "", "ManuallySeparateNPU", "FaultAutofill", T)
+    assert store.isolations.release("npu-1001", T + 1, "administrator", level="ManuallySeparateNPU") == 1
     assert active(store) == []
 
 
 def test_remove_manually_separate_reason_cache_other_level(store: Any) -> None:
     """TestRemoveManuallySeparateReasonCache, "should not remove when logic ids not contain target level"."""
-    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T)
-    assert store.release_escalations("npu-1001", T + 1, "administrator", level="ManuallySeparateNPU") == 0
+    store.isolations.add("npu-1001", "E1001", "critical", "FaultDuration", T)
+    assert store.isolations.release("npu-1001", T + 1, "administrator", level="ManuallySeparateNPU") == 0
     assert len(active(store)) == 1
 
 
 def test_remove_timeout_reason_cache_all(store: Any) -> None:
     """TestRemoveTimeoutReasonCache, "should remove timeout reason when fault code match" (no matcher: all)."""
-    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T)
-    assert store.release_escalations("npu-1001", T + 1, "rule no longer holds") == 1
+    store.isolations.add("npu-1001", "E1001", "critical", "FaultDuration", T)
+    assert store.isolations.release("npu-1001", T + 1, "rule no longer holds") == 1
     assert active(store) == []
 
 
 def test_remove_timeout_reason_cache_other_code(store: Any) -> None:
     """TestRemoveTimeoutReasonCache, "should not remove when fault code not match"."""
-    store.add_escalation("npu-1001", "E1001", "critical", "FaultDuration", T)
-    assert store.release_escalations("npu-1001", T + 1, "rule no longer holds", "E1002") == 0
+    store.isolations.add("npu-1001", "E1001", "critical", "FaultDuration", T)
+    assert store.isolations.release("npu-1001", T + 1, "rule no longer holds", "E1002") == 0
     assert len(active(store)) == 1

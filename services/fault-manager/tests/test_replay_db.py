@@ -24,10 +24,10 @@ def adopted_node(db: Path) -> None:
     store = Store(db)
     try:
         for chip in (A, B):
-            store.set_manual(chip, True, BY_ADOPTION, T0_MS)
-            store.save_chip_state(chip, "ManuallySeparateNPU", False, "ManuallySeparated", T0_MS, [], T0_MS)
-        store.add_escalation(A, LINK_DOWN, "ManuallySeparateNPU", "FaultFrequency", T0_MS - 10_000)
-        store.add_escalation(B, "AutofillFaultCode", "ManuallySeparateNPU", "FaultAutofill", T0_MS + 5)
+            store.manual.set_separated(chip, True, BY_ADOPTION, T0_MS)
+            store.states.save(chip, "ManuallySeparateNPU", False, "ManuallySeparated", T0_MS, [], T0_MS)
+        store.isolations.add(A, LINK_DOWN, "ManuallySeparateNPU", "FaultFrequency", T0_MS - 10_000)
+        store.isolations.add(B, "AutofillFaultCode", "ManuallySeparateNPU", "FaultAutofill", T0_MS + 5)
     finally:
         store.close()
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fault_manager import token_buckets
 from fault_manager.store import MAX_PAGE, FaultEventRow, Store, StoreError
 
 C0, C1, C2 = "Ascend910-0", "Ascend910-1", "Ascend910-2"
@@ -60,18 +61,18 @@ def ev(
 
 def test_append_is_idempotent(store: Store) -> None:
     batch = [ev(1), ev(2, C1), ev(3)]
-    assert store.append_events(batch) == 3
-    assert store.append_events(batch) == 0  # the same batch again changes nothing
-    assert store.append_events([ev(3), ev(4), ev(4)]) == 1  # duplicates inside a batch count once
-    assert store.count_events() == 4
-    assert store.count_events(C1) == 1
-    assert store.append_events([]) == 0
+    assert store.events.append(batch) == 3
+    assert store.events.append(batch) == 0  # the same batch again changes nothing
+    assert store.events.append([ev(3), ev(4), ev(4)]) == 1  # duplicates inside a batch count once
+    assert store.events.count() == 4
+    assert store.events.count(C1) == 1
+    assert store.events.append([]) == 0
 
 
 def test_stored_event_round_trips(store: Store) -> None:
     original = ev(5, C2, t=12_345, code="8c1fa006", severity=None, source="poll", assertion="once")
-    store.append_events([original])
-    (row,) = store.history(C2)
+    store.events.append([original])
+    (row,) = store.events.page(C2)
     assert row.id is not None
     assert dataclasses.replace(row, id=None) == dataclasses.replace(original, code="8C1FA006")
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -91,8 +92,8 @@ def test_stored_event_round_trips(store: Store) -> None:
 )
 def test_malformed_batch_writes_nothing(store: Store, bad: FaultEventRow, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        store.append_events([ev(1), bad, ev(2)])
-    assert store.count_events() == 0
+        store.events.append([ev(1), bad, ev(2)])
+    assert store.events.count() == 0
 
 
 def test_two_threads_append_overlapping_batches(store: Store) -> None:
@@ -110,7 +111,7 @@ def test_two_threads_append_overlapping_batches(store: Store) -> None:
             start.wait()
             for i in range(0, len(ids), 100):
                 chunk = orders[k][i : i + 100]
-                counted[k] += store.append_events([ev(s, (C0, C1)[s % 2]) for s in chunk])
+                counted[k] += store.events.append([ev(s, (C0, C1)[s % 2]) for s in chunk])
         except BaseException as exc:
             errors.append(exc)
 
@@ -118,7 +119,7 @@ def test_two_threads_append_overlapping_batches(store: Store) -> None:
         try:
             start.wait()
             while not done.is_set():
-                rows = store.history(C0, limit=50)
+                rows = store.events.page(C0, limit=50)
                 assert rows == sorted(rows, key=lambda r: (r.raised_at_ms, r.id or 0), reverse=True)
         except BaseException as exc:
             errors.append(exc)
@@ -133,32 +134,32 @@ def test_two_threads_append_overlapping_batches(store: Store) -> None:
     watcher.join(timeout=60)
     assert not errors
     assert sum(counted) == len(ids)
-    assert store.count_events() == len(ids)
+    assert store.events.count() == len(ids)
 
 
 def test_last_event_id_per_run(store: Store) -> None:
-    assert store.last_event_id("r") is None
-    assert store.last_event_id() is None
-    store.append_events([ev(10, run="6790abc1-f3"), ev(9, run="6790abc1-f3"), ev(2, run="other")])
+    assert store.events.last_event_id("r") is None
+    assert store.events.last_event_id() is None
+    store.events.append([ev(10, run="6790abc1-f3"), ev(9, run="6790abc1-f3"), ev(2, run="other")])
     # Numeric, not textual: "-10" beats "-9"; a run id may contain '-'.
-    assert store.last_event_id("6790abc1-f3") == "6790abc1-f3-10"
-    assert store.last_event_id("other") == "other-2"
-    assert store.last_event_id("6790abc1") is None
-    assert store.last_event_id() == "other-2"  # the one stored last, whatever its run
-    store.append_events([ev(3, run="6790abc1-f3")])
-    assert store.last_event_id("6790abc1-f3") == "6790abc1-f3-10"
+    assert store.events.last_event_id("6790abc1-f3") == "6790abc1-f3-10"
+    assert store.events.last_event_id("other") == "other-2"
+    assert store.events.last_event_id("6790abc1") is None
+    assert store.events.last_event_id() == "other-2"  # the one stored last, whatever its run
+    store.events.append([ev(3, run="6790abc1-f3")])
+    assert store.events.last_event_id("6790abc1-f3") == "6790abc1-f3-10"
 
 
 def test_reconciled_events_are_stored_in_no_run(store: Store) -> None:
     # A reconcile after an exporter restart synthesises `<anchor>-r-<chip>-<code>-<kind>` ids;
     # storing one once raised and stopped ingestion for good (found by the exporter-kill drill).
-    store.append_events([ev(4, run="run1")])
+    store.events.append([ev(4, run="run1")])
     synthetic = dataclasses.replace(ev(4, run="run1"), event_id=f"run1-4-r-{C0}-80E01801-recover",
                                     assertion="recover", source="reconcile", severity=None)  # fmt: skip
-    assert store.append_events([synthetic]) == 1
-    assert store.append_events([synthetic]) == 0, "idempotent like any event"
-    assert store.last_event_id("run1") == "run1-4", "a run never resumes from a synthetic event"
-    assert [e.event_id for e in store.history(C0)] == [synthetic.event_id, "run1-4"]
+    assert store.events.append([synthetic]) == 1
+    assert store.events.append([synthetic]) == 0, "idempotent like any event"
+    assert store.events.last_event_id("run1") == "run1-4", "a run never resumes from a synthetic event"
+    assert [e.event_id for e in store.events.page(C0)] == [synthetic.event_id, "run1-4"]
 
 
 @pytest.fixture
@@ -167,7 +168,7 @@ def timeline(store: Store) -> Store:
     events = [ev(i, C0, t=i * 100) for i in range(1, 11)]
     events.append(ev(11, C0, t=500, code="8C1FA006"))
     events += [ev(100 + i, C1, t=i * 100 + 50) for i in range(1, 11)]
-    store.append_events(events)
+    store.events.append(events)
     return store
 
 
@@ -186,7 +187,7 @@ def timeline(store: Store) -> Store:
 def test_history_order_range_limit(
     timeline: Store, since: int | None, until: int | None, limit: int, want: list[str]
 ) -> None:
-    rows = timeline.history(C0, since_ms=since, until_ms=until, limit=limit)
+    rows = timeline.events.page(C0, since_ms=since, until_ms=until, limit=limit)
     got = [
         f"{r.raised_at_ms}#{r.event_id.rsplit('-', 1)[1]}" if r.raised_at_ms == 500 else str(r.raised_at_ms)
         for r in rows
@@ -199,11 +200,11 @@ def test_history_order_range_limit(
 def test_history_keyset_pages_cover_everything_once(
     timeline: Store, since: int | None, until: int | None, page: int
 ) -> None:
-    everything = timeline.history(C0, since_ms=since, until_ms=until, limit=MAX_PAGE)
+    everything = timeline.events.page(C0, since_ms=since, until_ms=until, limit=MAX_PAGE)
     paged: list[FaultEventRow] = []
     before = None
     for _ in range(len(everything) + 1):  # bounded: a cursor that does not advance must fail, not hang
-        rows = timeline.history(C0, since_ms=since, until_ms=until, limit=page, before_id=before)
+        rows = timeline.events.page(C0, since_ms=since, until_ms=until, limit=page, before_id=before)
         if not rows:
             break
         assert len(rows) <= page
@@ -213,23 +214,23 @@ def test_history_keyset_pages_cover_everything_once(
 
 
 def test_history_cursor_of_another_chip_or_gone_yields_nothing(timeline: Store) -> None:
-    other = timeline.history(C1, limit=1)[0]
-    assert timeline.history(C0, before_id=other.id) == []
-    assert timeline.history(C0, before_id=10**9) == []
+    other = timeline.events.page(C1, limit=1)[0]
+    assert timeline.events.page(C0, before_id=other.id) == []
+    assert timeline.events.page(C0, before_id=10**9) == []
 
 
 @pytest.mark.parametrize("limit", [0, -1, MAX_PAGE + 1])
 def test_history_limit_is_bounded(store: Store, limit: int) -> None:
     with pytest.raises(ValueError, match="limit"):
-        store.history(C0, limit=limit)
+        store.events.page(C0, limit=limit)
 
 
 def test_events_since_is_a_per_code_timeline(timeline: Store) -> None:
-    rows = timeline.events_since(C0, "80e01801", since_ms=800)  # codes match case-insensitively
+    rows = timeline.events.timeline(C0, "80e01801", since_ms=800)  # codes match case-insensitively
     assert [r.raised_at_ms for r in rows] == [800, 900, 1000]  # oldest first, since inclusive
-    assert [r.event_id for r in timeline.events_since(C0, "8C1FA006", 0)] == ["run1-11"]
-    assert timeline.events_since(C0, "80E01801", 0, limit=2)[-1].raised_at_ms == 200
-    assert timeline.events_since(C2, "80E01801", 0) == []
+    assert [r.event_id for r in timeline.events.timeline(C0, "8C1FA006", 0)] == ["run1-11"]
+    assert timeline.events.timeline(C0, "80E01801", 0, limit=2)[-1].raised_at_ms == 200
+    assert timeline.events.timeline(C2, "80E01801", 0) == []
 
 
 # --- state that must survive a restart --------------------------------------------------------------
@@ -237,11 +238,11 @@ def test_events_since_is_a_per_code_timeline(timeline: Store) -> None:
 
 def test_chip_states_upsert_and_survive_reopen(db_path: Path) -> None:
     with Store(db_path) as s:
-        s.save_chip_state(C0, "NormalNPU", True, "", 1, [], 1)
-        s.save_chip_state(C0, "SeparateNPU", False, "code 80E01801", 5, {"80E01801": 4}, 6)
-        s.save_chip_state(C1, "RestartNPU", False, "", 2, ["8C1FA006"], 3)
+        s.states.save(C0, "NormalNPU", True, "", 1, [], 1)
+        s.states.save(C0, "SeparateNPU", False, "code 80E01801", 5, {"80E01801": 4}, 6)
+        s.states.save(C1, "RestartNPU", False, "", 2, ["8C1FA006"], 3)
     with Store(db_path) as s:
-        states = s.chip_states()
+        states = s.states.all()
     assert sorted(states) == [C0, C1]
     assert (states[C0].level, states[C0].schedulable, states[C0].since_ms, states[C0].updated_ms) == (
         "SeparateNPU",
@@ -255,68 +256,68 @@ def test_chip_states_upsert_and_survive_reopen(db_path: Path) -> None:
 
 def test_escalations_survive_reopen_and_release(db_path: Path) -> None:
     with Store(db_path) as s:
-        first = s.add_escalation(C0, "81078603", "PreSeparateNPU", "FaultDuration", 1_000)
+        first = s.isolations.add(C0, "81078603", "PreSeparateNPU", "FaultDuration", 1_000)
         # Re-adding the active one (an engine restart replays its rules) keeps one entry.
-        assert s.add_escalation(C0, "81078603", "PreSeparateNPU", "FaultDuration", 2_000) == first
-        s.add_escalation(C0, "80E01801", "SeparateNPU", "FaultFrequency", 1_500)
-        s.add_escalation(C1, "40F84E00", "SeparateNPU", "FaultAutofill", 3_000)
+        assert s.isolations.add(C0, "81078603", "PreSeparateNPU", "FaultDuration", 2_000) == first
+        s.isolations.add(C0, "80E01801", "SeparateNPU", "FaultFrequency", 1_500)
+        s.isolations.add(C1, "40F84E00", "SeparateNPU", "FaultAutofill", 3_000)
     with Store(db_path) as s:
-        active = s.escalations()
+        active = s.isolations.escalations()
         assert [(e.chip, e.code, e.upgrade_type, e.upgrade_time_ms) for e in active] == [
             (C0, "81078603", "FaultDuration", 1_000),
             (C0, "80E01801", "FaultFrequency", 1_500),
             (C1, "40F84E00", "FaultAutofill", 3_000),
         ]
-        assert s.release_escalations(C0, 9_000, "ReleaseTimeWindow", code="80e01801") == 1
-        assert s.release_escalations(C0, 9_500, "admin removed it from ManuallySeparateNPU") == 1
-        assert s.release_escalations(C0, 9_600, "again") == 0
-        assert [e.chip for e in s.escalations()] == [C1]
-        released = [e for e in s.escalations(active_only=False, chip=C0) if not e.active]
+        assert s.isolations.release(C0, 9_000, "ReleaseTimeWindow", code="80e01801") == 1
+        assert s.isolations.release(C0, 9_500, "admin removed it from ManuallySeparateNPU") == 1
+        assert s.isolations.release(C0, 9_600, "again") == 0
+        assert [e.chip for e in s.isolations.escalations()] == [C1]
+        released = [e for e in s.isolations.escalations(active_only=False, chip=C0) if not e.active]
         assert {(e.code, e.released_at_ms, e.release_reason) for e in released} == {
             ("80E01801", 9_000, "ReleaseTimeWindow"),
             ("81078603", 9_500, "admin removed it from ManuallySeparateNPU"),
         }
         # Once released, the same escalation can happen again as a new entry.
-        assert s.add_escalation(C0, "81078603", "PreSeparateNPU", "FaultDuration", 10_000) != first
+        assert s.isolations.add(C0, "81078603", "PreSeparateNPU", "FaultDuration", 10_000) != first
 
 
 def test_manual_isolation_is_audited(db_path: Path) -> None:
     with Store(db_path) as s:
-        assert s.manual_chips() == set()
-        assert s.set_manual(C0, True, "configmap", 100) is True
-        assert s.set_manual(C0, True, "configmap", 200) is False  # no change, no audit entry
-        assert s.set_manual(C1, True, "api:alice", 300) is True
-        assert s.set_manual(C0, False, "api:bob", 400) is True
-        assert s.set_manual(C2, False, "api:bob", 500) is False
+        assert s.manual.chips() == set()
+        assert s.manual.set_separated(C0, True, "configmap", 100) is True
+        assert s.manual.set_separated(C0, True, "configmap", 200) is False  # no change, no audit entry
+        assert s.manual.set_separated(C1, True, "api:alice", 300) is True
+        assert s.manual.set_separated(C0, False, "api:bob", 400) is True
+        assert s.manual.set_separated(C2, False, "api:bob", 500) is False
     with Store(db_path) as s:
-        assert s.manual_chips() == {C1}
-        audit = s.manual_audit()
+        assert s.manual.chips() == {C1}
+        audit = s.manual.audit()
         assert [(a.chip, a.separated, a.set_by, a.at_ms) for a in audit] == [
             (C0, False, "api:bob", 400),
             (C1, True, "api:alice", 300),
             (C0, True, "configmap", 100),
         ]
-        assert [a.at_ms for a in s.manual_audit(chip=C0, limit=1)] == [400]
+        assert [a.at_ms for a in s.manual.audit(chip=C0, limit=1)] == [400]
 
 
 def test_reset_attempts_are_recorded(store: Store) -> None:
-    first = store.record_reset_attempt("ring-0", [C1, C0, C0], "inband", 1_000)
-    second = store.record_reset_attempt("chip-2", [C2], "inband", 2_000)
-    assert store.finish_reset_attempt(first, "failed", -8012, 1_500, reason="reset failed (-8012): busy") is True
-    assert store.finish_reset_attempt(second, "succeeded", None, 2_500) is True
-    assert store.finish_reset_attempt(999, "succeeded", None, 3_000) is False
-    attempts = store.reset_attempts()
+    first = store.resets.record("ring-0", [C1, C0, C0], "inband", 1_000)
+    second = store.resets.record("chip-2", [C2], "inband", 2_000)
+    assert store.resets.finish(first, "failed", -8012, 1_500, reason="reset failed (-8012): busy") is True
+    assert store.resets.finish(second, "succeeded", None, 2_500) is True
+    assert store.resets.finish(999, "succeeded", None, 3_000) is False
+    attempts = store.resets.recent()
     assert [(a.id, a.group_name, a.chips, a.outcome, a.error_code, a.reason) for a in attempts] == [
         (second, "chip-2", (C2,), "succeeded", None, None),
         (first, "ring-0", (C0, C1), "failed", -8012, "reset failed (-8012): busy"),
     ]
-    assert [a.id for a in store.reset_attempts(chip=C1)] == [first]
-    assert [a.id for a in store.reset_attempts(limit=1)] == [second]
+    assert [a.id for a in store.resets.recent(chip=C1)] == [first]
+    assert [a.id for a in store.resets.recent(limit=1)] == [second]
 
 
 def test_refused_resets_are_recorded_with_their_reason(store: Store) -> None:
-    refused = store.refuse_reset("ring-0", [C0, C1], "auto", 5_000, "no reset token left")
-    (row,) = store.reset_attempts()
+    refused = store.resets.refuse("ring-0", [C0, C1], "auto", 5_000, "no reset token left")
+    (row,) = store.resets.recent()
     assert (row.id, row.chips, row.outcome, row.started_ms, row.finished_ms, row.reason) == (
         refused,
         (C0, C1),
@@ -326,12 +327,12 @@ def test_refused_resets_are_recorded_with_their_reason(store: Store) -> None:
         "no reset token left",
     )
     # A reason given at the start is kept when the finish gives none.
-    started = store.record_reset_attempt("chip-2", [C2], "auto", 6_000, reason="operator request")
-    assert store.reset_attempts()[0].reason == "operator request"
-    store.finish_reset_attempt(started, "succeeded", None, 6_500)
-    assert store.reset_attempts()[0].reason == "operator request"
+    started = store.resets.record("chip-2", [C2], "auto", 6_000, reason="operator request")
+    assert store.resets.recent()[0].reason == "operator request"
+    store.resets.finish(started, "succeeded", None, 6_500)
+    assert store.resets.recent()[0].reason == "operator request"
     with pytest.raises(ValueError, match="reset outcome 'timeout'"):
-        store.finish_reset_attempt(started, "timeout", None, 7_000)
+        store.resets.finish(started, "timeout", None, 7_000)
 
 
 H = 3_600_000
@@ -365,25 +366,25 @@ def test_reset_token_bucket_refills_whole(db_path: Path, steps: list[tuple[int, 
     for now, taken, left in steps:
         # Reopened for each step: the bucket lives in the file, not in memory.
         with Store(db_path) as s:
-            assert s.consume_reset_token(C0, 0, now, interval_ms=interval_ms) is taken, now
-            assert s.reset_tokens(C0, now, interval_ms=interval_ms) == left, now
+            assert token_buckets.consume(s.buckets, C0, 0, now, interval_ms=interval_ms) is taken, now
+            assert token_buckets.tokens(s.buckets, C0, now, interval_ms=interval_ms) == left, now
     with Store(db_path) as s:
-        assert s.reset_tokens(C1, 0) == 3
+        assert token_buckets.tokens(s.buckets, C1, 0) == 3
 
 
 def test_reset_tokens_charge_the_faulty_chip_alone(store: Store, db_path: Path) -> None:
-    assert store.reset_buckets(0) == {}
-    assert store.reset_tokens(C0, 0) == 3  # reading creates no bucket
-    assert store.reset_buckets(0) == {}
+    assert token_buckets.tokens_by_chip(store.buckets, 0) == {}
+    assert token_buckets.tokens(store.buckets, C0, 0) == 3  # reading creates no bucket
+    assert token_buckets.tokens_by_chip(store.buckets, 0) == {}
     for t in range(3):
-        assert store.consume_reset_token(C0, 0, t)
-    assert store.consume_reset_token(C0, 0, 10) is False
-    assert (store.reset_tokens(C0, 10), store.reset_tokens(C1, 10)) == (0, 3)
-    assert store.consume_reset_token(C1, 1, 10) is True
-    assert store.reset_buckets(10) == {C0: 0, C1: 2}
+        assert token_buckets.consume(store.buckets, C0, 0, t)
+    assert token_buckets.consume(store.buckets, C0, 0, 10) is False
+    assert (token_buckets.tokens(store.buckets, C0, 10), token_buckets.tokens(store.buckets, C1, 10)) == (0, 3)
+    assert token_buckets.consume(store.buckets, C1, 1, 10) is True
+    assert token_buckets.tokens_by_chip(store.buckets, 10) == {C0: 0, C1: 2}
     # Each bucket's interval started at its own first reset.
-    assert store.reset_buckets(6 * H) == {C0: 3, C1: 2}
-    assert store.reset_buckets(6 * H + 10) == {C0: 3, C1: 3}
+    assert token_buckets.tokens_by_chip(store.buckets, 6 * H) == {C0: 3, C1: 2}
+    assert token_buckets.tokens_by_chip(store.buckets, 6 * H + 10) == {C0: 3, C1: 3}
     with sqlite3.connect(db_path) as raw:
         rows = raw.execute("SELECT chip, logic_id, tokens, last_refill_ms FROM reset_buckets ORDER BY chip").fetchall()
     raw.close()
@@ -391,21 +392,21 @@ def test_reset_tokens_charge_the_faulty_chip_alone(store: Store, db_path: Path) 
 
 
 def test_reset_token_consume_records_the_latest_logic_id(store: Store, db_path: Path) -> None:
-    store.consume_reset_token(C2, 7, 0)
-    store.consume_reset_token(C2, 5, 1)  # renumbered (a driver reload): the bucket is the chip's
+    token_buckets.consume(store.buckets, C2, 7, 0)
+    token_buckets.consume(store.buckets, C2, 5, 1)  # renumbered (a driver reload): the bucket is the chip's
     with sqlite3.connect(db_path) as raw:
         assert raw.execute("SELECT logic_id, tokens FROM reset_buckets").fetchall() == [(5, 1)]
     raw.close()
 
 
 def test_reset_tokens_with_a_clock_stepped_back(store: Store) -> None:
-    assert store.consume_reset_token(C0, 0, 10 * H)
+    assert token_buckets.consume(store.buckets, C0, 0, 10 * H)
     # Before the last refill: nothing comes back, nothing breaks; the bucket is the same when time recovers.
-    assert store.consume_reset_token(C0, 0, 3 * H)
-    assert store.consume_reset_token(C0, 0, 3 * H)
-    assert store.consume_reset_token(C0, 0, 4 * H) is False
-    assert store.reset_tokens(C0, 16 * H - 1) == 0
-    assert store.reset_tokens(C0, 16 * H) == 3
+    assert token_buckets.consume(store.buckets, C0, 0, 3 * H)
+    assert token_buckets.consume(store.buckets, C0, 0, 3 * H)
+    assert token_buckets.consume(store.buckets, C0, 0, 4 * H) is False
+    assert token_buckets.tokens(store.buckets, C0, 16 * H - 1) == 0
+    assert token_buckets.tokens(store.buckets, C0, 16 * H) == 3
 
 
 def test_concurrent_resets_never_share_the_last_token(store: Store) -> None:
@@ -415,7 +416,7 @@ def test_concurrent_resets_never_share_the_last_token(store: Store) -> None:
 
     def reset() -> None:
         start.wait()
-        taken = store.consume_reset_token(C0, 0, 1_000)
+        taken = token_buckets.consume(store.buckets, C0, 0, 1_000)
         with lock:
             results.append(taken)
 
@@ -425,18 +426,18 @@ def test_concurrent_resets_never_share_the_last_token(store: Store) -> None:
     for t in threads:
         t.join()
     assert sorted(results) == [False] * 5 + [True] * 3
-    assert store.reset_tokens(C0, 1_000) == 0
+    assert token_buckets.tokens(store.buckets, C0, 1_000) == 0
 
 
 def test_policy_versions_keep_the_last_good_one(store: Store) -> None:
-    assert store.last_good_policy() is None
-    good = store.save_policy("configmap", "d1", '{"a":1}', True, saved_ms=10)
-    assert store.save_policy("configmap", "d1", '{"a":1}', True, saved_ms=11) == good  # a re-read
-    bad = store.save_policy("configmap", "d2", "{", False, "faultCode.json: invalid JSON", saved_ms=20)
-    last = store.last_good_policy()
+    assert store.policies.last_good() is None
+    good = store.policies.save("configmap", "d1", '{"a":1}', True, saved_ms=10)
+    assert store.policies.save("configmap", "d1", '{"a":1}', True, saved_ms=11) == good  # a re-read
+    bad = store.policies.save("configmap", "d2", "{", False, "faultCode.json: invalid JSON", saved_ms=20)
+    last = store.policies.last_good()
     assert last is not None
     assert (last.id, last.digest, last.content_json, last.saved_ms) == (good, "d1", '{"a":1}', 10)
-    assert [(p.id, p.accepted, p.error) for p in store.policy_versions()] == [
+    assert [(p.id, p.accepted, p.error) for p in store.policies.recent()] == [
         (bad, False, "faultCode.json: invalid JSON"),
         (good, True, None),
     ]
@@ -446,55 +447,55 @@ def test_policy_versions_keep_the_last_good_one(store: Store) -> None:
 
 
 def test_prune_keeps_minimum_and_active_escalations(store: Store) -> None:
-    store.append_events([ev(i, C0, t=i) for i in range(1, 51)] + [ev(100 + i, C1, t=i) for i in range(1, 6)])
-    active = store.add_escalation(C0, "80E01801", "SeparateNPU", "FaultFrequency", 1)  # old but active
-    store.add_escalation(C1, "8C1FA006", "RestartNPU", "FaultDuration", 1)
-    store.release_escalations(C1, 2, "ReleaseTimeWindow")
-    store.add_escalation(C2, "8C1FA006", "RestartNPU", "FaultDuration", 1)
-    store.release_escalations(C2, 10_000, "ReleaseTimeWindow")  # released after the cutoff: kept
-    old = store.record_reset_attempt("g", [C0, C1], "inband", 1)
-    store.finish_reset_attempt(old, "succeeded", None, 2)
-    running = store.record_reset_attempt("g", [C0], "inband", 3)  # never finished: kept
+    store.events.append([ev(i, C0, t=i) for i in range(1, 51)] + [ev(100 + i, C1, t=i) for i in range(1, 6)])
+    active = store.isolations.add(C0, "80E01801", "SeparateNPU", "FaultFrequency", 1)  # old but active
+    store.isolations.add(C1, "8C1FA006", "RestartNPU", "FaultDuration", 1)
+    store.isolations.release(C1, 2, "ReleaseTimeWindow")
+    store.isolations.add(C2, "8C1FA006", "RestartNPU", "FaultDuration", 1)
+    store.isolations.release(C2, 10_000, "ReleaseTimeWindow")  # released after the cutoff: kept
+    old = store.resets.record("g", [C0, C1], "inband", 1)
+    store.resets.finish(old, "succeeded", None, 2)
+    running = store.resets.record("g", [C0], "inband", 3)  # never finished: kept
 
-    result = store.prune(older_than_ms=41, keep_min_per_chip=3, batch_size=7)
+    result = store.retention.prune(older_than_ms=41, keep_min_per_chip=3, batch_size=7)
 
     assert result.complete
     # C0: events 1..40 are older than the cutoff and C0 keeps more than 3 newer ones.
-    assert [r.raised_at_ms for r in store.history(C0, limit=MAX_PAGE)] == list(range(50, 40, -1))
+    assert [r.raised_at_ms for r in store.events.page(C0, limit=MAX_PAGE)] == list(range(50, 40, -1))
     # C1: all five are older than the cutoff, but the newest three are kept.
-    assert [r.raised_at_ms for r in store.history(C1)] == [5, 4, 3]
+    assert [r.raised_at_ms for r in store.events.page(C1)] == [5, 4, 3]
     assert (result.events, result.escalations, result.reset_attempts) == (42, 1, 1)
-    assert [e.id for e in store.escalations()] == [active]
-    assert {e.chip for e in store.escalations(active_only=False)} == {C0, C2}
-    assert [a.id for a in store.reset_attempts()] == [running]
-    assert store.reset_attempts(chip=C1) == []  # the pruned attempt's chips went with it
+    assert [e.id for e in store.isolations.escalations()] == [active]
+    assert {e.chip for e in store.isolations.escalations(active_only=False)} == {C0, C2}
+    assert [a.id for a in store.resets.recent()] == [running]
+    assert store.resets.recent(chip=C1) == []  # the pruned attempt's chips went with it
 
 
 def test_prune_keeps_reset_buckets(store: Store) -> None:
     for t in (0, 1, 2):
-        store.consume_reset_token(C0, 0, 10 * H + t)
+        token_buckets.consume(store.buckets, C0, 0, 10 * H + t)
     # An aggressive cutoff ("everything before now") must not hand out tokens again.
-    result = store.prune(older_than_ms=10 * H + 100, keep_min_per_chip=0)
+    result = store.retention.prune(older_than_ms=10 * H + 100, keep_min_per_chip=0)
     assert "reset_tokens" not in {f.name for f in dataclasses.fields(result)}
-    assert store.reset_tokens(C0, 10 * H + 3) == 0
-    assert store.consume_reset_token(C0, 0, 10 * H + 3) is False
+    assert token_buckets.tokens(store.buckets, C0, 10 * H + 3) == 0
+    assert token_buckets.consume(store.buckets, C0, 0, 10 * H + 3) is False
 
 
 def test_prune_stops_at_its_time_budget(store: Store) -> None:
-    store.append_events([ev(i, C0, t=i) for i in range(1, 21)])
-    partial = store.prune(older_than_ms=100, keep_min_per_chip=0, batch_size=5, time_budget_s=0)
+    store.events.append([ev(i, C0, t=i) for i in range(1, 21)])
+    partial = store.retention.prune(older_than_ms=100, keep_min_per_chip=0, batch_size=5, time_budget_s=0)
     assert not partial.complete
-    rest = store.prune(older_than_ms=100, keep_min_per_chip=0, batch_size=5)
+    rest = store.retention.prune(older_than_ms=100, keep_min_per_chip=0, batch_size=5)
     assert rest.complete
     assert partial.events + rest.events == 20
-    assert store.count_events() == 0
+    assert store.events.count() == 0
 
 
 # --- the file itself ------------------------------------------------------------------------------
 
 
 def test_file_uses_wal(store: Store, db_path: Path) -> None:
-    store.append_events([ev(1)])
+    store.events.append([ev(1)])
     with sqlite3.connect(db_path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
@@ -519,21 +520,21 @@ def test_foreign_sqlite_file_is_refused(db_path: Path) -> None:
 def test_locked_database_gives_a_clear_error(db_path: Path) -> None:
     s = Store(db_path, busy_timeout_s=0.2)
     try:
-        s.append_events([ev(1)])
+        s.events.append([ev(1)])
         other = sqlite3.connect(db_path, isolation_level=None)
         try:
             other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
             other.execute("INSERT INTO manual_chips VALUES ('x', 'y', 1)")
             with pytest.raises(StoreError, match="locked") as info:
-                s.append_events([ev(2)])
+                s.events.append([ev(2)])
             assert str(db_path) in str(info.value)
-            assert s.count_events() == 1  # WAL: reads still work while the writer waits
+            assert s.events.count() == 1  # WAL: reads still work while the writer waits
             with pytest.raises(StoreError, match="locked"):
                 Store(db_path, busy_timeout_s=0.1).close()  # (a new process would wait, then fail)
         finally:
             other.execute("ROLLBACK")
             other.close()
-        assert s.append_events([ev(2)]) == 1  # the store recovers once the lock is gone
+        assert s.events.append([ev(2)]) == 1  # the store recovers once the lock is gone
     finally:
         s.close()
 
@@ -543,17 +544,17 @@ def test_closed_store_refuses_calls(db_path: Path) -> None:
     s.close()
     s.close()  # idempotent
     with pytest.raises(StoreError, match="closed"):
-        s.append_events([ev(1)])
+        s.events.append([ev(1)])
     with pytest.raises(StoreError, match="closed"):
-        s.history(C0)
+        s.events.page(C0)
 
 
 def test_chip_history_reads_every_page_oldest_first(store: Store) -> None:
     """The start-up restore and `replay --db` read a chip's whole history past one page."""
     total = 2 * MAX_PAGE + 3
-    store.append_events([ev(i + 1, t=1_000 + i // 3) for i in range(total)])  # timestamp ties across pages
-    store.append_events([ev(total + 1, C1)])
-    rows = store.chip_history(C0)
+    store.events.append([ev(i + 1, t=1_000 + i // 3) for i in range(total)])  # timestamp ties across pages
+    store.events.append([ev(total + 1, C1)])
+    rows = store.events.of_chip(C0)
     assert [r.event_id for r in rows] == [f"run1-{i}" for i in range(1, total + 1)]
-    later = store.chip_history(C0, since_ms=1_000 + MAX_PAGE // 3)
+    later = store.events.of_chip(C0, since_ms=1_000 + MAX_PAGE // 3)
     assert later[0].event_id == f"run1-{3 * (MAX_PAGE // 3) + 1}" and later[-1].event_id == f"run1-{total}"

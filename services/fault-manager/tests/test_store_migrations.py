@@ -1,4 +1,4 @@
-"""Schema versions of the store: a fresh file matches the SQLModel tables; older files upgrade in place."""
+"""Schema versions of the store: a fresh file matches the declared tables; older files upgrade in place."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fault_manager import token_buckets
 from fault_manager.store import CURRENT_VERSION, FaultEventRow, Store, StoreError
-from fault_manager.store.models import STORE_TABLES, table
+from fault_manager.store.models import METADATA
 from sqlalchemy import create_engine
-from sqlmodel import SQLModel
 
 # The v1 layout exactly as that version wrote it. Frozen here on purpose, independent of
 # migrations.py: if a migration is edited after release, this file still is what is on disks.
@@ -158,11 +158,11 @@ def schema_of(path: Path) -> dict[str, Any]:
     return out
 
 
-def test_fresh_file_matches_the_sqlmodel_tables(tmp_dir: Path) -> None:
+def test_fresh_file_matches_the_declared_tables(tmp_dir: Path) -> None:
     with Store(tmp_dir / "migrated.db") as s:
-        assert s.schema_version() == CURRENT_VERSION
+        assert s.db.schema_version() == CURRENT_VERSION
     engine = create_engine(f"sqlite:///{tmp_dir / 'models.db'}")
-    SQLModel.metadata.create_all(engine, tables=[table(m) for m in STORE_TABLES])
+    METADATA.create_all(engine)
     engine.dispose()
     migrated, models = schema_of(tmp_dir / "migrated.db"), schema_of(tmp_dir / "models.db")
     assert sorted(migrated) == sorted(models)
@@ -174,39 +174,41 @@ def test_v1_file_is_upgraded_in_place_without_losing_data(tmp_dir: Path) -> None
     path = tmp_dir / "faults.db"
     write_v1(path)
     with Store(path) as s:
-        assert s.schema_version() == CURRENT_VERSION
-        rows = s.history("Ascend910-3")
+        assert s.db.schema_version() == CURRENT_VERSION
+        rows = s.events.page("Ascend910-3")
         # Events kept their ids and order; run and seq were split on the last '-'.
         assert [(r.id, r.event_id, r.raised_at_ms) for r in rows] == [
             (3, "65f0a1b2c3-d4-9", 7000),
             (2, "65f0a1b2c3-d4-12", 6000),
             (1, "65f0a1b2c3-d4-7", 5000),
         ]
-        assert s.last_event_id("65f0a1b2c3-d4") == "65f0a1b2c3-d4-12"
-        assert s.last_event_id("older-run") == "older-run-3"
+        assert s.events.last_event_id("65f0a1b2c3-d4") == "65f0a1b2c3-d4-12"
+        assert s.events.last_event_id("older-run") == "older-run-3"
         # v1 had no source: a NULL severity can only come from polling.
         assert {r.event_id: r.source for r in rows} == {
             "65f0a1b2c3-d4-9": "subscription",
             "65f0a1b2c3-d4-12": "poll",
             "65f0a1b2c3-d4-7": "subscription",
         }
-        assert [r.raised_at_ms for r in s.events_since("Ascend910-3", "80E01801", 0)] == [5000, 7000]
-        assert s.chip_states()["Ascend910-3"].codes == ["81078603"]
-        assert [(e.chip, e.code, e.upgrade_time_ms) for e in s.escalations()] == [("Ascend910-3", "81078603", 26000)]
-        assert s.manual_chips() == {"Ascend910-5"}
+        assert [r.raised_at_ms for r in s.events.timeline("Ascend910-3", "80E01801", 0)] == [5000, 7000]
+        assert s.states.all()["Ascend910-3"].codes == ["81078603"]
+        assert [(e.chip, e.code, e.upgrade_time_ms) for e in s.isolations.escalations()] == [
+            ("Ascend910-3", "81078603", 26000)
+        ]
+        assert s.manual.chips() == {"Ascend910-5"}
         # The new audit starts with what was isolated at upgrade time.
-        assert [(a.chip, a.separated, a.set_by, a.at_ms) for a in s.manual_audit()] == [
+        assert [(a.chip, a.separated, a.set_by, a.at_ms) for a in s.manual.audit()] == [
             ("Ascend910-5", True, "configmap", 3000)
         ]
-        assert [(a.chips, a.reason) for a in s.reset_attempts()] == [(("Ascend910-0", "Ascend910-1"), None)]
-        assert s.reset_buckets(200) == {"Ascend910-0": 2}
-        last_good = s.last_good_policy()
+        assert [(a.chips, a.reason) for a in s.resets.recent()] == [(("Ascend910-0", "Ascend910-1"), None)]
+        assert token_buckets.tokens_by_chip(s.buckets, 200) == {"Ascend910-0": 2}
+        last_good = s.policies.last_good()
         assert last_good is not None
         assert last_good.digest == "abc"
         # The upgraded file takes new writes (the new columns are filled in).
         new = FaultEventRow("65f0a1b2c3-d4-13", "Ascend910-3", 3, 3, "80E01801", "occur", 2, "subscription", 8000, 8001)
-        assert s.append_events([new]) == 1
-        assert s.last_event_id("65f0a1b2c3-d4") == "65f0a1b2c3-d4-13"
+        assert s.events.append([new]) == 1
+        assert s.events.last_event_id("65f0a1b2c3-d4") == "65f0a1b2c3-d4-13"
     fresh = tmp_dir / "fresh.db"
     Store(fresh).close()
     assert schema_of(path) == schema_of(fresh)
@@ -288,7 +290,7 @@ def test_v2_reset_tokens_become_buckets(
     write_v2(path, tokens)
     # Opened long after the file was written: the window is measured from its newest token, not from now.
     with Store(path, wall_ms=lambda: N + 1000 * H) as s:
-        assert s.schema_version() == CURRENT_VERSION
+        assert s.db.schema_version() == CURRENT_VERSION
     with sqlite3.connect(path) as raw:
         rows = raw.execute("SELECT chip, logic_id, tokens, last_refill_ms FROM reset_buckets ORDER BY chip").fetchall()
         tables = {t for (t,) in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -298,26 +300,26 @@ def test_v2_reset_tokens_become_buckets(
     with Store(path) as s:
         # Until a bucket's refill the chip has what the sliding window left it; then it is full.
         for chip, (left, last) in buckets.items():
-            assert s.reset_tokens(chip, N) == left, chip
-            assert s.reset_tokens(chip, last + 6 * H - 1) == left, chip
-            assert s.reset_tokens(chip, last + 6 * H) == 3, chip
-        assert s.reset_tokens("Ascend910-7", N) == 3
+            assert token_buckets.tokens(s.buckets, chip, N) == left, chip
+            assert token_buckets.tokens(s.buckets, chip, last + 6 * H - 1) == left, chip
+            assert token_buckets.tokens(s.buckets, chip, last + 6 * H) == 3, chip
+        assert token_buckets.tokens(s.buckets, "Ascend910-7", N) == 3
 
 
 def test_v2_file_upgrades_in_place(tmp_dir: Path) -> None:
     path = tmp_dir / "faults.db"
     write_v2(path, [("Ascend910-0", N - H), ("Ascend910-0", N)])
     with Store(path) as s:
-        assert [(a.id, a.chips, a.outcome, a.error_code, a.finished_ms, a.reason) for a in s.reset_attempts()] == [
+        assert [(a.id, a.chips, a.outcome, a.error_code, a.finished_ms, a.reason) for a in s.resets.recent()] == [
             (2, ("Ascend910-2",), None, None, None, None),
             (1, ("Ascend910-0", "Ascend910-1"), "failed", -8012, 900, None),
         ]
-        assert s.reset_buckets(N) == {"Ascend910-0": 1}
+        assert token_buckets.tokens_by_chip(s.buckets, N) == {"Ascend910-0": 1}
         # The first consume after the upgrade fills in the logic id and spends the converted bucket.
-        assert s.consume_reset_token("Ascend910-0", 0, N + 1) is True
-        assert s.consume_reset_token("Ascend910-0", 0, N + 2) is False
-        assert s.finish_reset_attempt(2, "refused", None, N, reason="no reset token left") is True
-        assert s.reset_attempts(limit=1)[0].reason == "no reset token left"
+        assert token_buckets.consume(s.buckets, "Ascend910-0", 0, N + 1) is True
+        assert token_buckets.consume(s.buckets, "Ascend910-0", 0, N + 2) is False
+        assert s.resets.finish(2, "refused", None, N, reason="no reset token left") is True
+        assert s.resets.recent(limit=1)[0].reason == "no reset token left"
     with sqlite3.connect(path) as raw:
         assert raw.execute("SELECT logic_id, tokens FROM reset_buckets").fetchall() == [(0, 0)]
     raw.close()

@@ -127,7 +127,7 @@ def create_api(
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         before_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     ) -> FaultPage:
-        rows = await asyncio.to_thread(fm.store.history, chip, since_ms, until_ms, limit, before_id)
+        rows = await asyncio.to_thread(fm.store.events.page, chip, since_ms, until_ms, limit, before_id)
         records = [
             FaultRecord(event_id=r.event_id, chip=r.chip, code=r.code, assertion=r.assertion, severity=r.severity,
                         source=r.source, raised_at_ms=r.raised_at_ms)
@@ -181,7 +181,7 @@ def create_api(
 
     @app.get("/v1/resets", response_model=ResetsView, responses=ERRORS)
     async def resets(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> ResetsView:
-        rows = await asyncio.to_thread(fm.store.reset_attempts, limit)
+        rows = await asyncio.to_thread(fm.store.resets.recent, limit)
         attempts = [
             ResetAttemptView(id=r.id, chips=list(r.chips), channel=r.channel, started_ms=r.started_ms,
                              finished_ms=r.finished_ms, outcome=r.outcome, error_code=r.error_code, reason=r.reason)

@@ -57,6 +57,7 @@ from ascend_common.resetinfo import (
 from ascend_common.schemas.exporter import Chip, JobState
 from ascend_common.schemas.verdict import ChipVerdict
 
+from fault_manager import token_buckets
 from fault_manager.configmaps import ConfigMaps, Conflict
 from fault_manager.reset_tokens import TOKEN_MAX_COUNT, TOKEN_REFILL_INTERVAL_MS
 from fault_manager.service import FaultManager
@@ -276,7 +277,7 @@ class HotReset:
     ) -> None:
         """A job's reset ConfigMap refused the write: record it (GET /v1/resets) and, for an automatic
         reset, hand the ring to the operator."""
-        await asyncio.to_thread(self.store.refuse_reset, ",".join(key), list(key), channel, at_ms, reason)
+        await asyncio.to_thread(self.store.resets.refuse, ",".join(key), list(key), channel, at_ms, reason)
         if channel == "auto":
             await self._abandon(key, jobs, group, reason, at_ms, chips)
         else:
@@ -307,21 +308,25 @@ class HotReset:
         return round(self.fm.engine.real_time(TOKEN_REFILL_INTERVAL_MS / 1000) * 1000)
 
     async def _has_token(self, chip: Chip, now_ms: int) -> bool:
-        left = await asyncio.to_thread(self.store.reset_tokens, chip.name, now_ms, interval_ms=self._interval_ms())
+        left = await asyncio.to_thread(
+            token_buckets.tokens, self.store.buckets, chip.name, now_ms, interval_ms=self._interval_ms()
+        )
         return left > 0
 
     async def _consume_token(self, chip: Chip, now_ms: int) -> bool:
         """One token of the faulty chip's bucket (the reference's TokenBucketMgr.ConsumeToken: the
         rest of its group pays nothing)."""
         return await asyncio.to_thread(
-            self.store.consume_reset_token, chip.name, chip.logic_id, now_ms, interval_ms=self._interval_ms()
+            token_buckets.consume, self.store.buckets, chip.name, chip.logic_id, now_ms, interval_ms=self._interval_ms()
         )
 
     async def tokens(self) -> dict[str, int]:
         """Reset tokens left per chip of the node (a chip that never used its bucket has them all)."""
         names = set(self.fm.engine.chips)  # on the loop: the engine is not for other threads
         now_ms = int(self.fm.clock.now() * 1000)
-        used = await asyncio.to_thread(self.store.reset_buckets, now_ms, interval_ms=self._interval_ms())
+        used = await asyncio.to_thread(
+            token_buckets.tokens_by_chip, self.store.buckets, now_ms, interval_ms=self._interval_ms()
+        )
         return {chip: used.get(chip, TOKEN_MAX_COUNT) for chip in sorted(names | set(used))}
 
     def _grace(self) -> GraceTolerance:
@@ -480,7 +485,7 @@ class HotReset:
     async def _reset(self, group: list[Chip], jobs: dict[tuple[str, str], list[SlimPod]] | None = None) -> None:
         key = tuple(c.name for c in group)
         now_ms = int(self.fm.clock.now() * 1000)
-        attempt = await asyncio.to_thread(self.store.record_reset_attempt, ",".join(key), list(key), "auto", now_ms)
+        attempt = await asyncio.to_thread(self.store.resets.record, ",".join(key), list(key), "auto", now_ms)
         self._running.update(key)
         self.fm.set_resetting(key, True)
         outcome, code, message = "failed", -8005, "unknown"
@@ -508,9 +513,7 @@ class HotReset:
             self.fm.set_resetting(key, False)
         finished_ms = int(self.fm.clock.now() * 1000)
         why = None if outcome == "succeeded" else f"reset failed ({code}): {message}"
-        await asyncio.to_thread(
-            self.store.finish_reset_attempt, attempt, outcome, code or None, finished_ms, reason=why
-        )
+        await asyncio.to_thread(self.store.resets.finish, attempt, outcome, code or None, finished_ms, reason=why)
         self._told_at.pop(key, None)  # the episode is over: the next one waits for its own processes
         if jobs:
             await self._tell_jobs(jobs, group, "recovered" if outcome == "succeeded" else "failed")

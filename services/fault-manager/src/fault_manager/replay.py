@@ -206,10 +206,10 @@ def compare_store(path: Path, policy: Policy, now: float) -> Iterator[dict[str, 
     """
     store = Store(path)
     try:
-        states = store.chip_states()
-        manual = store.manual_chips()
+        states = store.states.all()
+        manual = store.manual.chips()
         escalations: dict[str, list[dict[str, str]]] = {}
-        for esc in store.escalations(True):
+        for esc in store.isolations.escalations(True):
             escalations.setdefault(esc.chip, []).append(
                 {"code": esc.code, "level": esc.level, "type": esc.upgrade_type}
             )
@@ -220,12 +220,12 @@ def compare_store(path: Path, policy: Policy, now: float) -> Iterator[dict[str, 
         steps: list[tuple[float, int, Event | tuple[str, bool | list[Escalation] | None]]] = [
             (row.raised_at_ms / 1000, row.id or 0, Event(row.raised_at_ms / 1000, chip, row.code, row.assertion,
                                                          row.severity))
-            for chip in chips for row in store.chip_history(chip)
+            for chip in chips for row in store.events.of_chip(chip)
         ]  # fmt: skip
         for chip in chips:
-            reasons = store.escalations(False, chip)
-            adopted_at = [a.at_ms for a in store.manual_audit(chip, limit=10_000) if a.set_by == BY_ADOPTION]
-            for audit in store.manual_audit(chip, limit=10_000):
+            reasons = store.isolations.escalations(False, chip)
+            adopted_at = [a.at_ms for a in store.manual.audit(chip, limit=10_000) if a.set_by == BY_ADOPTION]
+            for audit in store.manual.audit(chip, limit=10_000):
                 if audit.set_by == BY_ADOPTION and audit.separated:
                     # What came with the ConfigMap is older than the adoption (service._restore).
                     held = [stored_escalation(r) for r in reasons if r.upgrade_time_ms < audit.at_ms]

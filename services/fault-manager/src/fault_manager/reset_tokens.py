@@ -3,8 +3,8 @@
 One bucket per faulty chip: created full on first use, with its last refill at that moment. A
 reset of the chip's group costs one token of the faulty chip alone. Tokens do not trickle back:
 once a whole refill interval has passed since the last refill, the bucket is full again and that
-moment is its new last refill. Every function takes "now" in ms and returns new values, so the
-store can apply the rule inside one write transaction and tests can step time freely.
+moment is its new last refill. Every function takes "now" in ms and returns new values, so
+`token_buckets` can apply the rule inside one store transaction and tests can step time freely.
 
 Time only moves forward: a "now" before the last refill (a wall clock stepped back) refills
 nothing, as the reference's negative duration refills nothing.

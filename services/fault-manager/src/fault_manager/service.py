@@ -138,20 +138,20 @@ class FaultManager:
 
     async def _restore(self) -> None:
         """Rebuild the engine from SQLite: manual isolation, then every event in the policy horizon."""
-        manual = await asyncio.to_thread(self.store.manual_chips)
-        states = await asyncio.to_thread(self.store.chip_states)
+        manual = await asyncio.to_thread(self.store.manual.chips)
+        states = await asyncio.to_thread(self.store.states.all)
         # A database without state for the node (new, or its hostPath lost): what the device-info
         # ConfigMap says is isolated, and why, is adopted before our first write (`_adopt`).
         self._fresh = not states and not manual
         since_ms = int((self.clock.now() - self.engine.real_time(self.engine.keep_s)) * 1000)
         for name in sorted(set(states) | manual):
-            rows = await asyncio.to_thread(self.store.chip_history, name, since_ms)
+            rows = await asyncio.to_thread(self.store.events.of_chip, name, since_ms)
             chip = self.engine.chip(name, rows[0].logic_id if rows else -1, rows[0].phy_id if rows else -1)
             chip.manual = name in manual
-            last = await asyncio.to_thread(self.store.manual_audit, name, 1)
+            last = await asyncio.to_thread(self.store.manual.audit, name, 1)
             chip.manual_by_rule = chip.manual and bool(last) and last[0].separated and last[0].set_by == BY_RULE
             if chip.manual and last and last[0].separated and last[0].set_by == BY_ADOPTION:
-                held = await asyncio.to_thread(self.store.escalations, True, name)
+                held = await asyncio.to_thread(self.store.isolations.escalations, True, name)
                 # A FaultAutofill reason older than the adoption came with the ConfigMap and releases the
                 # chip by its rule; one of ours (made at or after it) only fills in for a missing reason.
                 adopted = [r for r in held if r.upgrade_type != UPGRADE_AUTOFILL or r.upgrade_time_ms < last[0].at_ms]
@@ -171,7 +171,7 @@ class FaultManager:
         FaultAutofill reason, as the reference's FixManuallySeparateReason gives one at start; one
         stored from an earlier start keeps its time, so restarts do not postpone its release."""
         now = self.clock.now()
-        stored = await asyncio.to_thread(self.store.escalations, True)
+        stored = await asyncio.to_thread(self.store.isolations.escalations, True)
         made = {row.chip: row.upgrade_time_ms / 1000 for row in stored if row.upgrade_type == UPGRADE_AUTOFILL}
         # Only an isolated chip can need one: the others are not evaluated here.
         separated = [name for name in sorted(self.engine.chips) if self.engine.chips[name].manual]
@@ -207,7 +207,7 @@ class FaultManager:
                     raise ExporterError(503, "the exporter has not read every chip yet")
                 if resume is None or not resume.startswith(node.run_id + "-"):
                     held = None
-                    resume = await asyncio.to_thread(self.store.last_event_id, node.run_id)
+                    resume = await asyncio.to_thread(self.store.events.last_event_id, node.run_id)
                 if resume is None:
                     listing = await self.exporter.chips()
                     resume = f"{node.run_id}-0"
@@ -366,7 +366,7 @@ class FaultManager:
             return
         for row in rows:
             self.engine.chip(row.chip, row.logic_id, row.phy_id)
-        inserted = await asyncio.to_thread(self.store.append_events, rows)
+        inserted = await asyncio.to_thread(self.store.events.append, rows)
         self.ingested += inserted
         for row in rows:
             self.engine.apply(row.chip, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
@@ -386,7 +386,7 @@ class FaultManager:
             await asyncio.sleep(PRUNE_PERIOD_S)
             cutoff = int((self.clock.now() - self.retention_s) * 1000)
             try:
-                result = await asyncio.to_thread(self.store.prune, cutoff, time_budget_s=1.0)
+                result = await asyncio.to_thread(self.store.retention.prune, cutoff, time_budget_s=1.0)
                 log.info("pruned old fault events", extra={"result": str(result)})
             except Exception as exc:  # retention is housekeeping: report and try again later
                 log.warning("pruning failed", extra={"error": str(exc)})
@@ -416,11 +416,13 @@ class FaultManager:
                     },
                 )
             if ev.isolate and not self._isolated_reported.get(name):
-                self._spawn(asyncio.to_thread(self.store.set_manual, name, True, BY_RULE, int(now * 1000)))
+                self._spawn(asyncio.to_thread(self.store.manual.set_separated, name, True, BY_RULE, int(now * 1000)))
                 if self.events is not None:
                     self.events.isolated(name, BY_RULE)
             if ev.released:
-                self._spawn(asyncio.to_thread(self.store.set_manual, name, False, BY_RELEASE, int(now * 1000)))
+                self._spawn(
+                    asyncio.to_thread(self.store.manual.set_separated, name, False, BY_RELEASE, int(now * 1000))
+                )
                 log.info("rule isolation released", extra={"chip": name, "by": BY_RELEASE})
                 if self.events is not None:
                     self.events.released(name, BY_RELEASE)
@@ -435,7 +437,7 @@ class FaultManager:
             for ev in evaluations:
                 v = ev.verdict
                 await asyncio.to_thread(
-                    self.store.save_chip_state,
+                    self.store.states.save,
                     v.chip,
                     v.fault_level.value,
                     v.schedulable,
@@ -458,21 +460,21 @@ class FaultManager:
         now_ms = int(self.clock.now() * 1000)
         current = {(e.code, e.upgrade_type) for e in ev.escalations}
         for esc in ev.escalations:
-            self.store.add_escalation(chip, esc.code, esc.level.value, esc.upgrade_type, esc.at_ms)
+            self.store.isolations.add(chip, esc.code, esc.level.value, esc.upgrade_type, esc.at_ms)
         released: list[Reason] = []
-        for row in self.store.escalations(True, chip):
+        for row in self.store.isolations.escalations(True, chip):
             if (row.code, row.upgrade_type) not in current:
-                self.store.release_escalations(chip, now_ms, "rule no longer holds", row.code, row.upgrade_type)
+                self.store.isolations.release(chip, now_ms, "rule no longer holds", row.code, row.upgrade_type)
                 released.append(_reason(row))
         return released
 
     async def _release_reasons(self, chip: str, at_ms: int, by: str) -> None:
         """An operator released the chip: its ManuallySeparateNPU reasons go (reference
         RemoveManuallySeparateReasonCache); others (a FaultDuration still counting) stay."""
-        rows = await asyncio.to_thread(self.store.escalations, True, chip)
+        rows = await asyncio.to_thread(self.store.isolations.escalations, True, chip)
         rows = [row for row in rows if row.level == FaultLevel.MANUALLY_SEPARATE_NPU.value]
         await asyncio.to_thread(
-            self.store.release_escalations, chip, at_ms, by, level=FaultLevel.MANUALLY_SEPARATE_NPU.value
+            self.store.isolations.release, chip, at_ms, by, level=FaultLevel.MANUALLY_SEPARATE_NPU.value
         )
         self._released.setdefault(chip, []).extend(_reason(row) for row in rows)
 
@@ -543,7 +545,7 @@ class FaultManager:
         else:
             self.engine.release(chip, now)
             await self._release_reasons(chip, int(now * 1000), by)
-        await asyncio.to_thread(self.store.set_manual, chip, on, by, int(now * 1000))
+        await asyncio.to_thread(self.store.manual.set_separated, chip, on, by, int(now * 1000))
         log.info("chip isolated" if on else "chip released", extra={"chip": chip, "by": by})
         if self.events is not None:
             (self.events.isolated if on else self.events.released)(chip, by)
@@ -641,7 +643,7 @@ class FaultManager:
         rows = {
             name: [(e.code, e.level.value, e.upgrade_type, e.at_ms) for e in held] for name, held in adopted.items()
         }
-        await asyncio.to_thread(self.store.adopt_isolations, rows, BY_ADOPTION, int(self.clock.now() * 1000))
+        await asyncio.to_thread(self.store.isolations.adopt, rows, BY_ADOPTION, int(self.clock.now() * 1000))
         self._fresh = False
         for name, held in adopted.items():
             self.engine.adopt(name, held)
@@ -659,10 +661,10 @@ class FaultManager:
         try:
             written_ms = int(json.loads(data["DeviceInfoCfg"])["DeviceInfo"]["UpdateTime"]) * 1000 + 999
         except (KeyError, TypeError, ValueError):
-            return self.store.manual_chips()
+            return self.store.manual.chips()
         held: set[str] = set()
-        for chip in set(self.engine.chips) | self.store.manual_chips():
-            last = next((a for a in self.store.manual_audit(chip) if a.at_ms <= written_ms), None)
+        for chip in set(self.engine.chips) | self.store.manual.chips():
+            last = next((a for a in self.store.manual.audit(chip) if a.at_ms <= written_ms), None)
             if last is not None and last.separated:
                 held.add(chip)
         return held
@@ -680,7 +682,7 @@ class FaultManager:
         for name in sorted(self._written_manual - listed):
             if name in self.engine.chips:
                 self.engine.release(name, now)
-                await asyncio.to_thread(self.store.set_manual, name, False, "administrator", int(now * 1000))
+                await asyncio.to_thread(self.store.manual.set_separated, name, False, "administrator", int(now * 1000))
                 await self._release_reasons(name, int(now * 1000), "administrator")
                 log.info("administrator released a chip", extra={"chip": name})
                 if self.events is not None:
@@ -689,7 +691,7 @@ class FaultManager:
         for name in sorted(listed - self._written_manual):
             if name in self.engine.chips:
                 self.engine.isolate(name)
-                await asyncio.to_thread(self.store.set_manual, name, True, "administrator", int(now * 1000))
+                await asyncio.to_thread(self.store.manual.set_separated, name, True, "administrator", int(now * 1000))
                 log.info("administrator isolated a chip", extra={"chip": name})
                 if self.events is not None:
                     self.events.isolated(name, "administrator")

@@ -1,20 +1,21 @@
-"""Durable state of the fault-manager: one SQLite file (WAL) behind a synchronous, thread-safe API."""
+"""Durable state of the fault-manager: one SQLite file (WAL), a synchronous, thread-safe repository per aggregate."""
 
 from __future__ import annotations
 
+from .database import StoreError
+from .fault_events import MAX_PAGE
 from .migrations import CURRENT_VERSION
 from .models import (
     RESET_OUTCOMES,
     ChipStateRow,
     EscalationRow,
-    FaultEventLike,
     FaultEventRow,
     ManualAuditRow,
     PolicyRow,
-    PruneResult,
     ResetAttemptRow,
 )
-from .store import MAX_PAGE, Store, StoreError
+from .retention import PruneResult
+from .store import Store
 
 __all__ = [
     "CURRENT_VERSION",
@@ -22,7 +23,6 @@ __all__ = [
     "RESET_OUTCOMES",
     "ChipStateRow",
     "EscalationRow",
-    "FaultEventLike",
     "FaultEventRow",
     "ManualAuditRow",
     "PolicyRow",

@@ -1,9 +1,9 @@
 """Ordered, in-place schema migrations of the fault-manager's SQLite file.
 
 Each migration is frozen raw SQL (plus Python where SQL cannot do the job), never derived from
-the SQLModel tables: those describe the *current* schema and keep changing, while a migration
-must keep building exactly what its version had. A fresh file runs every migration, so new and
-upgraded files take the same path; a test checks the result against the SQLModel tables.
+the tables declared in models.py: those describe the *current* schema and keep changing, while a
+migration must keep building exactly what its version had. A fresh file runs every migration, so
+new and upgraded files take the same path; a test checks the result against the declared tables.
 
 Every migration runs in its own write transaction together with its `schema_version` row, so a
 crash (or a full disk) in the middle leaves the file at the previous version, never half-way.

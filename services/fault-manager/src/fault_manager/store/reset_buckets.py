@@ -1,0 +1,60 @@
+"""Each faulty chip's hot-reset token bucket, as stored; the rule that spends and refills them is hot
+reset's (fault_manager.reset_tokens, fault_manager.token_buckets)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from sqlalchemy import Connection, select
+from sqlalchemy.dialects.sqlite import insert
+
+from fault_manager.reset_tokens import TokenBucket
+
+from .database import Database
+from .models import RESET_BUCKETS
+
+_B = RESET_BUCKETS.c
+_T = TypeVar("_T")
+
+
+def _bucket(conn: Connection, chip: str) -> TokenBucket | None:
+    row = conn.execute(select(_B.tokens, _B.last_refill_ms).where(_B.chip == chip)).first()
+    return None if row is None else TokenBucket(int(row[0]), int(row[1]))
+
+
+class ResetBuckets:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def get(self, chip: str) -> TokenBucket | None:
+        """The chip's bucket; None before its first reset."""
+        with self._db.read("reading reset tokens") as conn:
+            return _bucket(conn, chip)
+
+    def all(self) -> dict[str, TokenBucket]:
+        """Every chip's bucket, by chip."""
+        stmt = select(_B.chip, _B.tokens, _B.last_refill_ms).order_by(_B.chip)
+        with self._db.read("reading reset buckets") as conn:
+            rows = conn.execute(stmt).all()
+        return {chip: TokenBucket(int(tokens), int(last)) for chip, tokens, last in rows}
+
+    def update(
+        self, chip: str, logic_id: int, change: Callable[[TokenBucket | None], tuple[TokenBucket, _T]]
+    ) -> tuple[TokenBucket, _T]:
+        """Store `change(the chip's bucket)` with the chip's latest logic id; returns what `change` returned.
+
+        Read, change and write in one write transaction, so two resets can never both take a chip's last token.
+        """
+        with self._db.write("consuming a reset token") as conn:
+            bucket, result = change(_bucket(conn, chip))
+            stmt = insert(RESET_BUCKETS).values(
+                chip=chip, logic_id=int(logic_id), tokens=bucket.tokens, last_refill_ms=bucket.last_refill_ms
+            )
+            conn.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=[_B.chip],
+                    set_={name: stmt.excluded[name] for name in ("logic_id", "tokens", "last_refill_ms")},
+                )
+            )
+        return bucket, result
