@@ -7,7 +7,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from ascend_common.inuse import chips_in_use_for_health
-from ascend_common.kube.pods import SlimPod
+from ascend_common.pods import SlimPod
 from ascend_device_plugin.core.model import POD_PENDING, POD_RUNNING
 from ascend_device_plugin.kube import KubeBridge
 
