@@ -234,7 +234,7 @@ def footprint() -> Footprint:
             f" does not have ({', '.join(DEV_ONLY)}); target {rss_target_mb(name):g} MB running"
         )
     libs = ", ".join(
-        f"{lib} +{probe(mods).rss_mb - bare.rss_mb:.0f} MB, +{probe(mods).cpu_s - bare.cpu_s:.1f} s"
+        f"{lib} +{probe(mods).rss_mb - bare.rss_mb:.0f} MB, +{max(0.0, probe(mods).cpu_s - bare.cpu_s):.1f} s"
         for lib, mods in LIBRARIES.items()
     )
     lines.append(f"a bare interpreter: {bare.rss_mb:.0f} MB, {bare.cpu_s:.2f} s; each library on its own adds: {libs}")
