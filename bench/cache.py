@@ -12,12 +12,11 @@ import time
 from bench.apiserver import RemoteApiServer
 from bench.configmaps import Traffic
 from bench.figures import Figure, Section, usage_figures
-from bench.footprint import service_floor_mb
+from bench.footprint import rss_target_mb, service_floor_mb
 from bench.pods import NODE, VolcanoQueue, filler_pods, wait_pod_caches
 from bench.stack import Stack, StackConfig, idle_usage, stack, usage_during
 from bench.volcano import CHIPS, PACED_GAP_S, PROFILE, TARGET_S, volcano_latency
 
-RSS_TARGET_MB = 120.0  # with 10,000 pods cached
 CONFIG = StackConfig(profile=PROFILE, fault_manager=True, kube="api", plugin_args=("--volcano-type",))
 
 
@@ -50,7 +49,7 @@ async def run(pods: int, rounds: int, idle_s: float) -> Section:
             synced = time.monotonic()
             usage = await idle_usage(s.processes(), idle_s)
             for name in ("dcmi-exporter", "fault-manager", "device-plugin"):
-                target = RSS_TARGET_MB if name != "dcmi-exporter" else 80.0  # the exporter caches no pods
+                target = rss_target_mb(name, pods_cached=True)
                 label = f"{name} ({pods:,} pods)"
                 section.figures += usage_figures(label, usage[name], target, service_floor_mb(name))
             section.figures += await churn(s, api, queue, rounds, pods)

@@ -16,14 +16,13 @@ import time
 from bench import configmaps
 from bench.apiserver import RemoteApiServer
 from bench.figures import Figure, Section, faster, paced_timing, pct, timing, usage_figures
-from bench.footprint import service_floor_mb
+from bench.footprint import rss_target_mb, service_floor_mb
 from bench.latency import allocate_latency, fault_latency, paced_with_floor, reregistration
 from bench.pods import NODE
 from bench.stack import R, Stack, StackConfig, idle_usage, stack
 
 FAULT_REFERENCE = "1 s after an event, 5 s list-watch period when polled"
 PACED_GAP_S = 0.05  # 20 calls a second
-RSS_TARGET_MB = 80.0
 
 
 def fault_figures(label: str, samples: list[float]) -> list[Figure]:
@@ -80,7 +79,7 @@ async def steady_window(s: Stack, api: RemoteApiServer, seconds: float) -> list[
     traffic = configmaps.Traffic.read(api).since(before, time.monotonic() - started)
     figures: list[Figure] = []
     for name in ("dcmi-exporter", "fault-manager", "device-plugin"):
-        figures += usage_figures(f"{name} (empty node)", usage[name], RSS_TARGET_MB, service_floor_mb(name))
+        figures += usage_figures(f"{name} (empty node)", usage[name], rss_target_mb(name), service_floor_mb(name))
     figures += configmaps.steady_figures(traffic)
     return figures
 

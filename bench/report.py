@@ -10,6 +10,9 @@ from dataclasses import dataclass
 import psutil
 
 from bench.figures import Section
+from bench.footprint import INTERPRETER, Floor, Footprint
+
+SHOWN_MB = 0.5  # a package under this in every service is summed in "others"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,21 @@ def misses(sections: list[Section]) -> list[str]:
     ]
 
 
+def floor_table(floors: list[Floor]) -> list[str]:
+    """The import floor of each service by package: the interpreter, then the packages that weigh
+    at least SHOWN_MB somewhere (heaviest first), the rest summed, the total."""
+    names = {p for f in floors for p, mb in f.by_package.items() if mb >= SHOWN_MB and p != INTERPRETER}
+    rows = sorted(names, key=lambda p: -max(f.by_package.get(p, 0.0) for f in floors))
+    lines = ["| package | " + " | ".join(f.service for f in floors) + " |", "|---|" + "---|" * len(floors)]
+    for package in (INTERPRETER, *rows):
+        cells = " | ".join(f"{f.by_package[package]:.1f}" if package in f.by_package else "-" for f in floors)
+        lines.append(f"| {package} | {cells} |")
+    others = [sum(mb for p, mb in f.by_package.items() if p != INTERPRETER and p not in names) for f in floors]
+    lines.append("| others | " + " | ".join(f"{mb:.1f}" for mb in others) + " |")
+    lines.append("| **import floor (MB)** | " + " | ".join(f"**{f.total_mb:.1f}**" for f in floors) + " |")
+    return lines
+
+
 @dataclass
 class Run:
     command: str
@@ -85,7 +103,7 @@ class Run:
     others_after: str  # and when it ended
 
 
-def render(run: Run, sections: list[Section], memory_notes: list[str], general_notes: list[str]) -> str:
+def render(run: Run, sections: list[Section], memory: Footprint, general_notes: list[str]) -> str:
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.started))
     lines = [
         "# Benchmarks",
@@ -118,7 +136,16 @@ def render(run: Run, sections: list[Section], memory_notes: list[str], general_n
         if section.notes:
             lines += [f"- {note}" for note in section.notes]
             lines.append("")
-    if memory_notes:
-        lines += ["## Where the memory goes", "", *[f"- {note}." for note in memory_notes], ""]
+    lines += [
+        "## Where the memory goes",
+        "",
+        *[f"- {note}." for note in memory.notes],
+        "",
+        "Import floor by package, as deployed (MB of resident memory each package's modules add while they"
+        " load, in a fresh interpreter; ascend_common's adapters apart from its domain):",
+        "",
+        *floor_table(memory.floors),
+        "",
+    ]
     lines += ["## Notes", "", *[f"- {note}" for note in general_notes]]
     return "\n".join(lines) + "\n"

@@ -22,7 +22,7 @@ import psutil
 from bench import cache, coldstart, history, node, scale, volcano
 from bench.apiserver import ROOT
 from bench.figures import Section
-from bench.footprint import footprint_notes, warm
+from bench.footprint import footprint, warm
 from bench.plan import FULL, QUICK, Plan
 from bench.realnode import kept_block, splice
 from bench.report import Machine, Run, load, render
@@ -135,7 +135,7 @@ def main() -> None:
     load_before, others = load(), other_load()
     warm()  # the import probes, before any timed scenario
     sections = asyncio.run(run_sections(plan, only))
-    memory = footprint_notes()
+    memory = footprint()
     seconds, load_after = time.monotonic() - began, load()
     report = Run(command, Machine.here(), started, seconds, load_before, load_after, others, other_load())
     text = render(report, sections, memory, GENERAL_NOTES)

@@ -22,9 +22,9 @@ from ascend_common.vnpu import TEMPLATES
 
 from bench.apiserver import RemoteApiServer
 from bench.figures import Figure, Section, paced_timing, usage_figures
-from bench.footprint import service_floor_mb
+from bench.footprint import rss_target_mb, service_floor_mb
 from bench.latency import fault_latency, paced_with_floor
-from bench.node import RSS_TARGET_MB, fault_figures
+from bench.node import fault_figures
 from bench.pods import NODE, VolcanoQueue, vnpu_pods, wait_pod_caches
 from bench.stack import R, Stack, StackConfig, create_vnpus, idle_usage, stack
 from bench.volcano import CHIPS, PACED_GAP_S, TARGET_S, volcano_latency
@@ -74,7 +74,7 @@ async def idle_figures(s: Stack, label: str, seconds: float) -> list[Figure]:
     usage = await idle_usage(s.processes(), seconds)
     figures: list[Figure] = []
     for name in SERVICES:
-        figures += usage_figures(f"[{label}] {name}", usage[name], RSS_TARGET_MB, service_floor_mb(name))
+        figures += usage_figures(f"[{label}] {name}", usage[name], rss_target_mb(name), service_floor_mb(name))
     return figures
 
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import grpc
 import pytest
-from ascend_common.kubelet import constants
-from ascend_common.kubelet import deviceplugin_pb2 as dp
-from ascend_common.kubelet import deviceplugin_pb2_grpc as dp_grpc
-from ascend_common.kubelet import podresources_pb2 as pr
-from ascend_common.kubelet import podresources_pb2_grpc as pr_grpc
+from ascend_common.adapters.kubelet import constants
+from ascend_common.adapters.kubelet import deviceplugin_pb2 as dp
+from ascend_common.adapters.kubelet import deviceplugin_pb2_grpc as dp_grpc
+from ascend_common.adapters.kubelet import podresources_pb2 as pr
+from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 
 from tests.support.fake_kubelet import short_tmp_dir
 from tools import kubelet_standin

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from ascend_common.kubelet import constants
-from ascend_common.kubelet import deviceplugin_pb2 as dp
-from ascend_common.kubelet import deviceplugin_pb2_grpc as dp_grpc
-from ascend_common.kubelet import podresources_pb2 as pr
-from ascend_common.kubelet import podresources_pb2_grpc as pr_grpc
+from ascend_common.adapters.kubelet import constants
+from ascend_common.adapters.kubelet import deviceplugin_pb2 as dp
+from ascend_common.adapters.kubelet import deviceplugin_pb2_grpc as dp_grpc
+from ascend_common.adapters.kubelet import podresources_pb2 as pr
+from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 
 log = logging.getLogger("kubelet-standin")
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import grpc
 import pytest
-from ascend_common.kubelet import podresources_pb2 as pr
-from ascend_common.kubelet import podresources_pb2_grpc as pr_grpc
+from ascend_common.adapters.kubelet import podresources_pb2 as pr
+from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 
 from tests.cluster.conftest import Stack, stack_pods_ready
 from tests.cluster.node import RESOURCE, Cluster, names, ready, restarts

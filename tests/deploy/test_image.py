@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.distributions import DISTRIBUTIONS, SERVICES, third_party
 from tools.image.docker_archive import ImageConfig, from_dockerfile, pack
 from tools.image.ref import image_ref
 
@@ -34,6 +35,15 @@ def test_image_pins_agree_with_the_workspace() -> None:
     dev = _pins(ROOT / "requirements-dev.txt")
     assert image, "the image pins its dependencies"
     assert {name: dev.get(name) for name in image} == image
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_the_image_pins_what_each_service_asks_for(service: str) -> None:
+    # install.sh installs our packages without their dependencies: the pins must hold every library a
+    # service names, and those of the ascend-common extras it names.
+    pinned = {name.replace("_", "-") for name in _pins(ROOT / "deploy" / "image" / "requirements.txt")}
+    assert third_party(service) <= pinned, sorted(third_party(service) - pinned)
+    assert f"$SRC/{DISTRIBUTIONS[service].relative_to(ROOT)}" in (ROOT / "deploy/image/install.sh").read_text()
 
 
 def test_dockerfile_installs_only_through_the_shared_script() -> None:

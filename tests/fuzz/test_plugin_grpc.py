@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import grpc
 import pytest
-from ascend_common.kubelet import deviceplugin_pb2 as pb
-from ascend_common.kubelet import deviceplugin_pb2_grpc as pb_grpc
+from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
+from ascend_common.adapters.kubelet import deviceplugin_pb2_grpc as pb_grpc
 from hypothesis import event as note
 from hypothesis import given, settings
 from hypothesis import strategies as st

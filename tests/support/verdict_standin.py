@@ -20,8 +20,8 @@ from pathlib import Path
 
 import httpx
 from ascend_common import sse
+from ascend_common.adapters.serving import bind_unix_socket, server
 from ascend_common.schemas.verdict import VERDICT_EVENTS_PATH, VERDICTS_PATH, ChipVerdict, VerdictEvent, VerdictList
-from ascend_common.serving import bind_unix_socket, server
 from fastapi import FastAPI, Header
 from fastapi.responses import Response, StreamingResponse
 

@@ -8,18 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ascend_common.kube import (
-    KubeConfigError,
+from ascend_common.adapters.kube.client import (
+    ApiClient,
     KubeNotFound,
     KubeRejected,
     KubeRetriesExhausted,
-    build_api_client,
-    get_node,
-    patch_node,
-    patch_pod_annotations,
     retrying,
 )
-from ascend_common.kube.client import ApiClient, backoff_s
+from ascend_common.adapters.kube.config import KubeConfigError, build_api_client
+from ascend_common.adapters.kube.patch import get_node, patch_node, patch_pod_annotations
 from kubernetes import client as k8s
 
 from tests.support.fake_apiserver import FakeApiServer
@@ -174,13 +171,6 @@ async def test_retrying_helper() -> None:
     with pytest.raises(KubeRetriesExhausted) as err:
         await retrying(slow, "slow", retries=1, base_delay=0.01)
     assert err.value.attempts == 2
-
-
-def test_backoff_grows_is_jittered_and_capped() -> None:
-    samples = [backoff_s(n, 0.1, 1.0) for n in (1, 2, 3, 4, 10, 10_000)]
-    assert 0.05 <= samples[0] <= 0.1 and 0.1 <= samples[1] <= 0.2 and 0.2 <= samples[2] <= 0.4
-    assert all(0.5 <= s <= 1.0 for s in samples[4:])
-    assert len({backoff_s(5, 0.1, 1.0) for _ in range(20)}) > 1
 
 
 def test_build_api_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

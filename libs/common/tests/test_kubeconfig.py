@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from ascend_common.kube.client import KubeConfigError, build_api_client
-from ascend_common.kube.kubeconfig import choose_source, merge_kubeconfigs
+from ascend_common.adapters.kube.config import KubeConfigError, build_api_client, choose_source, merge_kubeconfigs
 
 
 def kubeconfig(path: Path, server: str, *, name: str, current: str | None, ca: str | None = None) -> Path:

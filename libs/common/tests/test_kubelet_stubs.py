@@ -11,11 +11,11 @@ from typing import Any, cast
 
 import grpc
 import pytest
-from ascend_common.kubelet import constants, generate
-from ascend_common.kubelet import deviceplugin_pb2 as dp
-from ascend_common.kubelet import deviceplugin_pb2_grpc as dp_grpc
-from ascend_common.kubelet import podresources_pb2 as pr
-from ascend_common.kubelet import podresources_pb2_grpc as pr_grpc
+from ascend_common.adapters.kubelet import constants, generate
+from ascend_common.adapters.kubelet import deviceplugin_pb2 as dp
+from ascend_common.adapters.kubelet import deviceplugin_pb2_grpc as dp_grpc
+from ascend_common.adapters.kubelet import podresources_pb2 as pr
+from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 F = FieldDescriptor
@@ -305,7 +305,7 @@ def test_committed_modules_are_what_the_protos_generate(tmp_path: Path) -> None:
     assert sorted(p.name for p in written) == generate.generated_names()
     committed = generate.PACKAGE_DIR
     stale = [p.name for p in written if p.read_bytes() != (committed / p.name).read_bytes()]
-    assert not stale, f"{stale} differ from their .proto: run `python -m ascend_common.kubelet.generate`"
+    assert not stale, f"{stale} differ from their .proto: run `python -m ascend_common.adapters.kubelet.generate`"
     # No leftover module of a removed or renamed proto.
     on_disk = sorted(p.name for p in committed.iterdir() if "_pb2" in p.name)
     assert on_disk == generate.generated_names()
@@ -317,5 +317,5 @@ def test_generated_modules_import_as_package_modules() -> None:
     for name in ("deviceplugin_pb2_grpc.py", "podresources_pb2_grpc.py"):
         text = (generate.PACKAGE_DIR / name).read_text()
         stem = name.removesuffix("_grpc.py")
-        assert f"from ascend_common.kubelet import {stem} as" in text, name
-    assert dp.DESCRIPTOR.name == "ascend_common/kubelet/deviceplugin.proto"
+        assert f"from ascend_common.adapters.kubelet import {stem} as" in text, name
+    assert dp.DESCRIPTOR.name == "ascend_common/adapters/kubelet/deviceplugin.proto"

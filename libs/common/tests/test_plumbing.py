@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 from ascend_common import sse
+from ascend_common.adapters.logs import JsonFormatter
+from ascend_common.adapters.settings import load_settings, parse_host_port, service_config
 from ascend_common.clock import ManualClock, policy_seconds, unix_ms
-from ascend_common.logs import JsonFormatter
-from ascend_common.settings import load_settings, parse_host_port, service_config
 from ascend_common.tokens import Scope, TokenFileError, parse_token_file
 from pydantic_settings import BaseSettings, CliImplicitFlag
 

@@ -13,14 +13,8 @@ from ascend_common.clock import ManualClock, SystemClock
 from ascend_common.schemas.exporter import Assertion, ResetChannel
 from dcmi_exporter.backends.base import RawFaultEvent, RawSwitchEvent
 from dcmi_exporter.backends.errors import ResetFailed
-from dcmi_exporter.backends.sim import (
-    Scenario,
-    ScenarioError,
-    ScenarioRunner,
-    SimBackend,
-    load_scenario,
-    parse_scenario,
-)
+from dcmi_exporter.backends.sim import SimBackend
+from dcmi_exporter.backends.sim.scenario import Scenario, ScenarioError, ScenarioRunner, load_scenario, parse_scenario
 
 pytestmark = pytest.mark.timeout(60)
 

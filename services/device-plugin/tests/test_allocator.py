@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import grpc
 import pytest
+from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.faults import default_fault_code_table
-from ascend_common.kubelet import deviceplugin_pb2 as pb
 from ascend_common.schemas.exporter import Chip, ChipState
 from ascend_device_plugin.allocator import Allocator, NodeFacts
 from ascend_device_plugin.core.model import PodView

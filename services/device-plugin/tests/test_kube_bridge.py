@@ -7,7 +7,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from ascend_common.inuse import ALLOCATION_PHASES, chips_in_use_for_allocation, chips_in_use_for_health
-from ascend_common.kube.pods import SlimPod
+from ascend_common.pods import SlimPod
 from ascend_device_plugin.kube import KubeBridge
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")

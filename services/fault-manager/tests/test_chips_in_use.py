@@ -6,7 +6,7 @@ import random
 from types import MappingProxyType
 
 from ascend_common.inuse import chips_in_use_for_allocation, chips_in_use_for_health
-from ascend_common.kube.pods import SlimPod
+from ascend_common.pods import SlimPod
 from fault_manager.app import ChipsInUse
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from ascend_common import sse
+from ascend_common.adapters.kube.configmaps import OfflineConfigMaps
 from ascend_common.clock import SystemClock
 from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
 from ascend_common.schemas.exporter import ChipList
-from fault_manager.configmaps import OfflineConfigMaps
 from fault_manager.engine import FaultEngine, Policy
 from fault_manager.service import FaultManager
 from fault_manager.store import Store

@@ -36,9 +36,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from ascend_common.chips import RESOURCE_PREFIX
 from ascend_common.faults.levels import FaultLevel
 from ascend_common.faults.table import MAX_CODE_DIGITS, is_plain_hex, normalize_code
-from ascend_common.gojson import GoJSON, go_json, go_map
+from ascend_common.gojson import INT32, INT64, UINT64, GoJSON, go_int_field, go_json, go_map
 
 __all__ = [
     "DATA_KEYS",
@@ -79,7 +80,6 @@ DESCRIPTION: Final = (
     "'self-maintain-available-card'"
 )
 
-RESOURCE_PREFIX: Final = "huawei.com/"
 RESOURCE_TYPES: Final = frozenset({"Ascend910", "Ascend310P", "Ascend310", "npu"})
 # The 910 family (910A/B/A3 as Ascend910, the 950 generation as npu) shares the reference's 910
 # manager, the only one that writes -NetworkUnhealthy and -Recovering.
@@ -94,9 +94,6 @@ UPGRADE_TYPES: Final = frozenset({"FaultDuration", "FaultFrequency", "FaultAutof
 SWITCH_FAULT_LEVELS: Final = frozenset({"NotHandle", "SubHealthFault", "RestartRequest", "PreSeparate", "Separate", ""})
 SWITCH_NODE_STATUSES: Final = frozenset({"Healthy", "SubHealthy", "PreSeparate", "UnHealthy"})
 
-_INT32 = (-(2**31), 2**31 - 1)
-_INT64 = (-(2**63), 2**63 - 1)
-_UINT = (0, 2**64 - 1)
 # `<type>-<phy>`: the names ManuallySeparateNPU and UpgradeFaultReason carry (contract section 7).
 # ASCII digits and the whole text: `\d` takes other scripts' digits, `$` a trailing newline.
 _CHIP_NAME = re.compile(r"(?:Ascend910|Ascend310P|Ascend310|npu)-[0-9]{1,4}")
@@ -274,12 +271,12 @@ def device_info_cfg_json(
     device_info = _device_info(device_list, update_time_s)
     cfg: dict[str, GoJSON] = {
         "DeviceInfo": device_info,
-        "SuperPodID": _int(super_pod_id, "SuperPodID", _INT32),
-        "ServerIndex": _int(server_index, "ServerIndex", _INT32),
+        "SuperPodID": go_int_field(super_pod_id, "SuperPodID", INT32),
+        "ServerIndex": go_int_field(server_index, "ServerIndex", INT32),
         "CheckCode": _sha256(go_json(device_info)),
     }
     if rack_id is not None:
-        cfg["RackID"] = _int(rack_id, "RackID", _INT32)
+        cfg["RackID"] = go_int_field(rack_id, "RackID", INT32)
     return go_json(cfg)
 
 
@@ -310,7 +307,7 @@ def _device_info(raw_list: Mapping[str, object] | None, update_time_s: int) -> d
             entries[key] = value
     return {
         "DeviceList": None if entries is None else go_map(entries),
-        "UpdateTime": _int(update_time_s, "UpdateTime", _INT64),
+        "UpdateTime": go_int_field(update_time_s, "UpdateTime", INT64),
     }
 
 
@@ -369,7 +366,7 @@ def _hex_code(code: str) -> str:
 
 
 def _time_and_level(fault_time_ms: int, level: str) -> dict[str, GoJSON]:
-    return {"fault_time": _int(fault_time_ms, "fault_time", _INT64), "fault_level": level}
+    return {"fault_time": go_int_field(fault_time_ms, "fault_time", INT64), "fault_level": level}
 
 
 # --- UpgradeFaultReason ------------------------------------------------------------------------
@@ -399,7 +396,7 @@ def _upgrade_reason(name: str, reason: UpgradeReason) -> dict[str, GoJSON]:
         # Any other text is kept: a reason read from the reference's ConfigMap is written back as it was.
         raise ValueError(f"{name}: empty fault level")
     return {
-        "upgrade_time": _int(reason.upgrade_time_ms, "upgrade_time", _INT64),
+        "upgrade_time": go_int_field(reason.upgrade_time_ms, "upgrade_time", INT64),
         "fault_code": reason.fault_code,
         "fault_level": reason.fault_level,
         "upgrade_type": reason.upgrade_type,
@@ -492,7 +489,7 @@ def switch_info_json(report: SwitchReport, *, update_time_s: int) -> str:
         {
             "FaultCode": [_switch_event(event) for event in report.events],
             "FaultLevel": report.fault_level,
-            "UpdateTime": _int(update_time_s, "UpdateTime", _INT64),
+            "UpdateTime": go_int_field(update_time_s, "UpdateTime", INT64),
             "NodeStatus": report.node_status,
             "FaultTimeAndLevelMap": go_map(time_and_level),
         }
@@ -502,31 +499,20 @@ def switch_info_json(report: SwitchReport, *, update_time_s: int) -> str:
 def _switch_event(event: SwitchEvent) -> str:
     return go_json(
         {
-            "EventType": _int(event.event_type, "EventType", _UINT),
+            "EventType": go_int_field(event.event_type, "EventType", UINT64),
             "AssembledFaultCode": event.assembled_fault_code,
-            "PeerPortDevice": _int(event.peer_port_device, "PeerPortDevice", _UINT),
-            "PeerPortId": _int(event.peer_port_id, "PeerPortId", _UINT),
-            "SwitchChipId": _int(event.switch_chip_id, "SwitchChipId", _UINT),
-            "SwitchPortId": _int(event.switch_port_id, "SwitchPortId", _UINT),
-            "Severity": _int(event.severity, "Severity", _UINT),
-            "Assertion": _int(event.assertion, "Assertion", _UINT),
-            "AlarmRaisedTime": _int(event.alarm_raised_time, "AlarmRaisedTime", _INT64),
+            "PeerPortDevice": go_int_field(event.peer_port_device, "PeerPortDevice", UINT64),
+            "PeerPortId": go_int_field(event.peer_port_id, "PeerPortId", UINT64),
+            "SwitchChipId": go_int_field(event.switch_chip_id, "SwitchChipId", UINT64),
+            "SwitchPortId": go_int_field(event.switch_port_id, "SwitchPortId", UINT64),
+            "Severity": go_int_field(event.severity, "Severity", UINT64),
+            "Assertion": go_int_field(event.assertion, "Assertion", UINT64),
+            "AlarmRaisedTime": go_int_field(event.alarm_raised_time, "AlarmRaisedTime", INT64),
         }
     )
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-def _int(value: int, name: str, bounds: tuple[int, int]) -> int:
-    # bool is an int in Python but a different JSON type in Go; a Go integer field overflows
-    # outside its width, so such a value could never come out of the reference.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    low, high = bounds
-    if not low <= value <= high:
-        raise ValueError(f"{name} {value} is out of range ({low}..{high})")
-    return int(value)
 
 
 def _sha256(text: str) -> str:

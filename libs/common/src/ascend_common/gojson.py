@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 GoJSON: TypeAlias = "bool | int | float | str | Sequence[GoJSON] | Mapping[str, GoJSON] | None"
 
@@ -101,6 +101,27 @@ def _encode(obj: GoJSON, out: list[str]) -> None:
 def go_map(mapping: Mapping[str, GoJSON]) -> dict[str, GoJSON]:
     """A Go map's key order: sorted by UTF-8 bytes, which for valid text is code-point order."""
     return {key: mapping[key] for key in sorted(mapping)}
+
+
+# --- Go integer fields ---------------------------------------------------------------------------
+
+INT32: Final = (-(2**31), 2**31 - 1)
+INT64: Final = (-(2**63), 2**63 - 1)  # also Go's int on a 64-bit node
+UINT64: Final = (0, 2**64 - 1)
+
+
+def go_int_field(value: int, name: str, bounds: tuple[int, int]) -> int:
+    """`value` for the Go integer field `name` whose range is `bounds` (INT32, INT64, UINT64).
+
+    bool is an int in Python but a different JSON type in Go, and a Go integer field overflows
+    outside its width, so such a value could never come out of the reference: TypeError, ValueError.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    low, high = bounds
+    if not low <= value <= high:
+        raise ValueError(f"{name} {value} is out of range ({low}..{high})")
+    return int(value)
 
 
 # --- Reading JSON as Go's json.Unmarshal into a struct would -----------------------------------

@@ -19,33 +19,21 @@ event at a time.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
-from typing import Protocol
+from collections.abc import Iterable
 
 from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.naming import NPU_CORE, parse_device_id
+from ascend_common.pods import FINISHED_PHASES, PENDING, RUNNING, PodLike
 
 ASCEND_REAL = "huawei.com/AscendReal"
 KLT_DEV = "huawei.com/kltDev"
-PENDING, RUNNING = "Pending", "Running"
 ALLOCATION_PHASES = (PENDING, RUNNING)
-# The reference's GetActivePodListCache drops exactly these two phases; Unknown and an empty
-# phase stay active.
-FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 # The Volcano annotation, `huawei.com/` + getAscend910Name(): Ascend910, or npu on A5. Both are
 # read on every node: an entry must spell the chip's own name, which carries its type, so a key
 # of the other generation can never match by accident.
 VOLCANO_KEYS: tuple[str, ...] = tuple(RESOURCE_PREFIX + t.value for t in (ResourceType.ASCEND910, ResourceType.NPU))
 # Reference common.PodAnnotationMaxLength: a longer value is skipped whole (Go counts bytes).
 POD_ANNOTATION_MAX_LENGTH = 1024 * 1024
-
-
-class PodLike(Protocol):
-    @property
-    def phase(self) -> str: ...
-
-    @property
-    def annotations(self) -> Mapping[str, str]: ...
 
 
 @functools.lru_cache(maxsize=8192)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
 
-from ascend_common.gojson import GoJSON, GoNumber, GoObject, go_field, go_int, go_json, go_kind, go_loads
+from ascend_common.gojson import INT32, GoJSON, GoNumber, GoObject, go_field, go_int, go_json, go_kind, go_loads
 
 __all__ = [
     "EMPTY",
@@ -67,9 +67,6 @@ MAX_RESET_TIMES: Final = 3
 # What the reference writes for an id it could not learn (errorId, NpuDevice defaults).
 NO_ID: Final = -1
 
-_INT32_MIN: Final = -(2**31)
-_INT32_MAX: Final = 2**31 - 1
-
 _THIRD_PARTY: Final = "ThirdPartyResetDevs"
 _MANUAL: Final = "ManualResetDevs"
 # Go field name -> our attribute, in the struct's declaration order (the marshalled order).
@@ -94,7 +91,7 @@ def _check_int32(value: object, where: str) -> int:
     # bool is an int in Python but a JSON true/false in Go, which an int32 field refuses.
     if not isinstance(value, int) or isinstance(value, bool):
         raise ValueError(f"{where}: expected an int32, got {type(value).__name__} {value!r}")
-    if not _INT32_MIN <= value <= _INT32_MAX:
+    if not INT32[0] <= value <= INT32[1]:
         raise ValueError(f"{where}: {value} is out of int32 range")
     return value
 

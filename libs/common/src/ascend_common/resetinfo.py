@@ -33,7 +33,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ascend_common.gojson import GoJSON, GoNumber, GoObject, go_field, go_int, go_json, go_loads
+from ascend_common.gojson import (
+    INT32,
+    INT64,
+    GoJSON,
+    GoNumber,
+    GoObject,
+    go_field,
+    go_int,
+    go_int_field,
+    go_json,
+    go_loads,
+)
 
 __all__ = [
     "CHECK_CODE_KEY",
@@ -99,9 +110,6 @@ _POLICY_BY_LEVEL: Final = {
 # Looked up in this order, as the reference's GetJobNameOfPod (deploy-name: inference deployments).
 JOB_NAME_LABELS: Final = ("volcano.sh/job-name", "training.kubeflow.org/job-name", "deploy-name")
 
-_INT = (-(2**63), 2**63 - 1)  # Go int on a 64-bit node
-_INT32 = (-(2**31), 2**31 - 1)
-
 
 @dataclass(frozen=True)
 class RankEntry:
@@ -136,10 +144,10 @@ def render_reset_config(
     """
     info: dict[str, GoJSON] = {
         "RankList": [_rank(entry) for entry in ranks],
-        "UpdateTime": _int(update_time_s, "UpdateTime", _INT),
-        "RetryTime": _int(retry_time, "RetryTime", _INT),
+        "UpdateTime": go_int_field(update_time_s, "UpdateTime", INT64),
+        "RetryTime": go_int_field(retry_time, "RetryTime", INT64),
         "FaultFlushing": _bool(fault_flushing, "FaultFlushing"),
-        "GracefulExit": _int(graceful_exit, "GracefulExit", _INT),
+        "GracefulExit": go_int_field(graceful_exit, "GracefulExit", INT64),
         "RestartFaultProcess": _bool(restart_fault_process, "RestartFaultProcess"),
     }
     text = go_json(info)
@@ -158,8 +166,8 @@ def _rank(entry: RankEntry) -> dict[str, GoJSON]:
             raise ValueError(f"rank {entry.rank_id}: unknown {name} {policy!r}")
     codes_hex = error_code_hex(entry.error_codes) if entry.error_code_hex is None else entry.error_code_hex
     return {
-        "RankId": _int(entry.rank_id, "RankId", _INT),
-        "LogicId": _int(entry.logic_id, "LogicId", _INT32),
+        "RankId": go_int_field(entry.rank_id, "RankId", INT64),
+        "LogicId": go_int_field(entry.logic_id, "LogicId", INT32),
         "Status": entry.status,
         "Policy": entry.policy,
         "InitialPolicy": entry.initial_policy,
@@ -178,7 +186,7 @@ def error_code_hex(codes: Iterable[int], *spellings: Mapping[str, str]) -> str:
     """
     parts = []
     for code in codes:
-        code = _int(code, "ErrorCode", _INT)
+        code = go_int_field(code, "ErrorCode", INT64)
         plain = f"-{-code:X}" if code < 0 else f"{code:X}"
         spelled = next((known[plain] for known in spellings if plain in known), None)
         parts.append(plain if spelled is None else spelled.upper())
@@ -322,7 +330,7 @@ def next_reset_config(
     retry_time = _old_retry_time(old_text)
     if retry:
         # Go's int wraps; a RetryTime of 2^63-1 is not a state a job reaches otherwise.
-        retry_time = _INT[0] if retry_time == _INT[1] else retry_time + 1
+        retry_time = INT64[0] if retry_time == INT64[1] else retry_time + 1
     rendered = render_reset_config(ranks, update_time_s=update_time_s, retry_time=retry_time)
     data = {RESET_JSON_KEY: rendered[RESET_JSON_KEY], CHECK_CODE_KEY: rendered[CHECK_CODE_KEY]}
     restart_type = HOT_RESET if retry else old_data.get(RESTART_TYPE_KEY)
@@ -378,24 +386,24 @@ def _go_struct(fields: Mapping[str, _Check]) -> _Check:
     return check
 
 
-_INT64 = _go_int(64)
+_IS_INT64 = _go_int(64)
 _TASK_DEV_INFO = _go_struct(
     {
-        "RankId": _INT64,
+        "RankId": _IS_INT64,
         "LogicId": _go_int(32),
         "Status": _go_string,
         "Policy": _go_string,
         "InitialPolicy": _go_string,
-        "ErrorCode": _go_slice(_INT64),
+        "ErrorCode": _go_slice(_IS_INT64),
         "ErrorCodeHex": _go_string,
     }
 )
 _TASK_RESET_INFO_FIELDS: Final[Mapping[str, _Check]] = {
     "RankList": _go_slice(_TASK_DEV_INFO),
-    "UpdateTime": _INT64,
-    "RetryTime": _INT64,
+    "UpdateTime": _IS_INT64,
+    "RetryTime": _IS_INT64,
     "FaultFlushing": _go_bool,
-    "GracefulExit": _INT64,
+    "GracefulExit": _IS_INT64,
     "RestartFaultProcess": _go_bool,
 }
 _TASK_RESET_INFO = _go_struct(_TASK_RESET_INFO_FIELDS)
@@ -440,15 +448,6 @@ def job_name(labels: Mapping[str, str]) -> str | None:
         if key in labels:
             return labels[key] or None
     return None
-
-
-def _int(value: int, name: str, bounds: tuple[int, int]) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    low, high = bounds
-    if not low <= value <= high:
-        raise ValueError(f"{name} {value} is out of range ({low}..{high})")
-    return int(value)
 
 
 def _bool(value: bool, name: str) -> bool:

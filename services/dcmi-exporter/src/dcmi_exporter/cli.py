@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ascend_common.settings import prepare
+from ascend_common.adapters.settings import prepare
 from ascend_common.tokens import TokenFileError
 
 from dcmi_exporter.runtime import Exporter

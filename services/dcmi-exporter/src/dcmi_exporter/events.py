@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ascend_common import sse
+from ascend_common.adapters.seqlog import Entry, SeqLog
 from ascend_common.schemas.exporter import EventType, ExporterEvent, GapData
-from ascend_common.seqlog import Entry, SeqLog
 
 Stored = Entry[ExporterEvent]
 

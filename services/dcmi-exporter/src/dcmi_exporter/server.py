@@ -7,9 +7,9 @@ import contextlib
 import logging
 import signal
 
+from ascend_common.adapters.serving import bind_unix_socket, server
+from ascend_common.adapters.settings import parse_host_port
 from ascend_common.essential import exit_status, stop_service_when_one_ends
-from ascend_common.serving import bind_unix_socket, server
-from ascend_common.settings import parse_host_port
 
 from dcmi_exporter.api import create_api, create_ops_app
 from dcmi_exporter.runtime import Exporter

@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from ascend_common.settings import prepare
+from ascend_common.adapters.settings import prepare
 from ascend_common.tokens import TokenFileError
 
 from ascend_device_plugin.settings import PluginSettings

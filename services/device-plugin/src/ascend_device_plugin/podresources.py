@@ -7,8 +7,8 @@ import logging
 from pathlib import Path
 
 import grpc
-from ascend_common.kubelet import podresources_pb2 as pr
-from ascend_common.kubelet import podresources_pb2_grpc as pr_grpc
+from ascend_common.adapters.kubelet import podresources_pb2 as pr
+from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 from grpc import aio
 
 log = logging.getLogger(__name__)

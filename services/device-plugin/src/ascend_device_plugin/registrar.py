@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
+from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
+from ascend_common.adapters.kubelet import deviceplugin_pb2_grpc as pb_grpc
+from ascend_common.adapters.kubelet.constants import KUBELET_SOCKET, VERSION
 from ascend_common.chips import RESOURCE_PREFIX
-from ascend_common.kubelet import deviceplugin_pb2 as pb
-from ascend_common.kubelet import deviceplugin_pb2_grpc as pb_grpc
-from ascend_common.kubelet.constants import KUBELET_SOCKET, VERSION
 from grpc import aio
 
 from ascend_device_plugin.dirwatch import DirWatch

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from ascend_common.kubelet import deviceplugin_pb2 as pb
-from ascend_common.kubelet import deviceplugin_pb2_grpc as pb_grpc
-from ascend_common.kubelet.constants import HEALTHY, UNHEALTHY
+from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
+from ascend_common.adapters.kubelet import deviceplugin_pb2_grpc as pb_grpc
+from ascend_common.adapters.kubelet.constants import HEALTHY, UNHEALTHY
 from google.protobuf.message import DecodeError
 from grpc import aio
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from ascend_common.kubelet.constants import DEFAULT_PLUGIN_DIR, DEFAULT_PODRESOURCES_SOCKET
-from ascend_common.settings import HostPort, service_config
+from ascend_common.adapters.kubelet.constants import DEFAULT_PLUGIN_DIR, DEFAULT_PODRESOURCES_SOCKET
+from ascend_common.adapters.settings import HostPort, service_config
 from pydantic import Field
 from pydantic_settings import BaseSettings, CliImplicitFlag
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 from typing import Annotated, Any
 
+from ascend_common.adapters.kube.configmaps import OfflineConfigMaps
 from ascend_common.faults import FaultPolicyError
 from ascend_common.schemas.exporter import ApiError
 from ascend_common.schemas.verdict import VERDICT_EVENTS_PATH, VERDICTS_PATH, VerdictList
@@ -18,7 +19,6 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from pydantic import BaseModel, ConfigDict, Field
 
-from fault_manager.configmaps import OfflineConfigMaps
 from fault_manager.hotreset import HotReset
 from fault_manager.policy import PolicyKeeper
 from fault_manager.service import FaultManager

@@ -12,23 +12,24 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ascend_common.adapters.kube.client import KubeNotFound
+from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
+from ascend_common.adapters.kube.events import ApiEventSink, FaultEvents, OfflineEventSink
+from ascend_common.adapters.kube.patch import get_node, patch_node
+from ascend_common.adapters.kube.pod_watch import PodCache
+from ascend_common.adapters.serving import bind_unix_socket, server
+from ascend_common.adapters.settings import parse_host_port
 from ascend_common.clients.exporter import ExporterClient
 from ascend_common.clock import SystemClock
 from ascend_common.essential import exit_status, stop_service_when_one_ends
 from ascend_common.inuse import allocation_share, health_share
-from ascend_common.kube.client import KubeNotFound
-from ascend_common.kube.patch import get_node, patch_node
-from ascend_common.kube.pods import PodCache, SlimPod
 from ascend_common.node_reset_info import RESET_INFO_ANNOTATION
-from ascend_common.serving import bind_unix_socket, server
-from ascend_common.settings import parse_host_port
+from ascend_common.pods import SlimPod
 from ascend_common.tokens import first_token
 
 from fault_manager.api import create_api, create_ops_app
-from fault_manager.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
 from fault_manager.engine import FaultEngine
 from fault_manager.hotreset import HotReset
-from fault_manager.kevents import ApiEventSink, FaultEvents, OfflineEventSink
 from fault_manager.policy import PolicyKeeper, build, read_policy_dir
 from fault_manager.service import FaultManager
 from fault_manager.settings import FaultManagerSettings
@@ -106,7 +107,7 @@ class Service:
             offline = OfflineConfigMaps(settings.state_dir / "kube")
             configmaps = offline
         else:
-            from ascend_common.kube.client import build_api_client
+            from ascend_common.adapters.kube.config import build_api_client
 
             api = build_api_client(kubeconfig=settings.kubeconfig)
             configmaps = ApiConfigMaps(api)

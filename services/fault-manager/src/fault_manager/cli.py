@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ascend_common.settings import prepare
+from ascend_common.adapters.settings import prepare
 
 from fault_manager.settings import FaultManagerSettings
 

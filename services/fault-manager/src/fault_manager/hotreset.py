@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from ascend_common.adapters.kube.configmaps import ConfigMaps, Conflict
 from ascend_common.chips import ChipFamily
 from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.faults import GraceTolerance, reset_candidate
 from ascend_common.inuse import chips_in_use_for_allocation
-from ascend_common.kube.pods import SlimPod
 from ascend_common.node_reset_info import (
     EMPTY,
     NO_ID,
@@ -38,6 +38,7 @@ from ascend_common.node_reset_info import (
     read_annotation,
     render_reset_info,
 )
+from ascend_common.pods import SlimPod
 from ascend_common.reset_groups import group_of, unknown_group_reason
 from ascend_common.resetinfo import (
     CM_NAME_PREFIX,
@@ -58,7 +59,7 @@ from ascend_common.schemas.exporter import Chip, JobState
 from ascend_common.schemas.verdict import ChipVerdict
 
 from fault_manager import token_buckets
-from fault_manager.configmaps import ConfigMaps, Conflict
+from ascend_common.adapters.kube.configmaps import ConfigMaps, Conflict
 from fault_manager.reset_tokens import TOKEN_MAX_COUNT, TOKEN_REFILL_INTERVAL_MS
 from fault_manager.service import FaultManager
 from fault_manager.store import Store

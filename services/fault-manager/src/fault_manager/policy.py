@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ascend_common.adapters.kube.configmaps import ConfigMaps, WatchUnavailable
 from ascend_common.faults import (
     FaultPolicyError,
     default_fault_code_table,
@@ -24,7 +25,6 @@ from ascend_common.faults import (
     validate_policy_bundle,
 )
 
-from fault_manager.configmaps import ConfigMaps, WatchUnavailable
 from fault_manager.engine import Policy
 from fault_manager.store import Store
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import httpx
 from ascend_common import sse
+from ascend_common.adapters.kube.configmaps import ConfigMaps, Conflict
+from ascend_common.adapters.kube.events import MAX_MESSAGE, FaultEvents
 from ascend_common.chips import ChipFamily
 from ascend_common.clients.backoff import Backoff
 from ascend_common.clients.exporter import ExporterClient, ExporterError
@@ -39,7 +41,6 @@ from ascend_common.schemas.exporter import Chip, ChipList, ChipState, EventType,
 from ascend_common.superpod import NO_SUPER_POD, super_pod
 from pydantic import ValidationError
 
-from fault_manager.configmaps import ConfigMaps, Conflict
 from fault_manager.engine import (
     BY_ADOPTION,
     BY_RELEASE,
@@ -53,7 +54,6 @@ from fault_manager.engine import (
     stored_escalation,
 )
 from fault_manager.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
-from fault_manager.kevents import MAX_MESSAGE, FaultEvents
 from fault_manager.store import EscalationRow, FaultEventRow, Store
 from fault_manager.switches import SwitchFaults
 from fault_manager.verdicts import VerdictBoard

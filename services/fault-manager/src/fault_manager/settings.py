@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from ascend_common.settings import HostPort, service_config
+from ascend_common.adapters.settings import HostPort, service_config
 from pydantic import Field
 from pydantic_settings import BaseSettings, CliImplicitFlag
 

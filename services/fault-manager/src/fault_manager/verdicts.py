@@ -12,8 +12,8 @@ import time
 from collections.abc import AsyncIterator
 
 from ascend_common import sse
+from ascend_common.adapters.seqlog import SeqLog
 from ascend_common.schemas.verdict import ChipVerdict, VerdictEvent, VerdictList
-from ascend_common.seqlog import SeqLog
 
 KEEPALIVE_S = 15.0
 

@@ -1,4 +1,4 @@
-"""Exponential backoff with full jitter, for reconnect loops."""
+"""Exponential backoff with equal jitter, for reconnect and retry loops."""
 
 from __future__ import annotations
 
@@ -8,15 +8,22 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Backoff:
+    """The n-th delay since the last reset lies between half and all of base * 2**(n-1), capped at `cap`."""
+
     base: float = 0.05
     cap: float = 5.0
     _attempt: int = field(default=0, init=False)
 
+    @property
+    def attempts(self) -> int:
+        """Delays handed out since the last reset: the failures in a row."""
+        return self._attempt
+
     def next(self) -> float:
         """Seconds to wait before the next attempt."""
-        delay = min(self.cap, self.base * (2**self._attempt))
-        self._attempt = min(self._attempt + 1, 30)
-        return random.uniform(delay / 2, delay)
+        ceiling = min(self.cap, self.base * 2.0 ** min(self._attempt, 30))
+        self._attempt += 1
+        return random.uniform(ceiling / 2, ceiling)
 
     def reset(self) -> None:
         self._attempt = 0

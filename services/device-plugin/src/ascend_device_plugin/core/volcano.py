@@ -22,8 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ascend_common.chips import RESOURCE_PREFIX, ChipFamily, ResourceType
-from ascend_common.inuse import ASCEND_REAL, FINISHED_PHASES, KLT_DEV
+from ascend_common.inuse import ASCEND_REAL, KLT_DEV
 from ascend_common.naming import NPU_CORE, chip_name, parse_device_id
+from ascend_common.pods import FINISHED_PHASES
 from ascend_common.vnpu import TEMPLATES, template_allowed
 
 from ascend_device_plugin.core.model import PodView

@@ -2,7 +2,7 @@
 # mypy: disable-error-code="import-untyped"
 """Regenerate the committed kubelet API modules from the .proto files beside this module.
 
-    python -m ascend_common.kubelet.generate [OUT_DIR]     # default: this package's directory
+    python -m ascend_common.adapters.kubelet.generate [OUT_DIR]     # default: this package's directory
 
 The generated modules are committed (the services must not need grpcio-tools at run time); a test
 regenerates them into a temporary directory and compares bytes, so an edited .proto that was not
@@ -17,11 +17,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-PACKAGE = "ascend_common.kubelet"
+PACKAGE = "ascend_common.adapters.kubelet"
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Protoc derives the generated imports from the proto's path relative to the -I root: rooting it
 # at the directory that holds `ascend_common/` makes the stubs import each other as
-# `ascend_common.kubelet.xxx_pb2` with no post-processing.
+# `ascend_common.adapters.kubelet.xxx_pb2` with no post-processing.
 SRC_ROOT = PACKAGE_DIR.parents[len(PACKAGE.split(".")) - 1]
 PROTOS = ("deviceplugin.proto", "podresources.proto")
 PLUGINS = ("protoc-gen-mypy", "protoc-gen-mypy_grpc")

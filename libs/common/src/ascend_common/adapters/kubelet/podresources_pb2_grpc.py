@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from ascend_common.kubelet import podresources_pb2 as ascend__common_dot_kubelet_dot_podresources__pb2
+from ascend_common.adapters.kubelet import podresources_pb2 as ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in ascend_common/kubelet/podresources_pb2_grpc.py depends on'
+        + ' but the generated code in ascend_common/adapters/kubelet/podresources_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,13 +36,13 @@ class PodResourcesListerStub:
         """
         self.List = channel.unary_unary(
                 '/v1.PodResourcesLister/List',
-                request_serializer=ascend__common_dot_kubelet_dot_podresources__pb2.ListPodResourcesRequest.SerializeToString,
-                response_deserializer=ascend__common_dot_kubelet_dot_podresources__pb2.ListPodResourcesResponse.FromString,
+                request_serializer=ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.ListPodResourcesRequest.SerializeToString,
+                response_deserializer=ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.ListPodResourcesResponse.FromString,
                 _registered_method=True)
         self.GetAllocatableResources = channel.unary_unary(
                 '/v1.PodResourcesLister/GetAllocatableResources',
-                request_serializer=ascend__common_dot_kubelet_dot_podresources__pb2.AllocatableResourcesRequest.SerializeToString,
-                response_deserializer=ascend__common_dot_kubelet_dot_podresources__pb2.AllocatableResourcesResponse.FromString,
+                request_serializer=ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.AllocatableResourcesRequest.SerializeToString,
+                response_deserializer=ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.AllocatableResourcesResponse.FromString,
                 _registered_method=True)
 
 
@@ -66,13 +66,13 @@ def add_PodResourcesListerServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'List': grpc.unary_unary_rpc_method_handler(
                     servicer.List,
-                    request_deserializer=ascend__common_dot_kubelet_dot_podresources__pb2.ListPodResourcesRequest.FromString,
-                    response_serializer=ascend__common_dot_kubelet_dot_podresources__pb2.ListPodResourcesResponse.SerializeToString,
+                    request_deserializer=ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.ListPodResourcesRequest.FromString,
+                    response_serializer=ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.ListPodResourcesResponse.SerializeToString,
             ),
             'GetAllocatableResources': grpc.unary_unary_rpc_method_handler(
                     servicer.GetAllocatableResources,
-                    request_deserializer=ascend__common_dot_kubelet_dot_podresources__pb2.AllocatableResourcesRequest.FromString,
-                    response_serializer=ascend__common_dot_kubelet_dot_podresources__pb2.AllocatableResourcesResponse.SerializeToString,
+                    request_deserializer=ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.AllocatableResourcesRequest.FromString,
+                    response_serializer=ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.AllocatableResourcesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -100,8 +100,8 @@ class PodResourcesLister:
             request,
             target,
             '/v1.PodResourcesLister/List',
-            ascend__common_dot_kubelet_dot_podresources__pb2.ListPodResourcesRequest.SerializeToString,
-            ascend__common_dot_kubelet_dot_podresources__pb2.ListPodResourcesResponse.FromString,
+            ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.ListPodResourcesRequest.SerializeToString,
+            ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.ListPodResourcesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -127,8 +127,8 @@ class PodResourcesLister:
             request,
             target,
             '/v1.PodResourcesLister/GetAllocatableResources',
-            ascend__common_dot_kubelet_dot_podresources__pb2.AllocatableResourcesRequest.SerializeToString,
-            ascend__common_dot_kubelet_dot_podresources__pb2.AllocatableResourcesResponse.FromString,
+            ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.AllocatableResourcesRequest.SerializeToString,
+            ascend__common_dot_adapters_dot_kubelet_dot_podresources__pb2.AllocatableResourcesResponse.FromString,
             options,
             channel_credentials,
             insecure,

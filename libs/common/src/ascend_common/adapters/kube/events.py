@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ascend_common.kube.client import call, post_json, retrying, status_of
+from ascend_common.adapters.kube.client import call, post_json, retrying, status_of
 
 log = logging.getLogger(__name__)
 

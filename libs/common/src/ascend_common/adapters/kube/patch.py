@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ascend_common.kube.client import DEFAULT_TIMEOUT_S, ApiClient, call, core_v1, discard, read_json, retrying
+from ascend_common.adapters.kube.client import DEFAULT_TIMEOUT_S, ApiClient, call, core_v1, discard, read_json, retrying
 
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 

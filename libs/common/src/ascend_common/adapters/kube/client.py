@@ -1,5 +1,6 @@
-"""The one way this stack talks to the kube-apiserver: an official-client ApiClient, blocking calls in
-threads with timeouts, raw JSON instead of the client's models, typed errors and bounded retries.
+"""How every verb calls the kube-apiserver: the official client's blocking calls in threads with
+timeouts, raw JSON instead of the client's models, typed errors and bounded retries (the ApiClient
+itself comes from `config`).
 
 Why raw JSON: the client (37.x) validates every response into pydantic models, which for a
 10,000-pod list costs hundreds of megabytes and seconds of CPU, and turns any field it does not
@@ -10,38 +11,25 @@ and keep only the fields we need.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ipaddress
 import json
 import logging
-import os
-import random
-import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable
 from email.utils import parsedate_to_datetime
-from pathlib import Path
 from time import time
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import urllib3
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 from kubernetes.client import ApiClient as ApiClient  # re-exported: the type every helper here takes
 
-from ascend_common.kube.kubeconfig import choose_source, merge_kubeconfigs, not_configured, read_kubeconfigs
+from ascend_common.clients.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT_S = 10.0
-MAX_EVENT_BYTES = 16 * 1024 * 1024  # etcd caps an object at 1.5 MiB; anything far larger is garbage
 RETRYABLE_STATUSES = frozenset({409, 429})  # plus every 5xx
-
-
-class KubeConfigError(Exception):
-    """No usable apiserver configuration (none of the sources in ascend_common.kube.kubeconfig)."""
 
 
 class KubeApiError(Exception):
@@ -65,56 +53,6 @@ class KubeRejected(KubeApiError):
 
 class KubeRetriesExhausted(KubeApiError):
     """Transient failures (409, 429, 5xx, timeouts, connection errors) outlasted the retries."""
-
-
-def build_api_client(
-    url: str | None = None,
-    kubeconfig: str | Path | None = None,
-    *,
-    context: str | None = None,
-    token: str | None = None,
-    environ: Mapping[str, str] | None = None,
-    home: Path | None = None,
-) -> ApiClient:
-    """An ApiClient from the first configured source (ascend_common.kube.kubeconfig): an explicit URL,
-    `--kubeconfig`, KUBECONFIG (merged as kubectl merges it), the pod's service account, ~/.kube/config.
-    The source is logged; with none, KubeConfigError names every source looked at."""
-    environ = os.environ if environ is None else environ
-    home = Path.home() if home is None else home
-    source = choose_source(url=url, kubeconfig=kubeconfig, environ=environ, home=home)
-    if source is None:
-        raise KubeConfigError(not_configured(home))
-    cfg = k8s.Configuration()
-    try:
-        if url:
-            cfg.host = url.rstrip("/")
-            if token:
-                cfg.api_key = {"authorization": token}
-                cfg.api_key_prefix = {"authorization": "Bearer"}
-            if _is_loopback(url):
-                # The client picks HTTP(S)_PROXY from the environment; a local apiserver is never behind one.
-                cfg.proxy = None
-        elif source.kind == "in-cluster":
-            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        else:
-            documents = read_kubeconfigs(source.files, skip_missing=source.kind == "KUBECONFIG")
-            k8s_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
-                merge_kubeconfigs(documents), context=context, client_configuration=cfg
-            )
-    except (k8s_config.ConfigException, ValueError) as exc:
-        raise KubeConfigError(f"cannot load the Kubernetes configuration ({source.detail}): {exc}") from exc
-    log.info("apiserver configuration", extra={"source": source.kind, "from": source.detail, "server": cfg.host})
-    return k8s.ApiClient(cfg)
-
-
-def _is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def core_v1(api: ApiClient) -> Any:
@@ -246,15 +184,6 @@ def get_json(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return read_json(fn(*args, _preload_content=False, **kwargs))
 
 
-_rng = random.Random()
-
-
-def backoff_s(attempt: int, base: float, cap: float) -> float:
-    """Exponential backoff with "equal jitter": between half and all of base * 2**(attempt-1), capped."""
-    ceiling = min(cap, base * 2.0 ** min(max(0, attempt - 1), 30))
-    return ceiling / 2 + _rng.uniform(0, ceiling / 2)
-
-
 async def retrying(
     fn: Callable[[], Awaitable[T]],
     what: str,
@@ -270,6 +199,7 @@ async def retrying(
     `max_retry_after`). 404 raises KubeNotFound at once, other refusals (400, 403, 422)
     KubeRejected; after the last try KubeRetriesExhausted. `what` names the call in logs.
     """
+    backoff = Backoff(base_delay, max_delay)
     attempt = 0
     while True:
         attempt += 1
@@ -285,7 +215,7 @@ async def retrying(
                     extra={"what": what, "status": err.status, "attempts": attempt, "error": err.message},
                 )
                 raise err from exc
-            delay = backoff_s(attempt, base_delay, max_delay)
+            delay = backoff.next()
             hint = retry_after_s(exc)
             if hint is not None:
                 delay = min(max(delay, hint), max_retry_after)
@@ -300,77 +230,3 @@ async def retrying(
                 },
             )
             await asyncio.sleep(delay)
-
-
-# -- watch ------------------------------------------------------------------------------------
-
-
-class WatchStream:
-    """The events of one watch request, read as raw JSON lines from a blocking thread.
-
-    close() may be called from any thread: it shuts the socket down so that a read blocked in
-    the watching thread returns at once (the client's own Watch.stop only sets a flag checked
-    between events, and it turns ERROR events into exceptions while dropping the status).
-    """
-
-    def __init__(self, resp: Any) -> None:
-        self._resp = resp
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        buffer = b""
-        try:
-            for chunk in self._resp.stream(amt=None, decode_content=True):
-                buffer += chunk
-                if len(buffer) > MAX_EVENT_BYTES:
-                    raise ValueError(f"watch event larger than {MAX_EVENT_BYTES} bytes")
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        event = json.loads(line)
-                        if not isinstance(event, dict):
-                            raise ValueError("watch event is not a JSON object")
-                        yield event
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        # Already released or never connected: then nothing blocks on it.
-        with contextlib.suppress(OSError, ValueError, RuntimeError, AttributeError):
-            self._resp.shutdown()
-        # Closed before release: the pool then drops the connection instead of reusing a half-read one.
-        with contextlib.suppress(Exception):
-            self._resp.close()
-        with contextlib.suppress(Exception):
-            self._resp.release_conn()
-
-
-def open_watch(
-    fn: Callable[..., Any], *args: Any, timeout_seconds: int, connect_timeout: float = 5.0, **kwargs: Any
-) -> WatchStream:
-    """Start a watch with a client list method (`watch=True`); the server ends it after `timeout_seconds`.
-
-    The read timeout is a little longer than the server-side timeout, so a server that
-    silently stops talking cannot hang the watching thread forever.
-    """
-    resp = fn(
-        *args,
-        watch=True,
-        timeout_seconds=int(timeout_seconds),
-        _preload_content=False,
-        _request_timeout=(connect_timeout, float(timeout_seconds) + 5.0),
-        **kwargs,
-    )
-    return WatchStream(resp)
-
-
-def watch_error(obj: Any) -> Exception:
-    """An ERROR watch event as a client ApiException carrying its status code (410: re-list)."""
-    code = obj.get("code") if isinstance(obj, dict) else None
-    message = obj.get("message") if isinstance(obj, dict) else None
-    return k8s.ApiException(status=code if isinstance(code, int) else 500, reason=str(message or "watch error")[:300])

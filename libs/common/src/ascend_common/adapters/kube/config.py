@@ -1,4 +1,5 @@
-"""Where the apiserver is: the one rule of the plugin and the fault-manager, the one kubectl users know.
+"""Where the apiserver is, and an ApiClient for it: the one rule of the plugin and the fault-manager,
+the one kubectl users know.
 
 In order: an explicit URL (tests, a local proxy) > `--kubeconfig` > `KUBECONFIG` (a list of files,
 separated as PATH is, merged as kubectl merges it) > the pod's service account (in-cluster) >
@@ -14,15 +15,31 @@ client-key, tokenFile) is relative to that file's folder.
 from __future__ import annotations
 
 import copy
+import ipaddress
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
-__all__ = ["KubeSource", "choose_source", "merge_kubeconfigs", "read_kubeconfigs"]
+from ascend_common.adapters.kube.client import ApiClient
+
+__all__ = [
+    "KubeConfigError",
+    "KubeSource",
+    "build_api_client",
+    "choose_source",
+    "merge_kubeconfigs",
+    "read_kubeconfigs",
+]
+
+log = logging.getLogger(__name__)
 
 _NAMED = ("clusters", "users", "contexts")
 # Fields of a cluster / user that name a file, resolved against the folder of the file they come from.
@@ -123,3 +140,57 @@ def read_kubeconfigs(files: Sequence[Path], *, skip_missing: bool) -> list[tuple
     if not documents:
         raise ValueError(f"none of {', '.join(map(str, files))} holds a kubeconfig")
     return documents
+
+
+class KubeConfigError(Exception):
+    """No usable apiserver configuration (none of the sources above)."""
+
+
+def build_api_client(
+    url: str | None = None,
+    kubeconfig: str | Path | None = None,
+    *,
+    context: str | None = None,
+    token: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> ApiClient:
+    """An ApiClient from the first configured source: an explicit URL, `--kubeconfig`, KUBECONFIG
+    (merged as kubectl merges it), the pod's service account, ~/.kube/config.
+    The source is logged; with none, KubeConfigError names every source looked at."""
+    environ = os.environ if environ is None else environ
+    home = Path.home() if home is None else home
+    source = choose_source(url=url, kubeconfig=kubeconfig, environ=environ, home=home)
+    if source is None:
+        raise KubeConfigError(not_configured(home))
+    cfg = k8s.Configuration()
+    try:
+        if url:
+            cfg.host = url.rstrip("/")
+            if token:
+                cfg.api_key = {"authorization": token}
+                cfg.api_key_prefix = {"authorization": "Bearer"}
+            if _is_loopback(url):
+                # The client picks HTTP(S)_PROXY from the environment; a local apiserver is never behind one.
+                cfg.proxy = None
+        elif source.kind == "in-cluster":
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            documents = read_kubeconfigs(source.files, skip_missing=source.kind == "KUBECONFIG")
+            k8s_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+                merge_kubeconfigs(documents), context=context, client_configuration=cfg
+            )
+    except (k8s_config.ConfigException, ValueError) as exc:
+        raise KubeConfigError(f"cannot load the Kubernetes configuration ({source.detail}): {exc}") from exc
+    log.info("apiserver configuration", extra={"source": source.kind, "from": source.detail, "server": cfg.host})
+    return k8s.ApiClient(cfg)
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

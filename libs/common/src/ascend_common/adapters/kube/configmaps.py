@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ascend_common.kube.client import WatchStream, call, core_v1, get_json, open_watch, status_of, typed_error
+from ascend_common.adapters.kube.client import call, core_v1, get_json, status_of, typed_error
+from ascend_common.adapters.kube.watch import first_change
 
 
 class WatchUnavailable(Exception):
@@ -91,35 +91,15 @@ class ApiConfigMaps:
         """Return when the ConfigMap is added, changed or deleted after `resource_version` (the one
         last read; None: it did not exist), or after about `within` seconds.
 
-        A watch with a field selector on the name, in a thread; cancelling closes the stream so
-        the thread ends at once. Errors end the wait early: the caller re-reads either way.
+        A watch with a field selector on the name (watch.first_change: cancelling ends it at once).
+        Errors end the wait early: the caller re-reads either way.
         """
-        holder: list[WatchStream] = []
-        cancelled = threading.Event()
-
-        def first_event() -> None:
-            since: dict[str, Any] = {"resource_version": resource_version} if resource_version else {}
-            stream = open_watch(
+        since: dict[str, Any] = {"resource_version": resource_version} if resource_version else {}
+        try:
+            await first_change(
                 self._v1.list_namespaced_config_map, namespace, timeout_seconds=max(1, int(within)),
                 field_selector=f"metadata.name={name}", **since,
             )  # fmt: skip
-            holder.append(stream)
-            if cancelled.is_set():  # cancelled while the watch was being opened
-                stream.close()
-                return
-            for event in stream:
-                if event.get("type") in ("ADDED", "MODIFIED", "DELETED", "ERROR"):
-                    break
-            stream.close()
-
-        task = asyncio.ensure_future(asyncio.to_thread(first_event))
-        try:
-            await task
-        except asyncio.CancelledError:
-            cancelled.set()
-            for stream in holder:
-                stream.close()
-            raise
         except Exception as exc:  # the API may refuse watches: a plain poll takes over
             raise WatchUnavailable(str(exc)) from exc
 

@@ -5,7 +5,7 @@ Kubelet device-plugin API v1beta1, as served by the kubelet (Registration) and b
 device plugin (DevicePlugin). Transcribed from k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1
 (api.proto) without the gogoproto options, which only rename Go fields: the wire format, the
 package name (part of every method path) and the field numbers are the upstream ones.
-Regenerate the Python modules with `python -m ascend_common.kubelet.generate`.
+Regenerate the Python modules with `python -m ascend_common.adapters.kubelet.generate`.
 """
 
 from collections import abc as _abc

@@ -16,7 +16,7 @@ from typing import Annotated, TypeVar
 from pydantic import AfterValidator, ValidationError
 from pydantic_settings import BaseSettings, CliSettingsSource, SettingsConfigDict
 
-from ascend_common.logs import setup_logging
+from ascend_common.adapters.logs import setup_logging
 
 S = TypeVar("S", bound=BaseSettings)
 

@@ -6,7 +6,7 @@ Kubelet PodResources API v1 (served by the kubelet at
 k8s.io/kubelet/pkg/apis/podresources/v1 (api.proto): the messages the device plugin reads.
 Upstream's later additions (the Get method, dynamic_resources) are left out; a decoder skips
 fields it does not know, so answers from a newer kubelet still parse.
-Regenerate the Python modules with `python -m ascend_common.kubelet.generate`.
+Regenerate the Python modules with `python -m ascend_common.adapters.kubelet.generate`.
 """
 
 from collections import abc as _abc

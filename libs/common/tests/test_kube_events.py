@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_manager.kevents import (
+from ascend_common.adapters.kube.events import (
     REASON_ISOLATED,
     REASON_OCCURRED,
     REASON_RECOVERED,
@@ -146,13 +146,13 @@ async def test_a_refusal_is_not_retried_logged_with_the_chip_and_dropped(
     ev = FaultEvents(api_sink(fake), "node-a", FakeClock())
     ev.occurred(C3, HBM, "RestartNPU")
     ev.occurred(C5, HBM, "RestartNPU")
-    with caplog.at_level(logging.WARNING, logger="fault_manager.kevents"):
+    with caplog.at_level(logging.WARNING, logger="ascend_common.adapters.kube.events"):
         await ev.flush()
     assert fake.count("POST", EVENTS) == 2  # one each: the 403 was not tried again
     [obj] = fake.objects("events")
     assert C5 in obj["message"]
     assert (ev.sent, ev.failed) == (1, 1)
-    [record] = [r for r in caplog.records if r.name == "fault_manager.kevents"]
+    [record] = [r for r in caplog.records if r.name == "ascend_common.adapters.kube.events"]
     assert (getattr(record, "chip", None), getattr(record, "status", None)) == (C3, 403)
 
 

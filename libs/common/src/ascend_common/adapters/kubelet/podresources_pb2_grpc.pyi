@@ -9,10 +9,10 @@ Kubelet PodResources API v1 (served by the kubelet at
 k8s.io/kubelet/pkg/apis/podresources/v1 (api.proto): the messages the device plugin reads.
 Upstream's later additions (the Get method, dynamic_resources) are left out; a decoder skips
 fields it does not know, so answers from a newer kubelet still parse.
-Regenerate the Python modules with `python -m ascend_common.kubelet.generate`.
+Regenerate the Python modules with `python -m ascend_common.adapters.kubelet.generate`.
 """
 
-from ascend_common.kubelet import podresources_pb2 as _podresources_pb2
+from ascend_common.adapters.kubelet import podresources_pb2 as _podresources_pb2
 from collections import abc as _abc
 from grpc import aio as _aio
 import abc as _abc_1

@@ -1,0 +1,75 @@
+"""ConfigMaps through the apiserver: read, create and replace with optimistic concurrency, delete, and
+the wait for one ConfigMap's next change (watch.first_change)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+
+import pytest
+from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMapState, Conflict, WatchUnavailable
+
+from tests.support.fake_apiserver import FakeApiServer
+from tests.support.waiting import until
+
+NS, NAME = "kube-system", "mindx-dl-deviceinfo-node-a"
+WAIT_S = 10.0  # generous: the machine may be shared
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeApiServer]:
+    with FakeApiServer() as server:
+        yield server
+
+
+@pytest.fixture
+def configmaps(fake: FakeApiServer) -> ApiConfigMaps:
+    return ApiConfigMaps(fake.api_client())
+
+
+async def test_read_create_replace_and_delete(fake: FakeApiServer, configmaps: ApiConfigMaps) -> None:
+    assert await configmaps.get(NS, NAME) is None
+    created = await configmaps.put(NS, NAME, {"a": "1"}, {"app": "x"}, None)
+    assert await configmaps.get(NS, NAME) == ConfigMapState({"a": "1"}, {"app": "x"}, created)
+    replaced = await configmaps.put(NS, NAME, {"a": "2"}, {"app": "x"}, created)
+    assert replaced != created and fake.get_object("configmaps", NAME, NS)["data"] == {"a": "2"}  # type: ignore[index]
+    with pytest.raises(Conflict):
+        await configmaps.put(NS, NAME, {"a": "3"}, {}, None)  # it exists already
+    await configmaps.delete(NS, NAME)
+    await configmaps.delete(NS, NAME)  # gone already: not an error
+    assert await configmaps.get(NS, NAME) is None
+
+
+async def test_wait_change_returns_at_the_change(fake: FakeApiServer, configmaps: ApiConfigMaps) -> None:
+    rv = await configmaps.put(NS, NAME, {"a": "1"}, {}, None)
+    waiting = asyncio.create_task(configmaps.wait_change(NS, NAME, 60, rv))
+    await until(lambda: fake.live_watches == 1, WAIT_S, "the watch to open")
+    assert not waiting.done()
+    fake.modify("configmaps", NAME, NS, lambda o: o["data"].update(a="2"))
+    await asyncio.wait_for(waiting, WAIT_S)
+
+
+async def test_wait_change_returns_when_the_server_ends_the_watch(
+    fake: FakeApiServer, configmaps: ApiConfigMaps
+) -> None:
+    rv = await configmaps.put(NS, NAME, {"a": "1"}, {}, None)
+    await asyncio.wait_for(configmaps.wait_change(NS, NAME, 1, rv), WAIT_S)
+    assert fake.count("GET", f"/api/v1/namespaces/{NS}/configmaps", watch=True) == 1
+
+
+async def test_cancelling_the_wait_closes_the_watch(fake: FakeApiServer, configmaps: ApiConfigMaps) -> None:
+    rv = await configmaps.put(NS, NAME, {"a": "1"}, {}, None)
+    waiting = asyncio.create_task(configmaps.wait_change(NS, NAME, 60, rv))
+    await until(lambda: fake.live_watches == 1, WAIT_S, "the watch to open")
+    waiting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await waiting
+    # The watch would run 60 s: the worker thread ends only because cancelling closed its stream.
+    await asyncio.wait_for(asyncio.get_running_loop().shutdown_default_executor(), WAIT_S)
+
+
+async def test_a_refused_watch_is_watch_unavailable(fake: FakeApiServer, configmaps: ApiConfigMaps) -> None:
+    fake.fail_next(1, 403, f"/api/v1/namespaces/{NS}/configmaps", "GET")
+    with pytest.raises(WatchUnavailable):
+        await asyncio.wait_for(configmaps.wait_change(NS, NAME, 5, None), WAIT_S)
