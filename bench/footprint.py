@@ -43,7 +43,7 @@ SERVICE_MODULES = {
 LIBRARIES = {
     "fastapi + uvicorn": ("fastapi", "uvicorn"),
     "kubernetes client (with CoreV1Api)": (K8S,),
-    "SQLAlchemy + SQLModel": ("sqlalchemy", "sqlmodel"),
+    "SQLAlchemy (Core)": ("sqlalchemy",),
     "grpcio + protobuf": ("grpc", "google.protobuf"),
 }
 # Code a service loads only when it needs it, and what it would cost at start-up: the levers

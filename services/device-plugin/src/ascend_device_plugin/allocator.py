@@ -22,9 +22,8 @@ from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.chips import RESOURCE_PREFIX, ChipFamily
 from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.inuse import ALLOCATION_PHASES, ASCEND_REAL
-from ascend_common.pods import FINISHED_PHASES
-from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.naming import NPU_CORE, parse_device_id, vnpu_device_id
+from ascend_common.pods import FINISHED_PHASES
 
 from ascend_device_plugin.core.allocate import AllocDevice, ContainerAlloc, container_response, validate_request
 from ascend_device_plugin.core.annotations import (

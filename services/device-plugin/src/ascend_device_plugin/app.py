@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
-from ascend_common.adapters.serving import server as uvicorn_server
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.clients.exporter import ExporterClient, InventoryFollower
 from ascend_common.clients.verdicts import VerdictFollower
@@ -19,7 +18,6 @@ from ascend_common.essential import essential, exit_status, stop_service_when_on
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
-from ascend_common.adapters.settings import parse_host_port
 from ascend_common.tokens import first_token
 
 from ascend_device_plugin.allocator import Allocator, NodeFacts

@@ -12,12 +12,12 @@ from collections import Counter
 from collections.abc import Callable, KeysView, Mapping
 from dataclasses import dataclass, field
 
-from ascend_common.gojson import INT32
-from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
 from ascend_common.adapters.kube.client import KubeApiError, call, core_v1, read_json
 from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.patch import SlimNode, get_node, patch_node, patch_pod_annotations
 from ascend_common.adapters.kube.pod_watch import PodCache
+from ascend_common.gojson import INT32
+from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
 from ascend_common.pods import SlimPod
 from ascend_common.superpod import main_board_id, super_pod
 from kubernetes.client import ApiClient

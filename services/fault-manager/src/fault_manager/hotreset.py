@@ -59,7 +59,6 @@ from ascend_common.schemas.exporter import Chip, JobState
 from ascend_common.schemas.verdict import ChipVerdict
 
 from fault_manager import token_buckets
-from ascend_common.adapters.kube.configmaps import ConfigMaps, Conflict
 from fault_manager.reset_tokens import TOKEN_MAX_COUNT, TOKEN_REFILL_INTERVAL_MS
 from fault_manager.service import FaultManager
 from fault_manager.store import Store
