@@ -58,7 +58,10 @@ class TaskScope:
         return task
 
     def _essential_done(self, task: asyncio.Task[Any]) -> None:
-        if not task.cancelled() and not self._stopping:  # else stopped on purpose
+        if task.cancelled():  # stopped on purpose
+            return
+        task.exception()  # retrieved, even when it is not reported: asyncio would warn of it
+        if not self._stopping:
             self._on_ended(task)
 
     async def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:  # noqa: ASYNC109 - bounds the wait for stragglers
