@@ -28,6 +28,7 @@ from ascend_common.deviceinfo import (
 )
 from ascend_common.faults import FaultLevel
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV, chips_in_use_for_allocation, chips_named
+from ascend_common.lifecycle import Lifecycle
 from ascend_common.naming import chip_name, parse_device_id, shared_device_id, vnpu_device_id
 from ascend_common.pods import MAX_REQUEST, InvalidPod, SlimPod, slim_pod
 from ascend_common.resetinfo import INFERENCE_RANK_INDEX, MAX_RANK_INDEX, job_name, parse_rank_index
@@ -515,8 +516,12 @@ async def test_regression_a_bad_rank_index_still_tells_the_job(tmp_path: Path, r
     )  # fmt: skip
     board = SimpleNamespace(current=lambda: {"Ascend910-0": verdict})
     policy = SimpleNamespace(table=SimpleNamespace(spellings={}), customization=SimpleNamespace(spellings={}))
-    fm = SimpleNamespace(clock=SimpleNamespace(now=lambda: 100.0), board=board, engine=SimpleNamespace(policy=policy))
-    hot_reset = HotReset(fm=cast(Any, fm), exporter=cast(Any, None), store=cast(Any, None), configmaps=configmaps)
+    state = SimpleNamespace(verdicts=board.current, policy=lambda: policy)
+    hot_reset = HotReset(
+        state=cast(Any, state), marks=cast(Any, None), exporter=cast(Any, None), store=cast(Any, None),
+        clock=cast(Any, SimpleNamespace(now=lambda: 100.0)), node_name="node-a", tasks=Lifecycle().scope("hot-reset"),
+        configmaps=configmaps,
+    )  # fmt: skip
     obj = copy.deepcopy(VALID_POD)
     obj["metadata"]["annotations"] = {ASCEND_REAL: "Ascend910-0", "hccl/rankIndex": rank_index}
     chip = SimpleNamespace(name="Ascend910-0", logic_id=0)

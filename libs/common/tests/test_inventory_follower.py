@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 
 from ascend_common import sse
 from ascend_common.clients.exporter import InventoryFollower
+from ascend_common.lifecycle import Lifecycle
 from ascend_common.schemas.exporter import Chip, ChipList, NodeInfo, SubscriptionState
 from ascend_common.schemas.reading import Reading
 
@@ -42,7 +43,7 @@ class FakeExporter:
 async def test_waits_for_a_ready_exporter_and_rereads_for_unknown_chips() -> None:
     fake = FakeExporter()
     seen: list[Mapping[int, Chip]] = []
-    follower = InventoryFollower(fake, seen.append)  # type: ignore[arg-type]
+    follower = InventoryFollower(fake, seen.append, Lifecycle().scope("follower"))  # type: ignore[arg-type]
     await follower.start()
     try:
         fake.chip_list = [exporter_chip(0, 4)]  # discovery under way: partial list, not ready

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from ascend_common import sse
-from ascend_common.adapters.kube.configmaps import OfflineConfigMaps
+from ascend_common.clients.exporter import ExporterError
 from ascend_common.clock import SystemClock
-from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
-from ascend_common.schemas.exporter import ChipList
-from fault_manager.engine import FaultEngine, Policy
-from fault_manager.service import FaultManager
+from ascend_common.schemas.exporter import ChipList, NodeInfo
+from fault_manager.ingest import Ingest
+from fault_manager.inputs import Inbox, Snapshot
 from fault_manager.store import Store
 
 
 class SnapshotOnly:
-    """The one exporter call a skipped event leads to."""
+    """The exporter calls a skipped event leads to: the chip list, and the node for its switch faults."""
 
     def __init__(self) -> None:
         self.reads = 0
@@ -24,6 +24,9 @@ class SnapshotOnly:
     async def chips(self) -> ChipList:
         self.reads += 1
         return ChipList(last_event_id="run-7", chips=[])
+
+    async def node(self) -> NodeInfo:
+        raise ExporterError(503, "switch faults are not what this test is about")
 
 
 UNREADABLE = [
@@ -39,21 +42,15 @@ async def test_an_unreadable_event_is_skipped_and_the_snapshot_re_read(
 ) -> None:
     exporter = SnapshotOnly()
     store = Store(tmp_path / "fm.db")
-    fm = FaultManager(
-        store=store,
-        engine=FaultEngine(
-            Policy(default_fault_code_table(), default_fault_customization(), default_switch_fault_table())
-        ),
-        exporter=exporter,  # type: ignore[arg-type]
-        configmaps=OfflineConfigMaps(tmp_path / "kube"),
-        clock=SystemClock(),
-        node_name="node-a",
-    )
+    inbox = Inbox()
+    ingest = Ingest(exporter, store, inbox, SystemClock(), asyncio.Event())  # type: ignore[arg-type]
     try:
         # Resuming at the same id would meet the same event forever: it must be passed.
-        assert await fm._on_message(sse.SseMessage(event="fault", data=data, id="run-7"), "run") == "run-7"
+        assert await ingest.event(sse.SseMessage(event="fault", data=data, id="run-7")) == "run-7"
         assert exporter.reads == 1
-        assert isinstance(fm._queue.get_nowait(), ChipList), "the snapshot reconciles what the event carried"
+        queued = inbox.next_nowait()
+        assert queued is not None and isinstance(queued.input, Snapshot)
+        assert isinstance(queued.input.listing, ChipList), "the snapshot reconciles what the event carried"
         [record] = [r for r in caplog.records if "unreadable exporter event skipped" in r.getMessage()]
         assert record.event_id == "run-7"  # type: ignore[attr-defined]
     finally:

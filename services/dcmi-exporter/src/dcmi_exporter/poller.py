@@ -17,7 +17,7 @@ from typing import Any
 
 from ascend_common.chips import ChipAddress
 from ascend_common.clock import Clock
-from ascend_common.essential import essential
+from ascend_common.lifecycle import TaskScope
 from ascend_common.schemas.exporter import (
     Assertion,
     Chip,
@@ -67,6 +67,7 @@ class ChipPoller:
         events: EventLog,
         clock: Clock,
         poll_period: float,
+        tasks: TaskScope,
     ) -> None:
         self.backend = backend
         self.guard = guard
@@ -82,7 +83,7 @@ class ChipPoller:
         self._sub_touched: dict[tuple[int, str], float] = {}
         self._switch: dict[str, SwitchFaultData] = {}
         self._wake: dict[int, asyncio.Event] = {}
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = tasks
         self._loop: asyncio.AbstractEventLoop | None = None
         self._first_read: set[int] = set()
         self._stopping = False
@@ -93,14 +94,11 @@ class ChipPoller:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._tasks.append(asyncio.create_task(self._discover_loop(), name="discover"))
+        self._tasks.spawn(self._discover_loop(), "discover")  # returns once the chips are known
 
     async def stop(self) -> None:
         self._stopping = True
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.wait(self._tasks, timeout=5)
-        self._tasks.clear()
+        await self._tasks.stop()
 
     async def _discover_loop(self) -> None:
         backoff = self.poll_period
@@ -132,7 +130,7 @@ class ChipPoller:
         )
         self.discovered.set()
         for logic in self._addr:
-            self._tasks.append(essential(self._chip_loop(logic), f"chip-{logic}"))
+            self._tasks.essential(self._chip_loop(logic), f"chip-{logic}")
 
     def _node(self, version: Reading[str], subscription: SubscriptionState, ready: bool) -> NodeInfo:
         now = self.clock.now()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ascend_common.clock import Clock, SystemClock
+from ascend_common.lifecycle import Lifecycle
 from ascend_common.tokens import TokenTable, load_token_file
 
 from dcmi_exporter.backends.base import Backend
@@ -46,6 +47,7 @@ class Exporter:
     backend: Backend
     clock: Clock
     tokens: TokenTable
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
     events: EventLog = field(init=False)
     guard: CallGuard = field(init=False)
     poller: ChipPoller = field(init=False)
@@ -55,7 +57,9 @@ class Exporter:
     def __post_init__(self) -> None:
         self.events = EventLog(self.settings.event_buffer)
         self.guard = CallGuard(keys=MAX_CHIPS + 1, timeout_s=self.settings.call_timeout)
-        self.poller = ChipPoller(self.backend, self.guard, self.events, self.clock, self.settings.poll_period)
+        self.poller = ChipPoller(
+            self.backend, self.guard, self.events, self.clock, self.settings.poll_period, self.lifecycle.scope("poller")
+        )
         self.jobs = ResetJobs(
             self.backend,
             self.guard,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -14,8 +13,8 @@ from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.clients.exporter import ExporterClient, InventoryFollower
 from ascend_common.clients.verdicts import VerdictFollower
-from ascend_common.essential import essential, exit_status, stop_service_when_one_ends
 from ascend_common.faults import default_fault_code_table
+from ascend_common.lifecycle import Lifecycle
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
@@ -42,6 +41,7 @@ class DevicePlugin:
     metrics: PluginMetrics = field(default_factory=PluginMetrics)
     board: ViewBoard = field(default_factory=ViewBoard)
     servers: dict[str, ResourceServer] = field(default_factory=dict)
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
 
     def __post_init__(self) -> None:
         s = self.settings
@@ -51,8 +51,13 @@ class DevicePlugin:
             self.board, default_fault_code_table(), self.metrics,
             share_count=s.share_dev_count, preset_virtual_device=s.preset_virtual_device,
         )  # fmt: skip
-        self.follower = InventoryFollower(self.exporter, self._on_chips)
-        self.verdicts = VerdictFollower(s.fault_manager_socket, self._on_verdicts) if s.fault_manager_socket else None
+        kit = self.lifecycle
+        self.follower = InventoryFollower(self.exporter, self._on_chips, kit.scope("exporter-follower"))
+        self.verdicts = (
+            VerdictFollower(s.fault_manager_socket, self._on_verdicts, kit.scope("verdict-follower"))
+            if s.fault_manager_socket
+            else None
+        )
         self.kube: KubeBridge | None = None
         if s.kube == "api":
             # Imported only with a cluster: the Kubernetes client is most of an offline plugin's memory.
@@ -77,7 +82,11 @@ class DevicePlugin:
         self.registrar = Registrar(
             s.plugin_dir, lambda: self.servers, self._options, self.metrics, require_root=s.require_root_owned
         )
-        self._tasks: list[asyncio.Task[None]] = []
+        self._loops = kit.scope("device-plugin")
+        kit.ready_when(lambda: None if self.follower.state.connected else "exporter unreachable")
+        kit.ready_when(lambda: None if self.servers else "no chips yet")
+        kit.ready_when(lambda: None if self.registrar.all_registered() else "not registered with the kubelet")
+        self._unmappable: set[str] = set()  # pods whose kltDev/AscendReal could not be read (logged once)
 
     # ---- inputs ------------------------------------------------------------------------------
 
@@ -125,13 +134,8 @@ class DevicePlugin:
                 )
 
     def readiness(self) -> tuple[bool, str]:
-        if not self.follower.state.connected:
-            return False, "exporter unreachable"
-        if not self.servers:
-            return False, "no chips yet"
-        if not self.registrar.all_registered():
-            return False, "not registered with the kubelet"
-        return True, f"{len(self.servers)} resources registered"
+        reason = self.lifecycle.not_ready()
+        return reason is None, reason or f"{len(self.servers)} resources registered"
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -145,9 +149,9 @@ class DevicePlugin:
             async with asyncio.timeout(10):
                 await self.follower.synced.wait()
         await self.registrar.start()
-        self._tasks.append(essential(self._grace_watch(), "exporter-grace"))
+        self._loops.essential(self._grace_watch(), "exporter-grace")
         if not self.settings.preset_virtual_device and self.kube is not None:
-            self._tasks.append(essential(self._vnpu_gc(), "vnpu-gc"))
+            self._loops.essential(self._vnpu_gc(), "vnpu-gc")
 
     async def _grace_watch(self) -> None:
         while True:
@@ -164,9 +168,7 @@ class DevicePlugin:
                 log.exception("vNPU sweep failed")
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._loops.stop()
         await self.registrar.shutdown()
         await self.allocator.stop()
         await self.follower.stop()
@@ -178,19 +180,21 @@ class DevicePlugin:
 
 
 async def serve(plugin: DevicePlugin) -> int:
-    """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (see `essential`)."""
+    """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (ascend_common.lifecycle)."""
+    kit = plugin.lifecycle
     host, port = parse_host_port(plugin.settings.metrics_addr)
     ops = OpsServer(OpsRoutes(plugin.metrics, plugin.readiness))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    stop_service_when_one_ends()
-    await ops.start(host, port)  # first: an address in use stops the plugin before it registers anywhere
-    await plugin.start()
-    log.info("ascend-device-plugin serving", extra={"plugin_dir": str(plugin.settings.plugin_dir)})
-    await stop.wait()
-    log.info("ascend-device-plugin stopping")
-    await ops.stop()
-    await plugin.stop()
-    return exit_status()
+
+    async def start() -> None:
+        await ops.start(host, port)  # first: an address in use stops the plugin before it registers anywhere
+
+        async def stop_serving() -> None:
+            log.info("ascend-device-plugin stopping")
+            await ops.stop()
+
+        kit.on_stop(plugin.stop)
+        kit.on_stop(stop_serving)  # last registered, first run: the ops port closes first, as before
+        await plugin.start()
+        log.info("ascend-device-plugin serving", extra={"plugin_dir": str(plugin.settings.plugin_dir)})
+
+    return await kit.run(start)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Protocol
 
 from ascend_common.adapters.kube.configmaps import OfflineConfigMaps
 from ascend_common.faults import FaultPolicyError
@@ -21,10 +22,40 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fault_manager.hotreset import HotReset
 from fault_manager.policy import PolicyKeeper
-from fault_manager.service import FaultManager
+from fault_manager.store import FaultEventRow, ResetAttemptRow
+from fault_manager.verdicts import VerdictBoard
 
 ChipName = Annotated[str, Path(pattern=r"^(Ascend910|Ascend310P|Ascend310|npu)-\d{1,4}$", max_length=32)]
 ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ApiError}, 409: {"model": ApiError}, 422: {"model": ApiError}}
+
+
+class NodeView(Protocol):
+    """What the API reads of the fault-manager's published state (fault_manager.published.Published)."""
+
+    @property
+    def board(self) -> VerdictBoard: ...
+
+    def chips(self) -> frozenset[str]: ...
+
+
+class Separations(Protocol):
+    """Operators' isolations, as inputs of the reactor (fault_manager.inputs.Inbox)."""
+
+    async def set_manual(self, chip: str, on: bool, by: str) -> None: ...
+
+
+class History(Protocol):
+    """The stored fault events the API pages through (fault_manager.store.FaultEventLog)."""
+
+    def page(
+        self, chip: str, since_ms: int | None, until_ms: int | None, limit: int, before_id: int | None
+    ) -> list[FaultEventRow]: ...
+
+
+class ResetLog(Protocol):
+    """The stored reset attempts (fault_manager.store.ResetAttempts)."""
+
+    def recent(self, limit: int) -> list[ResetAttemptRow]: ...
 
 
 class FaultRecord(BaseModel):
@@ -93,7 +124,13 @@ class ResetsView(BaseModel):
 
 
 def create_api(
-    fm: FaultManager, offline: OfflineConfigMaps | None, keeper: PolicyKeeper, hot_reset: HotReset | None = None
+    node: NodeView,
+    separations: Separations,
+    history: History,
+    reset_log: ResetLog,
+    offline: OfflineConfigMaps | None,
+    keeper: PolicyKeeper,
+    hot_reset: HotReset | None = None,
 ) -> FastAPI:
     app = FastAPI(title="fault-manager", version="1", description="Verdicts, fault history and isolation of one node.")
 
@@ -104,12 +141,12 @@ def create_api(
         return JSONResponse({"detail": f"invalid request: {text}", "errors": errors}, status_code=422)
 
     def known(chip: str) -> None:
-        if chip not in fm.engine.chips:
+        if chip not in node.chips():
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no chip {chip!r} on this node")
 
     @app.get(VERDICTS_PATH, response_model=VerdictList)
     async def verdicts() -> Response:
-        return Response(fm.board.listing().model_dump_json(), media_type="application/json")
+        return Response(node.board.listing().model_dump_json(), media_type="application/json")
 
     @app.get(
         VERDICT_EVENTS_PATH,
@@ -117,7 +154,7 @@ def create_api(
         responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"}},
     )
     async def verdict_events(last_event_id: Annotated[str | None, Header(max_length=32)] = None) -> StreamingResponse:
-        return StreamingResponse(fm.board.stream(last_event_id), media_type="text/event-stream")
+        return StreamingResponse(node.board.stream(last_event_id), media_type="text/event-stream")
 
     @app.get("/v1/faults", response_model=FaultPage, responses=ERRORS)
     async def faults(
@@ -127,7 +164,7 @@ def create_api(
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         before_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     ) -> FaultPage:
-        rows = await asyncio.to_thread(fm.store.events.page, chip, since_ms, until_ms, limit, before_id)
+        rows = await asyncio.to_thread(history.page, chip, since_ms, until_ms, limit, before_id)
         records = [
             FaultRecord(event_id=r.event_id, chip=r.chip, code=r.code, assertion=r.assertion, severity=r.severity,
                         source=r.source, raised_at_ms=r.raised_at_ms)
@@ -138,13 +175,13 @@ def create_api(
     @app.post("/v1/chips/{chip}/separation", response_model=Separation, responses=ERRORS)
     async def separate(chip: ChipName) -> Separation:
         known(chip)
-        await fm.set_manual(chip, True, "api")
+        await separations.set_manual(chip, True, "api")
         return Separation(chip=chip, manually_separated=True)
 
     @app.delete("/v1/chips/{chip}/separation", response_model=Separation, responses=ERRORS)
     async def unseparate(chip: ChipName) -> Separation:
         known(chip)
-        await fm.set_manual(chip, False, "api")
+        await separations.set_manual(chip, False, "api")
         return Separation(chip=chip, manually_separated=False)
 
     def policy_view() -> PolicyView:
@@ -181,7 +218,7 @@ def create_api(
 
     @app.get("/v1/resets", response_model=ResetsView, responses=ERRORS)
     async def resets(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> ResetsView:
-        rows = await asyncio.to_thread(fm.store.resets.recent, limit)
+        rows = await asyncio.to_thread(reset_log.recent, limit)
         attempts = [
             ResetAttemptView(id=r.id, chips=list(r.chips), channel=r.channel, started_ms=r.started_ms,
                              finished_ms=r.finished_ms, outcome=r.outcome, error_code=r.error_code, reason=r.reason)
@@ -206,30 +243,31 @@ def create_api(
 
 
 class _Stats(Collector):
-    def __init__(self, fm: FaultManager) -> None:
-        self.fm = fm
+    def __init__(self, node: NodeView, ingested: Callable[[], int]) -> None:
+        self.node = node
+        self.ingested = ingested
 
     def collect(self) -> Any:
         ingested = GaugeMetricFamily("fault_manager_events_ingested", "fault events stored since start")
-        ingested.add_metric([], self.fm.ingested)
+        ingested.add_metric([], self.ingested())
         yield ingested
         levels = GaugeMetricFamily("fault_manager_chips", "chips by fault level", labels=["level", "schedulable"])
         counts: dict[tuple[str, str], int] = {}
-        for v in self.fm.board.current().values():
+        for v in self.node.board.current().values():
             key = (v.fault_level.value, str(v.schedulable).lower())
             counts[key] = counts.get(key, 0) + 1
         for (level, ok), n in sorted(counts.items()):
             levels.add_metric([level, ok], n)
         yield levels
         revision = GaugeMetricFamily("fault_manager_verdict_revision", "verdict revision")
-        revision.add_metric([], self.fm.board.revision)
+        revision.add_metric([], self.node.board.revision)
         yield revision
 
 
-def create_ops_app(fm: FaultManager) -> FastAPI:
+def create_ops_app(node: NodeView, ingested: Callable[[], int], not_ready: Callable[[], str | None]) -> FastAPI:
     app = FastAPI(title="fault-manager ops", docs_url=None, redoc_url=None, openapi_url=None)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Stats(fm))
+    registry.register(_Stats(node, ingested))
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -237,9 +275,10 @@ def create_ops_app(fm: FaultManager) -> FastAPI:
 
     @app.get("/readyz")
     async def readyz() -> JSONResponse:
-        if not fm.synced.is_set():
-            return JSONResponse({"status": "not ready", "reason": "not synced with the exporter yet"}, 503)
-        return JSONResponse({"status": "ready", "chips": len(fm.engine.chips)})
+        reason = not_ready()
+        if reason is not None:
+            return JSONResponse({"status": "not ready", "reason": reason}, 503)
+        return JSONResponse({"status": "ready", "chips": len(node.chips())})
 
     @app.get("/metrics")
     async def metrics() -> Response:

@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 from ascend_common.adapters.kube.configmaps import ConfigMaps, Conflict
 from ascend_common.chips import ChipFamily
 from ascend_common.clients.exporter import ExporterClient, ExporterError
+from ascend_common.clock import Clock, policy_seconds
 from ascend_common.faults import GraceTolerance, reset_candidate
 from ascend_common.inuse import chips_in_use_for_allocation
+from ascend_common.lifecycle import TaskScope
 from ascend_common.node_reset_info import (
     EMPTY,
     NO_ID,
@@ -59,8 +62,8 @@ from ascend_common.schemas.exporter import Chip, JobState
 from ascend_common.schemas.verdict import ChipVerdict
 
 from fault_manager import token_buckets
+from fault_manager.engine import Policy
 from fault_manager.reset_tokens import TOKEN_MAX_COUNT, TOKEN_REFILL_INTERVAL_MS
-from fault_manager.service import FaultManager
 from fault_manager.store import Store
 
 log = logging.getLogger(__name__)
@@ -80,13 +83,41 @@ class OperatorItem:
     since_ms: int
 
 
+class FaultState(Protocol):
+    """What hot reset reads of the fault-manager (fault_manager.published.Published)."""
+
+    def verdicts(self) -> dict[str, ChipVerdict]: ...
+
+    def policy(self) -> Policy: ...
+
+    def chips(self) -> frozenset[str]: ...
+
+
+class ResetMarks(Protocol):
+    """How hot reset tells the fault-manager a reset runs (fault_manager.inputs.Inbox)."""
+
+    async def set_resetting(self, chips: tuple[str, ...], on: bool) -> None: ...
+
+
+class NodeAnnotations(Protocol):
+    """The node object's annotations, where ResetInfo is kept (fault_manager.node_annotations)."""
+
+    async def read(self) -> Mapping[str, str] | None:
+        """The node's annotations (None: no node object, so nothing was left on it)."""
+
+    async def write_reset_info(self, info: str) -> None: ...
+
+
 @dataclass
 class HotReset:
-    fm: FaultManager
+    state: FaultState
+    marks: ResetMarks
     exporter: ExporterClient
     store: Store
-    write_reset_info: Callable[[str], Awaitable[None]] | None = None
-    read_node_annotations: Callable[[], Awaitable[Mapping[str, str] | None]] | None = None
+    clock: Clock
+    node_name: str
+    tasks: TaskScope
+    node: NodeAnnotations | None = None
     pods: Callable[[], list[SlimPod]] = list
     configmaps: ConfigMaps | None = None
     mirror_dir: Path | None = None
@@ -95,8 +126,6 @@ class HotReset:
     _busy_since: dict[str, float] = field(default_factory=dict)  # chip -> last time seen busy (real)
     _running: set[str] = field(default_factory=set)
     _blocked: dict[tuple[str, ...], str] = field(default_factory=dict)
-    _task: asyncio.Task[None] | None = None
-    _jobs: set[asyncio.Task[None]] = field(default_factory=set)
     _written_info: str | None = None
     info: ResetInfo = EMPTY  # the node annotation ResetInfo, in the reference's schema
     _listed_at_start: set[int] = field(default_factory=set)  # phy ids ResetInfo named when we started
@@ -108,42 +137,40 @@ class HotReset:
     _episode: dict[tuple[str, str], dict[int, tuple[str, str, str]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._started = self.fm.clock.now()  # nothing is known idle before we watched it
+        self._started = self.clock.now()  # nothing is known idle before we watched it
 
     async def start(self) -> None:
         await self._read_info()
-        self._task = asyncio.create_task(self._loop(), name="hot-reset")
+        self.tasks.essential(self._loop(), "hot-reset")
 
     async def _read_info(self) -> None:
         """The chips an earlier run (ours or the reference's) left for an operator (InitResetInfoMgr):
         they stay listed until they are healthy, and hot reset leaves them to the operator. Until the
         node has been read, nothing is reset or written (the next round reads again): an unreadable
         node must not erase what an earlier run asked an operator to do."""
-        if self.read_node_annotations is None:
+        if self.node is None:
             self._info_known = True
             return
         try:
-            annotations = await self.read_node_annotations()
+            annotations = await self.node.read()
         except Exception as exc:
-            log.warning("ResetInfo not read; hot reset waits", extra={"node": self.fm.node_name, "error": str(exc)})
+            log.warning("ResetInfo not read; hot reset waits", extra={"node": self.node_name, "error": str(exc)})
             return
         self._info_known = True
         info, error = read_annotation(annotations)
         if error is not None:  # as the reference: dropped whole, and our next write replaces it
             log.warning("ignoring a malformed ResetInfo annotation",
-                        extra={"node": self.fm.node_name, "error": str(error)})  # fmt: skip
+                        extra={"node": self.node_name, "error": str(error)})  # fmt: skip
             return
         self.info = info
         self._written_info = render_reset_info(info) if annotations and RESET_INFO_ANNOTATION in annotations else None
         self._listed_at_start = {dev.phy_id for dev in info.manual_reset_devs}
         if info.manual_reset_devs:
             log.info("chips left for an operator by an earlier run",
-                     extra={"node": self.fm.node_name, "phy_ids": sorted(self._listed_at_start)})  # fmt: skip
+                     extra={"node": self.node_name, "phy_ids": sorted(self._listed_at_start)})  # fmt: skip
 
     async def stop(self) -> None:
-        for task in [*(self._jobs), *([self._task] if self._task else [])]:
-            task.cancel()
-        await asyncio.gather(*self._jobs, *([self._task] if self._task else []), return_exceptions=True)
+        await self.tasks.stop()
 
     async def _loop(self) -> None:
         while True:
@@ -158,7 +185,7 @@ class HotReset:
     def candidates(self) -> list[str]:
         return sorted(
             v.chip
-            for v in self.fm.board.current().values()
+            for v in self.state.verdicts().values()
             # Not "unschedulable": a FreeRestartNPU chip a job uses stays schedulable under GraceToleranceOn
             # and is reset through the job's in-place recovery.
             if reset_candidate(v.fault_level) and not v.resetting and v.chip not in self._running
@@ -176,7 +203,7 @@ class HotReset:
             return
         listing = await self.exporter.chips()
         chips = self._chips = {c.name: c for c in listing.chips}
-        now = self.fm.clock.now()
+        now = self.clock.now()
         now_ms = int(now * 1000)
         for chip in listing.chips:
             # Idle means no process: a pod of a job in in-place recovery stays while its agents
@@ -240,7 +267,7 @@ class HotReset:
         faulty = chips[name]
         group = group_of(faulty, listing.chips)
         key = tuple(c.name for c in group)
-        now = self.fm.clock.now()
+        now = self.clock.now()
         now_ms = int(now * 1000)
         jobs, reason = await self._jobs_of(group)
         reason = reason or unknown_group_reason(faulty) or self._why_not(group, now)
@@ -261,9 +288,7 @@ class HotReset:
         return list(key), None
 
     def _start_reset(self, group: list[Chip], jobs: dict[tuple[str, str], list[SlimPod]]) -> None:
-        task = asyncio.create_task(self._reset(group, jobs), name=f"reset-{group[0].name}")
-        self._jobs.add(task)
-        task.add_done_callback(self._jobs.discard)
+        self.tasks.spawn(self._reset(group, jobs), f"reset-{group[0].name}")
 
     async def _refused(
         self,
@@ -305,7 +330,7 @@ class HotReset:
 
     def _interval_ms(self) -> int:
         """The token refill interval in real ms (it runs on policy time)."""
-        return round(self.fm.engine.real_time(TOKEN_REFILL_INTERVAL_MS / 1000) * 1000)
+        return round(policy_seconds(self.clock, TOKEN_REFILL_INTERVAL_MS / 1000) * 1000)
 
     async def _has_token(self, chip: Chip, now_ms: int) -> bool:
         left = await asyncio.to_thread(
@@ -322,20 +347,20 @@ class HotReset:
 
     async def tokens(self) -> dict[str, int]:
         """Reset tokens left per chip of the node (a chip that never used its bucket has them all)."""
-        names = set(self.fm.engine.chips)  # on the loop: the engine is not for other threads
-        now_ms = int(self.fm.clock.now() * 1000)
+        names = self.state.chips()
+        now_ms = int(self.clock.now() * 1000)
         used = await asyncio.to_thread(
             token_buckets.tokens_by_chip, self.store.buckets, now_ms, interval_ms=self._interval_ms()
         )
         return {chip: used.get(chip, TOKEN_MAX_COUNT) for chip in sorted(names | set(used))}
 
     def _grace(self) -> GraceTolerance:
-        return self.fm.engine.policy.customization.grace
+        return self.state.policy().customization.grace
 
     def _self_healing(self, key: tuple[str, ...], now: float) -> str | None:
         """GraceTolerance.WaitFaultSelfHealingTime: give a fresh fault the chance to clear by itself."""
-        wait = self.fm.engine.real_time(self._grace().wait_fault_self_healing_s)
-        verdicts = self.fm.board.current()
+        wait = policy_seconds(self.clock, self._grace().wait_fault_self_healing_s)
+        verdicts = self.state.verdicts()
         newest = max((verdicts[c].since for c in key if c in verdicts), default=now)
         if now - newest < wait:
             return f"waiting {wait:.1f} s for the fault to heal by itself"
@@ -347,7 +372,7 @@ class HotReset:
         running = any(c.dynamic is not None and c.dynamic.processes.value for c in group)
         if not running:
             return False
-        return now - told > self.fm.engine.real_time(self._grace().wait_process_read_cm_s)
+        return now - told > policy_seconds(self.clock, self._grace().wait_process_read_cm_s)
 
     def _why_not(self, group: list[Chip], now: float) -> str | None:
         for chip in group:
@@ -358,7 +383,7 @@ class HotReset:
                 return f"cannot tell whether processes run on {chip.name}"
             if dyn.processes.value:
                 return f"processes run on {chip.name}"
-        idle_real = self.fm.engine.real_time(IDLE_S)
+        idle_real = policy_seconds(self.clock, IDLE_S)
         last_busy = max(self._busy_since.get(c.name, self._started) for c in group)
         if now - last_busy < idle_real:
             return f"idle for {now - last_busy:.1f} s of the {idle_real:.1f} s needed"
@@ -427,7 +452,7 @@ class HotReset:
             current = await self.configmaps.get(namespace, cm)
             data = next_reset_config(
                 current.data if current is not None else None, ranks,
-                update_time_s=int(self.fm.clock.now()), retry=retry,
+                update_time_s=int(self.clock.now()), retry=retry,
             )  # fmt: skip
             if current is not None and current.data.get(RESET_JSON_KEY) == data[RESET_JSON_KEY]:
                 return True
@@ -445,9 +470,9 @@ class HotReset:
         """The job's RankList on this node: every chip of its pods, by pod, each pod's by logic id
         (GenerateTaskDevFaultInfoList). A chip's policy and codes are its fault's, kept for the whole
         episode (its first policy is InitialPolicy): after a good reset its verdict is clean."""
-        verdicts = self.fm.board.current()
+        verdicts = self.state.verdicts()
         known = {c.name: c for c in self._chips.values()} | {c.name: c for c in group}
-        policy_ = self.fm.engine.policy
+        policy_ = self.state.policy()
         spellings = (policy_.table.spellings, policy_.customization.spellings)
         episode = self._episode.setdefault((namespace, job), {})
         ranks: list[RankEntry] = []
@@ -484,13 +509,13 @@ class HotReset:
 
     async def _reset(self, group: list[Chip], jobs: dict[tuple[str, str], list[SlimPod]] | None = None) -> None:
         key = tuple(c.name for c in group)
-        now_ms = int(self.fm.clock.now() * 1000)
+        now_ms = int(self.clock.now() * 1000)
         attempt = await asyncio.to_thread(self.store.resets.record, ",".join(key), list(key), "auto", now_ms)
         self._running.update(key)
-        self.fm.set_resetting(key, True)
+        await self.marks.set_resetting(key, True)
         outcome, code, message = "failed", -8005, "unknown"
         wait_policy_s = self._grace().wait_device_reset_s
-        wait_s = self.fm.engine.real_time(wait_policy_s)
+        wait_s = policy_seconds(self.clock, wait_policy_s)
         try:
             job = await self.exporter.reset(group[0].logic_id, "auto")
             log.info("hot reset started", extra={"chips": list(key), "job": job.id, "channel": job.channel.value})
@@ -510,8 +535,8 @@ class HotReset:
             code, message = -8006, f"the reset did not end within WaitDeviceResetTime ({wait_policy_s} s)"
         finally:
             self._running.difference_update(key)
-            self.fm.set_resetting(key, False)
-        finished_ms = int(self.fm.clock.now() * 1000)
+            await self.marks.set_resetting(key, False)
+        finished_ms = int(self.clock.now() * 1000)
         why = None if outcome == "succeeded" else f"reset failed ({code}): {message}"
         await asyncio.to_thread(self.store.resets.finish, attempt, outcome, code or None, finished_ms, reason=why)
         self._told_at.pop(key, None)  # the episode is over: the next one waits for its own processes
@@ -521,7 +546,7 @@ class HotReset:
             log.info("hot reset succeeded", extra={"chips": list(key)})
         else:
             log.error("hot reset failed", extra={"chips": list(key), "code": code, "error": message})
-            self._to_operator(key, f"reset failed ({code}): {message}", int(self.fm.clock.now() * 1000), group,
+            self._to_operator(key, f"reset failed ({code}): {message}", int(self.clock.now() * 1000), group,
                               failed=True)  # fmt: skip
         await self._publish_info()
 
@@ -540,7 +565,7 @@ class HotReset:
     def _forget_healed(self) -> None:
         """A chip that is healthy again needs no operator any more (checkDeviceRecovered ->
         clearNeedExternalOps), nor does a group whose chips all are."""
-        verdicts = self.fm.board.current()
+        verdicts = self.state.verdicts()
         healthy = [v for v in verdicts.values() if _healthy(v)]
         cleared = clear_need_external_ops(
             self.info, [ResetDevice(phy_id=v.phy_id, logic_id=v.logic_id) for v in healthy]
@@ -559,8 +584,8 @@ class HotReset:
 
     async def _publish_info(self) -> None:
         info = self.reset_info()
-        if info != self._written_info and self.write_reset_info is not None:
-            await self.write_reset_info(info)
+        if info != self._written_info and self.node is not None:
+            await self.node.write_reset_info(info)
             self._written_info = info
 
 

@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,7 +78,7 @@ def poll_interval(files: Mapping[str, str], default: float) -> float:
 
 
 class PolicyKeeper:
-    def __init__(self, store: Store, adopt: Callable[[Policy], None], source: str) -> None:
+    def __init__(self, store: Store, adopt: Callable[[Policy], Awaitable[None]], source: str) -> None:
         self.store = store
         self.adopt = adopt
         self.status = PolicyStatus(source, "")
@@ -95,7 +95,7 @@ class PolicyKeeper:
             await asyncio.to_thread(self.store.policies.save, source, digest, json.dumps(dict(files)), False, str(exc))
             self.status = PolicyStatus(self.status.source, self.status.digest, str(exc))
             raise
-        self.adopt(policy)
+        await self.adopt(policy)
         await asyncio.to_thread(self.store.policies.save, source, digest, json.dumps(dict(files)), True, None)
         self.status = PolicyStatus(source, digest, None)
         log.info("fault policy adopted", extra={"source": source, "digest": digest[:12]})

@@ -1,10 +1,10 @@
-"""Client of the dcmi-exporter's local API, and a follower that keeps its chips current.
+"""Client of the dcmi-exporter's local API, its event stream followed, and a follower that keeps its chips current.
 
-The follower reads the chip list, then the event stream from the list's `last_event_id`;
-every event that concerns a chip makes it re-read that chip (coalesced, so a storm costs
-one read per chip per round, not one per event). A gap, a new exporter run or a lost
-connection makes it re-read the whole list. Consumers get a callback with the chips that
-changed and can ask how long the exporter has been unreachable.
+`ExporterStream` is the one way the exporter's events are followed (the device-plugin's
+`InventoryFollower` below, the fault-manager's ingestion). The inventory follower reads the
+chip list, then the event stream from the list's `last_event_id`; a gap, a new exporter run
+or a lost connection makes it re-read the whole list. Consumers get a callback with the chips
+that changed and can ask how long the exporter has been unreachable.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 
 from ascend_common import sse
 from ascend_common.clients.backoff import Backoff
-from ascend_common.essential import essential
+from ascend_common.clients.stream import Resync, follow
+from ascend_common.lifecycle import TaskScope
 from ascend_common.schemas.exporter import Chip, ChipList, ExporterEvent, NodeInfo, ResetJob, StreamHello, Vnpu
 
 log = logging.getLogger(__name__)
@@ -97,6 +99,68 @@ class ExporterClient:
                 yield msg
 
 
+NOT_READY = "the exporter has not read every chip yet"
+# What makes a follower re-sync after a backoff: the exporter is away, refuses, or said nonsense.
+TRANSIENT: tuple[type[Exception], ...] = (httpx.HTTPError, ExporterError, OSError, ValueError)
+
+
+class ExporterFeed(Protocol):
+    """What a consumer of the exporter's events does with them (see ExporterStream)."""
+
+    async def sync(self, node: NodeInfo, resume: str | None) -> str | None:
+        """The exporter is ready: read what the stream is relative to; returns the event id to
+        stream after (`resume`: where a gap or the last event left the stream)."""
+
+    async def gap(self, msg: sse.SseMessage) -> str | None:
+        """The exporter cannot replay what was missed: re-read its state; returns the id to resume after."""
+
+    async def event(self, msg: sse.SseMessage) -> str | None:
+        """One event; returns the id to resume after (None: unchanged)."""
+
+    async def lost(self, error: Exception) -> None:
+        """The exporter is unreachable, not ready, or said something unreadable."""
+
+
+class ExporterStream:
+    """The exporter's event stream, followed (ascend_common.clients.stream) for one consumer.
+
+    Nothing is followed before the exporter has read every chip once: its list is empty or
+    partial until then, and events about chips a consumer does not know would be lost. A
+    `hello` from another exporter run than the one synced with, or a `gap`, syncs again.
+    """
+
+    def __init__(self, client: ExporterClient, consumer: ExporterFeed, backoff: Backoff) -> None:
+        self.client = client
+        self.consumer = consumer
+        self.backoff = backoff
+        self._run_id: str | None = None
+
+    async def run(self) -> None:
+        await follow(self, self.backoff, TRANSIENT)
+
+    async def sync(self, resume: str | None) -> str | None:
+        node = await self.client.node()
+        if not node.ready:
+            raise ExporterError(503, NOT_READY)
+        self._run_id = node.run_id
+        return await self.consumer.sync(node, resume)
+
+    def stream(self, position: str | None) -> AsyncIterator[sse.SseMessage]:
+        return self.client.events(position)
+
+    async def take(self, msg: sse.SseMessage) -> str | None:
+        if msg.event == "hello":
+            if StreamHello.model_validate_json(msg.data).run_id != self._run_id:
+                raise Resync
+            return None
+        if msg.event == "gap":
+            raise Resync(await self.consumer.gap(msg))
+        return await self.consumer.event(msg)
+
+    async def lost(self, error: Exception) -> None:
+        await self.consumer.lost(error)
+
+
 ChipsChanged = Callable[[Mapping[int, Chip]], Awaitable[None] | None]
 
 
@@ -109,7 +173,10 @@ class FollowerState:
 
 
 class InventoryFollower:
-    def __init__(self, client: ExporterClient, on_change: ChipsChanged) -> None:
+    """The exporter's chips, kept current: every event that concerns a chip makes it re-read that
+    chip (coalesced, so a storm costs one read per chip per round, not one per event)."""
+
+    def __init__(self, client: ExporterClient, on_change: ChipsChanged, tasks: TaskScope) -> None:
         self.client = client
         self.on_change = on_change
         self.chips: dict[int, Chip] = {}
@@ -117,7 +184,8 @@ class InventoryFollower:
         self.state = FollowerState()
         self._dirty: set[int] = set()
         self._dirty_event = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = tasks
+        self._stream = ExporterStream(client, self, Backoff())
         self.synced = asyncio.Event()
 
     def unreachable_for(self) -> float:
@@ -129,44 +197,20 @@ class InventoryFollower:
         return time.monotonic() - self.state.last_contact
 
     async def start(self) -> None:
-        self._tasks = [
-            essential(self._follow(), "exporter-follow"),
-            essential(self._refresher(), "exporter-refresh"),
-        ]
+        self._tasks.essential(self._stream.run(), "exporter-follow")
+        self._tasks.essential(self._refresher(), "exporter-refresh")
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._tasks.stop()
 
-    async def _follow(self) -> None:
-        backoff = Backoff()
-        while True:
-            try:
-                await self._resync()
-                backoff.reset()
-                async for msg in self.client.events(self.state.last_event_id):
-                    self.state.last_contact = time.monotonic()
-                    await self._on_message(msg)
-            except (httpx.HTTPError, ExporterError, OSError, ValueError) as exc:
-                if self.state.connected:
-                    # An open stream is contact: the grace period starts when it breaks.
-                    self.state.last_contact = time.monotonic()
-                    log.warning("lost the exporter; reconnecting", extra={"error": repr(exc)})
-                self.state.connected = False
-                await asyncio.sleep(backoff.next())
+    # ---- ExporterFeed ------------------------------------------------------------------------
 
-    async def _resync(self) -> None:
-        self.node = await self.client.node()
-        if not self.node.ready:
-            # Before its first read of every chip the exporter's list is empty or partial, and
-            # events about chips we do not know would be dropped: wait for it.
-            self.state.connected = False
-            raise ExporterError(503, "the exporter has not read every chip yet")
+    async def sync(self, node: NodeInfo, resume: str | None) -> str | None:
+        self.node = node
         listing = await self.client.chips()
         now = time.monotonic()
         self.state = FollowerState(
-            run_id=self.node.run_id, last_event_id=listing.last_event_id, connected=True, last_contact=now
+            run_id=node.run_id, last_event_id=listing.last_event_id, connected=True, last_contact=now
         )
         new = {c.logic_id: c for c in listing.chips}
         changed = {k: c for k, c in new.items() if self.chips.get(k) != c}
@@ -174,18 +218,14 @@ class InventoryFollower:
         self.synced.set()
         if changed:
             await self._notify(changed)
+        return listing.last_event_id
 
-    async def _on_message(self, msg: sse.SseMessage) -> None:
-        if msg.event == "hello":
-            hello = StreamHello.model_validate_json(msg.data)
-            if self.state.run_id is not None and hello.run_id != self.state.run_id:
-                raise ValueError("the exporter restarted")  # resync from a fresh list
-            return
-        if msg.event == "gap":
-            log.info("exporter event gap; re-reading the chip list", extra={"gap": json.loads(msg.data)})
-            self.state.last_event_id = msg.id
-            await self._resync()
-            return
+    async def gap(self, msg: sse.SseMessage) -> str | None:
+        log.info("exporter event gap; re-reading the chip list", extra={"gap": json.loads(msg.data)})
+        return None  # the next sync re-reads the list and streams after it
+
+    async def event(self, msg: sse.SseMessage) -> str | None:
+        self.state.last_contact = time.monotonic()
         event = ExporterEvent.model_validate_json(msg.data)
         self.state.last_event_id = event.id
         if event.logic_id is not None:
@@ -193,6 +233,16 @@ class InventoryFollower:
                 raise ValueError(f"event about chip {event.logic_id}, which the list did not have: re-read it")
             self._dirty.add(event.logic_id)
             self._dirty_event.set()
+        return event.id
+
+    async def lost(self, error: Exception) -> None:
+        if self.state.connected:
+            # An open stream is contact: the grace period starts when it breaks.
+            self.state.last_contact = time.monotonic()
+            log.warning("lost the exporter; reconnecting", extra={"error": repr(error)})
+        self.state.connected = False
+
+    # ------------------------------------------------------------------------------------------
 
     async def _refresher(self) -> None:
         while True:

@@ -1,0 +1,59 @@
+"""Following a list-then-stream API without missing what happens in between.
+
+Both event APIs of the project work this way (the exporter's `/v1/events`, the fault-manager's
+`/v1/verdicts/events`): a consumer reads what the stream is relative to (a list, a snapshot, a
+stored position), then tails the stream from there. When the stream cannot go on from where it
+is (a gap, a new run, a cursor the other side no longer holds) the consumer raises `Resync` and
+is synced again at once; when the other side cannot be reached, it is told (`lost`) and synced
+again after a backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from ascend_common import sse
+from ascend_common.clients.backoff import Backoff
+
+
+class Resync(Exception):
+    """The stream cannot continue where it is: sync again at once, then stream from `resume`."""
+
+    def __init__(self, resume: str | None = None) -> None:
+        super().__init__(resume)
+        self.resume = resume
+
+
+class Feed(Protocol):
+    """One consumer of a list-then-stream API."""
+
+    async def sync(self, resume: str | None) -> str | None:
+        """Read what the stream is relative to; returns where to stream from (`resume`: where a
+        `Resync` or the last message left it)."""
+
+    def stream(self, position: str | None) -> AsyncIterator[sse.SseMessage]:
+        """The messages after `position`."""
+
+    async def take(self, msg: sse.SseMessage) -> str | None:
+        """One message; returns the position after it (None: unchanged). May raise `Resync`."""
+
+    async def lost(self, error: Exception) -> None:
+        """The other side could not be reached or answered nonsense; a sync follows the backoff."""
+
+
+async def follow(feed: Feed, backoff: Backoff, transient: tuple[type[Exception], ...]) -> None:
+    """Keep `feed` in step with its stream, forever; errors of the `transient` kinds are retried."""
+    position: str | None = None
+    while True:
+        try:
+            position = await feed.sync(position)
+            backoff.reset()
+            async for msg in feed.stream(position):
+                position = await feed.take(msg) or position
+        except Resync as again:
+            position = again.resume
+        except transient as exc:
+            await feed.lost(exc)
+            await asyncio.sleep(backoff.next())

@@ -1,0 +1,97 @@
+"""The reactor alone changes the engine: inputs in order, each asked one answered once applied and published."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from ascend_common.clock import ManualClock
+from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
+from ascend_common.schemas.exporter import ChipList
+from fault_manager.engine import FaultEngine, Policy
+from fault_manager.ingest import reconcile_rows
+from fault_manager.inputs import Inbox, Snapshot
+from fault_manager.published import NodeState, Published
+from fault_manager.reactor import Reactor
+from fault_manager.reports import device_info
+from fault_manager.store import Store
+from fault_manager.verdicts import VerdictBoard
+
+from tests.support.chips import exporter_chip
+
+RESTART_NPU = "8C1FA006"
+
+
+def listing(codes: dict[int, list[str]], last_event_id: str = "run-9") -> ChipList:
+    return ChipList(last_event_id=last_event_id, chips=[exporter_chip(i, i, codes=codes.get(i)) for i in range(4)])
+
+
+def test_reconcile_rows_are_the_difference_with_deterministic_ids() -> None:
+    snapshot = listing({1: [RESTART_NPU, "80E01801"]})
+    present = {"Ascend910-1": {"80E01801", "81078603"}}
+    rows = reconcile_rows(snapshot, present, now_ms=5)
+    assert [(r.event_id, r.assertion, r.source) for r in rows] == [
+        (f"run-9-r-Ascend910-1-{RESTART_NPU}-occur", "occur", "reconcile"),
+        ("run-9-r-Ascend910-1-81078603-recover", "recover", "reconcile"),
+    ]
+    assert reconcile_rows(snapshot, present, now_ms=7)[0].event_id == rows[0].event_id, (
+        "a second reconcile doubles nothing"
+    )
+
+
+@pytest.fixture
+async def running(tmp_path: Path) -> AsyncIterator[tuple[Reactor, Inbox, Published]]:
+    store = Store(tmp_path / "fm.db")
+    engine = FaultEngine(
+        Policy(default_fault_code_table(), default_fault_customization(), default_switch_fault_table())
+    )
+    inbox = Inbox()
+    published = Published(VerdictBoard(), NodeState(engine.policy))
+    reactor = Reactor(engine, store, inbox, published, ManualClock(), None, "mindx-dl-deviceinfo-node-a")
+    await reactor.start()
+    task = asyncio.create_task(reactor.run())
+    try:
+        yield reactor, inbox, published
+    finally:
+        task.cancel()
+        await asyncio.wait([task])
+        store.close()
+
+
+async def test_a_snapshot_publishes_the_node_and_an_asked_input_is_answered_once_published(
+    running: tuple[Reactor, Inbox, Published],
+) -> None:
+    _, inbox, published = running
+    inbox.put(Snapshot(listing({2: [RESTART_NPU]}), switch_faults=None))
+    async with asyncio.timeout(5):
+        await published.inventory.wait()
+    assert published.chips() == {f"Ascend910-{i}" for i in range(4)}
+    assert published.verdicts()["Ascend910-2"].fault_level.value == "RestartNPU"
+    # Asked: by the time the answer comes, the verdict and the ConfigMap's state show it.
+    await inbox.set_manual("Ascend910-0", True, "api")
+    assert published.verdicts()["Ascend910-0"].manually_separated
+    assert device_info(published.state).manual == ("Ascend910-0",)
+
+
+async def test_an_administrators_edit_is_applied_by_the_reactor_and_answered_with_the_listing(
+    running: tuple[Reactor, Inbox, Published],
+) -> None:
+    _, inbox, published = running
+    inbox.put(Snapshot(listing({}), switch_faults=None))
+    now_listed = await inbox.admin_edits(set(), {"Ascend910-3", "Ascend910-99"})
+    assert now_listed == {"Ascend910-3"}, "a chip the node does not have is not listed"
+    assert published.verdicts()["Ascend910-3"].manually_separated
+    now_listed = await inbox.admin_edits({"Ascend910-3"}, set())
+    assert now_listed == set() and not published.verdicts()["Ascend910-3"].manually_separated
+    assert published.take_released(published.released_pending()) == {"Ascend910-3": []}
+
+
+async def test_a_failing_asked_input_fails_the_asker_not_the_reactor(running: tuple[Reactor, Inbox, Published]) -> None:
+    reactor, inbox, published = running
+    inbox.put(Snapshot(listing({}), switch_faults=None))
+    reactor.store.close()  # the next write fails
+    with pytest.raises(Exception):  # noqa: B017, PT011 - whatever the store raises reaches the asker
+        await inbox.set_manual("Ascend910-1", True, "api")
+    assert not published.verdicts()["Ascend910-1"].manually_separated
