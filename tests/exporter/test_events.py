@@ -50,7 +50,8 @@ async def test_fault_shows_on_events_and_chips_and_recover_clears(exporter: Expo
         [recover] = await asyncio.wait_for(take(stream, 1, {"fault"}), 5)
         assert json.loads(recover.data)["fault"]["assertion"] == "recover"
         assert await chip_codes(client, 2) == []
-        # The next poll agrees with the subscription: no extra occur or recover appears.
+        # The next poll agrees with the subscription: no extra occur or recover appears. The
+        # behaviour under test is an absence, so this is a time: three poll periods.
         await asyncio.sleep(0.6)
     async with exporter.client() as client:
         node = (await client.get("/v1/node")).json()

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from ascend_common import sse
 
-from tests.support.waiting import ready
+from tests.support.waiting import ready, until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {
@@ -117,23 +117,12 @@ def start_exporter(
     )
     ep = ExporterProc(proc, sock, f"http://127.0.0.1:{port}", log_path, args)
     if wait_ready:
-        wait_until(lambda: _ready(ep), timeout=15, what=f"exporter ready (log: {log_path.read_text()[-2000:]})")
+        until_sync(lambda: _ready(ep), 15, lambda: f"the exporter to be ready (log: {log_path.read_text()[-2000:]})")
     return ep
 
 
 def _ready(ep: ExporterProc) -> bool:
     return ready("exporter", ep.proc, ep.metrics_url, ep.log_path)
-
-
-def wait_until(cond: Callable[[], Any], timeout: float = 5.0, what: str = "condition", interval: float = 0.02) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 @contextmanager

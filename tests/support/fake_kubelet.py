@@ -644,6 +644,7 @@ class FakeKubelet:
             request, timeout=self.call_timeout if deadline_s is None else deadline_s
         )
 
+
 async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
     with contextlib.suppress(OSError):
         while data := await src.read(65536):
