@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.exporter import ROOT, free_port
-from tests.support.waiting import until_sync
+from tests.support.waiting import START_S, until_sync
 
 
 def test_local_mode_starts_answers_and_stops_cleanly(tmp_path: Path) -> None:
@@ -36,9 +36,9 @@ def test_local_mode_starts_answers_and_stops_cleanly(tmp_path: Path) -> None:
     )
     try:
         sock = state / "dcmi-exporter.sock"
-        until_sync(lambda: sock.exists() and _ready(port), 20, "the local stack to be ready")
+        until_sync(lambda: sock.exists() and _ready(port), START_S, "the local stack to be ready")
         plugin_sock = state / "device-plugins" / "Ascend910.sock"
-        until_sync(plugin_sock.exists, 20, "the plugin's socket")
+        until_sync(plugin_sock.exists, START_S, "the plugin's socket")
         transport = httpx.HTTPTransport(uds=str(sock))
         with httpx.Client(transport=transport, base_url="http://x") as client:
             assert len(client.get("/v1/chips").json()["chips"]) == 16

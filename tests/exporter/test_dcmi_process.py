@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.cdouble.fixtures import cdouble_build_dir, dcmi_double_path  # noqa: F401 - pytest fixtures
 from tests.support.exporter import event_stream, running_exporter, take
-from tests.support.waiting import WAIT_S, until
+from tests.support.waiting import START_S, WAIT_S, until
 
 
 async def test_dcmi_backend_process_serves_chips_events_and_survives_a_hung_chip(
@@ -26,14 +26,14 @@ async def test_dcmi_backend_process_serves_chips_events_and_survives_a_hung_chip
     env = {"DCMI_DOUBLE_CONFIG": str(config)}
     args = ("--library", str(dcmi_double_path))
     with running_exporter(tmp_path / "run", *args, backend="dcmi", env=env, wait_ready=False) as ep:
-        await until(ep.socket.exists, 15, "the exporter's socket")
+        await until(ep.socket.exists, START_S, "the exporter's socket")
         async with ep.client() as client:
 
             async def ready() -> dict[str, object] | None:
                 node: dict[str, object] = (await client.get("/v1/node")).json()
                 return node if node["ready"] else None
 
-            node = await until(ready, 15, "the exporter to have read every chip")
+            node = await until(ready, START_S, "the exporter to have read every chip")
             assert node["backend"] == "dcmi" and node["subscription"] == "live"
             chips = {c["logic_id"]: c for c in (await client.get("/v1/chips")).json()["chips"]}
             assert {k: (c["card_id"], c["device_id"], c["phy_id"]) for k, c in chips.items()} == {

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from ascend_common import sse
 
-from tests.support.waiting import ready, until_sync
+from tests.support.waiting import START_S, ready, until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {
@@ -117,7 +117,11 @@ def start_exporter(
     )
     ep = ExporterProc(proc, sock, f"http://127.0.0.1:{port}", log_path, args)
     if wait_ready:
-        until_sync(lambda: _ready(ep), 15, lambda: f"the exporter to be ready (log: {log_path.read_text()[-2000:]})")
+
+        def awaited() -> str:  # asked on failure only: the log as it is then
+            return f"the exporter to be ready (log: {log_path.read_text()[-2000:]})"
+
+        until_sync(lambda: _ready(ep), START_S, awaited)
     return ep
 
 

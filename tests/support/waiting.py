@@ -20,6 +20,7 @@ import httpx
 T = TypeVar("T")
 
 WAIT_S = 10.0  # the default bound: far beyond what a healthy run needs
+START_S = 30.0  # a service process's start: imports alone take seconds on a loaded machine
 
 
 class WaitTimedOut(AssertionError, TimeoutError):
@@ -48,7 +49,7 @@ async def until(
 ) -> object:
     """Poll `check` (sync, or returning an awaitable) until its value is truthy; return that value.
     `what` names what is awaited (a callable is asked only on failure, for the state at that time)."""
-    value: object = None
+    last: object = None
     try:
         async with asyncio.timeout(timeout):
             while True:
@@ -57,10 +58,11 @@ async def until(
                     value = await value
                 if value:
                     return value
+                last = value
                 await asyncio.sleep(interval)
     except TimeoutError:
         described = what() if callable(what) else what
-        raise WaitTimedOut(f"timed out after {timeout}s waiting for {described} (last: {value!r})") from None
+        raise WaitTimedOut(f"timed out after {timeout}s waiting for {described} (last: {last!r})") from None
 
 
 def until_sync(

@@ -344,7 +344,10 @@ async def test_size_cap_skips_new_pods_with_a_log_line(
     # Updates of pods already cached still land.
     kept = sorted(names(cache))[0]
     fake.modify("pods", kept, "default", lambda o: o["metadata"]["annotations"].update(x="1"))
-    await until(lambda: "x" in cache.get("default", kept).annotations, what="update of a cached pod")  # type: ignore[union-attr]
+    await until(
+        lambda: (pod := cache.get("default", kept)) is not None and "x" in pod.annotations,
+        what="update of a cached pod",
+    )
 
 
 async def test_lists_in_pages(fake: FakeApiServer, make_cache: Callable[..., Awaitable[PodCache]]) -> None:
