@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from ascend_common import sse
 
-from tests.support.waiting import START_S, ready, until_sync
+from tests.support.waiting import START_S, WaitTimedOut, ready, until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {
@@ -71,8 +71,11 @@ class ExporterProc:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.proc.send_signal(signal.SIGUSR1)  # leave the stacks in the log for the failure report
-                time.sleep(0.5)
+                # Leave the stacks in the log for the failure report (faulthandler), then kill it anyway.
+                logged = self.log_path.stat().st_size
+                self.proc.send_signal(signal.SIGUSR1)
+                with contextlib.suppress(WaitTimedOut):
+                    until_sync(lambda: b"most recent call first" in self.log_path.read_bytes()[logged:], 2, "stacks")
                 self.proc.kill()
                 self.proc.wait(5)
         return self.proc.returncode
