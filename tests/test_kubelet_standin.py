@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from ascend_common.adapters.kubelet import podresources_pb2 as pr
 from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 
 from tests.support.fake_kubelet import short_tmp_dir
+from tests.support.waiting import START_S, until, until_sync
 from tools import kubelet_standin
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,9 +109,7 @@ def dirs() -> Iterator[tuple[Path, Path]]:
 async def standin(dirs: tuple[Path, Path], lines: Lines) -> AsyncIterator[asyncio.Task[None]]:
     stop = asyncio.Event()
     task = asyncio.create_task(kubelet_standin.run(dirs[0], lines, stop, podresources_dir=dirs[1]))
-    async with asyncio.timeout(5):
-        while not (dirs[0] / constants.KUBELET_SOCKET).exists():
-            await asyncio.sleep(0.01)
+    await until((dirs[0] / constants.KUBELET_SOCKET).exists, what="the stand-in's kubelet.sock", interval=0.01)
     try:
         yield task
     finally:
@@ -189,9 +187,7 @@ async def test_serves_pod_resources(dirs: tuple[Path, Path]) -> None:
         async with grpc.aio.insecure_channel(f"unix://{dirs[1] / constants.KUBELET_SOCKET}") as channel:
             stub = pr_grpc.PodResourcesListerStub(channel)
             assert list((await stub.List(pr.ListPodResourcesRequest(), timeout=5)).pod_resources) == []
-            async with asyncio.timeout(5):
-                while "Unhealthy" not in (lines.lines[-1] if lines.lines else ""):
-                    await asyncio.sleep(0.01)
+            await until(lambda: "Unhealthy" in (lines.lines[-1] if lines.lines else ""), what="the Unhealthy line")
             response = await stub.GetAllocatableResources(pr.AllocatableResourcesRequest(), timeout=5)
         assert [(d.resource_name, list(d.device_ids)) for d in response.devices] == [
             (RESOURCE, ["Ascend910-0", "Ascend910-2"])
@@ -210,11 +206,12 @@ def test_cli_stops_on_signal_and_removes_its_socket(sig: int) -> None:
             stderr=subprocess.PIPE,
         )
         try:
-            deadline = time.monotonic() + 20
-            while not sock.exists():
+
+            def listening() -> bool:
                 assert proc.poll() is None, proc.communicate()[1].decode()
-                assert time.monotonic() < deadline, "kubelet.sock never appeared"
-                time.sleep(0.05)
+                return sock.exists()
+
+            until_sync(listening, START_S, "kubelet.sock")
             proc.send_signal(sig)
             _, err = proc.communicate(timeout=10)
         finally:

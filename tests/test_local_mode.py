@@ -10,7 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.exporter import ROOT, free_port, wait_until
+from tests.support.exporter import ROOT, free_port
+from tests.support.waiting import START_S, until_sync
 
 
 def test_local_mode_starts_answers_and_stops_cleanly(tmp_path: Path) -> None:
@@ -35,9 +36,9 @@ def test_local_mode_starts_answers_and_stops_cleanly(tmp_path: Path) -> None:
     )
     try:
         sock = state / "dcmi-exporter.sock"
-        wait_until(lambda: sock.exists() and _ready(port), timeout=20, what="local stack ready")
+        until_sync(lambda: sock.exists() and _ready(port), START_S, "the local stack to be ready")
         plugin_sock = state / "device-plugins" / "Ascend910.sock"
-        wait_until(plugin_sock.exists, timeout=20, what="the plugin's socket")
+        until_sync(plugin_sock.exists, START_S, "the plugin's socket")
         transport = httpx.HTTPTransport(uds=str(sock))
         with httpx.Client(transport=transport, base_url="http://x") as client:
             assert len(client.get("/v1/chips").json()["chips"]) == 16
@@ -49,9 +50,9 @@ def test_local_mode_starts_answers_and_stops_cleanly(tmp_path: Path) -> None:
                 verdicts = client.get("/v1/verdicts").json()["verdicts"]
                 return len(verdicts) == 16 and all(v["schedulable"] for v in verdicts)
 
-            wait_until(all_schedulable, timeout=10, what="16 schedulable verdicts")
+            until_sync(all_schedulable, what="16 schedulable verdicts")
         cm_file = state / "fault-manager/kube/configmaps/kube-system/mindx-dl-deviceinfo-local.json"
-        wait_until(cm_file.exists, timeout=10, what="the device-info ConfigMap file")
+        until_sync(cm_file.exists, what="the device-info ConfigMap file")
         # The operator CLI answers against the local stack.
         env = {
             **os.environ,

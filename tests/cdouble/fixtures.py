@@ -12,7 +12,6 @@ abandoned thread outlives the test).
 from __future__ import annotations
 
 import ctypes
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -101,14 +100,6 @@ class DoubleControl:
 
     def hanging(self) -> int:
         return int(self._lib.dcmi_double_hanging())
-
-    def wait_hanging(self, count: int = 1, timeout_s: float = 2.0) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.hanging() >= count:
-                return True
-            time.sleep(0.01)
-        return False
 
     def set_codes(self, logic: int, codes: Sequence[int]) -> None:
         arr = (ctypes.c_uint * max(len(codes), 1))(*codes)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ from tests.cluster.node import (
     script,
 )
 from tests.support.realnode import image_archive, record
-from tests.support.waiting import poll
+from tests.support.waiting import until_sync
 
 OVERLAY = ROOT / "deploy" / "kustomize" / "overlays" / "simulated"
 POOL_LABEL = "ascend.pool=simulated"
@@ -111,7 +112,7 @@ def write_user_overlay(directory: Path, overlay: Path) -> dict[str, str]:
     return tokens
 
 
-def stack_pods_ready(cluster: Cluster) -> list[dict[str, object]] | None:
+def stack_pods_ready(cluster: Cluster) -> list[dict[str, Any]] | None:
     pods = cluster.pods()
     by_app = {p["metadata"]["labels"].get("app.kubernetes.io/name") for p in pods if ready(p)}
     if by_app >= {"dcmi-exporter", "ascend-device-plugin", "fault-manager"} and all(
@@ -136,6 +137,6 @@ def stack(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Stack:
     started = time.monotonic()
     cluster.kubectl("label", "node", cluster.node, POOL_LABEL, "--overwrite")
     cluster.kubectl("apply", "-k", str(overlay), timeout=120)
-    poll(lambda: stack_pods_ready(cluster), 180, "the three DaemonSets' pods Running and Ready", interval=0.5)
+    until_sync(lambda: stack_pods_ready(cluster), 180, "the three DaemonSets' pods Running and Ready", interval=0.5)
     record("stack_ready_after_apply_s", round(time.monotonic() - started, 1))
     return Stack(cluster=cluster, exporter=Exporter(sim_token=tokens["sim"]), overlay=overlay)

@@ -25,7 +25,7 @@ from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 from tests.cluster.conftest import Stack, stack_pods_ready
 from tests.cluster.node import RESOURCE, Cluster, names, ready, restarts
 from tests.support.realnode import record
-from tests.support.waiting import poll
+from tests.support.waiting import until_sync
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -66,9 +66,12 @@ def workload(name: str, chips: int, annotations: dict[str, str] | None = None, n
 
 def start(cluster: Cluster, manifest: str, name: str, timeout: float = 90) -> dict[str, Any]:
     cluster.kubectl("apply", "-f", "-", stdin=manifest)
-    return dict(
-        poll(lambda: (p := cluster.get("pod", name, "-n", "default")) and ready(p) and p, timeout, f"pod {name} Ready")
-    )
+
+    def ready_pod() -> dict[str, Any] | None:
+        pod = cluster.get("pod", name, "-n", "default")
+        return pod if ready(pod) else None
+
+    return until_sync(ready_pod, timeout, f"pod {name} Ready")
 
 
 def visible(cluster: Cluster, pod: str) -> list[str]:
@@ -141,12 +144,12 @@ def test_stack_runs_as_the_readme_deploys_it(stack: Stack) -> None:
 
 
 def test_node_offers_eight_chips(stack: Stack) -> None:
-    poll(lambda: stack.cluster.allocatable() == 8, 60, "allocatable huawei.com/Ascend910 = 8")
+    until_sync(lambda: stack.cluster.allocatable() == 8, 60, "allocatable huawei.com/Ascend910 = 8")
     assert len(stack.exporter.chips()) == 8
 
 
 def test_device_info_is_written_under_the_fault_managers_service_account(stack: Stack) -> None:
-    poll(
+    until_sync(
         lambda: len(names(stack.cluster.device_list().get(RESOURCE, ""))) == 8,
         60,
         "8 chips in the device-info ConfigMap",
@@ -163,14 +166,14 @@ def test_device_info_is_written_under_the_fault_managers_service_account(stack: 
                 found.append(event)
         return found
 
-    events = poll(writes, 30, f"audit entries of writes to {cm}")
+    events = until_sync(writes, 30, f"audit entries of writes to {cm}")
     assert {e["user"]["username"] for e in events} == {"system:serviceaccount:ascend-system:fault-manager"}
     assert {e["responseStatus"]["code"] for e in events} <= {200, 201}
 
 
 def test_a_pod_gets_two_chips(stack: Stack) -> None:
     pod = start(stack.cluster, workload("train-a", 2), "train-a")
-    real = poll(
+    real = until_sync(
         lambda: (
             stack.cluster.get("pod", "train-a", "-n", "default")["metadata"]
             .get("annotations", {})
@@ -217,22 +220,22 @@ def test_fault_on_a_free_chip_changes_node_allocatable(stack: Stack) -> None:
     for _ in range(ROUNDS):
         t0 = time.monotonic()
         stack.exporter.fault(logic, SEPARATE_NPU, "occur")
-        poll(
+        until_sync(
             lambda: name in names(stack.cluster.device_list().get(f"{RESOURCE}-Unhealthy", "")),
             30,
             f"{name} in -Unhealthy",
             0.05,
         )
         to_configmap.append(time.monotonic() - t0)
-        poll(lambda: stack.cluster.allocatable() == 7, 60, "allocatable 7", 0.1)
+        until_sync(lambda: stack.cluster.allocatable() == 7, 60, "allocatable 7", 0.1)
         to_node.append(time.monotonic() - t0)
         t1 = time.monotonic()
         stack.exporter.fault(logic, SEPARATE_NPU, "recover")
         # The kubelet (node status) and the fault-manager (ConfigMap, at most one write a second)
         # publish the recovery independently; neither waits for the other, so wait for each.
-        poll(lambda: stack.cluster.allocatable() == 8, 60, "allocatable back to 8", 0.1)
+        until_sync(lambda: stack.cluster.allocatable() == 8, 60, "allocatable back to 8", 0.1)
         back_node.append(time.monotonic() - t1)
-        poll(lambda: listed_healthy(stack, name), 30, f"{name} back in {RESOURCE} and out of -Unhealthy", 0.05)
+        until_sync(lambda: listed_healthy(stack, name), 30, f"{name} back in {RESOURCE} and out of -Unhealthy", 0.05)
         back_configmap.append(time.monotonic() - t1)
     record("fault_to_configmap_unhealthy_s", percentiles(to_configmap))
     record("fault_to_node_allocatable_s", percentiles(to_node))
@@ -258,7 +261,7 @@ def test_an_administrators_release_is_announced_with_the_references_event(stack:
 
     for assertion in ("occur", "recover", "occur", "recover"):
         stack.exporter.fault(logic, HBM_TWICE_A_DAY, assertion)
-    poll(lambda: name in names(data().get("ManuallySeparateNPU", "")), 30, f"{name} isolated", 0.1)
+    until_sync(lambda: name in names(data().get("ManuallySeparateNPU", "")), 30, f"{name} isolated", 0.1)
     reasons = json.loads(data()["UpgradeFaultReason"])
     assert [(r["fault_code"], r["upgrade_type"]) for r in reasons[name]] == [("80e01801", "FaultFrequency")]
     stack.cluster.kubectl(
@@ -269,12 +272,14 @@ def test_an_administrators_release_is_announced_with_the_references_event(stack:
         listed = stack.cluster.get("events", "-n", "kube-system", "--field-selector", "reason=EventReleaseUpgradeFault")
         return [e for e in listed["items"] if name in json.loads(e["message"])]
 
-    poll(release_events, 30, "the EventReleaseUpgradeFault Event", 0.2)
+    until_sync(release_events, 30, "the EventReleaseUpgradeFault Event", 0.2)
     [event] = release_events()
     assert re.fullmatch(r"fault-manager-sim-[a-z0-9]+\.EventReleaseUpgradeFault\.\d{13}", event["metadata"]["name"])
     assert (event["type"], event["involvedObject"]["kind"]) == ("Normal", "pod"), event
     assert json.loads(event["message"])[name][0]["fault_code"] == "80e01801"
-    poll(lambda: listed_healthy(stack, name) and stack.cluster.allocatable() == 8, 60, f"{name} usable again", 0.2)
+    until_sync(
+        lambda: listed_healthy(stack, name) and stack.cluster.allocatable() == 8, 60, f"{name} usable again", 0.2
+    )
 
 
 def listed_healthy(stack: Stack, chip: str) -> bool:
@@ -289,17 +294,19 @@ def test_plugin_pod_deleted_comes_back_and_reregisters(stack: Stack) -> None:
     before = registrations(stack.cluster)
     t0 = time.monotonic()
     stack.cluster.kubectl("delete", "pod", "-n", "ascend-system", old["metadata"]["name"], "--wait=false")
-    poll(lambda: registrations(stack.cluster) > before, 90, "the new plugin pod registered with the kubelet", 0.05)
+    until_sync(
+        lambda: registrations(stack.cluster) > before, 90, "the new plugin pod registered with the kubelet", 0.05
+    )
     registered = time.monotonic() - t0
 
     def new_pod_ready() -> bool:
         pods = stack.cluster.pods(selector="app.kubernetes.io/name=ascend-device-plugin")
         return any(p["metadata"]["uid"] != old["metadata"]["uid"] and ready(p) for p in pods)
 
-    poll(new_pod_ready, 90, "a new plugin pod Ready")
+    until_sync(new_pod_ready, 90, "a new plugin pod Ready")
     record("plugin_pod_deleted_to_registered_s", round(registered, 2))
     record("plugin_pod_deleted_to_ready_s", round(time.monotonic() - t0, 2))
-    poll(lambda: stack.cluster.allocatable() == 8, 60, "allocatable 8")
+    until_sync(lambda: stack.cluster.allocatable() == 8, 60, "allocatable 8")
     train_a_unchanged(stack, train)
 
 
@@ -315,7 +322,7 @@ def test_kubelet_restart_plugin_reregisters_and_allocation_survives(stack: Stack
         check=False,
     )
     assert restarted.returncode == 0, restarted.stderr
-    poll(lambda: registrations(stack.cluster) > before, 60, "the plugin re-registered with the new kubelet", 0.05)
+    until_sync(lambda: registrations(stack.cluster) > before, 60, "the plugin re-registered with the new kubelet", 0.05)
     registered = time.monotonic() - t0
     # The plugin's own share: from the new kubelet.sock (made by the kubelet's device manager as
     # it starts) to the kubelet logging the registration.
@@ -328,7 +335,7 @@ def test_kubelet_restart_plugin_reregisters_and_allocation_survives(stack: Stack
         beat = time.mktime(time.strptime(cond["lastHeartbeatTime"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
         return cond["status"] == "True" and beat >= restart_wall - 1 and stack.cluster.allocatable() == 8
 
-    poll(fresh_status_with_eight, 90, "a node status after the restart with allocatable 8", 0.2)
+    until_sync(fresh_status_with_eight, 90, "a node status after the restart with allocatable 8", 0.2)
     record("kubelet_restart_to_plugin_registered_s", round(registered, 2))
     record("kubelet_socket_to_plugin_registered_ms", round(socket_to_registration * 1000, 1))
     record("kubelet_restart_to_allocatable_restored_s", round(time.monotonic() - t0, 2))
@@ -349,7 +356,7 @@ def rollout(stack: Stack, patches: dict[str, list[dict[str, Any]]]) -> float:
         stack.cluster.kubectl(
             "rollout", "status", f"daemonset/{ds}", "-n", "ascend-system", "--timeout=180s", timeout=200
         )
-    poll(lambda: stack_pods_ready(stack.cluster), 120, "every stack pod Ready after the rollout")
+    until_sync(lambda: stack_pods_ready(stack.cluster), 120, "every stack pod Ready after the rollout")
     return time.monotonic() - t0
 
 
@@ -377,7 +384,7 @@ def test_rolling_update_keeps_the_running_pods_chips_and_hands_none_out_twice(st
     record("rolling_update_image_tag_s", round(took, 1))
     for pod in stack.cluster.pods():
         assert pod["spec"]["containers"][0]["image"] == ROLLOUT_IMAGE
-    poll(lambda: stack.cluster.allocatable() == 8, 60, "allocatable 8 after the rollout")
+    until_sync(lambda: stack.cluster.allocatable() == 8, 60, "allocatable 8 after the rollout")
     train_a_unchanged(stack, train)
 
     # Six chips are free: a pod asking for six gets exactly those, one more asking for one waits.
@@ -394,7 +401,7 @@ def test_rolling_update_keeps_the_running_pods_chips_and_hands_none_out_twice(st
             for c in pod["status"].get("conditions", [])
         )
 
-    poll(unschedulable, 60, "the 9th chip refused by the scheduler")
+    until_sync(unschedulable, 60, "the 9th chip refused by the scheduler")
     stack.cluster.kubectl("delete", "pod", "fill", "extra", "-n", "default", "--wait=true", timeout=90)
 
 
@@ -417,7 +424,7 @@ def test_volcano_path_without_volcano(stack: Stack) -> None:
     annotations = {RESOURCE: ",".join(chosen), "predicate-time": str(time.time_ns())}
     start(stack.cluster, workload("vc-0", 2, annotations, node=stack.cluster.node), "vc-0")
     assert visible(stack.cluster, "vc-0") == ids(",".join(chosen))
-    marked = poll(
+    marked = until_sync(
         lambda: (
             (a := stack.cluster.get("pod", "vc-0", "-n", "default")["metadata"]["annotations"]).get("predicate-time")
             == TAKEN

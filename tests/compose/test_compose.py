@@ -10,14 +10,14 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
-import httpx
 import yaml
 
 from tests.support.exporter import ROOT, free_port
 from tests.support.fake_kubelet import short_tmp_dir
+from tests.support.waiting import START_S, ready, until_sync
 
 COMPOSE = ROOT / "docker-compose.yml"
 BIN = Path(sys.executable).parent
@@ -66,16 +66,8 @@ def test_every_compose_service_command_reaches_readyz() -> None:
                 cmd = local_command(services[name]["command"], paths, port)
                 proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
                 procs.append(proc)
-                deadline = time.monotonic() + 20
-                while True:
-                    assert proc.poll() is None, (tmp / f"{name}.log").read_text()[-2000:]
-                    try:
-                        if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                            break
-                    except httpx.HTTPError:
-                        pass
-                    assert time.monotonic() < deadline, f"{name} not ready: {(tmp / f'{name}.log').read_text()[-2000:]}"
-                    time.sleep(0.1)
+                serving = partial(ready, name, proc, f"http://127.0.0.1:{port}", tmp / f"{name}.log")
+                until_sync(serving, START_S, f"{name} ready", interval=0.1)
         finally:
             for proc in reversed(procs):
                 proc.send_signal(signal.SIGTERM)

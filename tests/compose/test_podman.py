@@ -14,6 +14,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import pytest
 
 from tests.support.exporter import ROOT, free_port
 from tests.support.realnode import image_archive, record
-from tests.support.waiting import poll
+from tests.support.waiting import until_sync
 
 PODMAN_SH = ROOT / "deploy" / "compose" / "podman.sh"
 PORT_VARIABLES = {
@@ -114,7 +115,7 @@ def test_compose_stack_runs_under_podman() -> None:
 
     def wait(check: Callable[[], Any], what: str, interval: float = 0.05) -> Any:
         try:
-            return poll(check, WAIT_S, what, interval)
+            return until_sync(check, WAIT_S, what, interval)
         except AssertionError as exc:
             logs = compose("logs", "--no-color", "--tail", "40").stdout
             raise AssertionError(f"{exc}\n--- podman-compose logs (last 40 lines each) ---\n{logs}") from None
@@ -124,7 +125,7 @@ def test_compose_stack_runs_under_podman() -> None:
     try:
         assert up.returncode == 0, f"podman-compose up failed: {up.stdout}{up.stderr}"
         for name, port in ports.items():
-            wait(lambda port=port: ready(port), f"{name}'s /readyz on 127.0.0.1:{port}")
+            wait(partial(ready, port), f"{name}'s /readyz on 127.0.0.1:{port}")
         ready_s = time.monotonic() - started
         bridge = out("podman", "network", "inspect", f"{project}_default", "--format", "{{.NetworkInterface}}").strip()
 

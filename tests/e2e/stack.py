@@ -157,7 +157,7 @@ class Stack:
         """Wait until SQLite holds exactly the fault events every exporter run sent; returns the count."""
         sent = self.earlier_runs_events + await self.exporter_events()
         await until(lambda: self.stored_events() >= sent, timeout, f"{sent} events in SQLite")
-        await asyncio.sleep(0.3)  # nothing more arrives: none doubled
+        await asyncio.sleep(0.3)  # an absence, so a time: nothing more arrives, none doubled
         assert self.stored_events() == sent, (self.stored_events(), sent)
         return sent
 

@@ -21,7 +21,7 @@ LINK_DOWN = "81078603"
 
 async def flap(s: Stack, logic_id: int, down_for_policy_s: float) -> None:
     await s.link(logic_id, up=False)
-    await asyncio.sleep(down_for_policy_s / SCALE)
+    await asyncio.sleep(down_for_policy_s / SCALE)  # the scenario: the link stays down this long
     await s.link(logic_id, up=True)
 
 
@@ -87,7 +87,7 @@ async def test_a_long_link_down_pre_separates_the_network_until_it_has_been_up_a
         assert (verdict["fault_level"], verdict["schedulable"]) == ("NormalNPU", True), verdict
 
         await s.link(5, up=True)
-        await asyncio.sleep(30 / SCALE)
+        await asyncio.sleep(30 / SCALE)  # a time-window rule: half the RecoverTimeout passes
         assert await _network(s, chip, "PreSeparateNPU"), "held until the 60 s RecoverTimeout has passed"
         await until(lambda: _network(s, chip, "NormalNPU"), 60 / SCALE + 3, "released after RecoverTimeout")
         await s.agree(set(), network=set())

@@ -122,10 +122,10 @@ async def test_api_server_conflicts_throttles_fails_and_stalls() -> None:
         s.api.delay(12.0)
         await s.fault(3, RESTART_NPU, "recover")
         await s.fault(7, RESTART_NPU)
-        await asyncio.sleep(3.0)
+        await asyncio.sleep(3.0)  # the scenario: this long a stretch of slow answers
         s.api.delay(0)
         s.api.set_down(True)
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # the scenario: this long an outage
         s.api.set_down(False)
 
         await s.agree({s.names[6], s.names[7]}, timeout=30)

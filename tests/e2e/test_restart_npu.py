@@ -49,8 +49,10 @@ async def test_restart_npu_in_place_recovery() -> None:
 
         await s.fault(1, RESTART_NPU)
         await s.kubelet.wait_for(R, lambda m: chip in m.unhealthy, timeout=5)
-        info = await until(lambda: (i := s.device_info()) and chip in i.unhealthy and i, 5, "the chip in -Unhealthy")
-        [fault] = [f for f in info.faults if f["npu_name"] == chip]
+        listed = await until(
+            lambda: i if (i := s.device_info()) and chip in i.unhealthy else None, 5, "the chip in -Unhealthy"
+        )
+        [fault] = [f for f in listed.faults if f["npu_name"] == chip]
         assert (fault["fault_code"], fault["fault_level"]) == (RESTART_NPU, "RestartNPU")
         await until(lambda: rank_status(s.api) == "unrecovered", 10, "the job told `unrecovered`")
         assert (await s.verdicts())[chip]["fault_level"] == "RestartNPU"

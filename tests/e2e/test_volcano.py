@@ -16,7 +16,7 @@ CONFIG_KEY = "ascend.kubectl.kubernetes.io/ascend-910-configuration"
 HBM = "80E01801"  # a ManuallySeparateNPU-after-2 code; one occurrence is RestartNPU-level at most
 
 
-def annotations(api: FakeApiServer, name: str) -> dict[str, str]:
+def pod_annotations(api: FakeApiServer, name: str) -> dict[str, str]:
     pod = api.get_object("pods", name, "ml")
     return dict(pod["metadata"].get("annotations") or {}) if pod else {}
 
@@ -41,9 +41,9 @@ async def test_volcano_pod_allocated_through_api_errors_then_its_chip_faults() -
         resp = await s.kubelet.allocate(R, [kubelet_ids])
         envs = dict(resp.container_responses[0].envs)
         assert envs["ASCEND_VISIBLE_DEVICES"] == ",".join(c.split("-")[1] for c in chosen)
-        assert annotations(s.api, "train-0").get("predicate-time") == TAKEN, "marked taken before the answer"
-        await until(lambda: "huawei.com/AscendReal" in annotations(s.api, "train-0"), 15, "the allocation report")
-        ann = annotations(s.api, "train-0")
+        assert pod_annotations(s.api, "train-0").get("predicate-time") == TAKEN, "marked taken before the answer"
+        await until(lambda: "huawei.com/AscendReal" in pod_annotations(s.api, "train-0"), 15, "the allocation report")
+        ann = pod_annotations(s.api, "train-0")
         assert ann["huawei.com/AscendReal"] == ",".join(chosen)
         assert ann["huawei.com/kltDev"] == ",".join(kubelet_ids)
         assert [d["device_id"] for d in json.loads(ann[CONFIG_KEY])["devices"]] == [c.split("-")[1] for c in chosen]
@@ -60,7 +60,9 @@ async def test_volcano_pod_allocated_through_api_errors_then_its_chip_faults() -
         await s.fault(logic, HBM)
         msg = await s.kubelet.wait_for(R, lambda m: kubelet_ids[0] in m.unhealthy, timeout=5)
         assert chosen[0] in msg.unhealthy, "the real chip and the kubelet id it stands behind"
-        info = await until(lambda: (i := s.device_info()) and chosen[0] in i.fault_chips and i, 10, "-Fault lists it")
+        info = await until(
+            lambda: i if (i := s.device_info()) and chosen[0] in i.fault_chips else None, 10, "-Fault lists it"
+        )
         [fault] = [f for f in info.faults if f["npu_name"] == chosen[0]]
         assert fault["fault_code"] == HBM
         assert await s.no_event_lost() == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -10,17 +9,20 @@ import httpx
 import pytest
 
 from tests.support.exporter import ExporterProc, auth, running_exporter
+from tests.support.waiting import until, until_sync
 
 
-async def wait_job(client: httpx.AsyncClient, job_id: str, within: float = 20) -> dict[str, Any]:
-    async def poll() -> dict[str, Any]:
-        while True:
-            job: dict[str, Any] = (await client.get(f"/v1/jobs/{job_id}")).json()
-            if job["state"] in ("succeeded", "failed"):
-                return job
-            await asyncio.sleep(0.05)
+async def wait_job(client: httpx.AsyncClient, job_id: str) -> dict[str, Any]:
+    async def finished() -> dict[str, Any] | None:
+        job: dict[str, Any] = (await client.get(f"/v1/jobs/{job_id}")).json()
+        return job if job["state"] in ("succeeded", "failed") else None
 
-    return await asyncio.wait_for(poll(), within)
+    return await until(finished, 20, f"job {job_id} to finish")
+
+
+async def dynamic(client: httpx.AsyncClient, logic_id: int, reading: str) -> Any:
+    """The value of one of a chip's dynamic readings, as the exporter's last poll left it."""
+    return (await client.get(f"/v1/chips/{logic_id}")).json()["dynamic"][reading]["value"]
 
 
 RESET_ARGS = ("--time-scale", "20", "--reset-poll-period", "0.05", "--reset-timeout", "5")
@@ -34,14 +36,19 @@ async def test_reset_refused_while_processes_run_then_succeeds(tmp_path: Path) -
                 json={"processes": [{"pid": 4242, "memory_bytes": 1 << 30}]},
                 headers=auth("sim"),
             )
-            await asyncio.sleep(0.5)  # the next poll sees the process
+            await until(lambda: dynamic(client, 0, "processes"), what="a poll that sees the process on chip 0")
             refused = await client.post("/v1/chips/3/reset", headers=auth("reset"))
             # 910B with HCCS: every chip is in one reset group, so a process on chip 0 blocks chip 3.
             assert refused.status_code == 409
             assert "4242" in refused.json()["detail"]
             await client.put("/v1/sim/chips/0/processes", json={"processes": []}, headers=auth("sim"))
             await client.post("/v1/sim/chips/3/faults", json={"code": "80E18005"}, headers=auth("sim"))
-            await asyncio.sleep(0.5)
+
+            async def idle_with_the_fault() -> bool:
+                processes, codes = await dynamic(client, 0, "processes"), await dynamic(client, 3, "error_codes")
+                return processes == [] and "80E18005" in codes
+
+            await until(idle_with_the_fault, what="a poll that sees chip 0 idle and chip 3's fault")
             accepted = await client.post("/v1/chips/3/reset", headers=auth("reset"))
             assert accepted.status_code == 202, accepted.text
             job = accepted.json()
@@ -51,9 +58,12 @@ async def test_reset_refused_while_processes_run_then_succeeds(tmp_path: Path) -
             done = await wait_job(client, job["id"])
             assert done["state"] == "succeeded", done
             assert set(done["boot_status"].values()) == {16}
-            await asyncio.sleep(0.5)
-            chip = (await client.get("/v1/chips/3")).json()
-            assert chip["dynamic"]["error_codes"]["value"] == [], "a successful reset clears the chip's codes"
+
+            async def cleared() -> bool:
+                return not await dynamic(client, 3, "error_codes")
+
+            # Nothing recovers the fault: only the reset can clear the chip's codes.
+            await until(cleared, what="a poll that sees chip 3's codes cleared by the reset")
 
 
 @pytest.mark.parametrize(("mode", "code"), [("error", -8015), ("stuck", -8006)])
@@ -81,8 +91,7 @@ async def test_vnpu_create_destroy_and_template_checks(exporter: ExporterProc) -
         assert created.status_code == 201, created.text
         vnpu = created.json()
         assert (vnpu["suffix"], vnpu["aicore"]) == ("5c.1cpu.16g", 5)
-        await asyncio.sleep(0.5)
-        listed = (await client.get("/v1/chips/0")).json()["dynamic"]["vnpus"]["value"]
+        listed = await until(lambda: dynamic(client, 0, "vnpus"), what="a poll that lists the vNPU")
         assert [v["vdev_id"] for v in listed] == [vnpu["vdev_id"]]
         gone = await client.delete(f"/v1/chips/0/vnpus?vdev_id={vnpu['vdev_id']}", headers=auth("vnpu"))
         assert gone.status_code == 204
@@ -134,7 +143,10 @@ async def test_bad_requests_are_refused_and_change_nothing(
         assert r.status_code == status, r.text
         assert r.json()["detail"]
         after = (await client.get("/v1/chips")).json()
-    strip = lambda chips: [(c["logic_id"], c["dynamic"]["error_codes"], c["dynamic"]["vnpus"]) for c in chips["chips"]]  # noqa: E731
+
+    def strip(chips: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return [(c["logic_id"], c["dynamic"]["error_codes"], c["dynamic"]["vnpus"]) for c in chips["chips"]]
+
     assert strip(before) == strip(after)
     assert before["last_event_id"] == after["last_event_id"], "a refused call publishes nothing"
 
@@ -175,6 +187,4 @@ def test_scenario_runs_and_a_bad_scenario_is_refused_at_start(tmp_path: Path) ->
         def codes() -> list[str]:
             return list(client.get("/v1/chips/2").json()["dynamic"]["error_codes"]["value"])
 
-        from tests.support.exporter import wait_until
-
-        wait_until(lambda: codes() == ["80E01801"], timeout=10, what="the scenario's fault")
+        until_sync(lambda: codes() == ["80E01801"], what="the scenario's fault")

@@ -6,9 +6,11 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.cdouble.fixtures import cdouble_build_dir, dcmi_double_path  # noqa: F401 - pytest fixtures
-from tests.support.exporter import event_stream, running_exporter, take, wait_until
+from tests.support.exporter import event_stream, running_exporter, take
+from tests.support.waiting import START_S, WAIT_S, until
 
 
 async def test_dcmi_backend_process_serves_chips_events_and_survives_a_hung_chip(
@@ -24,17 +26,14 @@ async def test_dcmi_backend_process_serves_chips_events_and_survives_a_hung_chip
     env = {"DCMI_DOUBLE_CONFIG": str(config)}
     args = ("--library", str(dcmi_double_path))
     with running_exporter(tmp_path / "run", *args, backend="dcmi", env=env, wait_ready=False) as ep:
-        wait_until(lambda: ep.socket.exists(), timeout=15, what="socket")
+        await until(ep.socket.exists, START_S, "the exporter's socket")
         async with ep.client() as client:
 
-            async def ready() -> dict[str, object]:
-                while True:
-                    node = (await client.get("/v1/node")).json()
-                    if node["ready"]:
-                        return node  # type: ignore[no-any-return]
-                    await asyncio.sleep(0.05)
+            async def ready() -> dict[str, object] | None:
+                node: dict[str, object] = (await client.get("/v1/node")).json()
+                return node if node["ready"] else None
 
-            node = await asyncio.wait_for(ready(), 15)
+            node = await until(ready, START_S, "the exporter to have read every chip")
             assert node["backend"] == "dcmi" and node["subscription"] == "live"
             chips = {c["logic_id"]: c for c in (await client.get("/v1/chips")).json()["chips"]}
             assert {k: (c["card_id"], c["device_id"], c["phy_id"]) for k, c in chips.items()} == {
@@ -56,22 +55,27 @@ async def test_dcmi_backend_process_serves_chips_events_and_survives_a_hung_chip
             with config.open("a") as f:
                 f.write("hang 1 forever\n")
 
-            async def chip1_unknown() -> dict[int, dict[str, object]]:
-                while True:
-                    listed = {c["logic_id"]: c for c in (await client.get("/v1/chips")).json()["chips"]}
-                    if listed[1]["state"] == "unknown":
-                        return listed
-                    await asyncio.sleep(0.05)
+            async def listed() -> dict[int, dict[str, Any]]:
+                return {c["logic_id"]: c for c in (await client.get("/v1/chips")).json()["chips"]}
 
-            chips = await asyncio.wait_for(chip1_unknown(), 10)
+            async def chip1_unknown() -> dict[int, dict[str, Any]] | None:
+                chips = await listed()
+                return chips if chips[1]["state"] == "unknown" else None
+
+            chips = await until(chip1_unknown, what="chip 1 unknown behind its hung calls")
             assert chips[1]["healthy"] is None
-            await asyncio.sleep(1.0)  # several poll periods: the other chips keep answering
-            chips = {c["logic_id"]: c for c in (await client.get("/v1/chips")).json()["chips"]}
+            hung_at = time.time()
+
+            async def others_read_on() -> dict[int, dict[str, Any]] | None:
+                chips = await listed()
+                return chips if min(chips[i]["updated_at"] for i in (0, 2, 3)) > hung_at + 1.0 else None
+
+            # Several poll periods (0.2 s) after the hang, the other chips still answer.
+            chips = await until(others_read_on, what="the other chips read a second after chip 1 hung")
             assert [chips[i]["state"] for i in (0, 2, 3)] == ["ok", "ok", "ok"]
             assert chips[1]["state"] == "unknown"
             assert chips[2]["dynamic"]["error_codes"]["value"] == ["80E01801"]
             assert min(chips[i]["updated_at"] for i in (0, 2, 3)) > time.time() - 1.0
-        started = time.monotonic()
-        assert ep.stop() == 0, "SIGTERM ends the exporter even with a library call that never returns"
-        assert time.monotonic() - started < 8
+        # stop() waits WAIT_S for SIGTERM to end it, then kills it (exit -9).
+        assert ep.stop(timeout=WAIT_S) == 0, "SIGTERM ends the exporter even with a library call that never returns"
         assert not ep.socket.exists()

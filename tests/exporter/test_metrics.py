@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
+from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.exporter import ExporterProc, auth
+from tests.support.waiting import until
 
 
 def scrape(ep: ExporterProc) -> dict[str, dict[str, float]]:
@@ -26,10 +27,16 @@ async def test_metrics_equal_the_snapshot_and_a_silent_chip_reports_minus_one(ex
             "/v1/sim/chips/0/processes", json={"processes": [{"pid": 7, "memory_bytes": 3 << 30}]}, headers=auth("sim")
         )
         await client.post("/v1/sim/chips/1/faults", json={"code": "80E01801", "severity": 3}, headers=auth("sim"))
-        await asyncio.sleep(0.6)
+
+        async def polled() -> list[dict[str, Any]] | None:
+            chips: list[dict[str, Any]] = (await client.get("/v1/chips")).json()["chips"]
+            by_logic = {c["logic_id"]: c for c in chips}
+            seen = by_logic[0]["dynamic"]["processes"]["value"] and by_logic[1]["healthy"] is False
+            return chips if seen else None
+
         # Freeze telemetry for the comparison: chip reads are every 0.2 s, so compare a
         # scrape with the snapshots taken right before and after it.
-        before = (await client.get("/v1/chips")).json()["chips"]
+        before = await until(polled, what="a poll that sees chip 0's process and chip 1's fault")
         metrics = scrape(exporter)
         after = (await client.get("/v1/chips")).json()["chips"]
     assert metrics["machine_npu_nums"][""] == 8
@@ -58,9 +65,12 @@ async def test_metrics_equal_the_snapshot_and_a_silent_chip_reports_minus_one(ex
 
     async with exporter.client() as client:
         await client.put("/v1/sim/chips/2/hang", json={"seconds": None}, headers=auth("sim"))
-        await asyncio.sleep(1.0)
-        chip2 = (await client.get("/v1/chips/2")).json()
-        assert chip2["state"] == "unknown"
+
+        async def silent() -> dict[str, Any] | None:
+            chip: dict[str, Any] = (await client.get("/v1/chips/2")).json()
+            return chip if chip["state"] == "unknown" else None
+
+        chip2 = await until(silent, what="chip 2 unknown behind its hung call")
         metrics = scrape(exporter)
         await client.delete("/v1/sim/chips/2/hang", headers=auth("sim"))
     phy2 = str(chip2["phy_id"])

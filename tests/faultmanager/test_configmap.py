@@ -32,6 +32,22 @@ def configmap(api: FakeApiServer) -> dict[str, str]:
     return dict(obj["data"]) if obj else {}
 
 
+def versions_written(api: FakeApiServer) -> list[dict[str, Any]]:
+    """Every version of the device-info ConfigMap the API server stored, oldest first."""
+    return [
+        r.body
+        for r in list(api.requests)
+        if r.method in ("POST", "PUT") and r.path.startswith(CM_PATH) and r.status < 300
+        and r.body["metadata"]["name"] == CM
+    ]  # fmt: skip
+
+
+async def first_write(api: FakeApiServer, before: int) -> None:
+    """Until a fault-manager started after `before` versions were stored has written its own: it has
+    read its history and the ConfigMap and published what it makes of them."""
+    await until(lambda: len(versions_written(api)) > before, what="the new fault-manager's first ConfigMap write")
+
+
 async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> None:
     with FakeApiServer() as api:
         exporter = start_exporter(tmp_path / "exporter")
@@ -40,15 +56,14 @@ async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> 
         fm: FaultManagerProc = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api")
         try:
             await wait_ready(fm)
-            await until(lambda: "DeviceInfoCfg" in configmap(api), timeout=10.0)
+            await until(lambda: "DeviceInfoCfg" in configmap(api), what="the first ConfigMap write")
             obj = api.get_object("configmaps", CM, "kube-system")
             assert obj is not None and obj["metadata"]["labels"] == {"mx-consumer-cim": "true"}
             assert set(configmap(api)) >= {"DeviceInfoCfg", "ManuallySeparateNPU", "UpgradeFaultReason", "Description"}
 
-            # Nothing changed: nothing is rewritten (the 5-minute refresh is far away).
-            await asyncio.sleep(1.0)
+            # Nothing changed: nothing is rewritten (the 5-minute refresh is far away). An absence, so a time.
             writes = api.count("PUT", CM_PATH) + api.count("POST", CM_PATH)
-            await asyncio.sleep(2.0)
+            await asyncio.sleep(3.0)
             assert api.count("PUT", CM_PATH) + api.count("POST", CM_PATH) == writes
 
             # Two HBM faults in a day isolate the chip; the first write meets a 409 and is retried.
@@ -57,7 +72,7 @@ async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> 
             api.fail_next(1, 409, path_prefix=CM_PATH, method="PUT")
             for assertion in ("occur", "recover", "occur", "recover"):
                 await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": assertion})
-            await until(lambda: configmap(api).get("ManuallySeparateNPU") == name, timeout=10.0)
+            await until(lambda: configmap(api).get("ManuallySeparateNPU") == name, what=f"{name} isolated")
             assert any(r.method == "PUT" and r.path.startswith(CM_PATH) and r.status == 409 for r in api.requests)
             # The reason goes out in the same write as the isolation, its code lower-case as the policy spells it.
             reasons = json.loads(configmap(api)["UpgradeFaultReason"])
@@ -73,24 +88,25 @@ async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> 
             ), card
             assert (await verdicts(fm))[name]["manually_separated"] is True
             assert name in await asyncio.to_thread(_manual, fm.db)
-            await until(lambda: any(e.get("reason") == "NPUIsolated" for e in api.objects("events")), timeout=10.0)
+            await until(lambda: any(e.get("reason") == "NPUIsolated" for e in api.objects("events")), what="the Event")
 
             # A restart keeps the isolation and its reason.
             assert fm.stop() == 0
             fm = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api", db=fm.db)
             await wait_ready(fm)
             await until(
-                lambda: name in {c for c, v in _sync_verdicts(fm).items() if v["manually_separated"]}, timeout=10.0
+                lambda: name in {c for c, v in _sync_verdicts(fm).items() if v["manually_separated"]},
+                what=f"{name} still isolated after the restart",
             )
             assert configmap(api)["ManuallySeparateNPU"] == name
 
             # The administrator removes the chip from the ConfigMap: released, and one new HBM fault
             # does not isolate it again.
             api.modify("configmaps", CM, "kube-system", lambda o: o["data"].update(ManuallySeparateNPU=""))
-            await until(lambda: not _sync_verdicts(fm)[name]["manually_separated"], timeout=15)
+            await until(lambda: not _sync_verdicts(fm)[name]["manually_separated"], 15, f"{name} released")
             assert name not in await asyncio.to_thread(_manual, fm.db)
             # The removed reason is announced as the reference does (WriteUpgradeReasonRemoveEvent).
-            await until(lambda: _release_events(api), timeout=10.0)
+            await until(lambda: _release_events(api), what="the EventReleaseUpgradeFault Event")
             [event] = _release_events(api)
             assert re.fullmatch(r".+\.EventReleaseUpgradeFault\.\d{13}", event["metadata"]["name"]), event
             assert (event["type"], event["action"], event["involvedObject"]["kind"]) == (
@@ -104,14 +120,15 @@ async def test_configmap_isolation_admin_release_and_restart(tmp_path: Path) -> 
             # A restart after the release does not count the occurrences before it again (found by the
             # cluster tier: a rolling update re-isolated a chip an administrator had released).
             assert fm.stop() == 0
+            before = len(versions_written(api))
             fm = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api", db=fm.db)
             await wait_ready(fm)
-            await asyncio.sleep(1.0)
+            await first_write(api, before)
             assert _sync_verdicts(fm)[name]["manually_separated"] is False
             assert configmap(api)["ManuallySeparateNPU"] == ""
             await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": "occur"})
             await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": "recover"})
-            await asyncio.sleep(1.5)
+            await asyncio.sleep(1.5)  # an absence, so a time: the new fault isolates nothing
             assert _sync_verdicts(fm)[name]["manually_separated"] is False
             assert configmap(api)["ManuallySeparateNPU"] == ""
         finally:
@@ -155,12 +172,15 @@ async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_
                     ","
                 )
 
-            await until(lambda: idle["name"] in free(), timeout=10.0)
+            await until(lambda: idle["name"] in free(), what="the idle chip on the free list")
             assert used["name"] not in free()
             # A PreSeparateNPU chip code on both (a link down would act on the network level only).
             for chip in (used, idle):
                 await sim(exporter, f"/v1/sim/chips/{chip['logic_id']}/faults", {"code": "8118043C", "severity": 2})
-            await until(lambda: _sync_verdicts(fm)[idle["name"]]["fault_level"] == "PreSeparateNPU", timeout=10)
+            await until(
+                lambda: _sync_verdicts(fm)[idle["name"]]["fault_level"] == "PreSeparateNPU",
+                what="the idle chip's PreSeparateNPU verdict",
+            )
             v = _sync_verdicts(fm)
             assert v[idle["name"]]["schedulable"] is False
             assert v[used["name"]]["fault_level"] == "PreSeparateNPU"
@@ -197,23 +217,19 @@ async def test_restarts_never_publish_fewer_chips_than_the_node_has(tmp_path: Pa
                 if exporter_down:
                     exporter.stop()
                 db = tmp_path / "fm" / f"fm-{restart if exporter_down else 0}.db"
+                before = len(versions_written(api))
                 fm = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api", db=db)
                 try:
                     if exporter_down:
-                        await asyncio.sleep(1.5)
+                        await asyncio.sleep(1.5)  # the scenario: the exporter comes back this long after the start
                         exporter = start_exporter(tmp_path / "exporter")
                     await wait_ready(fm)
-                    await asyncio.sleep(1.2)  # past a refresh
+                    await first_write(api, before)
                 finally:
                     assert fm.stop() == 0
-            written = [
-                r.body
-                for r in api.requests
-                if r.method in ("POST", "PUT") and r.path.startswith(CM_PATH) and r.status < 300
-                and r.body["metadata"]["name"] == CM
-            ]  # fmt: skip
-            assert len(written) >= 20, len(written)
-            assert all(len(_chips_listed(b)) == 8 for b in written), [sorted(_chips_listed(b)) for b in written]
+            versions = versions_written(api)
+            assert len(versions) >= 20, len(versions)
+            assert all(len(_chips_listed(b)) == 8 for b in versions), [sorted(_chips_listed(b)) for b in versions]
         finally:
             exporter.stop()
 
@@ -235,24 +251,27 @@ async def test_edits_made_while_down_are_honoured_and_a_new_database_keeps_the_l
                 a, b = [(await client.get(f"/v1/chips/{i}")).json()["name"] for i in (3, 5)]
             for assertion in ("occur", "recover", "occur", "recover"):
                 await sim(exporter, "/v1/sim/chips/3/faults", {"code": HBM, "assertion": assertion})
-            await until(lambda: configmap(api).get("ManuallySeparateNPU") == a, timeout=10.0)
+            await until(lambda: configmap(api).get("ManuallySeparateNPU") == a, what=f"{a} isolated in the ConfigMap")
             assert fm.stop() == 0
             # While it is down: the administrator releases a and isolates b.
             api.modify("configmaps", CM, "kube-system", lambda o: o["data"].update(ManuallySeparateNPU=b))
+            before = len(versions_written(api))
             fm = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api", db=fm.db)
             await wait_ready(fm)
             await until(
-                lambda: {c for c, v in _sync_verdicts(fm).items() if v["manually_separated"]} == {b}, timeout=10.0
+                lambda: {c for c, v in _sync_verdicts(fm).items() if v["manually_separated"]} == {b},
+                what=f"{b} alone isolated",
             )
-            await asyncio.sleep(0.5)
+            await first_write(api, before)
             assert configmap(api)["ManuallySeparateNPU"] == b
             assert fm.stop() == 0
             # A new database: b, listed in the ConfigMap, stays isolated. (a may be isolated again: the new
             # database replays the exporter's run, HBM faults included, and knows nothing of the release.)
+            before = len(versions_written(api))
             fm = start_fault_manager(tmp_path / "fm2", exporter, *args, kube="api")
             await wait_ready(fm)
-            await until(lambda: _sync_verdicts(fm).get(b, {}).get("manually_separated") is True, timeout=10.0)
-            await asyncio.sleep(0.5)
+            await until(lambda: _sync_verdicts(fm).get(b, {}).get("manually_separated") is True, what=f"{b} isolated")
+            await first_write(api, before)
             assert b in configmap(api)["ManuallySeparateNPU"].split(",")
             assert b in await asyncio.to_thread(_manual, fm.db)
         finally:
@@ -289,7 +308,7 @@ async def test_drop_in_swap_adopts_the_isolations_and_reasons_of_the_configmap(t
             )
             try:
                 await wait_ready(fm)
-                await until(lambda: "CheckCode" in configmap(api).get("DeviceInfoCfg", ""), timeout=10.0)
+                await until(lambda: "CheckCode" in configmap(api).get("DeviceInfoCfg", ""), what="our first write")
                 v = _sync_verdicts(fm)
                 assert v[a]["manually_separated"] and v[b]["manually_separated"]
                 assert not v[a]["schedulable"] and not v[b]["schedulable"]
@@ -305,23 +324,20 @@ async def test_drop_in_swap_adopts_the_isolations_and_reasons_of_the_configmap(t
                 assert v[a]["manually_separated"] and v[b]["manually_separated"]
                 assert json.loads(configmap(api)["UpgradeFaultReason"])[a] == reason
                 # A's rule releases it 17.3 s after its upgrade time (12.3 s after the start).
-                await until(lambda: not _sync_verdicts(fm)[a]["manually_separated"], timeout=20.0)
+                await until(lambda: not _sync_verdicts(fm)[a]["manually_separated"], 20, f"{a} released by its rule")
                 assert time.time() >= started + 12.0, "released by its ReleaseTimeWindow, not before"
-                await until(lambda: configmap(api)["ManuallySeparateNPU"] == b, timeout=5.0)
+                await until(lambda: configmap(api)["ManuallySeparateNPU"] == b, what=f"{a} gone from the ConfigMap")
                 assert a not in json.loads(configmap(api)["UpgradeFaultReason"])
-                # B outlives the longest ReleaseTimeWindow (17.3 s of real time from its adoption).
+                # B outlives the longest ReleaseTimeWindow (17.3 s of real time from its adoption): an
+                # absence, so a time.
                 await asyncio.sleep(max(0.0, started + 21.0 - time.time()))
                 assert _sync_verdicts(fm)[b]["manually_separated"] is True
                 assert configmap(api)["ManuallySeparateNPU"] == b
                 # Every version the API server stored listed B, and A until its release.
-                written = [
-                    r.body["data"]["ManuallySeparateNPU"].split(",")
-                    for r in api.requests
-                    if r.method in ("POST", "PUT") and r.path.startswith(CM_PATH) and r.status < 300
-                ]
-                assert written and all(b in w for w in written), written
-                first_without_a = next(i for i, w in enumerate(written) if a not in w)
-                assert all(a in w for w in written[:first_without_a]) and first_without_a > 0
+                isolated = [body["data"]["ManuallySeparateNPU"].split(",") for body in versions_written(api)]
+                assert isolated and all(b in w for w in isolated), isolated
+                first_without_a = next(i for i, w in enumerate(isolated) if a not in w)
+                assert all(a in w for w in isolated[:first_without_a]) and first_without_a > 0
                 store = Store(fm.db)
                 try:
                     for chip in (a, b):
@@ -330,7 +346,7 @@ async def test_drop_in_swap_adopts_the_isolations_and_reasons_of_the_configmap(t
                     store.close()
                 # The administrator removes B: it is released.
                 api.modify("configmaps", CM, "kube-system", lambda o: o["data"].update(ManuallySeparateNPU=""))
-                await until(lambda: not _sync_verdicts(fm)[b]["manually_separated"], timeout=10.0)
+                await until(lambda: not _sync_verdicts(fm)[b]["manually_separated"], what=f"{b} released")
                 assert _sync_verdicts(fm)[b]["schedulable"] is True
             finally:
                 fm.stop()
@@ -346,7 +362,7 @@ async def test_kubeconfig_alone_reaches_the_apiserver(tmp_path: Path) -> None:
         fm = start_fault_manager(tmp_path / "fm", exporter, kube="api", env={"KUBECONFIG": str(cfg)})
         try:
             await wait_ready(fm)
-            await until(lambda: "DeviceInfoCfg" in configmap(api), timeout=10.0)
+            await until(lambda: "DeviceInfoCfg" in configmap(api), what="the first ConfigMap write")
             assert '"source":"KUBECONFIG"' in fm.log_path.read_text().replace(" ", "")
         finally:
             fm.stop()
@@ -363,7 +379,7 @@ async def test_device_info_carries_the_nodes_super_pod(tmp_path: Path, profile: 
         fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), kube="api")
         try:
             await wait_ready(fm)
-            await until(lambda: "DeviceInfoCfg" in configmap(api), timeout=10.0)
+            await until(lambda: "DeviceInfoCfg" in configmap(api), what="the first ConfigMap write")
             written = json.loads(configmap(api)["DeviceInfoCfg"])
             assert (written["SuperPodID"], written["ServerIndex"]) == (pod, index)
         finally:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.faultmanager.test_service import sim, verdicts
 from tests.support.exporter import start_exporter
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.faultmanager import start_fault_manager, wait_ready
+from tests.support.waiting import until
 
 FAST_LINK_DOWN = {
     "FaultDuration": [
@@ -49,9 +50,8 @@ async def test_offline_policy_put_rejects_a_bad_file_and_adopts_a_good_one(tmp_p
             v = (await verdicts(fm))[name]
             return (v["network_level"], v["fault_level"]) == ("PreSeparateNPU", "NormalNPU")
 
-        async with asyncio.timeout(6):
-            while not await preseparated():
-                await asyncio.sleep(0.1)
+        # Bounded well under the packaged rule's 20 s FaultTimeout: the new rule pre-separated it.
+        await until(preseparated, what=f"{name}'s network PreSeparateNPU")
     finally:
         fm.stop()
         exporter.stop()
@@ -71,20 +71,22 @@ async def test_cluster_policy_comes_from_the_configmap(tmp_path: Path) -> None:
                 r = await client.put("/v1/policy", json={"files": {}})
                 assert r.status_code == 409 and "mindx-dl-fault-config" in r.json()["detail"]
 
-                async def policy() -> dict[str, object]:
+                async def policy() -> dict[str, Any]:
                     return dict((await client.get("/v1/policy")).json())
 
+                async def rejected() -> bool:
+                    return bool((await policy())["last_error"])
+
+                async def adopted() -> bool:
+                    return bool((await policy())["source"] == "configmap")
+
                 api.add_configmap("mindx-dl-fault-config", "kube-system", {"faultCustomization.json": json.dumps(BAD)})
-                async with asyncio.timeout(5):
-                    while not (await policy())["last_error"]:
-                        await asyncio.sleep(0.1)
+                await until(rejected, what="the bad policy's error")
                 assert (await policy())["source"] == "packaged", "the bad policy is not adopted"
                 api.add_configmap(
                     "mindx-dl-fault-config", "kube-system", {"faultCustomization.json": json.dumps(FAST_LINK_DOWN)}
                 )
-                async with asyncio.timeout(5):
-                    while (await policy())["source"] != "configmap":
-                        await asyncio.sleep(0.1)
+                await until(adopted, what="the ConfigMap's policy adopted")
                 assert (await policy())["last_error"] is None
         finally:
             fm.stop()

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import signal
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +55,13 @@ async def test_verdicts_and_configmap_follow_a_fault(tmp_path: Path) -> None:
             v = await verdicts(fm)
             return len(v) == 8 and all(x["fault_level"] == "NormalNPU" and x["schedulable"] for x in v.values())
 
-        await until(all_normal)
+        await until(all_normal, what="8 NormalNPU verdicts")
         await sim(exporter, "/v1/sim/chips/2/faults", {"code": RESTART_NPU, "severity": 2})
 
         async def faulty() -> bool:
             return (await verdicts(fm))[name]["fault_level"] == "RestartNPU"
 
-        await until(faulty)
+        await until(faulty, what=f"{name}'s RestartNPU verdict")
         v = (await verdicts(fm))[name]
         assert v["schedulable"] is False and v["codes"] == [RESTART_NPU]
 
@@ -73,7 +74,7 @@ async def test_verdicts_and_configmap_follow_a_fault(tmp_path: Path) -> None:
                 name in json.loads(data["DeviceInfoCfg"])["DeviceInfo"]["DeviceList"]["huawei.com/Ascend910-Unhealthy"]
             )
 
-        await until(listed)
+        await until(listed, what=f"{name} in the ConfigMap's Unhealthy list")
         data = await deviceinfo(fm)
         cfg = json.loads(data["DeviceInfoCfg"])
         device_list = cfg["DeviceInfo"]["DeviceList"]
@@ -94,7 +95,7 @@ async def test_verdicts_and_configmap_follow_a_fault(tmp_path: Path) -> None:
                 for e in map(json.loads, events_file.read_text().splitlines())
             )
 
-        await until(reported)
+        await until(reported, what="the NPUFaultOccurred Event")
         # The fault's history is queryable.
         async with fm.client() as client:
             page = (await client.get("/v1/faults", params={"chip": name})).json()
@@ -113,9 +114,7 @@ async def test_sigkill_during_a_burst_loses_and_doubles_nothing(tmp_path: Path) 
         fm.proc.send_signal(signal.SIGSTOP)
         await sim(exporter, "/v1/sim/chips/1/bursts", {"code": "80CB8009", "count": 1000, "mode": "once"})
         fm.proc.send_signal(signal.SIGCONT)
-        async with asyncio.timeout(5):
-            while await asyncio.to_thread(_count, fm.db) == 0:  # the first batch is in
-                await asyncio.sleep(0.001)
+        await until(lambda: asyncio.to_thread(_count, fm.db), what="the first batch stored", interval=0.001)
         fm.stop(signal.SIGKILL)
         stored_at_kill = await asyncio.to_thread(_count, fm.db)
         fm = start_fault_manager(tmp_path / "fm", exporter, db=fm.db)
@@ -124,8 +123,8 @@ async def test_sigkill_during_a_burst_loses_and_doubles_nothing(tmp_path: Path) 
         async def all_stored() -> bool:
             return await asyncio.to_thread(_count, fm.db) >= 1000
 
-        await until(all_stored, timeout=15)
-        await asyncio.sleep(0.5)
+        await until(all_stored, 15, "the 1000 events stored")
+        await asyncio.sleep(0.5)  # an absence, so a time: nothing more arrives, none doubled
         assert await asyncio.to_thread(_count, fm.db) == 1000, f"{stored_at_kill} were stored when it was killed"
         print("stored at kill:", stored_at_kill)
         v = await verdicts(fm)
@@ -154,16 +153,14 @@ async def test_unchanged_configmap_is_rewritten_only_by_the_refresh(tmp_path: Pa
                 objects = (await client.get("/v1/kube/objects")).json()
             return max((int(o["metadata"]["resourceVersion"]) for o in objects if o["kind"] == "ConfigMap"), default=0)
 
-        async with asyncio.timeout(5):
-            while await version() == 0:
-                await asyncio.sleep(0.05)
-        await asyncio.sleep(0.5)
-        first = await version()
-        await asyncio.sleep(1.0)
+        first = await until(version, what="the first ConfigMap write")
+        await asyncio.sleep(1.0)  # an absence, so a time: half the refresh period
         assert await version() == first, "nothing changed: nothing written"
-        async with asyncio.timeout(8):
-            while await version() == first:
-                await asyncio.sleep(0.1)
+
+        async def rewritten() -> bool:
+            return await version() != first
+
+        await until(rewritten, what="the refresh's write")
         assert await version() == first + 1, "the refresh rewrote it once"
     finally:
         fm.stop()
@@ -178,7 +175,7 @@ async def test_a_duration_escalation_is_reported_while_it_holds(tmp_path: Path) 
         async with exporter.client() as client:
             name = (await client.get("/v1/chips/5")).json()["name"]
 
-        async def reasons() -> dict[str, object]:
+        async def reasons() -> dict[str, Any]:
             try:
                 return dict(json.loads((await deviceinfo(fm))["UpgradeFaultReason"]))
             except (ValueError, KeyError):
@@ -186,8 +183,8 @@ async def test_a_duration_escalation_is_reported_while_it_holds(tmp_path: Path) 
 
         # Link down for 25 s of policy time (1.25 s here): PreSeparateNPU by FaultDuration.
         await sim(exporter, "/v1/sim/chips/5/faults", {"code": "81078603", "severity": 1})
-        await until(lambda: _has(reasons, name), timeout=10)
-        [reason] = (await reasons())[name]  # type: ignore[misc]
+        await until(lambda: _has(reasons, name), what=f"{name}'s UpgradeFaultReason")
+        [reason] = (await reasons())[name]
         assert (reason["upgrade_type"], reason["fault_level"]) == ("FaultDuration", "PreSeparateNPU")
         # Recovered, and 60 s of policy later (3 s here) the escalation and its reason are gone.
         await sim(exporter, "/v1/sim/chips/5/faults", {"code": "81078603", "assertion": "recover", "severity": 1})
@@ -195,14 +192,14 @@ async def test_a_duration_escalation_is_reported_while_it_holds(tmp_path: Path) 
         async def gone() -> bool:
             return name not in await reasons() and (await verdicts(fm))[name]["fault_level"] == "NormalNPU"
 
-        await until(gone, timeout=10)
+        await until(gone, what=f"{name}'s escalation and its reason gone")
     finally:
         fm.stop()
         exporter.stop()
 
 
-async def _has(reasons: object, name: str) -> bool:
-    return name in await reasons()  # type: ignore[operator]
+async def _has(reasons: Callable[[], Awaitable[dict[str, Any]]], name: str) -> bool:
+    return name in await reasons()
 
 
 async def test_a_fault_raised_before_the_first_start_counts_once(tmp_path: Path) -> None:
@@ -225,7 +222,7 @@ async def test_a_fault_raised_before_the_first_start_counts_once(tmp_path: Path)
             return any(row.source != "reconcile" for row in history)
 
         await until(replayed, timeout=15)
-        await asyncio.sleep(0.5)  # anything still queued behind the replayed event lands meanwhile
+        await asyncio.sleep(0.5)  # a window: a second occurrence queued behind the replayed one would land in it
         occurrences = [r for r in await asyncio.to_thread(_history, db, name) if r.assertion != "recover"]
         assert [(r.code, r.source) for r in occurrences] == [("80E01801", "subscription")], occurrences
         verdict = (await verdicts(fm))[name]

@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.faultmanager.test_service import deviceinfo, sim
 from tests.support.exporter import start_exporter
-from tests.support.faultmanager import start_fault_manager, wait_ready
+from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
+from tests.support.waiting import until
 
 
-async def switch_info(fm: object) -> dict[str, object]:
+async def switch_info(fm: FaultManagerProc) -> dict[str, Any]:
     try:
-        data = await deviceinfo(fm)  # type: ignore[arg-type]
+        data = await deviceinfo(fm)
     except ValueError:
         return {}
     return dict(json.loads(data["SwitchInfoCfg"])) if "SwitchInfoCfg" in data else {}
+
+
+async def switch_field_is(fm: FaultManagerProc, key: str, want: str) -> None:
+    async def reached() -> bool:
+        return (await switch_info(fm)).get(key) == want
+
+    await until(reached, what=f"SwitchInfoCfg {key} {want!r}")
 
 
 async def test_switch_faults_on_an_a3_node(tmp_path: Path) -> None:
@@ -24,30 +32,24 @@ async def test_switch_faults_on_an_a3_node(tmp_path: Path) -> None:
     fm = start_fault_manager(tmp_path / "fm", exporter)
     try:
         await wait_ready(fm)
-        async with asyncio.timeout(5):
-            while (await switch_info(fm)).get("NodeStatus") != "Healthy":
-                await asyncio.sleep(0.05)
+        await switch_field_is(fm, "NodeStatus", "Healthy")
         assert (await switch_info(fm))["FaultLevel"] == ""
         # NotHandle and SubHealth codes of SwitchFaultCode.json, on two ports.
         await sim(exporter, "/v1/sim/switch-faults", {"alarm_id": 0x00F1FEF5, "fault_id": 155913, "position": "cpu",
                                                       "switch_chip_id": 1, "switch_port_id": 3})  # fmt: skip
         await sim(exporter, "/v1/sim/switch-faults", {"alarm_id": 0x00F103B6, "fault_id": 155908, "switch_port_id": 4})
-        async with asyncio.timeout(5):
-            while (await switch_info(fm)).get("FaultLevel") != "SubHealthFault":
-                await asyncio.sleep(0.05)
+        await switch_field_is(fm, "FaultLevel", "SubHealthFault")
         info = await switch_info(fm)
         assert info["NodeStatus"] == "SubHealthy"
-        codes = [json.loads(c)["AssembledFaultCode"] for c in info["FaultCode"]]  # type: ignore[union-attr]
+        codes = [json.loads(c)["AssembledFaultCode"] for c in info["FaultCode"]]
         assert sorted(codes) == ["[0x00f103b6,155908,na,na]", "[0x00f1fef5,155913,cpu,na]"]
-        assert set(info["FaultTimeAndLevelMap"]) == {  # type: ignore[arg-type]
+        assert set(info["FaultTimeAndLevelMap"]) == {
             "[0x00f1fef5,155913,cpu,na]_1_3",
             "[0x00f103b6,155908,na,na]_0_4",
         }
         await sim(exporter, "/v1/sim/switch-faults", {"alarm_id": 0x00F103B6, "fault_id": 155908, "switch_port_id": 4,
                                                       "assertion": "recover"})  # fmt: skip
-        async with asyncio.timeout(5):
-            while (await switch_info(fm)).get("FaultLevel") != "NotHandle":
-                await asyncio.sleep(0.05)
+        await switch_field_is(fm, "FaultLevel", "NotHandle")
         assert (await switch_info(fm))["NodeStatus"] == "Healthy"
     finally:
         fm.stop()
@@ -59,13 +61,14 @@ async def test_no_switch_key_without_a_switch(tmp_path: Path) -> None:
     fm = start_fault_manager(tmp_path / "fm", exporter)
     try:
         await wait_ready(fm)
-        async with asyncio.timeout(5):
-            while True:
-                try:
-                    data = await deviceinfo(fm)
-                    break
-                except ValueError:
-                    await asyncio.sleep(0.05)
+
+        async def written() -> dict[str, str] | None:
+            try:
+                return await deviceinfo(fm)
+            except ValueError:  # not written yet
+                return None
+
+        data = await until(written, what="the device-info ConfigMap")
         assert "SwitchInfoCfg" not in data
     finally:
         fm.stop()

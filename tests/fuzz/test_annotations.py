@@ -18,6 +18,7 @@ from typing import Any, cast
 import pytest
 from ascend_common.adapters.kube.configmaps import OfflineConfigMaps
 from ascend_common.adapters.kube.patch import SlimNode
+from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.chips import ResourceType
 from ascend_common.deviceinfo import (
     MANUALLY_SEPARATE_KEY,
@@ -28,7 +29,6 @@ from ascend_common.deviceinfo import (
 )
 from ascend_common.faults import FaultLevel
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV, chips_in_use_for_allocation, chips_named
-from ascend_common.lifecycle import Lifecycle
 from ascend_common.naming import chip_name, parse_device_id, shared_device_id, vnpu_device_id
 from ascend_common.pods import MAX_REQUEST, InvalidPod, SlimPod, slim_pod
 from ascend_common.resetinfo import INFERENCE_RANK_INDEX, MAX_RANK_INDEX, job_name, parse_rank_index
@@ -526,9 +526,9 @@ async def test_regression_a_bad_rank_index_still_tells_the_job(tmp_path: Path, r
     obj["metadata"]["annotations"] = {ASCEND_REAL: "Ascend910-0", "hccl/rankIndex": rank_index}
     chip = SimpleNamespace(name="Ascend910-0", logic_id=0)
     await hot_reset._tell_jobs({("ns", "job"): [slim_pod(obj)]}, cast(Any, [chip]), "unrecovered")
-    state = await configmaps.get("ns", "reset-config-job")
-    assert state is not None
-    ranks = json.loads(state.data["reset.json"])["RankList"]
+    written_cm = await configmaps.get("ns", "reset-config-job")
+    assert written_cm is not None
+    ranks = json.loads(written_cm.data["reset.json"])["RankList"]
     written = [(r["RankId"], r["LogicId"], r["Status"], r["Policy"]) for r in ranks]
     assert written == [(rank_id, 0, "unrecovered", "reset")]
 

@@ -95,7 +95,8 @@ def events_in_order(draw: st.DrawFn) -> list[Event]:
     events, at = [], 1_000.0
     for _ in range(draw(st.integers(4, 40))):
         at += draw(gaps)
-        kind = draw(st.sampled_from(("occur", "occur", "recover", "once")))
+        kinds: tuple[Kind, ...] = ("occur", "occur", "recover", "once")
+        kind = draw(st.sampled_from(kinds))
         severity = draw(st.none() | st.integers(0, 3))
         events.append(Event(draw(st.sampled_from(CHIPS)), draw(st.sampled_from(codes)), kind, severity, at))
     return events

@@ -52,7 +52,7 @@ class PluginUnderTest:
 
     def raw(self, method: str, body: bytes) -> tuple[grpc.StatusCode, bytes | str]:
         """Send `body` as the request, byte for byte; (status, response bytes or error details)."""
-        call = self.channel.unary_unary(method)  # no serializers: the body goes as given
+        call: grpc.UnaryUnaryMultiCallable[bytes, bytes] = self.channel.unary_unary(method)  # the body goes as given
         try:
             return grpc.StatusCode.OK, call(body, timeout=DEADLINE_S)
         except grpc.RpcError as err:
@@ -275,10 +275,12 @@ def test_regression_undecodable_requests_are_invalid_argument(
 
 
 def test_regression_an_undecodable_list_and_watch_is_invalid_argument(plugin: PluginUnderTest) -> None:
-    stream = plugin.channel.unary_stream("/v1beta1.DevicePlugin/ListAndWatch")(b"\xff", timeout=DEADLINE_S)
+    list_and_watch: grpc.UnaryStreamMultiCallable[bytes, bytes]
+    list_and_watch = plugin.channel.unary_stream("/v1beta1.DevicePlugin/ListAndWatch")
+    stream = list_and_watch(b"\xff", timeout=DEADLINE_S)
     with pytest.raises(grpc.RpcError) as err:
         next(stream)
-    assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
 
 
 def test_the_kubelet_saw_no_change_from_the_fuzzing(plugin: PluginUnderTest) -> None:

@@ -180,7 +180,10 @@ def check_customization(custom: FaultCustomization) -> None:
     assert within(grace.wait_process_read_cm_s, WAIT_PROCESS_READ_CM_RANGE)
     assert within(grace.wait_device_reset_s, WAIT_DEVICE_RESET_RANGE)
     assert within(grace.wait_fault_self_healing_s, WAIT_FAULT_SELF_HEALING_RANGE)
-    codes = sorted({code for rule in (*custom.durations, *custom.frequencies) for code in rule.event_ids})
+    codes = sorted(
+        {code for rule in custom.durations for code in rule.event_ids}
+        | {code for rule in custom.frequencies for code in rule.event_ids}
+    )
     engine_runs(Policy(default_fault_code_table(), custom, default_switch_fault_table()), codes)
 
 

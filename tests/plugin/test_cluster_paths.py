@@ -40,6 +40,12 @@ async def cluster_node(workdir: Path, apiserver: FakeApiServer, *args: str) -> N
     return n
 
 
+async def pods_cached(apiserver: FakeApiServer) -> None:
+    """The plugin's pod cache holds the pods: it watches only once it has listed them (and the
+    list reaches its event loop before the watch request reaches the fake)."""
+    await until(lambda: apiserver.live_watches > 0, what="the plugin's pod cache to list the pods and watch")
+
+
 def pod_annotations(apiserver: FakeApiServer, name: str, namespace: str = "ml") -> dict[str, str]:
     pod = apiserver.get_object("pods", name, namespace)
     assert pod is not None
@@ -61,7 +67,7 @@ async def volcano(workdir: Path, apiserver: FakeApiServer) -> AsyncIterator[Node
 
 async def test_volcano_serves_the_oldest_pod_then_the_next(volcano: Node, apiserver: FakeApiServer) -> None:
     await volcano.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
-    await asyncio.sleep(0.5)  # the pod cache lists the pods
+    await pods_cached(apiserver)
     patches_before = apiserver.count("PATCH", "/api/v1/namespaces/ml/pods")
     resp = await volcano.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
@@ -94,12 +100,12 @@ async def test_volcano_serves_the_oldest_pod_then_the_next(volcano: Node, apiser
 
 async def test_volcano_kubelet_id_reports_the_real_devices_health(volcano: Node, apiserver: FakeApiServer) -> None:
     await volcano.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
-    await asyncio.sleep(0.5)
+    await pods_cached(apiserver)
     await volcano.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])  # real: 6, 7
     phys = {logic: await phy_of(volcano, logic) for logic in range(8)}
     logic_of_6 = next(logic for logic, phy in phys.items() if phy == 6)
     await inject(volcano, logic_of_6, "8C1FA006", "occur")
-    msg = await volcano.kubelet.wait_for(R, lambda m: bool(m.unhealthy), timeout=2)
+    msg = await volcano.kubelet.wait_for(R, lambda m: bool(m.unhealthy))
     assert msg.unhealthy == {"Ascend910-2", "Ascend910-6"}, "kubelet id 2 stands for real chip 6"
 
 
@@ -109,24 +115,25 @@ async def test_volcano_bound_pending_pod_keeps_its_pre_separate_chip_healthy(
     """Without the fault-manager the plugin's own rule is the reference's npuIsUsedNow: `first` and
     `broken`, Pending and bound by Volcano, name chip 6 (`broken` among junk); chip 3 no pod names."""
     await volcano.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
-    await asyncio.sleep(0.5)  # the pod cache lists the pods
+    await pods_cached(apiserver)
     logic_of = {await phy_of(volcano, logic): logic for logic in range(8)}
     seen = len(volcano.kubelet.streams[R])
     for phy in (3, 6):
         await inject(volcano, logic_of[phy], PRE_SEPARATE, "occur")
-    msg = await volcano.kubelet.wait_for(R, lambda m: "Ascend910-3" in m.unhealthy, timeout=3, after=seen)
-    await asyncio.sleep(0.3)  # chip 6's fault came with chip 3's: nothing more may follow
+    msg = await volcano.kubelet.wait_for(R, lambda m: "Ascend910-3" in m.unhealthy, after=seen)
+    # Chip 6's fault came with chip 3's: nothing more may follow (an absence, so a time).
+    await asyncio.sleep(0.3)
     msg = volcano.kubelet.streams[R][-1]
     assert msg.unhealthy == {"Ascend910-3"}, "chip 6 is in use for health: the pod Volcano bound to it"
     for name in ("first", "broken"):
         apiserver.modify("pods", name, "ml", lambda pod: pod["status"].update(phase="Succeeded"))
-    msg = await volcano.kubelet.wait_for(R, lambda m: "Ascend910-6" in m.unhealthy, timeout=3)
+    msg = await volcano.kubelet.wait_for(R, lambda m: "Ascend910-6" in m.unhealthy)
     assert msg.unhealthy == {"Ascend910-3", "Ascend910-6"}
 
 
 async def test_volcano_kubelet_ids_survive_a_plugin_restart(volcano: Node, apiserver: FakeApiServer) -> None:
     await volcano.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
-    await asyncio.sleep(0.5)
+    await pods_cached(apiserver)
     await volcano.kubelet.allocate(R, [["Ascend910-2", "Ascend910-3"]])  # real: 6, 7
     await until(lambda: pod_annotations(apiserver, "first").get("huawei.com/kltDev") == "Ascend910-2,Ascend910-3")
     apiserver.modify("pods", "first", "ml", lambda pod: pod["status"].update(phase="Running"))
@@ -138,7 +145,7 @@ async def test_volcano_kubelet_ids_survive_a_plugin_restart(volcano: Node, apise
     phys = {logic: await phy_of(volcano, logic) for logic in range(8)}
     logic_of_6 = next(logic for logic, phy in phys.items() if phy == 6)
     await inject(volcano, logic_of_6, "8C1FA006", "occur")
-    msg = await volcano.kubelet.wait_for(R, lambda m: bool(m.unhealthy), timeout=3, after=seen)
+    msg = await volcano.kubelet.wait_for(R, lambda m: bool(m.unhealthy), after=seen)
     assert msg.unhealthy == {"Ascend910-2", "Ascend910-6"}, "kubelet id 2 still stands for real chip 6"
 
 
@@ -156,7 +163,7 @@ async def test_dynamic_vnpu_creates_the_annotated_vnpu(workdir: Path, apiserver:
     try:
         msg = await n.kubelet.wait_for(core, lambda m: len(m.devices) == 8 * 20)
         assert msg.healthy == {f"npu-core-{i}" for i in range(160)}
-        await asyncio.sleep(0.5)
+        await pods_cached(apiserver)
         # The kubelet picked 5 cores; chip 2's are cores 40..59.
         cores = [f"npu-core-{i}" for i in range(40, 45)]
         resp = await n.kubelet.allocate(core, [cores])
@@ -182,7 +189,7 @@ async def test_dynamic_vnpu_creates_the_annotated_vnpu(workdir: Path, apiserver:
         logic_of = {c["phy_id"]: c["logic_id"] for c in chips}
         await inject(n, logic_of[2], "8C1FA006", "occur")
         await inject(n, logic_of[7], "8C1FA006", "occur")
-        msg = await n.kubelet.wait_for(core, lambda m: len(m.unhealthy) == 40, timeout=3)
+        msg = await n.kubelet.wait_for(core, lambda m: len(m.unhealthy) == 40)
         assert set(cores) <= msg.unhealthy
         free = sorted(i for i in range(160) if f"npu-core-{i}" not in cores)
         expected_free_unhealthy = {f"npu-core-{i}" for i in free[:35]}
@@ -192,12 +199,10 @@ async def test_dynamic_vnpu_creates_the_annotated_vnpu(workdir: Path, apiserver:
         apiserver.remove("pods", "infer", "ml")
         async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
 
-            async def vnpus_left() -> list[object]:
-                return list((await client.get(f"/v1/chips/{chip2['logic_id']}")).json()["dynamic"]["vnpus"]["value"])
+            async def no_vnpu_left() -> bool:
+                return not (await client.get(f"/v1/chips/{chip2['logic_id']}")).json()["dynamic"]["vnpus"]["value"]
 
-            async with asyncio.timeout(5):
-                while await vnpus_left():
-                    await asyncio.sleep(0.1)
+            await until(no_vnpu_left, what="the sweep to destroy the pod's vNPU")
         assert "destroyed an unused vNPU" in n.plugin.log_path.read_text()
     finally:
         await close_node(n)
@@ -228,7 +233,7 @@ async def test_plain_path_annotates_a_pod_the_watch_brings_late(workdir: Path, a
         await n.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
         n.kubelet.set_pod_resources([("ml", "late", "c0", R, ["Ascend910-2"])])
         await n.kubelet.allocate(R, [["Ascend910-2"]])
-        await asyncio.sleep(1.5)
+        await asyncio.sleep(1.5)  # the scenario: the pod reaches the API this long after the allocation
         apiserver.add_pod("late", "ml", phase="Pending", requests={R: 1})
         await until(lambda: "huawei.com/AscendReal" in pod_annotations(apiserver, "late"), 10, "late's annotation")
         assert pod_annotations(apiserver, "late")["huawei.com/AscendReal"] == "Ascend910-2"
@@ -243,7 +248,7 @@ async def test_plain_path_waits_for_a_slow_kubelet_podresources(workdir: Path, a
     try:
         await n.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
         await n.kubelet.allocate(R, [["Ascend910-5"]])
-        await asyncio.sleep(3.0)
+        await asyncio.sleep(3.0)  # the scenario: the kubelet lists the allocation this long after Allocate
         n.kubelet.set_pod_resources([("ml", "slow", "c0", R, ["Ascend910-5"])])
         await until(lambda: "huawei.com/AscendReal" in pod_annotations(apiserver, "slow"), 10, "slow's annotation")
         assert pod_annotations(apiserver, "slow")["huawei.com/AscendReal"] == "Ascend910-5"
@@ -365,7 +370,7 @@ async def test_volcano_rank_configuration_carries_the_super_pod(
         everything = {f"Ascend910-{i}" for i in range(chips)}
         await n.kubelet.wait_for(R, lambda m: set(m.devices) == everything)
         await until(lambda: "superPodID" in node_meta(apiserver)["annotations"], 10.0, "the node annotations")
-        await asyncio.sleep(0.5)  # the pod cache lists the pod
+        await pods_cached(apiserver)
         resp = await n.kubelet.allocate(R, [["Ascend910-0", "Ascend910-1"]])
         assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == ",".join(str(p) for p in sdids)
         await until(lambda: CONFIG_KEY in pod_annotations(apiserver, "job"))
@@ -400,7 +405,7 @@ async def volcano_node(workdir: Path, apiserver: FakeApiServer, pods: dict[str, 
     n = await cluster_node(workdir, apiserver, "--volcano-type")
     await n.kubelet.wait_for(R, lambda m: set(m.devices) == ALL)
     await until(lambda: len(n.plugin.log_path.read_text()) > 0)
-    await asyncio.sleep(0.5)  # the pod cache lists the pods
+    await pods_cached(apiserver)
     return n
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import grpc
@@ -50,18 +49,16 @@ async def test_fault_turns_the_chip_unhealthy_and_recovery_back_without_idle_sen
     await node.kubelet.wait_for(R, lambda m: m.healthy == ALL)
     chip = f"Ascend910-{await phy_of(node, 2)}"
     seen = len(node.kubelet.streams[R])
-    started = time.monotonic()
     await inject(node, 2, "8C1FA006", "occur")  # a RestartNPU code
-    msg = await node.kubelet.wait_for(R, lambda m: chip in m.unhealthy, timeout=1.0, after=seen)
+    msg = await node.kubelet.wait_for(R, lambda m: chip in m.unhealthy, after=seen)
     assert msg.unhealthy == {chip}
-    assert msg.at - started < 1.0
     seen = len(node.kubelet.streams[R])
     await inject(node, 2, "8C1FA006", "recover")
-    await node.kubelet.wait_for(R, lambda m: m.healthy == ALL, timeout=1.0, after=seen)
-    # Quiet node: over 5 s (one list-watch period) no message is sent.
-    await asyncio.sleep(0.3)
-    quiet_from = len(node.kubelet.streams[R])
-    await asyncio.sleep(5.2)
+    recovered = await node.kubelet.wait_for(R, lambda m: m.healthy == ALL, after=seen)
+    # Quiet node: over 5 s (one list-watch period) after the recovery no message is sent. The
+    # behaviour under test is an absence, so this is a time.
+    quiet_from = node.kubelet.streams[R].index(recovered) + 1
+    await asyncio.sleep(5.5)
     assert len(node.kubelet.streams[R]) == quiet_from
 
 
@@ -70,12 +67,10 @@ async def test_twenty_kubelet_restarts_register_exactly_once_each(node: Node) ->
     proc = psutil.Process(node.plugin.proc.pid)
     fds_after_first = rss_after_first = 0
     for round_ in range(1, 21):
-        started = time.monotonic()
         await node.kubelet.restart()
-        reg = await node.kubelet.wait_registered(R, timeout=1.0)
-        assert reg.at - started < 1.0
+        await node.kubelet.wait_registered(R)
         await node.kubelet.wait_for(R, lambda m: set(m.devices) == ALL, instance=node.kubelet.instance)
-        await asyncio.sleep(0.1)  # a second registration would arrive now
+        await asyncio.sleep(0.1)  # an absence, so a time: a second registration would arrive now
         assert node.kubelet.registration_count(R) == 1, f"restart {round_}: registered twice"
         assert node.kubelet.allocatable(R) == 8
         if round_ == 1:

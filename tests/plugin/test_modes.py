@@ -30,7 +30,7 @@ async def test_static_vnpu_resource_is_served_with_virtual_runtime(workdir: Path
         await wait_ready(n.plugin)
         resource = "huawei.com/Ascend910-5c.1cpu.16g"
         device = f"Ascend910-5c.1cpu.16g-{vnpu['vdev_id']}-{phy}"
-        reg = await n.kubelet.wait_registered(resource, timeout=5)
+        reg = await n.kubelet.wait_registered(resource)
         assert reg.endpoint == "Ascend910-5c.1cpu.16g.sock"
         msg = await n.kubelet.wait_for(resource, lambda m: bool(m.devices))
         assert msg.devices == {device: "Healthy"}
@@ -64,7 +64,7 @@ async def test_exporter_loss_turns_devices_unhealthy_after_the_grace_and_recover
         await n.kubelet.wait_for(R, lambda m: m.healthy == ALL)
         n.exporter.stop()
         seen = len(n.kubelet.streams[R])
-        # Kept during the grace period, Unhealthy after it.
+        # Kept during the grace period (an absence, so a time), Unhealthy after it.
         await asyncio.sleep(0.6)
         assert len(n.kubelet.streams[R]) == seen
         await n.kubelet.wait_for(R, lambda m: m.unhealthy == ALL, timeout=3, after=seen)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from ascend_common import sse
 
-from tests.support.waiting import ready
+from tests.support.waiting import START_S, WaitTimedOut, ready, until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {
@@ -71,8 +71,11 @@ class ExporterProc:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.proc.send_signal(signal.SIGUSR1)  # leave the stacks in the log for the failure report
-                time.sleep(0.5)
+                # Leave the stacks in the log for the failure report (faulthandler), then kill it anyway.
+                logged = self.log_path.stat().st_size
+                self.proc.send_signal(signal.SIGUSR1)
+                with contextlib.suppress(WaitTimedOut):
+                    until_sync(lambda: b"most recent call first" in self.log_path.read_bytes()[logged:], 2, "stacks")
                 self.proc.kill()
                 self.proc.wait(5)
         return self.proc.returncode
@@ -117,23 +120,16 @@ def start_exporter(
     )
     ep = ExporterProc(proc, sock, f"http://127.0.0.1:{port}", log_path, args)
     if wait_ready:
-        wait_until(lambda: _ready(ep), timeout=15, what=f"exporter ready (log: {log_path.read_text()[-2000:]})")
+
+        def awaited() -> str:  # asked on failure only: the log as it is then
+            return f"the exporter to be ready (log: {log_path.read_text()[-2000:]})"
+
+        until_sync(lambda: _ready(ep), START_S, awaited)
     return ep
 
 
 def _ready(ep: ExporterProc) -> bool:
     return ready("exporter", ep.proc, ep.metrics_url, ep.log_path)
-
-
-def wait_until(cond: Callable[[], Any], timeout: float = 5.0, what: str = "condition", interval: float = 0.02) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 @contextmanager

@@ -40,6 +40,8 @@ from ascend_common.adapters.kubelet import deviceplugin_pb2_grpc as dp_grpc
 from ascend_common.adapters.kubelet import podresources_pb2 as pr
 from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 
+from tests.support.waiting import WAIT_S, until
+
 T = TypeVar("T")
 
 CHECKPOINT = "kubelet_internal_checkpoint"  # the one file the real kubelet keeps across restarts
@@ -57,6 +59,7 @@ _UNSUPPORTED_VERSION = "requested API version {!r} is not supported by kubelet. 
 _INVALID_RESOURCE = "the ResourceName {!r} is invalid"
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+POLL_S = 0.01  # waits re-check this often: reading the fake's own state is cheap
 
 # (namespace, pod, container, resource name, device ids) as given to set_pod_resources()
 PodResourceEntry = tuple[str, str, str, str, Sequence[str]]
@@ -254,7 +257,6 @@ class FakeKubelet:
         self._connections: dict[str, _Connection] = {}  # resource -> the client the kubelet holds
         self._last_outcome: dict[tuple[int, str], Outcome] = {}
         self._pod_resources = pr.ListPodResourcesResponse()
-        self._changed = asyncio.Event()
         self._running = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._private_dir: Path | None = None
@@ -299,7 +301,6 @@ class FakeKubelet:
             self._listen_sock = sock
             sock.bind(str(self.socket_path))
             sock.setblocking(False)
-            self._notify()  # bound, not listening: what a plugin's file watcher sees first
             delay = self.listen_delay if listen_delay is None else listen_delay
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -313,7 +314,6 @@ class FakeKubelet:
         except BaseException:
             await self.stop()
             raise
-        self._notify()
 
     async def stop(self) -> None:
         """Stop this instance like a killed kubelet: connections to plugins drop, kubelet.sock stays."""
@@ -342,7 +342,6 @@ class FakeKubelet:
         if self._private_dir is not None:
             shutil.rmtree(self._private_dir, ignore_errors=True)
             self._private_dir = None
-        self._notify()
 
     async def restart(self, *, listen_delay: float | None = None) -> None:
         """A kubelet restart: stop, delete every socket in the plugin dir, re-create kubelet.sock."""
@@ -407,13 +406,13 @@ class FakeKubelet:
         self,
         resource: str,
         predicate: Callable[[StreamMessage], bool] | None = None,
-        timeout: float = 5.0,
+        timeout: float = WAIT_S,
         *,
         after: int = 0,
         instance: int | None = None,
     ) -> StreamMessage:
         """The first ListAndWatch message of `resource` from index `after` on (already received or
-        not) that satisfies `predicate`, from `instance` if given. TimeoutError after `timeout` s."""
+        not) that satisfies `predicate`, from `instance` if given; WaitTimedOut after `timeout` s."""
 
         def check() -> StreamMessage | None:
             for msg in self.streams.get(resource, [])[after:]:
@@ -424,14 +423,14 @@ class FakeKubelet:
         def describe() -> str:
             seen = self.streams.get(resource, [])
             last = seen[-1].devices if seen else None
-            return f"no ListAndWatch message of {resource} matched within {timeout}s ({len(seen)} seen, last {last})"
+            return f"a ListAndWatch message of {resource} to match ({len(seen)} seen, last {last})"
 
-        return await self._wait(check, timeout, describe)
+        return await until(check, timeout, describe, interval=POLL_S)
 
     async def wait_registered(
         self,
         resource: str,
-        timeout: float = 5.0,
+        timeout: float = WAIT_S,
         *,
         instance: int | None = None,
     ) -> Registration:
@@ -444,16 +443,7 @@ class FakeKubelet:
                     return reg
             return None
 
-        return await self._wait(check, timeout, lambda: f"{resource} not registered within {timeout}s")
-
-    async def wait_until(
-        self,
-        condition: Callable[[], bool],
-        timeout: float = 5.0,
-        what: str = "condition",
-    ) -> None:
-        """Wait for any state of the fake (registrations, streams, connections) to satisfy `condition`."""
-        await self._wait(lambda: True if condition() else None, timeout, lambda: f"{what} not met within {timeout}s")
+        return await until(check, timeout, f"{resource} to register", interval=POLL_S)
 
     # ---- calls the kubelet makes -------------------------------------------------------------
 
@@ -531,7 +521,6 @@ class FakeKubelet:
         def record(outcome: Outcome, error: str | None = None) -> None:
             self.registrations.append(registration(outcome, error))
             self._last_outcome[key] = outcome
-            self._notify()
 
         error = None
         if request.version != constants.VERSION:
@@ -599,13 +588,11 @@ class FakeKubelet:
                 )
                 conn.devices = msg.devices
                 self.streams.setdefault(resource, []).append(msg)
-                self._notify()
             conn.mark_closed("ListAndWatch ended by the plugin")
         except grpc.aio.AioRpcError as exc:
             conn.mark_closed(f"ListAndWatch failed: {exc.code().name} {exc.details()}")
         finally:
             conn.mark_closed("ListAndWatch cancelled by the kubelet")
-            self._notify()
 
     async def _proxy_connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, internal: Path
@@ -656,23 +643,6 @@ class FakeKubelet:
         return await getattr(conn.stub, method)(
             request, timeout=self.call_timeout if deadline_s is None else deadline_s
         )
-
-    def _notify(self) -> None:
-        # Wake every waiter; each re-checks its own condition.
-        self._changed.set()
-        self._changed = asyncio.Event()
-
-    async def _wait(self, check: Callable[[], T | None], bound_s: float, describe: Callable[[], str]) -> T:
-        try:
-            async with asyncio.timeout(bound_s):
-                while True:
-                    changed = self._changed
-                    result = check()
-                    if result is not None:
-                        return result
-                    await changed.wait()
-        except TimeoutError:
-            raise TimeoutError(describe()) from None
 
 
 async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:

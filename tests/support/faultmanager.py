@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.exporter import ROOT, ExporterProc, free_port
-from tests.support.waiting import ready, until
+from tests.support.waiting import START_S, ready, until
 
 
 @dataclass
@@ -69,5 +69,5 @@ def start_fault_manager(
     return FaultManagerProc(proc, sock, db, f"http://127.0.0.1:{port}", log_path)
 
 
-async def wait_ready(fm: FaultManagerProc, timeout: float = 15) -> None:
+async def wait_ready(fm: FaultManagerProc, timeout: float = START_S) -> None:
     await until(lambda: asyncio.to_thread(fm.ready), timeout, f"the fault-manager to be ready (log: {fm.log_path})")

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.exporter import ROOT, ExporterProc, free_port
-from tests.support.waiting import ready, until
+from tests.support.waiting import START_S, ready, until
 
 
 @dataclass
@@ -78,6 +78,6 @@ def start_plugin(
     return PluginProc(proc, plugin_dir, f"http://127.0.0.1:{port}", log_path, relaunch)
 
 
-async def wait_ready(plugin: PluginProc, timeout: float = 15) -> None:
+async def wait_ready(plugin: PluginProc, timeout: float = START_S) -> None:
     """Async: the fake kubelet runs on the test's event loop and must keep serving meanwhile."""
     await until(lambda: asyncio.to_thread(plugin.ready), timeout, f"the plugin to be ready (log: {plugin.log_path})")

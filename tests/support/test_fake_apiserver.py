@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -14,6 +16,7 @@ from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 
 from tests.support.fake_apiserver import FakeApiServer
+from tests.support.waiting import WAIT_S, until_sync
 
 
 @pytest.fixture
@@ -112,7 +115,7 @@ def test_live_watch_follows_writes_and_selection_changes(fake: FakeApiServer, v1
     rv = v1.list_pod_for_all_namespaces().metadata.resource_version
 
     def writer() -> None:
-        time.sleep(0.2)
+        until_sync(lambda: fake.live_watches > 0, what="the watch to be live")
         fake.add_pod("other", node="n2")  # never seen: not on n1
         fake.modify("pods", "mover", "default", lambda o: o["spec"].update(nodeName="n1"))
         fake.modify("pods", "mover", "default", lambda o: o["metadata"].update(labels={"x": "y"}))
@@ -135,10 +138,10 @@ def test_watch_without_resource_version_starts_with_the_current_state(fake: Fake
     assert seen == ["a", "b"]
 
 
-def test_watch_timeout_ends_the_stream(fake: FakeApiServer, v1: Any) -> None:
-    start = time.monotonic()
-    assert watch_events(v1, str(fake.resource_version), timeout=1) == []
-    assert time.monotonic() - start < 4
+async def test_watch_timeout_ends_the_stream(fake: FakeApiServer, v1: Any) -> None:
+    # Nothing else ends this watch: without its 1 s timeout it would outlast the bound.
+    watch = asyncio.to_thread(watch_events, v1, str(fake.resource_version), timeout=1)
+    assert await asyncio.wait_for(watch, WAIT_S) == []
 
 
 def test_watch_from_a_compacted_resource_version_is_410(fake: FakeApiServer, v1: Any) -> None:
@@ -335,16 +338,16 @@ def test_set_down_and_back(fake: FakeApiServer, v1: Any, mode: Any) -> None:
 
 
 def test_set_down_ends_live_watches(fake: FakeApiServer, v1: Any) -> None:
-    timer = threading.Timer(0.3, fake.set_down, args=(True,))
-    timer.start()
-    start = time.monotonic()
-    try:
-        watch_events(v1, str(fake.resource_version), timeout=10)
-    except (urllib3.exceptions.HTTPError, k8s.ApiException):
-        pass
-    finally:
-        timer.join()
-    assert time.monotonic() - start < 5
+    def watcher() -> None:
+        with contextlib.suppress(urllib3.exceptions.HTTPError, k8s.ApiException):
+            watch_events(v1, str(fake.resource_version), timeout=60)  # far beyond the bound below
+
+    thread = threading.Thread(target=watcher)
+    thread.start()
+    until_sync(lambda: fake.live_watches > 0, what="the watch to be live")
+    fake.set_down(True)
+    thread.join(WAIT_S)
+    assert not thread.is_alive(), "set_down ended the live watch"
     fake.set_down(False)
 
 
@@ -362,12 +365,10 @@ def test_stop_ends_a_live_watch_promptly() -> None:
 
     thread = threading.Thread(target=watcher)
     thread.start()
-    time.sleep(0.3)
-    start = time.monotonic()
+    until_sync(lambda: server.live_watches > 0, what="the watch to be live")
     server.stop()
-    thread.join(5)
+    thread.join(WAIT_S)  # far less than the watch's 30 s: stop() cut it
     assert not thread.is_alive()
-    assert time.monotonic() - start < 5
 
 
 def test_request_log_and_count(fake: FakeApiServer, v1: Any) -> None:

@@ -19,6 +19,7 @@ from ascend_common.adapters.kubelet import podresources_pb2 as pr
 from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 
 from tests.support.fake_kubelet import FakeKubelet, Outcome, is_extended_resource_name, short_tmp_dir
+from tests.support.waiting import until
 
 RESOURCE = "huawei.com/Ascend910"
 IDS = [f"Ascend910-{i}" for i in range(4)]
@@ -90,16 +91,18 @@ async def register(plugin_dir: Path, endpoint: str, resource: str = RESOURCE, ve
         resource_name=resource,
         options=dp.DevicePluginOptions(pre_start_required=True, get_preferred_allocation_available=True),
     )
-    async with asyncio.timeout(15):
-        while True:
-            async with grpc.aio.insecure_channel(f"unix://{plugin_dir / constants.KUBELET_SOCKET}") as channel:
-                try:
-                    await dp_grpc.RegistrationStub(channel).Register(request, timeout=12)
-                    return
-                except grpc.aio.AioRpcError as exc:
-                    if exc.code() != grpc.StatusCode.UNAVAILABLE:
-                        raise
-            await asyncio.sleep(0.02)
+
+    async def registered() -> bool:
+        async with grpc.aio.insecure_channel(f"unix://{plugin_dir / constants.KUBELET_SOCKET}") as channel:
+            try:
+                await dp_grpc.RegistrationStub(channel).Register(request, timeout=12)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                return False
+        return True
+
+    await until(registered, 15, f"kubelet.sock to accept the registration of {resource}", interval=0.02)
 
 
 @pytest.fixture
@@ -159,7 +162,7 @@ async def test_registration_is_recorded_and_the_plugin_connected(kubelet: FakeKu
         assert kubelet.registration_count(RESOURCE) == 1
         assert kubelet.connected(RESOURCE)
         assert (kubelet.capacity(RESOURCE), kubelet.allocatable(RESOURCE)) == (4, 4)
-    await kubelet.wait_until(lambda: not kubelet.connected(RESOURCE), what="stream closed")
+    await until(lambda: not kubelet.connected(RESOURCE), what="the stream closed")
     assert (kubelet.capacity(RESOURCE), kubelet.allocatable(RESOURCE)) == (4, 0)
 
 
@@ -216,7 +219,7 @@ async def test_restart_deletes_sockets_and_bumps_the_instance(kubelet: FakeKubel
 async def test_kubelet_sock_exists_before_it_listens(kubelet: FakeKubelet) -> None:
     restart = asyncio.create_task(kubelet.restart(listen_delay=0.5))
     try:
-        await kubelet.wait_until(lambda: kubelet.instance == 2 and kubelet.socket_path.exists(), what="bind")
+        await until(lambda: kubelet.instance == 2 and kubelet.socket_path.exists(), what="the second instance to bind")
         assert not kubelet.listening
         with socket.socket(socket.AF_UNIX) as sock, pytest.raises(ConnectionRefusedError):
             sock.connect(str(kubelet.socket_path))
@@ -250,7 +253,7 @@ async def test_list_and_watch_messages_are_recorded(kubelet: FakeKubelet) -> Non
 
 
 async def test_wait_for_is_bounded(kubelet: FakeKubelet) -> None:
-    with pytest.raises(TimeoutError, match="no ListAndWatch message"):
+    with pytest.raises(TimeoutError, match="a ListAndWatch message of"):
         await kubelet.wait_for(RESOURCE, lambda m: False, timeout=0.2)
 
 

@@ -14,7 +14,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,6 +23,8 @@ from ascend_common.adapters.serving import bind_unix_socket, server
 from ascend_common.schemas.verdict import VERDICT_EVENTS_PATH, VERDICTS_PATH, ChipVerdict, VerdictEvent, VerdictList
 from fastapi import FastAPI, Header
 from fastapi.responses import Response, StreamingResponse
+
+from tests.support.waiting import until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,14 +75,16 @@ class VerdictStandIn:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(
+        proc = self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.support.verdict_standin", str(self.socket)], cwd=ROOT
         )
-        deadline = time.monotonic() + 10
-        while not self.socket.exists():
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise RuntimeError("the verdict stand-in did not start")
-            time.sleep(0.02)
+
+        def listening() -> bool:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the verdict stand-in exited with {proc.returncode}")
+            return self.socket.exists()
+
+        until_sync(listening, what="the verdict stand-in's socket", interval=0.02)
 
     def set(self, verdict: ChipVerdict) -> None:
         with httpx.Client(transport=httpx.HTTPTransport(uds=str(self.socket)), base_url="http://fm") as client:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ascend_common.clients.backoff import Backoff
+from ascend_common.adapters.clients.backoff import Backoff
 
 
 def nth_delay(n: int, base: float, cap: float) -> float:

@@ -6,12 +6,13 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 
 from ascend_common import sse
-from ascend_common.clients.exporter import InventoryFollower
-from ascend_common.lifecycle import Lifecycle
+from ascend_common.adapters.clients.exporter import InventoryFollower
+from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.schemas.exporter import Chip, ChipList, NodeInfo, SubscriptionState
 from ascend_common.schemas.reading import Reading
 
 from tests.support.chips import exporter_chip
+from tests.support.waiting import until
 
 
 class FakeExporter:
@@ -19,9 +20,11 @@ class FakeExporter:
         self.ready = False
         self.chip_list: list[Chip] = []
         self.lists = 0
+        self.nodes = 0
         self.stream: asyncio.Queue[sse.SseMessage] = asyncio.Queue()
 
     async def node(self) -> NodeInfo:
+        self.nodes += 1
         return NodeInfo(
             backend="sim", profile="910b-8", run_id="r1", dcmi_version=Reading[str].ok("x"), card_count=0,
             chip_count=len(self.chip_list), chips_by_state={}, subscription=SubscriptionState.LIVE,
@@ -47,7 +50,7 @@ async def test_waits_for_a_ready_exporter_and_rereads_for_unknown_chips() -> Non
     await follower.start()
     try:
         fake.chip_list = [exporter_chip(0, 4)]  # discovery under way: partial list, not ready
-        await asyncio.sleep(0.3)
+        await until(lambda: fake.nodes >= 3, what="the follower asking the exporter again")
         assert not follower.synced.is_set() and follower.chips == {}
         fake.ready = True
         async with asyncio.timeout(5):
@@ -57,9 +60,7 @@ async def test_waits_for_a_ready_exporter_and_rereads_for_unknown_chips() -> Non
         fake.chip_list = [exporter_chip(0, 4), exporter_chip(1, 5)]
         lists = fake.lists
         await fake.stream.put(sse.SseMessage("chip", '{"id":"r1-1","type":"chip","time":1.0,"logic_id":1}', "r1-1"))
-        async with asyncio.timeout(5):
-            while set(follower.chips) != {0, 1}:
-                await asyncio.sleep(0.02)
+        await until(lambda: set(follower.chips) == {0, 1}, what="the list re-read with chip 1")
         assert fake.lists > lists
     finally:
         await follower.stop()

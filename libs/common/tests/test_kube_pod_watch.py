@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ from ascend_common.pods import SlimPod
 from kubernetes import client as k8s
 
 from tests.support.fake_apiserver import FakeApiServer
+from tests.support.waiting import WAIT_S, until
 
 NODE = "node-a"
 NPU = "huawei.com/Ascend910"
@@ -57,14 +57,6 @@ async def make_cache(api: ApiClient) -> AsyncIterator[Callable[..., Awaitable[Po
     assert not leftovers, f"pod cache threads still running: {leftovers}"
 
 
-async def eventually(check: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for: {what}")
-        await asyncio.sleep(0.02)
-
-
 def names(cache: PodCache) -> set[str]:
     return {p.name for p in cache.pods()}
 
@@ -92,7 +84,7 @@ async def test_cache_lists_then_follows_watch_events(
     fake.add_pod("b")
     fake.modify("pods", "a", "default", lambda o: o["metadata"]["annotations"].update({"huawei.com/kltDev": "0"}))
     fake.remove("pods", "b", "default")
-    await eventually(lambda: len(changes) == 3, "three watch events")
+    await until(lambda: len(changes) == 3, what="three watch events")
     assert changes == [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
     updated = cache.get("default", "a")
     assert updated is not None and updated.annotations["huawei.com/kltDev"] == "0"
@@ -109,13 +101,13 @@ async def test_field_selector_keeps_other_nodes_pods_out(
     cache = await make_cache()
     fake.add_pod("theirs-too", node="node-b")
     fake.add_pod("mine-too")
-    await eventually(lambda: names(cache) == {"mine", "mine-too"}, "the new pod of this node")
+    await until(lambda: names(cache) == {"mine", "mine-too"}, what="the new pod of this node")
     assert {r.query.get("fieldSelector") for r in fake.requests if r.path == "/api/v1/pods"} == {
         f"spec.nodeName={NODE}"
     }
     # A pod rescheduled away from the node leaves the cache.
     fake.modify("pods", "mine", "default", lambda o: o["spec"].update(nodeName="node-b"))
-    await eventually(lambda: names(cache) == {"mine-too"}, "the pod that left")
+    await until(lambda: names(cache) == {"mine-too"}, what="the pod that left")
 
 
 async def test_deleting_flag_then_removal(
@@ -124,9 +116,9 @@ async def test_deleting_flag_then_removal(
     fake.add_pod("p")
     cache = await make_cache()
     await asyncio.to_thread(k8s.CoreV1Api(api).delete_namespaced_pod, "p", "default")
-    await eventually(lambda: (p := cache.get("default", "p")) is not None and p.deleting, "deletionTimestamp")
+    await until(lambda: (p := cache.get("default", "p")) is not None and p.deleting, what="deletionTimestamp")
     fake.remove("pods", "p", "default")
-    await eventually(lambda: cache.get("default", "p") is None, "removal")
+    await until(lambda: cache.get("default", "p") is None, what="removal")
 
 
 async def test_relists_after_410(
@@ -137,13 +129,13 @@ async def test_relists_after_410(
     caplog.set_level(logging.INFO, logger="ascend_common.adapters.kube")
     changes: list[tuple[str, str]] = []
     cache.on_change.append(lambda kind, pod: changes.append((kind, pod.name)))
-    await eventually(lambda: fake.live_watches == 1, "the watch is open")
+    await until(lambda: fake.live_watches == 1, what="the watch is open")
     fake.compact()  # the live watch gets an ERROR 410
-    await eventually(lambda: cache.lists == 2, "a re-list after the 410")
+    await until(lambda: cache.lists == 2, what="a re-list after the 410")
     assert any(entry["status"] == 410 for entry in json_logs(caplog, "pod watch failed, re-listing"))
     assert changes == [], "a re-list that finds nothing new reports nothing"
     fake.add_pod("b")
-    await eventually(lambda: names(cache) == {"a", "b"}, "the watch resumed after the re-list")
+    await until(lambda: names(cache) == {"a", "b"}, what="the watch resumed after the re-list")
 
 
 async def test_relists_when_rewatching_from_a_version_the_history_lost(
@@ -152,13 +144,13 @@ async def test_relists_when_rewatching_from_a_version_the_history_lost(
     caplog.set_level(logging.INFO, logger="ascend_common.adapters.kube")
     fake.add_pod("a")
     cache = await make_cache(watch_timeout_s=1)
-    await eventually(lambda: fake.live_watches == 1, "the watch is open")
+    await until(lambda: fake.live_watches == 1, what="the watch is open")
     fake.delay(0.5)  # holds the reconnect after the watch's timeout
-    await eventually(lambda: fake.live_watches == 0, "the watch ran its course")
+    await until(lambda: fake.live_watches == 0, what="the watch ran its course")
     fake.add_pod("b")
     fake.compact(expire_live_watches=False)  # the cache's resourceVersion is now too old
     fake.delay(0)
-    await eventually(lambda: names(cache) == {"a", "b"}, "pod b through a re-list")
+    await until(lambda: names(cache) == {"a", "b"}, what="pod b through a re-list")
     assert cache.lists == 2
     assert [e["status"] for e in json_logs(caplog, "pod watch failed, re-listing")] == [410]
 
@@ -175,10 +167,10 @@ async def test_recovers_after_apiserver_outage(
     fake.set_down(True, mode)
     fake.add_pod("new")
     fake.remove("pods", "goes", "default")
-    await asyncio.sleep(0.5)  # a few failed attempts while it is down
+    await asyncio.sleep(0.5)  # the behaviour under test: a few failed attempts change nothing while it is down
     assert cache.synced and names(cache) == {"stays", "goes"}, "the last state is kept while the apiserver is away"
     fake.set_down(False)
-    await eventually(lambda: names(cache) == {"stays", "new"}, "the state after the outage", timeout=10)
+    await until(lambda: names(cache) == {"stays", "new"}, what="the state after the outage")
     assert sorted(changes) == [("ADDED", "new"), ("DELETED", "goes")]
 
 
@@ -198,7 +190,7 @@ async def test_invalid_pods_are_skipped_with_a_log_line(
 
     # A cached pod that turns invalid leaves the cache rather than staying stale.
     fake.modify("pods", "good", "default", lambda o: o["metadata"].update(annotations={"k": 5}))
-    await eventually(lambda: names(cache) == set(), "the pod that turned invalid")
+    await until(lambda: names(cache) == set(), what="the pod that turned invalid")
     assert ("default", "good") in {(e["namespace"], e["pod"]) for e in json_logs(caplog, "invalid pod skipped")}
 
 
@@ -212,13 +204,16 @@ async def test_size_cap_skips_new_pods_with_a_log_line(
     assert len(cache) == 3 and cache.skipped_over_cap == 2
     assert json_logs(caplog, "pod cache full, pods skipped")[0]["skipped"] == 2
     fake.add_pod("p9")
-    await eventually(lambda: cache.skipped_over_cap == 3, "the watched pod beyond the cap")
+    await until(lambda: cache.skipped_over_cap == 3, what="the watched pod beyond the cap")
     assert len(cache) == 3
     assert json_logs(caplog, "pod cache full, pod skipped")[0]["pod"] == "p9"
     # Updates of pods already cached still land.
     kept = sorted(names(cache))[0]
     fake.modify("pods", kept, "default", lambda o: o["metadata"]["annotations"].update(x="1"))
-    await eventually(lambda: "x" in cache.get("default", kept).annotations, "update of a cached pod")  # type: ignore[union-attr]
+    await until(
+        lambda: (pod := cache.get("default", kept)) is not None and "x" in pod.annotations,
+        what="update of a cached pod",
+    )
 
 
 async def test_lists_in_pages(fake: FakeApiServer, make_cache: Callable[..., Awaitable[PodCache]]) -> None:
@@ -240,10 +235,8 @@ async def test_stop_ends_the_watch_promptly(fake: FakeApiServer, api: ApiClient)
     cache = PodCache(api, NODE, watch_timeout_s=30)
     await cache.start()
     assert await cache.wait_synced(5)
-    await eventually(lambda: fake.live_watches == 1, "the watch is open")
-    start = time.monotonic()
-    await cache.stop()
-    assert time.monotonic() - start < 3
+    await until(lambda: fake.live_watches == 1, what="the watch is open")
+    await asyncio.wait_for(cache.stop(), WAIT_S)  # far less than the watch's 30 s: its socket is shut, not waited out
     assert not [t for t in threading.enumerate() if t.name.startswith("pod-cache-")]
 
 
@@ -272,4 +265,4 @@ async def test_a_failing_callback_does_not_stop_the_cache(
     cache.on_change.extend([broken, lambda kind, pod: seen.append(pod)])
     fake.add_pod("a")
     fake.add_pod("b")
-    await eventually(lambda: len(seen) == 2, "both events despite the broken callback")
+    await until(lambda: len(seen) == 2, what="both events despite the broken callback")

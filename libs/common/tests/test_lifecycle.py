@@ -9,7 +9,7 @@ import os
 import signal
 
 import pytest
-from ascend_common.lifecycle import Lifecycle
+from ascend_common.adapters.lifecycle import Lifecycle
 
 
 async def crashes() -> None:

@@ -20,8 +20,8 @@ TOKEN_B = "b" * 32
 
 def test_token_file_scopes() -> None:
     table = parse_token_file(f"# comment\n\n{TOKEN_A} reset,vnpu\n{TOKEN_B} sim\n")
-    assert table.scopes_of(TOKEN_A) == {Scope.RESET, Scope.VNPU}
-    assert table.scopes_of(TOKEN_B) == {Scope.SIM}
+    assert table.scopes_of(TOKEN_A) == frozenset({Scope.RESET, Scope.VNPU})
+    assert table.scopes_of(TOKEN_B) == frozenset({Scope.SIM})
     assert table.scopes_of("c" * 32) is None
 
 

@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from ascend_common import sse
-from ascend_common.clients.backoff import Backoff
-from ascend_common.clients.exporter import NOT_READY, ExporterError, ExporterStream
-from ascend_common.clients.stream import Resync
+from ascend_common.adapters.clients.backoff import Backoff
+from ascend_common.adapters.clients.exporter import NOT_READY, ExporterError, ExporterStream
+from ascend_common.adapters.clients.stream import Resync
 from ascend_common.schemas.exporter import NodeInfo, SubscriptionState
 from ascend_common.schemas.reading import Reading
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from typer.testing import CliRunner, Result
 
 from tests.support.exporter import ExporterProc, start_exporter
 from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
+from tests.support.waiting import until
 
 RESTART_NPU = "8C1FA006"
 
@@ -53,14 +53,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         exporter.stop()
 
 
-def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
-
-
 def chip_names(stack: Stack) -> dict[int, str]:
     body = stack.json("chips")
     assert isinstance(body, dict)
@@ -88,14 +80,14 @@ def test_json_chips_is_the_api_json(stack: Stack) -> None:
     assert {"last_event_id", "chips"} <= body.keys()
 
 
-def test_inject_then_verdict_and_history(stack: Stack) -> None:
+async def test_inject_then_verdict_and_history(stack: Stack) -> None:
     name = chip_names(stack)[2]
-    eventually(lambda: len(verdicts(stack)) == 8)
+    await until(lambda: len(verdicts(stack)) == 8, what="a verdict for each of the 8 chips")
     result = stack.run("sim", "inject", "--chip", "2", "--code", RESTART_NPU, "--token-file", str(stack.token_file))
     assert result.exit_code == 0, result.output
     assert "injected 8C1FA006" in result.stdout
 
-    eventually(lambda: verdicts(stack)[name]["fault_level"] == "RestartNPU")
+    await until(lambda: verdicts(stack)[name]["fault_level"] == "RestartNPU", what=f"{name}'s RestartNPU verdict")
     v = verdicts(stack)[name]
     assert v["schedulable"] is False and v["codes"] == [RESTART_NPU]
     table = stack.run("verdicts")
@@ -108,23 +100,23 @@ def test_inject_then_verdict_and_history(stack: Stack) -> None:
         assert isinstance(page, dict)
         return any(f["code"] == RESTART_NPU and f["assertion"] == "occur" for f in page["faults"])
 
-    eventually(recorded)
+    await until(recorded, what=f"{name}'s fault in the history")
     result = stack.run("faults", "--chip", name, "--limit", "5")
     assert result.exit_code == 0, result.output
     assert RESTART_NPU in result.stdout and "occur" in result.stdout
 
 
-def test_separate_and_unseparate(stack: Stack) -> None:
+async def test_separate_and_unseparate(stack: Stack) -> None:
     name = chip_names(stack)[5]
     result = stack.run("separate", name)
     assert result.exit_code == 0, result.output
     assert "manually separated" in result.stdout
-    eventually(lambda: verdicts(stack)[name]["manually_separated"] is True)
+    await until(lambda: verdicts(stack)[name]["manually_separated"] is True, what=f"{name} manually separated")
     assert verdicts(stack)[name]["schedulable"] is False
 
     result = stack.run("unseparate", name)
     assert result.exit_code == 0, result.output
-    eventually(lambda: verdicts(stack)[name]["manually_separated"] is False)
+    await until(lambda: verdicts(stack)[name]["manually_separated"] is False, what=f"{name} released")
 
 
 def test_deviceinfo_shows_the_configmap(stack: Stack) -> None:

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -35,6 +34,8 @@ from dcmi_exporter.backends.errors import (
     ResetFailed,
 )
 from dcmi_exporter.calls import CallGuard
+
+from tests.support.waiting import WAIT_S, until
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -68,15 +69,6 @@ def make_backend(double: Control, numa: Path | None = None) -> DcmiBackend:
 
 def chip(logic: int) -> ChipAddress:
     return DEFAULT_CHIPS[logic]
-
-
-def eventually(condition: Callable[[], bool], timeout_s: float = 2.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 # --------------------------------------------------------------------------------- inventory
@@ -412,19 +404,18 @@ def test_a_hung_chip_times_out_and_does_not_block_the_others(dcmi_double: Contro
     async def scenario() -> None:
         with pytest.raises(CallTimeout):
             await guard.call(1, lambda: backend.read_dynamic(chip(1)))
-        assert dcmi_double.wait_hanging(1)
+        await until(lambda: dcmi_double.hanging() >= 1, what="chip 1's call hanging in the double")
         assert guard.is_hung(1)
 
-        started = time.monotonic()
-        other = await guard.call(0, lambda: backend.read_dynamic(chip(0)))
-        assert time.monotonic() - started < 1.0
+        # Chip 1 hangs until released: a call queued behind it would never return within the bound.
+        other = await asyncio.wait_for(guard.call(0, lambda: backend.read_dynamic(chip(0))), WAIT_S)
         assert other.health.value == 0
 
         with pytest.raises(CallTimeout):  # fails fast while the abandoned call is out
             await guard.call(1, lambda: backend.read_dynamic(chip(1)), timeout_s=5.0)
 
         dcmi_double.release(1)
-        assert await asyncio.to_thread(eventually, lambda: not guard.is_hung(1))
+        await until(lambda: not guard.is_hung(1), what="chip 1's abandoned call to return")
         again = await guard.call(1, lambda: backend.read_dynamic(chip(1)))
         assert again.health.value == 0
 

@@ -15,6 +15,7 @@ from dcmi_exporter.backends.dcmi import structs
 
 # The fixtures live beside the C double; the repo root is on sys.path (pytest `pythonpath`).
 import tests.cdouble.fixtures as _fx
+from tests.cdouble import build
 
 cdouble_build_dir = _fx.cdouble_build_dir
 dcmi_layout_binary = _fx.dcmi_layout_binary
@@ -51,7 +52,7 @@ def layout_mismatches(facts: dict[str, int], types: dict[str, CType]) -> list[st
 
 @pytest.fixture
 def facts(dcmi_layout_binary: Path) -> dict[str, int]:
-    result: dict[str, int] = _fx.build.read_layout(dcmi_layout_binary)
+    result: dict[str, int] = build.read_layout(dcmi_layout_binary)
     return result
 
 

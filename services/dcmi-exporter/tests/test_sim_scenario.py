@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,11 @@ from dcmi_exporter.backends.errors import ResetFailed
 from dcmi_exporter.backends.sim import SimBackend
 from dcmi_exporter.backends.sim.scenario import Scenario, ScenarioError, ScenarioRunner, load_scenario, parse_scenario
 
+from tests.support.waiting import WAIT_S, until
+
 pytestmark = pytest.mark.timeout(60)
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
-WAIT_S = 10.0  # upper bound for a scenario run in these tests
 
 Event = RawFaultEvent | RawSwitchEvent
 
@@ -34,15 +35,6 @@ def cleanup() -> Iterator[list[SimBackend | ScenarioRunner]]:
             assert thing.stop(timeout=WAIT_S), "scenario thread did not stop"
         else:
             thing.close()
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = WAIT_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 # ----- loading ---------------------------------------------------------------------------
@@ -206,7 +198,7 @@ def test_sim_restart_npu_drill_runs(cleanup: list[SimBackend | ScenarioRunner]) 
     backend.read_dynamic(chips[6])  # card restored
 
 
-def test_sim_runner_follows_a_manual_clock(cleanup: list[SimBackend | ScenarioRunner]) -> None:
+async def test_sim_runner_follows_a_manual_clock(cleanup: list[SimBackend | ScenarioRunner]) -> None:
     clock = ManualClock(time_scale=2.0)
     backend = SimBackend("a3-16", clock=clock)
     cleanup.append(backend)
@@ -223,11 +215,11 @@ def test_sim_runner_follows_a_manual_clock(cleanup: list[SimBackend | ScenarioRu
     runner = ScenarioRunner(backend, scenario, clock)
     cleanup.append(runner)
     runner.start()
-    assert wait_for(lambda: len(runner.ran) == 1)
-    time.sleep(0.2)
+    await until(lambda: len(runner.ran) == 1, what="the step at 0 s")
+    await asyncio.sleep(0.2)  # the behaviour under test: real time passes, the manual clock does not
     assert [r.index for r in runner.ran] == [1]  # the clock has not moved
     clock.advance(5.0)  # sim 10 s at time scale 2
-    assert wait_for(lambda: len(runner.ran) == 2)
+    await until(lambda: len(runner.ran) == 2, what="the step at 10 s")
     assert backend.active_switch_faults()[0].assembled_fault_code == "[0x00f1fef5,155913,npu,na]"
     clock.advance(5.0)
     assert runner.wait(WAIT_S)
@@ -237,7 +229,7 @@ def test_sim_runner_follows_a_manual_clock(cleanup: list[SimBackend | ScenarioRu
     assert backend.read_dynamic(chip5).error_codes.value == []
 
 
-def test_sim_runner_stops_early(cleanup: list[SimBackend | ScenarioRunner]) -> None:
+async def test_sim_runner_stops_early(cleanup: list[SimBackend | ScenarioRunner]) -> None:
     backend = SimBackend("910b-8")
     cleanup.append(backend)
     scenario = Scenario.parse(
@@ -252,7 +244,7 @@ def test_sim_runner_stops_early(cleanup: list[SimBackend | ScenarioRunner]) -> N
     runner = ScenarioRunner(backend, scenario)
     cleanup.append(runner)
     runner.start()
-    assert wait_for(lambda: len(runner.ran) == 1)
+    await until(lambda: len(runner.ran) == 1, what="the hang step")
     assert backend.is_hung(1)
     assert runner.stop(timeout=WAIT_S)
     assert [r.action for r in runner.ran] == ["hang"]

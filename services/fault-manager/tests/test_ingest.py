@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from ascend_common import sse
-from ascend_common.clients.exporter import ExporterError
+from ascend_common.adapters.clients.exporter import ExporterError
 from ascend_common.clock import SystemClock
 from ascend_common.schemas.exporter import ChipList, NodeInfo
 from fault_manager.ingest import Ingest

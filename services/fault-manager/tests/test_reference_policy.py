@@ -327,11 +327,10 @@ def test_replay_five_long_link_downs_separate_and_the_release_window_lifts_it() 
 def test_replay_runs_the_services_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     lines = [event(0, LINK_DOWN, "occur", 1), query(25)]
     assert run_cli(lines)[1][0]["chips"][CHIP]["network_level"] == "PreSeparateNPU"
-    import fault_manager.engine as engine
+    from ascend_common.faults import duration_state as real
 
-    real = engine.duration_state
     # The engine's FaultDuration rule, changed: nothing ever times out. Replay follows it.
-    monkeypatch.setattr(engine, "duration_state", lambda rule, events, now: real(rule, [], now))
+    monkeypatch.setattr("fault_manager.engine.duration_state", lambda rule, events, now: real(rule, [], now))
     assert run_cli(lines)[1][0]["chips"][CHIP]["network_level"] == "NotHandleFault"
 
 

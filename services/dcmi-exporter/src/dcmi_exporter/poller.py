@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import ChipAddress
 from ascend_common.clock import Clock
-from ascend_common.lifecycle import TaskScope
 from ascend_common.schemas.exporter import (
     Assertion,
     Chip,

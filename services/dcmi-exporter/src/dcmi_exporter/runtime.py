@@ -7,8 +7,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.clock import Clock, SystemClock
-from ascend_common.lifecycle import Lifecycle
 from ascend_common.tokens import TokenTable, load_token_file
 
 from dcmi_exporter.backends.base import Backend

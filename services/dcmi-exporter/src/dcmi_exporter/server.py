@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 
 async def serve(exporter: Exporter) -> int:
-    """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (ascend_common.lifecycle),
+    """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (ascend_common.adapters.lifecycle),
     one of the two servers included."""
     kit = exporter.lifecycle
     settings = exporter.settings

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Protocol
 
 import httpx
+from ascend_common.adapters.clients.exporter import ExporterClient, ExporterError
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.chips import RESOURCE_PREFIX, ChipFamily
-from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.inuse import ALLOCATION_PHASES, ASCEND_REAL
 from ascend_common.naming import NPU_CORE, parse_device_id, vnpu_device_id
 from ascend_common.pods import FINISHED_PHASES

@@ -9,12 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ascend_common.adapters.clients.exporter import ExporterClient, InventoryFollower
+from ascend_common.adapters.clients.verdicts import VerdictFollower
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
+from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.adapters.settings import parse_host_port
-from ascend_common.clients.exporter import ExporterClient, InventoryFollower
-from ascend_common.clients.verdicts import VerdictFollower
 from ascend_common.faults import default_fault_code_table
-from ascend_common.lifecycle import Lifecycle
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
@@ -180,7 +180,7 @@ class DevicePlugin:
 
 
 async def serve(plugin: DevicePlugin) -> int:
-    """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (ascend_common.lifecycle)."""
+    """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (adapters.lifecycle)."""
     kit = plugin.lifecycle
     host, port = parse_host_port(plugin.settings.metrics_addr)
     ops = OpsServer(OpsRoutes(plugin.metrics, plugin.readiness))

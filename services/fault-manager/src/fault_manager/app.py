@@ -2,7 +2,7 @@
 
 Ingest follows the exporter into the inbox; the reactor alone owns the engine, applies the
 inbox's inputs in order and publishes; the device-info writer, the API and hot reset read what
-it published and send it inputs. The lifecycle kit (ascend_common.lifecycle) owns their tasks.
+it published and send it inputs. The lifecycle kit (ascend_common.adapters.lifecycle) owns their tasks.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import os
 import socket
 from dataclasses import dataclass
 
+from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
 from ascend_common.adapters.kube.events import ApiEventSink, EventSink, FaultEvents, OfflineEventSink
 from ascend_common.adapters.kube.pod_watch import PodCache
+from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.adapters.serving import bind_unix_socket, server
 from ascend_common.adapters.settings import parse_host_port
-from ascend_common.clients.exporter import ExporterClient
 from ascend_common.clock import Clock, SystemClock
-from ascend_common.lifecycle import Lifecycle
 from ascend_common.tokens import first_token
 
 from fault_manager.api import create_api, create_ops_app
@@ -129,7 +129,7 @@ class Service:
 
 
 async def serve(service: Service) -> int:
-    """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (ascend_common.lifecycle)."""
+    """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (adapters.lifecycle)."""
     s = service.settings
     kit = service.kit
     api_sock = bind_unix_socket(s.socket, group=s.socket_group)

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Protocol
 
 import httpx
+from ascend_common.adapters.clients.exporter import ExporterClient, ExporterError
 from ascend_common.adapters.kube.configmaps import ConfigMaps, Conflict
+from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import ChipFamily
-from ascend_common.clients.exporter import ExporterClient, ExporterError
 from ascend_common.clock import Clock, policy_seconds
 from ascend_common.faults import GraceTolerance, reset_candidate
 from ascend_common.inuse import chips_in_use_for_allocation
-from ascend_common.lifecycle import TaskScope
 from ascend_common.node_reset_info import (
     EMPTY,
     NO_ID,

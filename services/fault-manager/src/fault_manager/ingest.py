@@ -20,8 +20,8 @@ from typing import Protocol
 
 import httpx
 from ascend_common import sse
-from ascend_common.clients.backoff import Backoff
-from ascend_common.clients.exporter import ExporterClient, ExporterError, ExporterStream
+from ascend_common.adapters.clients.backoff import Backoff
+from ascend_common.adapters.clients.exporter import ExporterClient, ExporterError, ExporterStream
 from ascend_common.clock import Clock
 from ascend_common.schemas.exporter import ChipList, ChipState, EventType, ExporterEvent, NodeInfo
 from pydantic import ValidationError
@@ -38,7 +38,7 @@ class EventPositions(Protocol):
 
 
 class Ingest:
-    """Follows the exporter's events (ascend_common.clients.exporter.ExporterStream) into the inbox."""
+    """Follows the exporter's events (ascend_common.adapters.clients.exporter.ExporterStream) into the inbox."""
 
     def __init__(
         self,

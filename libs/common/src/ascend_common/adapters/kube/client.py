@@ -22,7 +22,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client import ApiClient as ApiClient  # re-exported: the type every helper here takes
 
-from ascend_common.clients.backoff import Backoff
+from ascend_common.adapters.clients.backoff import Backoff
 
 log = logging.getLogger(__name__)
 

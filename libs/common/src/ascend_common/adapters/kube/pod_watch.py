@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from ascend_common.adapters.clients.backoff import Backoff
 from ascend_common.adapters.kube.client import ApiClient, core_v1, get_json, status_of
 from ascend_common.adapters.kube.watch import WatchStream, open_watch, watch_error
-from ascend_common.clients.backoff import Backoff
 from ascend_common.pods import InvalidPod, SlimPod, raw_identity, slim_pod
 
 log = logging.getLogger(__name__)

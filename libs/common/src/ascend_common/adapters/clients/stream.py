@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from ascend_common import sse
-from ascend_common.clients.backoff import Backoff
+from ascend_common.adapters.clients.backoff import Backoff
 
 
 class Resync(Exception):

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 
 from ascend_common import sse
-from ascend_common.clients.backoff import Backoff
-from ascend_common.clients.stream import Resync, follow
-from ascend_common.lifecycle import TaskScope
+from ascend_common.adapters.clients.backoff import Backoff
+from ascend_common.adapters.clients.stream import Resync, follow
+from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.schemas.verdict import (
     VERDICT_EVENTS_PATH,
     VERDICTS_PATH,
@@ -50,7 +50,7 @@ class VerdictFollower:
         await self._tasks.stop()
         await self._http.aclose()
 
-    # ---- Feed (ascend_common.clients.stream) ---------------------------------------------------
+    # ---- Feed (ascend_common.adapters.clients.stream) ---------------------------------------------------
 
     async def sync(self, resume: str | None) -> str | None:
         resp = await self._http.get(VERDICTS_PATH)

@@ -22,9 +22,9 @@ from typing import Protocol
 import httpx
 
 from ascend_common import sse
-from ascend_common.clients.backoff import Backoff
-from ascend_common.clients.stream import Resync, follow
-from ascend_common.lifecycle import TaskScope
+from ascend_common.adapters.clients.backoff import Backoff
+from ascend_common.adapters.clients.stream import Resync, follow
+from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.schemas.exporter import Chip, ChipList, ExporterEvent, NodeInfo, ResetJob, StreamHello, Vnpu
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ class ExporterFeed(Protocol):
 
 
 class ExporterStream:
-    """The exporter's event stream, followed (ascend_common.clients.stream) for one consumer.
+    """The exporter's event stream, followed (ascend_common.adapters.clients.stream) for one consumer.
 
     Nothing is followed before the exporter has read every chip once: its list is empty or
     partial until then, and events about chips a consumer does not know would be lost. A
