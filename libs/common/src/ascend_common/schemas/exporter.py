@@ -41,6 +41,13 @@ class EventSource(StrEnum):
 
 
 class Frozen(BaseModel):
+    # What the exporter answers. A consumer ignores fields it does not know, as Go's encoding/json
+    # does: during a rolling update a newer exporter may answer an older plugin or fault-manager.
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class Request(BaseModel):
+    # What a client sends: a field the exporter does not know is a mistake, refused with a 422.
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -250,11 +257,11 @@ class ResetJob(Frozen):
     finished_at: float | None = None
 
 
-class ResetRequest(Frozen):
+class ResetRequest(Request):
     channel: Literal["auto", "inband", "outband"] = "auto"
 
 
-class VnpuCreateRequest(Frozen):
+class VnpuCreateRequest(Request):
     template: Annotated[str, Field(min_length=1, max_length=32)]
     vdev_id: Annotated[int, Field(ge=0, le=65535)] | None = None  # None: the library chooses
     vfg_id: Annotated[int, Field(ge=0, le=65535)] | None = None

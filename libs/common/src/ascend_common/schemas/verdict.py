@@ -24,7 +24,9 @@ VERDICT_EVENTS_PATH = "/v1/verdicts/events"
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Only answers of the fault-manager: a consumer ignores fields it does not know (a newer
+    # fault-manager may answer an older plugin during a rolling update).
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
 
 class VerdictReason(StrEnum):
