@@ -19,6 +19,7 @@ through their constructors and start their tasks there:
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import logging
 import signal
@@ -145,6 +146,10 @@ class Lifecycle:
             self.stop()
         try:
             await start()
+            # What start-up built (every module, the first lists and caches) lives as long as the
+            # process: keep the collector from scanning it in each full collection, which with
+            # 10,000 cached pods pauses the loop for ~30 ms, an Allocate's whole budget.
+            gc.freeze()
             await self._stop.wait()
         finally:
             self._running = False
