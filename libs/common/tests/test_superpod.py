@@ -44,9 +44,10 @@ def test_a_950_node_reports_rack_type_and_size_of_the_first_chip_that_answered()
 
 
 def test_the_libraries_none_reads_as_minus_one() -> None:
-    """A server outside a pod answers 0xFFFFFFFF for pod, rack and size: int32 -1, as the reference holds them."""
-    pod = super_pod([static(0xFFFFFFFF, 0, 0xFFFFFFFF, 0, 0xFFFFFFFF)])
-    assert pod == SuperPod(super_pod_id=-1, server_index=0, rack_id=-1, super_pod_type=0, scale_type=-1)
+    """A server outside a pod answers 0xFFFFFFFF for pod, server, rack and size: int32 -1, as the
+    reference holds them (and then writes no topology label)."""
+    pod = super_pod([static(0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0xFFFFFFFF)])
+    assert pod == SuperPod(super_pod_id=-1, server_index=-1, rack_id=-1, super_pod_type=0, scale_type=-1)
 
 
 def test_an_a3_node_has_no_rack_type_or_size() -> None:

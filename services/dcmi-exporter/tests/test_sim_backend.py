@@ -229,9 +229,9 @@ NONE = 0xFFFFFFFF  # the library's uint32 "none"
     ("profile", "pod", "index", "rack", "kind", "size", "board", "main_board"),
     [
         ("a5-superpod-8", 5, 1, 3, 2, 8192, 0x50, 0x03),  # a 2D pod's server
-        ("a5-8", NONE, 0, NONE, 0, NONE, 0x50, 0x03),  # a server in no super pod
-        ("a5-atlas350-4", NONE, 0, NONE, 5, NONE, 0x1B, 0x68),
-        ("a5-atlas350-4p", NONE, 0, NONE, 6, NONE, 0x1C, 0x6C),
+        ("a5-8", NONE, NONE, NONE, 0, NONE, 0x50, 0x03),  # a server in no super pod
+        ("a5-atlas350-4", NONE, NONE, NONE, 5, NONE, 0x1B, 0x68),
+        ("a5-atlas350-4p", NONE, NONE, NONE, 6, NONE, 0x1C, 0x6C),
     ],
 )
 def test_sim_a5_chips_report_their_super_pod(
@@ -244,7 +244,8 @@ def test_sim_a5_chips_report_their_super_pod(
         assert (s.super_pod_id.value, s.server_index.value) == (pod, index)
         assert (s.rack_id.value, s.super_pod_type.value, s.scale_type.value) == (rack, kind, size)
         assert (s.board_id.value, s.main_board_id.value) == (board, main_board)
-        assert s.super_device_id.value == (index << 22) | c.phy_id  # the A3 encoding, reused
+        server = 0 if index == NONE else index
+        assert s.super_device_id.value == (server << 22) | c.phy_id  # the A3 encoding, reused
         sdids.add(s.super_device_id.value)
     assert len(sdids) == len(backend.discover())
 

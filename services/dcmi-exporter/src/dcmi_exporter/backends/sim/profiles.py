@@ -101,10 +101,11 @@ class Profile:
     def super_device_id(self, phy_id: int) -> int | None:
         """The chip's SDID: the server index in bits 22..31 and the device in bits 0..15, the A3
         encoding the reference's fault diagnosis decodes (faultdiag-online netfault_api.go); the
-        950 profiles use it too (the reference decodes no 950 SDID)."""
+        950 profiles use it too (the reference decodes no 950 SDID), with server 0 outside a pod."""
         if self.server_index is None:
             return None
-        return (self.server_index << SDID_SERVER_SHIFT) | phy_id
+        server = 0 if self.server_index == UINT32_NONE else self.server_index
+        return (server << SDID_SERVER_SHIFT) | phy_id
 
     def numa_node(self, phy_id: int) -> int:
         # Two-socket hosts: the first half of the chips hang off socket 0.
@@ -243,7 +244,7 @@ PROFILES: dict[str, Profile] = {
             main_board_id=A5_SERVER_MAIN_BOARD_ID,
         ),
         Profile(
-            # An 8-chip 950 server outside any super pod: the chips answer "none" for pod, rack and size.
+            # An 8-chip 950 server outside any super pod: the chips answer "none" for pod, server, rack and size.
             name="a5-8",
             chip_name="Ascend950PR",
             board_id=A5_SERVER_BOARD_ID,
@@ -257,7 +258,7 @@ PROFILES: dict[str, Profile] = {
             power_max_w=550.0,
             outband=True,
             super_pod_id=UINT32_NONE,
-            server_index=0,
+            server_index=UINT32_NONE,
             rack_id=UINT32_NONE,
             super_pod_type=ProductType.SERVER,
             scale_type=UINT32_NONE,
@@ -278,7 +279,7 @@ PROFILES: dict[str, Profile] = {
             power_max_w=300.0,
             outband=False,
             super_pod_id=UINT32_NONE,
-            server_index=0,
+            server_index=UINT32_NONE,
             rack_id=UINT32_NONE,
             super_pod_type=ProductType.CARD_1P,
             scale_type=UINT32_NONE,
@@ -299,7 +300,7 @@ PROFILES: dict[str, Profile] = {
             power_max_w=300.0,
             outband=False,
             super_pod_id=UINT32_NONE,
-            server_index=0,
+            server_index=UINT32_NONE,
             rack_id=UINT32_NONE,
             super_pod_type=ProductType.CARD_4P,
             scale_type=UINT32_NONE,
