@@ -423,7 +423,7 @@ class DcmiBackend:
         value = ctypes.c_uint(0)
         try:
             rc = self._rc(op, chip, ctypes.byref(value))
-        except NotSupported as exc:  # the symbol is missing
+        except NotSupported as exc:  # the symbol is missing, or the generation has no such call
             return Reading.error(exc.code)
         if rc == RC_NOT_READY:
             raise CardDropped(op, rc, message=f"chip {chip.logic_id} is not ready: its card dropped")
