@@ -55,8 +55,87 @@ class KubeRetriesExhausted(KubeApiError):
     """Transient failures (409, 429, 5xx, timeouts, connection errors) outlasted the retries."""
 
 
-def core_v1(api: ApiClient) -> Any:
-    return k8s.CoreV1Api(api)
+class CoreV1:
+    """The few core/v1 calls the node makes, as raw REST through the official ApiClient.
+
+    The generated CoreV1Api brings about 290 modules (every model it could return, ~21 MB of a
+    process's memory) to build requests we can spell in a line each, and we read every answer
+    as raw JSON anyway. Each method takes the generated method's arguments and returns the raw
+    response (the generated client's `_preload_content=False`); an error status raises the
+    client's ApiException, as the generated method does.
+    """
+
+    def __init__(self, api: ApiClient) -> None:
+        self.api = api
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+        _request_timeout: Any = None,
+        _preload_content: bool = False,
+        **query: Any,
+    ) -> Any:
+        if _preload_content:
+            raise ValueError("CoreV1 answers raw responses only (_preload_content=False)")
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        method, url, header_params, data, post = self.api.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=[(_query_name(k), v) for k, v in query.items() if v is not None],
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        resp = self.api.call_api(method, url, header_params, data, post, _request_timeout=_request_timeout)
+        if not 200 <= resp.status <= 299:
+            resp.read()  # type: ignore[no-untyped-call]
+            raise k8s.ApiException.from_response(http_resp=resp, body=None, data=None)
+        return resp.response
+
+    def read_node(self, name: str, **kw: Any) -> Any:
+        return self._request("GET", f"/api/v1/nodes/{name}", **kw)
+
+    def patch_node(self, name: str, body: Any, *, _content_type: str, **kw: Any) -> Any:
+        return self._request("PATCH", f"/api/v1/nodes/{name}", body=body, content_type=_content_type, **kw)
+
+    def patch_namespaced_pod(self, name: str, namespace: str, body: Any, *, _content_type: str, **kw: Any) -> Any:
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+        return self._request("PATCH", path, body=body, content_type=_content_type, **kw)
+
+    def list_pod_for_all_namespaces(self, **kw: Any) -> Any:
+        return self._request("GET", "/api/v1/pods", **kw)
+
+    def read_namespaced_config_map(self, name: str, namespace: str, **kw: Any) -> Any:
+        return self._request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}", **kw)
+
+    def list_namespaced_config_map(self, namespace: str, **kw: Any) -> Any:
+        return self._request("GET", f"/api/v1/namespaces/{namespace}/configmaps", **kw)
+
+    def create_namespaced_config_map(self, namespace: str, body: Any, **kw: Any) -> Any:
+        return self._request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body, **kw)
+
+    def replace_namespaced_config_map(self, name: str, namespace: str, body: Any, **kw: Any) -> Any:
+        return self._request("PUT", f"/api/v1/namespaces/{namespace}/configmaps/{name}", body=body, **kw)
+
+    def delete_namespaced_config_map(self, name: str, namespace: str, **kw: Any) -> Any:
+        return self._request("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}", **kw)
+
+
+def _query_name(arg: str) -> str:
+    """The generated client's argument name -> the API's query parameter (field_selector ->
+    fieldSelector; `_continue` is spelled so only because `continue` is a Python keyword)."""
+    head, *rest = arg.lstrip("_").split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+def core_v1(api: ApiClient) -> CoreV1:
+    return CoreV1(api)
 
 
 # -- errors -----------------------------------------------------------------------------------
