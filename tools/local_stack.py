@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from dcmi_exporter.backends.sim.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parents[1]
-PROFILES = ("910b-8", "910b-infer-4", "910a-8", "a3-16", "310p-duo-4", "310p-4")
 
 
 @dataclass
@@ -133,7 +133,7 @@ def stop(services: list[Service]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="./dev local", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--profile", choices=PROFILES, default="910b-8", help="simulated node (default 910b-8)")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="910b-8", help="simulated node (default 910b-8)")
     parser.add_argument("--state-dir", type=Path, default=ROOT / ".state" / "local", help="sockets, logs, tokens")
     parser.add_argument("--exporter-port", type=int, default=9101, help="exporter /metrics, /healthz, /readyz")
     parser.add_argument("--plugin-port", type=int, default=9102, help="device-plugin /metrics, /healthz, /readyz")

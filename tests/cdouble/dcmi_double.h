@@ -76,7 +76,7 @@ struct dcmi_board_info {
     unsigned int slot_id;
 };
 
-/* dcmi_get_device_info(DCMI_MAIN_CMD_CHIP_INF, DCMI_CHIP_INF_SUB_CMD_SPOD_INFO): A3 super pod */
+/* dcmi_get_device_info / dcmiv2_get_device_info(DCMI_MAIN_CMD_CHIP_INF, SPOD_INFO): the super pod (A3, 950) */
 struct dcmi_spod_info {
     unsigned int sdid;
     unsigned int scale_type;

@@ -2,16 +2,20 @@
  * libdcmi_double: a C stand-in for libdcmi.so, built from the call shapes of contract section 10.
  *
  * It exports the DCMI functions the dcmi-exporter binds (same names, same C signatures, structs
- * from dcmi_double.h) and answers them from an in-memory model of a node. Tests drive the model in
- * two ways:
+ * from dcmi_double.h) and answers them from an in-memory model of a node: both generations, the
+ * v1 `dcmi_*` calls (a chip is (card, dev)) and the v2 `dcmiv2_*` calls of the 950 drivers (a chip
+ * is its logic id), over the same model. A library that speaks v2 only is one whose dcmi_init
+ * fails: `rc dcmi_init * -8255` (or dcmi_double_set_rc("dcmi_init", -1, -8255)). Tests drive the
+ * model in two ways:
  *
  * 1. In process, through the exported dcmi_double_* control functions (see "Control API" below);
  *    ctypes loads the same path as the backend, so both share this library's state.
  * 2. Out of process (an exporter started as a subprocess), through a config file named by the
- *    environment variable DCMI_DOUBLE_CONFIG. dcmi_init() resets the model and applies the file;
- *    afterwards the file is re-read whenever its mtime changes (checked on dcmi_get_card_list and
- *    dcmi_get_device_health), so a test can inject faults into a running exporter by rewriting it.
- *    Without the variable dcmi_init() leaves the model alone (in-process tests configure first).
+ *    environment variable DCMI_DOUBLE_CONFIG. dcmi_init() (and dcmiv2_init()) resets the model and
+ *    applies the file; afterwards the file is re-read whenever its mtime changes (checked on
+ *    dcmi_get_card_list, dcmiv2_get_device_list and both health calls), so a test can inject faults
+ *    into a running exporter by rewriting it. Without the variable the init calls leave the model
+ *    alone (in-process tests configure first).
  *
  * Config file format: one command per line, tokens separated by blanks, '#' starts a comment.
  * <logic> is a logic id or '*' (every chip); numbers accept 0x hex.
@@ -32,8 +36,9 @@
  *
  * Default layout: cards 0 and 1, two chips each, logic 0..3 -> phy 2, 3, 0, 1.
  *
- * Build variants: -DDOUBLE_NO_SUBSCRIBE leaves out dcmi_subscribe_fault_event and
- * dcmi_get_netdev_brother_device, like an older driver, to prove that missing symbols are handled.
+ * Build variants: -DDOUBLE_NO_SUBSCRIBE leaves out dcmi_subscribe_fault_event,
+ * dcmiv2_subscribe_fault_event and dcmi_get_netdev_brother_device, like an older driver, to prove
+ * that missing symbols are handled.
  *
  * Concurrency: one mutex guards the model; a "hung" call waits on a condition variable with the
  * mutex released, and callbacks run without the mutex, on a thread of their own like a driver's.
@@ -104,6 +109,30 @@ enum fn {
     FN_DEVICE_TYPE,
     FN_DEVICE_INFO,
     FN_MAINBOARD_ID,
+    FN_V2_INIT,
+    FN_V2_VERSION,
+    FN_V2_DEVICE_LIST,
+    FN_V2_PHY_ID,
+    FN_V2_CHIP_INFO,
+    FN_V2_BOARD_INFO,
+    FN_V2_DEVICE_TYPE,
+    FN_V2_DEVICE_INFO,
+    FN_V2_MAINBOARD_ID,
+    FN_V2_AFFINITY,
+    FN_V2_HEALTH,
+    FN_V2_ERROR_CODES,
+    FN_V2_NETWORK_HEALTH,
+    FN_V2_TEMPERATURE,
+    FN_V2_POWER,
+    FN_V2_HBM,
+    FN_V2_UTILIZATION,
+    FN_V2_PROC_MEM,
+    FN_V2_BOOT_STATUS,
+    FN_V2_SUBSCRIBE,
+    FN_V2_RESET,
+    FN_V2_OUTBAND_STATE,
+    FN_V2_PRE_RESET,
+    FN_V2_RESCAN,
     FN_COUNT
 };
 
@@ -142,6 +171,30 @@ static const char *const FN_NAMES[FN_COUNT] = {
     "dcmi_get_device_type",
     "dcmi_get_device_info",
     "dcmi_get_mainboard_id",
+    "dcmiv2_init",
+    "dcmiv2_get_dcmi_version",
+    "dcmiv2_get_device_list",
+    "dcmiv2_get_chip_phy_id_by_dev_id",
+    "dcmiv2_get_device_chip_info",
+    "dcmiv2_get_device_board_info",
+    "dcmiv2_get_device_type",
+    "dcmiv2_get_device_info",
+    "dcmiv2_get_mainboard_id",
+    "dcmiv2_get_affinity_cpu_info_by_dev_id",
+    "dcmiv2_get_device_health",
+    "dcmiv2_get_device_error_code_list",
+    "dcmiv2_get_device_network_health",
+    "dcmiv2_get_device_temperature",
+    "dcmiv2_get_device_power_info",
+    "dcmiv2_get_device_hbm_info",
+    "dcmiv2_get_device_utilization_rate",
+    "dcmiv2_get_device_proc_mem_info",
+    "dcmiv2_get_device_boot_status",
+    "dcmiv2_subscribe_fault_event",
+    "dcmiv2_reset_device",
+    "dcmiv2_get_device_outband_channel_state",
+    "dcmiv2_pre_reset_device",
+    "dcmiv2_rescan_device",
 };
 
 struct vdev {
@@ -429,16 +482,9 @@ static void wait_if_hung(int logic)
 }
 
 static void maybe_reload_config(void);
-/*
- * Entry of every chip-addressed call: locks the model, counts the call, resolves (card, dev),
- * blocks while the chip hangs and applies an rc override. Returns with g_mu HELD; *logic is the
- * chip's logic id when the return value is RC_OK.
- */
-static int begin_chip(enum fn fn, int card, int dev, int *logic)
+/* Counts the call for chip l (-1: none), blocks while it hangs and applies an rc override; g_mu held. */
+static int enter_chip(enum fn fn, int l, int *logic)
 {
-    pthread_once(&g_once, init_once);
-    pthread_mutex_lock(&g_mu);
-    int l = logic_of(card, dev);
     g_counts[fn][l < 0 ? NO_CHIP : l]++;
     if (l < 0) {
         return RC_INVALID_DEVICE;
@@ -449,6 +495,26 @@ static int begin_chip(enum fn fn, int card, int dev, int *logic)
     }
     *logic = l;
     return override_rc(fn, l);
+}
+
+/*
+ * Entry of every v1 chip call: locks the model, resolves (card, dev) and enters the chip. Returns
+ * with g_mu HELD; *logic is the chip's logic id when the return value is RC_OK.
+ */
+static int begin_chip(enum fn fn, int card, int dev, int *logic)
+{
+    pthread_once(&g_once, init_once);
+    pthread_mutex_lock(&g_mu);
+    return enter_chip(fn, logic_of(card, dev), logic);
+}
+
+/* Entry of every v2 chip call: the chip is its logic id (dev_id). Returns with g_mu HELD. */
+static int begin_logic(enum fn fn, int dev_id, int *logic)
+{
+    pthread_once(&g_once, init_once);
+    pthread_mutex_lock(&g_mu);
+    int l = dev_id >= 0 && dev_id < MAX_CHIPS && g_chips[dev_id].present ? dev_id : -1;
+    return enter_chip(fn, l, logic);
 }
 
 /* Entry of calls that address no chip; returns with g_mu HELD. */
@@ -469,6 +535,15 @@ static int begin_global(enum fn fn)
     }                                                     \
     struct chip *c = &g_chips[logic_]
 
+#define LOGIC_CALL(fn, dev_id)                            \
+    int logic_ = -1;                                      \
+    int rc_ = begin_logic((fn), (dev_id), &logic_);       \
+    if (rc_ != RC_OK) {                                   \
+        pthread_mutex_unlock(&g_mu);                      \
+        return rc_;                                       \
+    }                                                     \
+    struct chip *c = &g_chips[logic_]
+
 #define GLOBAL_CALL(fn)                     \
     int rc_ = begin_global(fn);             \
     if (rc_ != RC_OK) {                     \
@@ -476,10 +551,21 @@ static int begin_global(enum fn fn)
         return rc_;                         \
     }
 
+/* Locks the model and counts a call that addresses no chip, leaving its rc override to the body. */
+#define GLOBAL_ENTRY(fn) (void)begin_global(fn)
+
 #define RETURN(rc)                   \
     do {                             \
         pthread_mutex_unlock(&g_mu); \
         return (rc);                 \
+    } while (0)
+
+/* Answers with `expr`, evaluated while g_mu is still held. */
+#define ANSWER(expr)                 \
+    do {                             \
+        int answer_ = (expr);        \
+        pthread_mutex_unlock(&g_mu); \
+        return answer_;              \
     } while (0)
 
 /* ------------------------------------------------------------------------------------------ */
@@ -944,31 +1030,261 @@ static void maybe_reload_config(void)
 
 /* ------------------------------------------------------------------------------------------ */
 /* DCMI API                                                                                     */
+/*                                                                                              */
+/* Each call has one body, `*_locked` below, run with g_mu held on the chip the call resolved;   */
+/* the v1 entry (`dcmi_*`, the chip as (card, dev)) and the v2 entry (`dcmiv2_*`, the chip as    */
+/* its logic id) only resolve the chip and answer with that body.                                */
 
-EXPORT int dcmi_init(void)
+static int init_locked(enum fn fn)
 {
-    pthread_once(&g_once, init_once);
-    pthread_mutex_lock(&g_mu);
-    g_counts[FN_INIT][NO_CHIP]++;
-    int rc = override_rc(FN_INIT, -1);
+    int rc = override_rc(fn, -1);
     const char *path = getenv("DCMI_DOUBLE_CONFIG");
     if (rc == RC_OK && path != NULL && path[0] != '\0') {
         copy_str(g_config_path, sizeof(g_config_path), path);
         if (load_config_locked(g_config_path) != 0) {
-            rc = RC_BAD_PARAMETER;
+            return RC_BAD_PARAMETER;
         }
+        rc = override_rc(fn, -1); /* the file may make this generation's init fail */
     }
-    RETURN(rc);
+    return rc;
+}
+
+static int version_locked(char *buf, int size)
+{
+    if (buf == NULL || size <= 0 || (size_t)size <= strlen(g_version)) {
+        return RC_BAD_PARAMETER;
+    }
+    copy_str(buf, (size_t)size, g_version);
+    return RC_OK;
+}
+
+static int phy_locked(enum fn fn, unsigned int logic, unsigned int *phy)
+{
+    if (phy == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    if (logic >= MAX_CHIPS || !g_chips[logic].present) {
+        return RC_INVALID_DEVICE;
+    }
+    int rc = override_rc(fn, (int)logic);
+    if (rc != RC_OK) {
+        return rc;
+    }
+    *phy = (unsigned int)g_chips[logic].phy;
+    return RC_OK;
+}
+
+static int chip_info_v2_locked(const struct chip *c, struct dcmi_chip_info_v2 *info)
+{
+    if (info == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    memset(info, 0, sizeof(*info));
+    memcpy(info->chip_type, c->chip_type, sizeof(info->chip_type));
+    memcpy(info->chip_name, c->chip_name, sizeof(info->chip_name));
+    memcpy(info->chip_ver, c->chip_ver, sizeof(info->chip_ver));
+    info->aicore_cnt = c->aicore;
+    memcpy(info->npu_name, c->npu_name, sizeof(info->npu_name));
+    return RC_OK;
+}
+
+static int health_locked(const struct chip *c, unsigned int *health)
+{
+    if (health == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    *health = c->health;
+    return RC_OK;
+}
+
+static int codes_locked(const struct chip *c, int *error_count, unsigned int *error_code_list, unsigned int list_len)
+{
+    if (error_count == NULL || error_code_list == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    int n = c->ncodes < (int)list_len ? c->ncodes : (int)list_len;
+    for (int i = 0; i < n; i++) {
+        error_code_list[i] = c->codes[i];
+    }
+    *error_count = n;
+    return RC_OK;
+}
+
+/* The int-valued reads: network health, temperature, power (0.1 W), boot status, unit type,
+ * out-of-band channel state. */
+static int int_locked(int value, int *out)
+{
+    if (out == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    *out = value;
+    return RC_OK;
+}
+
+static int hbm_locked(const struct chip *c, struct dcmi_hbm_info *hbm_info)
+{
+    if (hbm_info == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    *hbm_info = c->hbm;
+    return RC_OK;
+}
+
+static int utilization_locked(const struct chip *c, int input_type, unsigned int *rate)
+{
+    if (rate == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    if (input_type == 2) {
+        *rate = c->util_aicore;
+    } else if (input_type == 6) {
+        *rate = c->util_hbm;
+    } else {
+        return RC_NOT_SUPPORTED;
+    }
+    return RC_OK;
+}
+
+static int procs_locked(const struct chip *c, struct dcmi_proc_mem_info *proc_info, int *proc_num)
+{
+    if (proc_info == NULL || proc_num == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    for (int i = 0; i < c->nprocs; i++) { /* the caller provides DCMI_MAX_PROCS entries */
+        proc_info[i].proc_id = c->pids[i];
+        proc_info[i].proc_mem_usage = c->proc_mem[i];
+    }
+    *proc_num = c->nprocs;
+    return RC_OK;
+}
+
+static void log_step(struct chip *c, const char *step)
+{
+    size_t n = strlen(c->reset_log);
+    snprintf(c->reset_log + n, sizeof(c->reset_log) - n, "%s%s", n ? "," : "", step);
+}
+
+static int reset_locked(struct chip *c, int channel_type)
+{
+    if (channel_type != 0 && channel_type != 1) {
+        return RC_BAD_PARAMETER;
+    }
+    if (channel_type == 0 && (c->outband_state != 1 || !c->pre_reset_done)) {
+        return RC_RESET_FAILED; /* out-of-band reset needs a ready channel and a pre-reset */
+    }
+    c->last_reset_channel = channel_type;
+    c->pre_reset_done = 0;
+    log_step(c, channel_type == 1 ? "reset:inband" : "reset:outband");
+    c->boot_countdown = c->boot_delay;
+    return RC_OK;
+}
+
+static int boot_status_locked(struct chip *c, int *boot_status)
+{
+    if (boot_status == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    if (c->boot_countdown > 0) {
+        c->boot_countdown--;
+        *boot_status = BOOT_OS_STARTING;
+    } else {
+        *boot_status = c->boot_status;
+    }
+    return RC_OK;
+}
+
+#ifndef DOUBLE_NO_SUBSCRIBE
+/* sub_card / sub_dev: what the caller subscribed for (v2: its dev_id in both). */
+static int subscribe_locked(int sub_card, int sub_dev, struct dcmi_event_filter filter,
+                            dcmi_fault_event_callback handler)
+{
+    if (handler == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    g_cb = handler;
+    g_sub_card = sub_card;
+    g_sub_dev = sub_dev;
+    g_sub_filter = filter;
+    start_pending_events();
+    return RC_OK;
+}
+#endif
+
+static int board_locked(const struct chip *c, struct dcmi_board_info *board_info)
+{
+    if (board_info == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    *board_info = c->board;
+    return RC_OK;
+}
+
+/* Only the super-pod information: the binding asks this command and no other. *size is the
+ * buffer's size on the way in and the bytes written on the way out. */
+static int device_info_locked(const struct chip *c, int main_cmd, unsigned int sub_cmd, void *buf, unsigned int *size)
+{
+    if (buf == NULL || size == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    if (main_cmd != DCMI_MAIN_CMD_CHIP_INF || sub_cmd != DCMI_CHIP_INF_SUB_CMD_SPOD_INFO) {
+        return RC_NOT_SUPPORTED;
+    }
+    if (*size < sizeof(c->spod)) {
+        return RC_BAD_PARAMETER;
+    }
+    memcpy(buf, &c->spod, sizeof(c->spod));
+    *size = (unsigned int)sizeof(c->spod);
+    return RC_OK;
+}
+
+static int mainboard_locked(const struct chip *c, unsigned int *mainboard_id)
+{
+    if (mainboard_id == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    *mainboard_id = c->mainboard_id;
+    return RC_OK;
+}
+
+static int affinity_locked(const struct chip *c, char *affinity_cpu, int *length)
+{
+    if (affinity_cpu == NULL || length == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    if (c->affinity[0] == '\0') {
+        return RC_NOT_SUPPORTED;
+    }
+    /* the driver writes at most TOPO_INFO_MAX_LENTH (32) bytes and reports the length */
+    copy_str(affinity_cpu, 32, c->affinity);
+    *length = (int)strlen(affinity_cpu);
+    return RC_OK;
+}
+
+static int pre_reset_locked(struct chip *c)
+{
+    c->pre_reset_done = 1;
+    log_step(c, "pre_reset");
+    return RC_OK;
+}
+
+static int rescan_locked(struct chip *c)
+{
+    log_step(c, "rescan");
+    return RC_OK;
+}
+
+/* ----- v1: dcmi_*, a chip is (card, dev) ------------------------------------------------------ */
+
+EXPORT int dcmi_init(void)
+{
+    GLOBAL_ENTRY(FN_INIT);
+    ANSWER(init_locked(FN_INIT));
 }
 
 EXPORT int dcmi_get_dcmi_version(char *buf, int size)
 {
     GLOBAL_CALL(FN_VERSION);
-    if (buf == NULL || size <= 0 || (size_t)size <= strlen(g_version)) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    copy_str(buf, (size_t)size, g_version);
-    RETURN(RC_OK);
+    ANSWER(version_locked(buf, size));
 }
 
 EXPORT int dcmi_get_card_list(int *card_num, int *card_list, int list_len)
@@ -1026,18 +1342,7 @@ EXPORT int dcmi_get_device_logic_id(int *device_logic_id, int card_id, int devic
 EXPORT int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int *phyid)
 {
     GLOBAL_CALL(FN_PHY_FROM_LOGIC);
-    if (phyid == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    if (logicid >= MAX_CHIPS || !g_chips[logicid].present) {
-        RETURN(RC_INVALID_DEVICE);
-    }
-    int rc = override_rc(FN_PHY_FROM_LOGIC, (int)logicid);
-    if (rc != RC_OK) {
-        RETURN(rc);
-    }
-    *phyid = (unsigned int)g_chips[logicid].phy;
-    RETURN(RC_OK);
+    ANSWER(phy_locked(FN_PHY_FROM_LOGIC, logicid, phyid));
 }
 
 EXPORT int dcmi_get_device_logicid_from_phyid(unsigned int phyid, unsigned int *logicid)
@@ -1086,52 +1391,27 @@ EXPORT int dcmi_get_device_chip_info(int card_id, int device_id, struct dcmi_chi
 EXPORT int dcmi_get_device_chip_info_v2(int card_id, int device_id, struct dcmi_chip_info_v2 *info)
 {
     CHIP_CALL(FN_CHIP_INFO_V2, card_id, device_id);
-    if (info == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    memset(info, 0, sizeof(*info));
-    memcpy(info->chip_type, c->chip_type, sizeof(info->chip_type));
-    memcpy(info->chip_name, c->chip_name, sizeof(info->chip_name));
-    memcpy(info->chip_ver, c->chip_ver, sizeof(info->chip_ver));
-    info->aicore_cnt = c->aicore;
-    memcpy(info->npu_name, c->npu_name, sizeof(info->npu_name));
-    RETURN(RC_OK);
+    ANSWER(chip_info_v2_locked(c, info));
 }
 
 EXPORT int dcmi_get_device_health(int card_id, int device_id, unsigned int *health)
 {
     maybe_reload_config();
     CHIP_CALL(FN_HEALTH, card_id, device_id);
-    if (health == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    *health = c->health;
-    RETURN(RC_OK);
+    ANSWER(health_locked(c, health));
 }
 
 EXPORT int dcmi_get_device_errorcode_v2(int card_id, int device_id, int *error_count, unsigned int *error_code_list,
                                         unsigned int list_len)
 {
     CHIP_CALL(FN_ERRORCODE_V2, card_id, device_id);
-    if (error_count == NULL || error_code_list == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    int n = c->ncodes < (int)list_len ? c->ncodes : (int)list_len;
-    for (int i = 0; i < n; i++) {
-        error_code_list[i] = c->codes[i];
-    }
-    *error_count = n;
-    RETURN(RC_OK);
+    ANSWER(codes_locked(c, error_count, error_code_list, list_len));
 }
 
 EXPORT int dcmi_get_device_network_health(int card_id, int device_id, int *result)
 {
     CHIP_CALL(FN_NETWORK_HEALTH, card_id, device_id);
-    if (result == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    *result = c->network_health;
-    RETURN(RC_OK);
+    ANSWER(int_locked(c->network_health, result));
 }
 
 EXPORT int dcmi_get_device_ip(int card_id, int device_id, int port_type, int port_id, struct dcmi_ip_addr *ip,
@@ -1156,99 +1436,44 @@ EXPORT int dcmi_get_device_ip(int card_id, int device_id, int port_type, int por
 EXPORT int dcmi_get_device_temperature(int card_id, int device_id, int *temperature)
 {
     CHIP_CALL(FN_TEMPERATURE, card_id, device_id);
-    if (temperature == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    *temperature = c->temperature;
-    RETURN(RC_OK);
+    ANSWER(int_locked(c->temperature, temperature));
 }
 
 EXPORT int dcmi_get_device_power_info(int card_id, int device_id, int *power)
 {
     CHIP_CALL(FN_POWER, card_id, device_id);
-    if (power == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    *power = c->power;
-    RETURN(RC_OK);
+    ANSWER(int_locked(c->power, power));
 }
 
 EXPORT int dcmi_get_device_hbm_info(int card_id, int device_id, struct dcmi_hbm_info *hbm_info)
 {
     CHIP_CALL(FN_HBM, card_id, device_id);
-    if (hbm_info == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    *hbm_info = c->hbm;
-    RETURN(RC_OK);
+    ANSWER(hbm_locked(c, hbm_info));
 }
 
 EXPORT int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type, unsigned int *rate)
 {
     CHIP_CALL(FN_UTILIZATION, card_id, device_id);
-    if (rate == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    if (input_type == 2) {
-        *rate = c->util_aicore;
-    } else if (input_type == 6) {
-        *rate = c->util_hbm;
-    } else {
-        RETURN(RC_NOT_SUPPORTED);
-    }
-    RETURN(RC_OK);
+    ANSWER(utilization_locked(c, input_type, rate));
 }
 
 EXPORT int dcmi_get_device_resource_info(int card_id, int device_id, struct dcmi_proc_mem_info *proc_info,
                                          int *proc_num)
 {
     CHIP_CALL(FN_RESOURCE_INFO, card_id, device_id);
-    if (proc_info == NULL || proc_num == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    for (int i = 0; i < c->nprocs; i++) { /* the caller provides DCMI_MAX_PROCS entries */
-        proc_info[i].proc_id = c->pids[i];
-        proc_info[i].proc_mem_usage = c->proc_mem[i];
-    }
-    *proc_num = c->nprocs;
-    RETURN(RC_OK);
-}
-
-static void log_step(struct chip *c, const char *step)
-{
-    size_t n = strlen(c->reset_log);
-    snprintf(c->reset_log + n, sizeof(c->reset_log) - n, "%s%s", n ? "," : "", step);
+    ANSWER(procs_locked(c, proc_info, proc_num));
 }
 
 EXPORT int dcmi_set_device_reset(int card_id, int device_id, int channel_type)
 {
     CHIP_CALL(FN_RESET, card_id, device_id);
-    if (channel_type != 0 && channel_type != 1) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    if (channel_type == 0 && (c->outband_state != 1 || !c->pre_reset_done)) {
-        RETURN(RC_RESET_FAILED); /* out-of-band reset needs a ready channel and a pre-reset */
-    }
-    c->last_reset_channel = channel_type;
-    c->pre_reset_done = 0;
-    log_step(c, channel_type == 1 ? "reset:inband" : "reset:outband");
-    c->boot_countdown = c->boot_delay;
-    RETURN(RC_OK);
+    ANSWER(reset_locked(c, channel_type));
 }
 
 EXPORT int dcmi_get_device_boot_status(int card_id, int device_id, int *boot_status)
 {
     CHIP_CALL(FN_BOOT_STATUS, card_id, device_id);
-    if (boot_status == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    if (c->boot_countdown > 0) {
-        c->boot_countdown--;
-        *boot_status = BOOT_OS_STARTING;
-    } else {
-        *boot_status = c->boot_status;
-    }
-    RETURN(RC_OK);
+    ANSWER(boot_status_locked(c, boot_status));
 }
 
 EXPORT int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,
@@ -1299,39 +1524,26 @@ EXPORT int dcmi_subscribe_fault_event(int card_id, int device_id, struct dcmi_ev
                                       dcmi_fault_event_callback handler)
 {
     GLOBAL_CALL(FN_SUBSCRIBE);
-    if (handler == NULL || (card_id == -1) != (device_id == -1)) {
+    if ((card_id == -1) != (device_id == -1)) {
         RETURN(RC_BAD_PARAMETER);
     }
     if (card_id != -1 && logic_of(card_id, device_id) < 0) {
         RETURN(RC_INVALID_DEVICE);
     }
-    g_cb = handler;
-    g_sub_card = card_id;
-    g_sub_dev = device_id;
-    g_sub_filter = filter;
-    start_pending_events();
-    RETURN(RC_OK);
+    ANSWER(subscribe_locked(card_id, device_id, filter, handler));
 }
 
 EXPORT int dcmi_get_netdev_brother_device(int card_id, int device_id, int *brother_card_id)
 {
     CHIP_CALL(FN_BROTHER, card_id, device_id);
-    if (brother_card_id == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    *brother_card_id = c->brother_card;
-    RETURN(RC_OK);
+    ANSWER(int_locked(c->brother_card, brother_card_id));
 }
 #endif
 
 EXPORT int dcmi_get_device_board_info(int card_id, int device_id, struct dcmi_board_info *board_info)
 {
     CHIP_CALL(FN_BOARD_INFO, card_id, device_id);
-    if (board_info == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    *board_info = c->board;
-    RETURN(RC_OK);
+    ANSWER(board_locked(c, board_info));
 }
 
 EXPORT int dcmi_get_product_type(int card_id, int device_id, char *product_type_str, int buf_size)
@@ -1347,81 +1559,208 @@ EXPORT int dcmi_get_product_type(int card_id, int device_id, char *product_type_
 EXPORT int dcmi_get_device_type(int card_id, int device_id, int *device_type)
 {
     CHIP_CALL(FN_DEVICE_TYPE, card_id, device_id);
-    if (device_type == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    *device_type = c->unit_type;
-    RETURN(RC_OK);
+    ANSWER(int_locked(c->unit_type, device_type));
 }
 
-/* Only the super-pod information: the binding asks this command and no other. *size is the
- * buffer's size on the way in and the bytes written on the way out. */
 EXPORT int dcmi_get_device_info(int card_id, int device_id, int main_cmd, unsigned int sub_cmd, void *buf,
                                 unsigned int *size)
 {
     CHIP_CALL(FN_DEVICE_INFO, card_id, device_id);
-    if (buf == NULL || size == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    if (main_cmd != DCMI_MAIN_CMD_CHIP_INF || sub_cmd != DCMI_CHIP_INF_SUB_CMD_SPOD_INFO) {
-        RETURN(RC_NOT_SUPPORTED);
-    }
-    if (*size < sizeof(c->spod)) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    memcpy(buf, &c->spod, sizeof(c->spod));
-    *size = (unsigned int)sizeof(c->spod);
-    RETURN(RC_OK);
+    ANSWER(device_info_locked(c, main_cmd, sub_cmd, buf, size));
 }
 
 EXPORT int dcmi_get_mainboard_id(int card_id, int device_id, unsigned int *mainboard_id)
 {
     CHIP_CALL(FN_MAINBOARD_ID, card_id, device_id);
-    if (mainboard_id == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    *mainboard_id = c->mainboard_id;
-    RETURN(RC_OK);
+    ANSWER(mainboard_locked(c, mainboard_id));
 }
 
 EXPORT int dcmi_get_affinity_cpu_info_by_device_id(int card_id, int device_id, char *affinity_cpu, int *length)
 {
     CHIP_CALL(FN_AFFINITY, card_id, device_id);
-    if (affinity_cpu == NULL || length == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    if (c->affinity[0] == '\0') {
-        RETURN(RC_NOT_SUPPORTED);
-    }
-    /* the driver writes at most TOPO_INFO_MAX_LENTH (32) bytes and reports the length */
-    copy_str(affinity_cpu, 32, c->affinity);
-    *length = (int)strlen(affinity_cpu);
-    RETURN(RC_OK);
+    ANSWER(affinity_locked(c, affinity_cpu, length));
 }
 
 EXPORT int dcmi_get_device_outband_channel_state(int card_id, int device_id, int *channel_state)
 {
     CHIP_CALL(FN_OUTBAND_STATE, card_id, device_id);
-    if (channel_state == NULL) {
-        RETURN(RC_BAD_PARAMETER);
-    }
-    *channel_state = c->outband_state;
-    RETURN(RC_OK);
+    ANSWER(int_locked(c->outband_state, channel_state));
 }
 
 EXPORT int dcmi_pre_reset_soc(int card_id, int device_id)
 {
     CHIP_CALL(FN_PRE_RESET, card_id, device_id);
-    c->pre_reset_done = 1;
-    log_step(c, "pre_reset");
-    RETURN(RC_OK);
+    ANSWER(pre_reset_locked(c));
 }
 
 EXPORT int dcmi_rescan_soc(int card_id, int device_id)
 {
     CHIP_CALL(FN_RESCAN, card_id, device_id);
-    log_step(c, "rescan");
+    ANSWER(rescan_locked(c));
+}
+
+/* ----- v2: dcmiv2_*, a chip is its logic id (the 950 drivers) ------------------------------------ */
+
+EXPORT int dcmiv2_init(void)
+{
+    GLOBAL_ENTRY(FN_V2_INIT);
+    ANSWER(init_locked(FN_V2_INIT));
+}
+
+EXPORT int dcmiv2_get_dcmi_version(char *buf, int size)
+{
+    GLOBAL_CALL(FN_V2_VERSION);
+    ANSWER(version_locked(buf, size));
+}
+
+/* The logic ids, in (card, dev) order; the list comes FIRST, then the count. */
+EXPORT int dcmiv2_get_device_list(int *device_list, int *device_num, int list_len)
+{
+    maybe_reload_config();
+    GLOBAL_CALL(FN_V2_DEVICE_LIST);
+    if (device_list == NULL || device_num == NULL || list_len < g_nchips) {
+        RETURN(RC_BAD_PARAMETER);
+    }
+    for (int i = 0; i < g_nchips; i++) {
+        device_list[i] = g_order[i];
+    }
+    *device_num = g_nchips;
     RETURN(RC_OK);
+}
+
+EXPORT int dcmiv2_get_chip_phy_id_by_dev_id(unsigned int dev_id, unsigned int *phyid)
+{
+    GLOBAL_CALL(FN_V2_PHY_ID);
+    ANSWER(phy_locked(FN_V2_PHY_ID, dev_id, phyid));
+}
+
+EXPORT int dcmiv2_get_device_chip_info(int dev_id, struct dcmi_chip_info_v2 *chip_info)
+{
+    LOGIC_CALL(FN_V2_CHIP_INFO, dev_id);
+    ANSWER(chip_info_v2_locked(c, chip_info));
+}
+
+EXPORT int dcmiv2_get_device_board_info(int dev_id, struct dcmi_board_info *board_info)
+{
+    LOGIC_CALL(FN_V2_BOARD_INFO, dev_id);
+    ANSWER(board_locked(c, board_info));
+}
+
+EXPORT int dcmiv2_get_device_type(int dev_id, int *device_type)
+{
+    LOGIC_CALL(FN_V2_DEVICE_TYPE, dev_id);
+    ANSWER(int_locked(c->unit_type, device_type));
+}
+
+EXPORT int dcmiv2_get_device_info(int dev_id, int main_cmd, unsigned int sub_cmd, void *buf, unsigned int *size)
+{
+    LOGIC_CALL(FN_V2_DEVICE_INFO, dev_id);
+    ANSWER(device_info_locked(c, main_cmd, sub_cmd, buf, size));
+}
+
+EXPORT int dcmiv2_get_mainboard_id(int dev_id, unsigned int *mainboard_id)
+{
+    LOGIC_CALL(FN_V2_MAINBOARD_ID, dev_id);
+    ANSWER(mainboard_locked(c, mainboard_id));
+}
+
+EXPORT int dcmiv2_get_affinity_cpu_info_by_dev_id(int dev_id, char *affinity_cpu, int *len)
+{
+    LOGIC_CALL(FN_V2_AFFINITY, dev_id);
+    ANSWER(affinity_locked(c, affinity_cpu, len));
+}
+
+EXPORT int dcmiv2_get_device_health(int dev_id, unsigned int *health)
+{
+    maybe_reload_config();
+    LOGIC_CALL(FN_V2_HEALTH, dev_id);
+    ANSWER(health_locked(c, health));
+}
+
+EXPORT int dcmiv2_get_device_error_code_list(int dev_id, int *error_count, unsigned int *error_code_list,
+                                             unsigned int list_len)
+{
+    LOGIC_CALL(FN_V2_ERROR_CODES, dev_id);
+    ANSWER(codes_locked(c, error_count, error_code_list, list_len));
+}
+
+EXPORT int dcmiv2_get_device_network_health(int dev_id, int *result)
+{
+    LOGIC_CALL(FN_V2_NETWORK_HEALTH, dev_id);
+    ANSWER(int_locked(c->network_health, result));
+}
+
+EXPORT int dcmiv2_get_device_temperature(int dev_id, int *temperature)
+{
+    LOGIC_CALL(FN_V2_TEMPERATURE, dev_id);
+    ANSWER(int_locked(c->temperature, temperature));
+}
+
+EXPORT int dcmiv2_get_device_power_info(int dev_id, int *power)
+{
+    LOGIC_CALL(FN_V2_POWER, dev_id);
+    ANSWER(int_locked(c->power, power));
+}
+
+EXPORT int dcmiv2_get_device_hbm_info(int dev_id, struct dcmi_hbm_info *hbm_info)
+{
+    LOGIC_CALL(FN_V2_HBM, dev_id);
+    ANSWER(hbm_locked(c, hbm_info));
+}
+
+EXPORT int dcmiv2_get_device_utilization_rate(int dev_id, int input_type, unsigned int *utilization_rate)
+{
+    LOGIC_CALL(FN_V2_UTILIZATION, dev_id);
+    ANSWER(utilization_locked(c, input_type, utilization_rate));
+}
+
+EXPORT int dcmiv2_get_device_proc_mem_info(int dev_id, struct dcmi_proc_mem_info *proc_info, int *proc_num)
+{
+    LOGIC_CALL(FN_V2_PROC_MEM, dev_id);
+    ANSWER(procs_locked(c, proc_info, proc_num));
+}
+
+EXPORT int dcmiv2_get_device_boot_status(int dev_id, int *boot_status)
+{
+    LOGIC_CALL(FN_V2_BOOT_STATUS, dev_id);
+    ANSWER(boot_status_locked(c, boot_status));
+}
+
+#ifndef DOUBLE_NO_SUBSCRIBE
+/* dev_id -1: every chip. The callback is the 3rd argument (the reference's dcmi_v2.go). */
+EXPORT int dcmiv2_subscribe_fault_event(int dev_id, struct dcmi_event_filter filter,
+                                        dcmi_fault_event_callback handler)
+{
+    GLOBAL_CALL(FN_V2_SUBSCRIBE);
+    if (dev_id != -1 && (dev_id < 0 || dev_id >= MAX_CHIPS || !g_chips[dev_id].present)) {
+        RETURN(RC_INVALID_DEVICE);
+    }
+    ANSWER(subscribe_locked(dev_id, dev_id, filter, handler));
+}
+#endif
+
+EXPORT int dcmiv2_reset_device(int dev_id, int channel_type)
+{
+    LOGIC_CALL(FN_V2_RESET, dev_id);
+    ANSWER(reset_locked(c, channel_type));
+}
+
+EXPORT int dcmiv2_get_device_outband_channel_state(int dev_id, int *channel_state)
+{
+    LOGIC_CALL(FN_V2_OUTBAND_STATE, dev_id);
+    ANSWER(int_locked(c->outband_state, channel_state));
+}
+
+EXPORT int dcmiv2_pre_reset_device(int dev_id)
+{
+    LOGIC_CALL(FN_V2_PRE_RESET, dev_id);
+    ANSWER(pre_reset_locked(c));
+}
+
+EXPORT int dcmiv2_rescan_device(int dev_id)
+{
+    LOGIC_CALL(FN_V2_RESCAN, dev_id);
+    ANSWER(rescan_locked(c));
 }
 
 /* ------------------------------------------------------------------------------------------ */

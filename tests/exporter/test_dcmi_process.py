@@ -79,3 +79,35 @@ async def test_dcmi_backend_process_serves_chips_events_and_survives_a_hung_chip
         # stop() waits WAIT_S for SIGTERM to end it, then kills it (exit -9).
         assert ep.stop(timeout=WAIT_S) == 0, "SIGTERM ends the exporter even with a library call that never returns"
         assert not ep.socket.exists()
+
+
+async def test_dcmi_backend_process_on_a_950_node_speaks_v2(
+    dcmi_double_path: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A library whose dcmi_init fails: the exporter speaks dcmiv2_* and reports the chips by logic id."""
+    config = tmp_path / "double.conf"
+    config.write_text(
+        "rc dcmi_init * -8255\n"
+        "chip 0 0 0 4\nchip 0 1 1 5\n"
+        "str chip_name * Ascend950PR\nint board_id * 0x50\nint mainboard_id * 0x03\n"
+        "int super_pod_id * 5\nint server_id * 1\nint chassis_id * 3\nint super_pod_type * 2\nint scale_type * 8192\n"
+        "codes 1 80E01801\n"
+    )
+    args = ("--library", str(dcmi_double_path))
+    with running_exporter(tmp_path / "run", *args, backend="dcmi", env={"DCMI_DOUBLE_CONFIG": str(config)}) as ep:
+        async with ep.client() as client:
+            node = (await client.get("/v1/node")).json()
+            assert (node["chip_count"], node["card_count"]) == (2, 0)
+            chips = (await client.get("/v1/chips")).json()["chips"]
+    assert [(c["logic_id"], c["phy_id"], c["card_id"], c["device_id"], c["name"]) for c in chips] == [
+        (0, 4, -1, -1, "npu-4"),
+        (1, 5, -1, -1, "npu-5"),
+    ]
+    assert {(c["family"], c["resource_type"]) for c in chips} == {("Ascend950", "npu")}
+    static = chips[1]["static"]
+    fields = ("super_pod_id", "server_index", "rack_id", "super_pod_type", "scale_type", "main_board_id")
+    assert [static[f]["value"] for f in fields] == [5, 1, 3, 2, 8192, 0x03]
+    assert static["product_type"]["status"] == "unsupported"
+    assert chips[1]["dynamic"]["error_codes"]["value"] == ["80E01801"]
+    assert any(e.get("event") == "chip library initialised" and e.get("api") == "dcmiv2" for e in ep.logs())

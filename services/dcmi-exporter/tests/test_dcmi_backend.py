@@ -690,3 +690,274 @@ print(json.dumps({
         "subscribed": True,
         "events": [[1, "8C1FA006", 3, "occur", "scheduled fault"]],
     }
+
+
+# --------------------------------------------------------------------------------- v2 (the 950)
+
+# The default layout as a v2 library reports it: logic ids and phy ids, no card, no device.
+A5_CHIPS = [ChipAddress(card_id=-1, device_id=-1, logic_id=a.logic_id, phy_id=a.phy_id) for a in DEFAULT_CHIPS]
+A5_BOARD = 0x50  # neither an A3 nor an Atlas 350 board
+
+
+def a5_double(double: Control) -> None:
+    """A 950 node: dcmi_init fails, so only the v2 calls answer; every chip an Ascend950PR."""
+    double.set_rc("dcmi_init", -1, -8255)
+    double.set_str("chip_name", -1, "Ascend950PR")
+    double.set_int("board_id", -1, A5_BOARD)
+
+
+def a5_chip(logic: int) -> ChipAddress:
+    return A5_CHIPS[logic]
+
+
+def test_v2_is_spoken_when_dcmi_init_fails(dcmi_double: Control) -> None:
+    a5_double(dcmi_double)
+    backend = make_backend(dcmi_double)
+    assert backend.generation.name == "dcmiv2"
+    assert backend.discover() == A5_CHIPS
+    assert dcmi_double.call_count("dcmiv2_init") == 1
+    assert dcmi_double.call_count("dcmiv2_get_device_list") == 1
+    assert dcmi_double.call_count("dcmiv2_get_chip_phy_id_by_dev_id") == len(A5_CHIPS)
+    assert dcmi_double.call_count("dcmi_get_card_list") == 0
+
+
+def test_v1_is_kept_when_dcmi_init_starts(dcmi_double: Control) -> None:
+    dcmi_double.set_str("chip_name", -1, "Ascend950PR")  # the name does not choose the generation: init does
+    backend = make_backend(dcmi_double)
+    assert backend.generation.name == "dcmi"
+    assert backend.discover() == DEFAULT_CHIPS
+    assert dcmi_double.call_count("dcmiv2_init") == 0
+
+
+def test_init_fails_when_neither_generation_starts(dcmi_double: Control) -> None:
+    dcmi_double.set_rc("dcmi_init", -1, -8005)
+    dcmi_double.set_rc("dcmiv2_init", -1, -8255)
+    backend = DcmiBackend(dcmi_double.path)
+    with pytest.raises(DcmiError) as err:
+        backend.init()
+    assert err.value.code == -8005 and "dcmiv2_init" in str(err.value)
+
+
+def test_v2_discover_follows_an_uneven_layout(dcmi_double: Control) -> None:
+    layout = [(4, 0, 5, 1), (4, 1, 0, 7), (9, 0, 3, 0), (2, 0, 1, 2)]
+    dcmi_double.set_layout(layout)
+    a5_double(dcmi_double)
+    backend = make_backend(dcmi_double)
+    assert backend.discover() == [
+        ChipAddress(card_id=-1, device_id=-1, logic_id=lg, phy_id=p) for lg, p in ((0, 7), (1, 2), (3, 0), (5, 1))
+    ]
+
+
+def test_v2_discover_raises_the_typed_error_of_a_failing_call(dcmi_double: Control) -> None:
+    a5_double(dcmi_double)
+    dcmi_double.set_rc("dcmiv2_get_device_list", -1, -8005)
+    with pytest.raises(DcmiError) as err:
+        make_backend(dcmi_double).discover()
+    assert err.value.code == -8005
+
+
+def test_v2_version(dcmi_double: Control) -> None:
+    a5_double(dcmi_double)
+    dcmi_double.set_str("version", -1, "25.5.0")
+    backend = make_backend(dcmi_double)
+    assert backend.version().value == "25.5.0"
+    assert dcmi_double.call_count("dcmiv2_get_dcmi_version") == 1
+
+
+def a5_super_pod(double: Control) -> None:
+    """Super pod 5, server 1, rack 3 of a 2D pod of 8192, SDIDs as the A3 encodes them."""
+    double.set_int("super_pod_id", -1, 5)
+    double.set_int("server_id", -1, 1)
+    double.set_int("chassis_id", -1, 3)
+    double.set_int("super_pod_type", -1, 2)
+    double.set_int("scale_type", -1, 8192)
+    for logic, address in enumerate(A5_CHIPS):
+        double.set_int("sdid", logic, (1 << 22) | address.phy_id)
+
+
+def test_v2_read_static_reports_what_the_double_returns(dcmi_double: Control, numa_root: Path) -> None:
+    a5_double(dcmi_double)
+    a5_super_pod(dcmi_double)
+    dcmi_double.set_str("chip_type", 1, "AscendX")
+    dcmi_double.set_str("chip_ver", 1, "V2")
+    dcmi_double.set_int("aicore", 1, 25)
+    dcmi_double.set_int("board_id", 1, 0x1B)
+    dcmi_double.set_int("mainboard_id", 1, 0x68)
+    dcmi_double.set_str("affinity", 1, "16-31")
+    backend = make_backend(dcmi_double, numa_root)
+
+    static = backend.read_static(a5_chip(1))
+    assert (static.chip_type.value, static.chip_name.value, static.chip_version.value) == (
+        "AscendX",
+        "Ascend950PR",
+        "V2",
+    )
+    assert (static.aicore.value, static.board_id.value, static.main_board_id.value) == (25, 0x1B, 0x68)
+    assert static.numa_node.value == 1
+    assert (static.super_pod_id.value, static.server_index.value, static.super_device_id.value) == (5, 1, 1 << 22 | 3)
+    assert (static.rack_id.value, static.super_pod_type.value, static.scale_type.value) == (3, 2, 8192)
+    # The v2 library has no product type, partner card or device IP call (the reference: "not supported").
+    for unsupported in (static.product_type, static.partner_card, static.device_ip):
+        assert unsupported.status is ReadStatus.UNSUPPORTED and unsupported.code == -8255
+    assert backend.read_static(a5_chip(0)).board_id.value == A5_BOARD  # another chip keeps its own values
+    # Asked through the v2 calls, by logic id, as the reference's GetSuperPodInfo asks.
+    assert dcmi_double.call_count("dcmiv2_get_device_type", 1) == 1
+    assert dcmi_double.call_count("dcmiv2_get_device_info", 1) == 1
+    assert dcmi_double.call_count("dcmiv2_get_device_chip_info", 1) == 1
+    assert dcmi_double.call_count("dcmi_get_device_info") == 0
+    assert dcmi_double.call_count("dcmi_get_device_chip_info_v2") == 0
+
+
+def test_v2_super_pod_uint32_values_stay_unsigned(dcmi_double: Control) -> None:
+    """A server outside any pod answers 0xFFFFFFFF for pod, rack and size; the exporter passes it on."""
+    a5_double(dcmi_double)
+    for field in ("super_pod_id", "chassis_id", "scale_type"):
+        dcmi_double.set_int(field, -1, 0xFFFFFFFF)
+    static = make_backend(dcmi_double).read_static(a5_chip(0))
+    assert (static.super_pod_id.value, static.rack_id.value, static.scale_type.value) == (0xFFFFFFFF,) * 3
+    assert static.super_pod_type.value == 0
+
+
+def test_v2_super_pod_failure_marks_its_six_fields_and_nothing_else(dcmi_double: Control) -> None:
+    a5_double(dcmi_double)
+    dcmi_double.set_rc("dcmiv2_get_device_info", 2, -8005)
+    static = make_backend(dcmi_double).read_static(a5_chip(2))
+    pod = (static.super_pod_id, static.server_index, static.super_device_id)
+    for field in (*pod, static.rack_id, static.super_pod_type, static.scale_type):
+        assert field.status is ReadStatus.ERROR and field.code == -8005
+    assert static.board_id.is_ok and static.main_board_id.is_ok and static.chip_name.is_ok
+
+
+def test_a3_chips_report_no_rack_type_or_size(dcmi_double: Control) -> None:
+    """The reference reads chassis id, super-pod type and size of the 950 alone."""
+    a3_double(dcmi_double)
+    dcmi_double.set_int("chassis_id", -1, 3)
+    dcmi_double.set_int("super_pod_type", -1, 1)
+    static = make_backend(dcmi_double).read_static(chip(0))
+    assert static.super_pod_id.value == 7
+    for field in (static.rack_id, static.super_pod_type, static.scale_type):
+        assert field.status is ReadStatus.UNSUPPORTED
+
+
+def test_v2_read_dynamic_reports_what_the_double_returns(dcmi_double: Control) -> None:
+    a5_double(dcmi_double)
+    dcmi_double.set_int("health", 3, 2)
+    dcmi_double.set_codes(3, [0x80E01801, 0xFFFFFFFF])
+    dcmi_double.set_int("network_health", 3, 6)
+    dcmi_double.set_int("hbm_total", 3, 131072)
+    dcmi_double.set_int("hbm_used", 3, 4321)
+    dcmi_double.set_int("temperature", 3, 61)
+    dcmi_double.set_int("power", 3, 4567)
+    dcmi_double.set_int("util_aicore", 3, 77)
+    dcmi_double.set_int("util_hbm", 3, 33)
+    dcmi_double.set_procs(3, [(4242, 1 << 30)])
+    dcmi_double.set_int("boot_status", 3, 3)
+    backend = make_backend(dcmi_double)
+
+    dyn = backend.read_dynamic(a5_chip(3))
+    assert dyn.health.value == 2
+    assert dyn.error_codes.value == ["80E01801", "FFFFFFFF"]
+    assert dyn.network_health.value == 6
+    assert dyn.hbm.value is not None and (dyn.hbm.value.total_mb, dyn.hbm.value.used_mb) == (131072, 4321)
+    assert dyn.temperature_c.value == 61
+    assert dyn.power_w.value == pytest.approx(456.7)
+    assert dyn.utilization.value == Utilization(aicore_pct=77, hbm_pct=33)
+    assert dyn.processes.value == [ChipProcess(pid=4242, memory_bytes=1 << 30)]
+    assert dyn.boot_status.value == 3
+    assert backend.read_dynamic(a5_chip(0)).health.value == 0
+    v1_calls = ("dcmi_get_device_health", "dcmi_get_device_errorcode_v2", "dcmi_get_device_resource_info")
+    assert [dcmi_double.call_count(name) for name in v1_calls] == [0, 0, 0]
+    assert dcmi_double.call_count("dcmiv2_get_device_proc_mem_info", 3) == 1
+
+
+def test_v2_card_drop_raises_card_dropped_only_for_that_chip(dcmi_double: Control) -> None:
+    a5_double(dcmi_double)
+    dcmi_double.set_rc("dcmiv2_get_device_health", 2, -8012)
+    backend = make_backend(dcmi_double)
+    with pytest.raises(CardDropped):
+        backend.read_dynamic(a5_chip(2))
+    assert backend.read_dynamic(a5_chip(3)).health.value == 0
+    assert dcmi_double.call_count("dcmiv2_get_device_error_code_list", 2) == 0
+
+
+def test_v2_subscription_registers_for_every_chip_and_delivers_events(dcmi_double: Control) -> None:
+    a5_double(dcmi_double)
+    backend = make_backend(dcmi_double)
+    sink = Collector()
+    assert backend.subscribe(sink) is True
+    subscribed, dev, _, filter_bytes = dcmi_double.subscription()
+    assert subscribed and dev == -1 and filter_bytes == bytes(len(filter_bytes))
+    assert dcmi_double.call_count("dcmiv2_subscribe_fault_event") == 1
+    assert dcmi_double.call_count("dcmi_subscribe_fault_event") == 0
+    assert dcmi_double.fire_event(2, 0x80E01801, 2, 1, name="HBM") == 0
+    assert sink.events == [
+        RawFaultEvent(
+            logic_id=2,
+            code="80E01801",
+            severity=2,
+            assertion=Assertion.OCCUR,
+            raised_at_ms=1_700_000_000_500,
+            name="HBM",
+        )
+    ]
+
+
+def test_v2_without_a_subscription_polls(dcmi_double_nosub: Control) -> None:
+    a5_double(dcmi_double_nosub)
+    backend = make_backend(dcmi_double_nosub)
+    assert not backend.library.has("dcmiv2_subscribe_fault_event")
+    assert backend.subscribe(Collector()) is False
+    assert backend.read_dynamic(a5_chip(0)).health.value == 0
+
+
+def test_v2_inband_reset_goes_to_the_chip_by_its_logic_id(dcmi_double: Control) -> None:
+    a5_double(dcmi_double)
+    backend = make_backend(dcmi_double)
+    backend.reset(a5_chip(2), ResetChannel.INBAND)
+    assert dcmi_double.reset_log(2) == (1, "reset:inband")
+    assert dcmi_double.reset_log(3) == (-1, "")
+    assert dcmi_double.call_count("dcmiv2_reset_device", 2) == 1
+    assert [backend.boot_status(a5_chip(2)) for _ in range(3)] == [2, 2, 16]
+
+
+def test_v2_outband_reset_runs_the_reference_sequence(dcmi_double: Control) -> None:
+    a5_double(dcmi_double)
+    backend = make_backend(dcmi_double)
+    assert backend.outband_supported(a5_chip(0))
+    backend.reset(a5_chip(0), ResetChannel.OUTBAND)
+    assert dcmi_double.reset_log(0) == (0, "pre_reset,reset:outband,rescan")
+    assert dcmi_double.call_count("dcmiv2_pre_reset_device", 0) == 1
+    assert dcmi_double.call_count("dcmiv2_rescan_device", 0) == 1
+
+
+def test_v2_has_no_vnpus(dcmi_double: Control) -> None:
+    """DeviceManagerV2.CreateVirtualDevice / DestroyVirtualDevice: not supported in dcmiv2."""
+    a5_double(dcmi_double)
+    backend = make_backend(dcmi_double)
+    with pytest.raises(NotSupported):
+        backend.create_vnpu(a5_chip(0), "vir05_1c_16g", None, None)
+    with pytest.raises(NotSupported):
+        backend.destroy_vnpu(a5_chip(0), 100)
+    assert dcmi_double.call_count("dcmi_create_vdevice") == 0
+    assert backend.read_dynamic(a5_chip(0)).vnpus.value == []
+
+
+def test_v2_config_file_makes_a_v2_only_library(
+    dcmi_double: Control, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "a5.conf"
+    config.write_text(
+        "rc dcmi_init * -8255\nchip 0 0 1 5\nchip 0 1 0 4\nstr chip_name * Ascend950PR\ncodes 1 80E01801\n"
+    )
+    monkeypatch.setenv("DCMI_DOUBLE_CONFIG", str(config))
+    backend = make_backend(dcmi_double)
+    assert backend.generation.name == "dcmiv2"
+    chips = backend.discover()
+    assert chips == [ChipAddress(-1, -1, 0, 4), ChipAddress(-1, -1, 1, 5)]
+    assert backend.read_dynamic(chips[1]).error_codes.value == ["80E01801"]
+    # rewriting the file changes the running model (checked on the next v2 health read)
+    config.write_text(config.read_text() + "rc dcmiv2_get_device_health 0 -8012\n")
+    stat = config.stat()
+    os.utime(config, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    with pytest.raises(CardDropped):
+        backend.read_dynamic(chips[0])

@@ -8,10 +8,14 @@ ctypes.sizeof / Structure.field.offset, and every declared struct and field must
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dcmi_exporter.backends.dcmi import structs
+from dcmi_exporter.backends.dcmi.generations import V2_SYMBOLS
+from dcmi_exporter.backends.dcmi.library import SIGNATURES
 
 # The fixtures live beside the C double; the repo root is on sys.path (pytest `pythonpath`).
 import tests.cdouble.fixtures as _fx
@@ -93,3 +97,32 @@ def test_a_wrong_declaration_is_caught(facts: dict[str, int]) -> None:
     assert any(p.startswith("sizeof dcmi_hbm_info") for p in problems)
     assert any(p.startswith("offsetof dcmi_hbm_info.memory_usage") for p in problems)
     assert any(p.startswith("sizeof dcmi_event_filter") for p in problems)
+
+
+def passed_structs(argtypes: Sequence[Any]) -> set[CType]:
+    """The structs a declaration passes, by value or through a pointer."""
+    found: set[CType] = set()
+    for arg in argtypes:
+        target = getattr(arg, "_type_", arg)  # a POINTER(...) type names its target in _type_
+        if isinstance(target, type) and issubclass(target, ctypes.Structure | ctypes.Union):
+            found.add(target)
+    return found
+
+
+@pytest.mark.parametrize("function", sorted(SIGNATURES))
+def test_every_struct_a_call_passes_is_layout_checked(function: str) -> None:
+    """v1 and v2 calls alike: each struct they hand the library is one test_struct_layout compares."""
+    assert passed_structs(SIGNATURES[function]) <= set(structs.C_TYPES.values())
+
+
+def test_every_v2_counterpart_is_declared() -> None:
+    """The v2 symbol of every v1 call the backend makes has a declaration (and so its structs are checked)."""
+    assert set(V2_SYMBOLS) <= set(SIGNATURES)
+    assert {v2 for v2 in V2_SYMBOLS.values() if v2 is not None} <= set(SIGNATURES)
+
+
+def test_v2_calls_pass_the_v1_structs() -> None:
+    """The v2 header (dcmi_interface_api_v2.h) takes the v1 structs: chip info v2, board, HBM, processes."""
+    for v1, v2 in V2_SYMBOLS.items():
+        if v2 is not None:
+            assert passed_structs(SIGNATURES[v2]) == passed_structs(SIGNATURES[v1]), (v1, v2)

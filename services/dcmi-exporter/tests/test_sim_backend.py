@@ -11,6 +11,14 @@ from typing import Any
 import pytest
 from ascend_common.chips import ChipAddress, ChipFamily, ChipTopology, detect_family
 from ascend_common.clock import ManualClock, SystemClock
+from ascend_common.products import (
+    HCCL_TOPO_DIR,
+    ProductType,
+    card_type,
+    hccl_topo_file,
+    is_pod_scene,
+    product_type,
+)
 from ascend_common.reset_groups import reset_groups
 from ascend_common.schemas.exporter import (
     BOOT_STATUS_READY,
@@ -18,6 +26,7 @@ from ascend_common.schemas.exporter import (
     Assertion,
     ResetChannel,
 )
+from ascend_common.superpod import main_board_id, super_pod
 from ascend_common.vnpu import ALLOWED_TEMPLATES, TEMPLATES
 from dcmi_exporter.backends.base import Backend, RawFaultEvent, RawSwitchEvent
 from dcmi_exporter.backends.errors import (
@@ -108,7 +117,13 @@ LAYOUTS = [
     ("a3-16", 8, 2, ChipFamily.ASCEND910A3, True, 24, 65536, True),
     ("310p-duo-4", 2, 2, ChipFamily.ASCEND310P, False, 8, 24576, False),
     ("310p-4", 4, 1, ChipFamily.ASCEND310P, False, 8, 24576, False),
+    # 950: the v2 library reports no card, so "cards" are the chips, each alone.
+    ("a5-superpod-8", 8, 1, ChipFamily.ASCEND950, True, 25, 147456, True),
+    ("a5-8", 8, 1, ChipFamily.ASCEND950, True, 25, 131072, True),
+    ("a5-atlas350-4", 4, 1, ChipFamily.ASCEND950, False, 25, 131072, False),
+    ("a5-atlas350-4p", 4, 1, ChipFamily.ASCEND950, True, 25, 131072, False),
 ]
+A5_PROFILES = ("a5-superpod-8", "a5-8", "a5-atlas350-4", "a5-atlas350-4p")
 
 
 def test_sim_every_profile_has_a_layout_row() -> None:
@@ -135,11 +150,14 @@ def test_sim_profile_layout(
     assert len(chips) == cards * per_card
     assert sorted(c.logic_id for c in chips) == list(range(cards * per_card))
     assert sorted(c.phy_id for c in chips) == list(range(cards * per_card))
-    by_card: dict[int, list[ChipAddress]] = {}
-    for c in chips:
-        by_card.setdefault(c.card_id, []).append(c)
-    assert len(by_card) == cards
-    assert all(sorted(c.device_id for c in group) == list(range(per_card)) for group in by_card.values())
+    if family is ChipFamily.ASCEND950:  # dcmiv2: a chip is its logic id, with no card or device
+        assert {(c.card_id, c.device_id) for c in chips} == {(-1, -1)}
+    else:
+        by_card: dict[int, list[ChipAddress]] = {}
+        for c in chips:
+            by_card.setdefault(c.card_id, []).append(c)
+        assert len(by_card) == cards
+        assert all(sorted(c.device_id for c in group) == list(range(per_card)) for group in by_card.values())
     if permuted:
         assert all(c.logic_id != c.phy_id for c in chips)
     for c in chips:
@@ -151,7 +169,7 @@ def test_sim_profile_layout(
         assert static.chip_type.value == "Ascend"
         assert static.chip_version.value == "V1"
         assert static.numa_node.value == (0 if c.phy_id < len(chips) // 2 else 1)
-        if family is ChipFamily.ASCEND310P:
+        if family in (ChipFamily.ASCEND310P, ChipFamily.ASCEND950):  # no RoCE port / no v2 IP call
             assert static.device_ip.code == RC_NOT_SUPPORTED
         else:
             assert static.device_ip.value == f"192.168.100.{c.phy_id + 1}"
@@ -177,6 +195,14 @@ def test_sim_product_types_and_partner_cards(make: Factory) -> None:
     assert b.read_static(chip(b, 0)).partner_card.code == RC_NOT_SUPPORTED
 
 
+@pytest.mark.parametrize("profile", A5_PROFILES)
+def test_sim_a5_has_no_product_type_or_partner_card(make: Factory, profile: str) -> None:
+    """The v2 library has neither call: "not supported", as the reference's DeviceManagerV2 answers."""
+    backend = make(profile)
+    s = backend.read_static(chip(backend, 0))
+    assert s.product_type.code == RC_NOT_SUPPORTED and s.partner_card.code == RC_NOT_SUPPORTED
+
+
 def test_sim_a3_chips_report_their_super_pod(make: Factory) -> None:
     a3 = make("a3-16")
     sdids = set()
@@ -189,19 +215,85 @@ def test_sim_a3_chips_report_their_super_pod(make: Factory) -> None:
     assert len(sdids) == 16
 
 
-@pytest.mark.parametrize("profile", sorted(set(PROFILES) - {"a3-16"}))
+def test_sim_a3_chips_report_no_rack_type_or_size(make: Factory) -> None:
+    a3 = make("a3-16")
+    s = a3.read_static(chip(a3, 0))
+    for reading in (s.rack_id, s.super_pod_type, s.scale_type):
+        assert reading.code == RC_NOT_SUPPORTED
+
+
+NONE = 0xFFFFFFFF  # the library's uint32 "none"
+
+
+@pytest.mark.parametrize(
+    ("profile", "pod", "index", "rack", "kind", "size", "board", "main_board"),
+    [
+        ("a5-superpod-8", 5, 1, 3, 2, 8192, 0x50, 0x03),  # a 2D pod's server
+        ("a5-8", NONE, NONE, NONE, 0, NONE, 0x50, 0x03),  # a server in no super pod
+        ("a5-atlas350-4", NONE, NONE, NONE, 5, NONE, 0x1B, 0x68),
+        ("a5-atlas350-4p", NONE, NONE, NONE, 6, NONE, 0x1C, 0x6C),
+    ],
+)
+def test_sim_a5_chips_report_their_super_pod(
+    make: Factory, profile: str, pod: int, index: int, rack: int, kind: int, size: int, board: int, main_board: int
+) -> None:
+    backend = make(profile)
+    sdids = set()
+    for c in backend.discover():
+        s = backend.read_static(c)
+        assert (s.super_pod_id.value, s.server_index.value) == (pod, index)
+        assert (s.rack_id.value, s.super_pod_type.value, s.scale_type.value) == (rack, kind, size)
+        assert (s.board_id.value, s.main_board_id.value) == (board, main_board)
+        server = 0 if index == NONE else index
+        assert s.super_device_id.value == (server << 22) | c.phy_id  # the A3 encoding, reused
+        sdids.add(s.super_device_id.value)
+    assert len(sdids) == len(backend.discover())
+
+
+@pytest.mark.parametrize(
+    ("profile", "card", "product", "topo_file"),
+    [
+        ("a5-superpod-8", None, ProductType.POD_2D, "atlas_950_2.json"),
+        ("a5-8", None, ProductType.SERVER, "atlas_850_1.json"),
+        ("a5-atlas350-4", "300I-Atlas350", ProductType.CARD_1P, "atlas_350_1.json"),
+        ("a5-atlas350-4p", "300I-Atlas350-4p", ProductType.CARD_4P, "atlas_350_3.json"),
+    ],
+)
+def test_sim_a5_profiles_are_the_products_they_model(
+    make: Factory, profile: str, card: str | None, product: ProductType, topo_file: str
+) -> None:
+    """What a consumer derives from the static data (ascend_common.products) is the product named."""
+    backend = make(profile)
+    statics = [backend.read_static(c) for c in backend.discover()]
+    node = super_pod(statics)
+    node_card = card_type(statics[0].board_id.value, main_board_id(statics))
+    assert node_card == card
+    assert product_type(node_card, node.super_pod_type) == product
+    assert hccl_topo_file(product_type(node_card, node.super_pod_type)) == f"{HCCL_TOPO_DIR}/{topo_file}"
+    assert is_pod_scene(node.super_pod_type) is (profile == "a5-superpod-8")
+
+
+@pytest.mark.parametrize("profile", sorted(set(PROFILES) - {"a3-16", *A5_PROFILES}))
 def test_sim_other_families_have_no_super_pod(make: Factory, profile: str) -> None:
     backend = make(profile)
     s = backend.read_static(chip(backend, 0))
     for reading in (s.super_pod_id, s.server_index, s.super_device_id, s.main_board_id):
         assert reading.code == RC_NOT_SUPPORTED
+    for reading in (s.rack_id, s.super_pod_type, s.scale_type):
+        assert reading.code == RC_NOT_SUPPORTED
 
 
-def test_sim_profile_super_pod_only_on_a3() -> None:
-    with pytest.raises(ValueError, match="only an A3 profile"):
+def test_sim_profile_super_pod_only_on_a3_and_950() -> None:
+    with pytest.raises(ValueError, match="only an A3 or 950 profile"):
         replace(PROFILES["910b-8"], super_pod_id=1, server_index=0)
-    with pytest.raises(ValueError, match="only an A3 profile"):
+    with pytest.raises(ValueError, match="only an A3 or 950 profile"):
         replace(PROFILES["a3-16"], server_index=None)
+    with pytest.raises(ValueError, match="only a 950 super pod"):
+        replace(PROFILES["a3-16"], rack_id=1, super_pod_type=1, scale_type=8)
+    with pytest.raises(ValueError, match="only a 950 super pod"):
+        replace(PROFILES["a5-superpod-8"], rack_id=None)
+    with pytest.raises(ValueError, match="no product type"):
+        replace(PROFILES["a5-8"], product_type="Atlas 850")
 
 
 @pytest.mark.parametrize(
@@ -213,6 +305,8 @@ def test_sim_profile_super_pod_only_on_a3() -> None:
         ("a3-16", [tuple(range(i, i + 4)) for i in range(0, 16, 4)]),  # card + partner card
         ("310p-duo-4", [(0, 1), (2, 3)]),  # both chips of a Duo card
         ("310p-4", [(0,), (1,), (2,), (3,)]),
+        ("a5-superpod-8", [(i,) for i in range(8)]),  # Ascend910A5RingsNum: one chip at a time
+        ("a5-atlas350-4p", [(i,) for i in range(4)]),
     ],
 )
 def test_sim_static_data_yields_the_reference_reset_groups(
@@ -516,6 +610,16 @@ def test_sim_drop_unknown_card_is_a_key_error(make: Factory) -> None:
         make("310p-duo-4").drop_card(2)
 
 
+def test_sim_a5_chips_belong_to_no_card_to_drop(make: Factory) -> None:
+    """The v2 library knows no card: a card drop cannot be simulated on a 950 profile."""
+    backend = make("a5-superpod-8")
+    assert backend.card_of(3) == -1
+    with pytest.raises(KeyError):
+        backend.drop_card(-1)
+    with pytest.raises(KeyError):
+        backend.drop_card(0)
+
+
 # ----- network ---------------------------------------------------------------------------
 
 
@@ -757,6 +861,18 @@ def test_sim_vnpu_templates_per_family(make: Factory, profile: str, template: st
         with pytest.raises(BadParameter):
             backend.create_vnpu(c, template, None, None)
         assert backend.read_dynamic(c).vnpus.value == []
+
+
+@pytest.mark.parametrize("profile", A5_PROFILES)
+def test_sim_a5_has_no_vnpus(make: Factory, profile: str) -> None:
+    """DeviceManagerV2: creating or destroying a vNPU is not supported in dcmiv2."""
+    backend = make(profile)
+    c = chip(backend, 0)
+    with pytest.raises(NotSupported):
+        backend.create_vnpu(c, "vir05_1c_16g", None, None)
+    with pytest.raises(NotSupported):
+        backend.destroy_vnpu(c, 100)
+    assert backend.read_dynamic(c).vnpus.value == []
 
 
 def test_sim_vnpu_unknown_template_is_bad_parameter(make: Factory) -> None:

@@ -33,19 +33,31 @@ RESOURCE_PREFIX = "huawei.com/"
 A3_BOARD_IDS: frozenset[int] = frozenset({0xB0, 0xB1, 0xB2, 0xB3, 0xB4, 0x81, 0x83, 0xD1, 0xD3})
 # 910B boards without HCCS: each chip is its own reset group (contract section 8).
 NO_HCCS_910B_BOARD_IDS: frozenset[int] = frozenset({0x28, 0x29, 0x33, 0x3C})
+# The 950 generation (the reference's Ascend910A5): a chip name with this prefix and at most
+# A5_CHIP_NAME_MAX_LEN characters (devmanager/common utils_v2.go `Is910A5Chip`).
+A5_CHIP_PREFIX = "Ascend950"
+A5_CHIP_NAME_MAX_LEN = 32
 
 _910B_NAME = re.compile(r"^910B\d")
 
 
+def is_a5_chip(chip_name: str) -> bool:
+    """Whether the DCMI chip name is a 950 chip (`Is910A5Chip`); a longer name is not one."""
+    return len(chip_name) <= A5_CHIP_NAME_MAX_LEN and chip_name.startswith(A5_CHIP_PREFIX)
+
+
 def detect_family(chip_name: str, board_id: int | None = None) -> ChipFamily:
-    """Chip family from the DCMI chip name and board id (contract section 10).
+    """Chip family from the DCMI chip name and board id (contract section 10; the reference's
+    `GetDevType`): an A3 board id first, whatever the name; then a 950 name; then the older names.
 
     Raises ValueError for a name that belongs to no known family, so that an unknown chip
     is reported as such instead of being advertised under a guessed resource.
     """
     name = chip_name.strip()
-    if board_id is not None and board_id in A3_BOARD_IDS and name.startswith("910"):
+    if board_id is not None and board_id in A3_BOARD_IDS:
         return ChipFamily.ASCEND910A3
+    if is_a5_chip(name):
+        return ChipFamily.ASCEND950
     if name.startswith("310P"):
         return ChipFamily.ASCEND310P
     if "310B" in name:
@@ -56,8 +68,6 @@ def detect_family(chip_name: str, board_id: int | None = None) -> ChipFamily:
         return ChipFamily.ASCEND910B
     if name.startswith("910"):
         return ChipFamily.ASCEND910
-    if name.startswith("Ascend950"):
-        return ChipFamily.ASCEND950
     raise ValueError(f"unknown chip name {chip_name!r}")
 
 

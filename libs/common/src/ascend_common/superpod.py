@@ -3,7 +3,8 @@
 Shared by the plugin (node labels and annotations, the rank configuration) and the fault-manager
 (the device-info ConfigMap's SuperPodID / ServerIndex), so both say the same of the node.
 Reference: pkg/server/manager.go `getSuperPodInfo` (the first device that answers), devmanager
-`SetValidMainBoardInfo`.
+`SetValidMainBoardInfo`. A 950 node reports its rack, super-pod type and size as well
+(`setSuperPodInfo`); the product rules built on them are in ascend_common.products.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ascend_common.schemas.exporter import ChipStatic
+from ascend_common.schemas.reading import Reading
 
 INVALID_MAIN_BOARD_ID: Final = 0xFFFFFFFF
 
@@ -28,6 +30,7 @@ class SuperPod:
     server_index: int = -1
     rack_id: int = -1  # A5 only
     super_pod_type: int = -1  # A5 only: 0 server, 1 1D pod, 2 2D pod, 3/4 16P/32P server, 5/6 1P/4P card
+    scale_type: int = -1  # A5 only: the super pod's size
 
 
 NO_SUPER_POD: Final = SuperPod()
@@ -35,12 +38,23 @@ NO_SUPER_POD: Final = SuperPod()
 
 def super_pod(statics: Iterable[ChipStatic]) -> SuperPod:
     """The node's super pod: what the first chip (in the order given) that answered reports; a node
-    where no chip answered has NO_SUPER_POD."""
+    where no chip answered has NO_SUPER_POD. Rack, type and size are the same chip's, where it
+    reports them (950 chips only)."""
     for s in statics:
         pod_id, index = s.super_pod_id.value, s.server_index.value
         if s.super_pod_id.is_ok and s.server_index.is_ok and pod_id is not None and index is not None:
-            return SuperPod(super_pod_id=_go_int32(pod_id), server_index=_go_int32(index))
+            return SuperPod(
+                super_pod_id=_go_int32(pod_id),
+                server_index=_go_int32(index),
+                rack_id=_int32_or_unset(s.rack_id),
+                super_pod_type=_int32_or_unset(s.super_pod_type),
+                scale_type=_int32_or_unset(s.scale_type),
+            )
     return NO_SUPER_POD
+
+
+def _int32_or_unset(reading: Reading[int]) -> int:
+    return _go_int32(reading.value) if reading.is_ok and reading.value is not None else -1
 
 
 def _go_int32(value: int) -> int:

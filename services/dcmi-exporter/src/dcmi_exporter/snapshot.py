@@ -42,7 +42,8 @@ class Snapshot:
         node = node.model_copy(
             update={
                 "chip_count": len(ordered),
-                "card_count": len({c.card_id for c in ordered}),
+                # A chip of the v2 library belongs to no card (card id -1): it counts none.
+                "card_count": len({c.card_id for c in ordered if c.card_id >= 0}),
                 "chips_by_state": states,
             }
         )
@@ -196,4 +197,7 @@ def placeholder_static(code: int) -> ChipStatic:
         server_index=err_i,
         super_device_id=err_i,
         main_board_id=err_i,
+        rack_id=err_i,
+        super_pod_type=err_i,
+        scale_type=err_i,
     )

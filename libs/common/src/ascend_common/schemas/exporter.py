@@ -89,14 +89,21 @@ class ChipStatic(Frozen):
     partner_card: Reading[int]  # A3: the paired card (dcmi_get_netdev_brother_device)
     numa_node: Reading[int]
     device_ip: Reading[str]
-    # A3 super pod (dcmi_get_device_info CHIP_INF / SPOD_INFO, struct dcmi_spod_info): asked of A3
-    # chips only, the one family whose v1 driver has a super pod to report; "unsupported" on the
-    # others. The defaults keep the payload of an exporter that predates these fields readable.
+    # Super pod (dcmi_get_device_info / dcmiv2_get_device_info CHIP_INF / SPOD_INFO, struct
+    # dcmi_spod_info): asked of A3 and 950 chips only, the families with a super pod to report;
+    # "unsupported" on the others. The defaults keep the payload of an exporter that predates these
+    # fields readable. Values are the library's uint32, as it answered them.
     super_pod_id: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)
     server_index: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)  # dcmi_spod_info.server_id
     super_device_id: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)  # the chip's SDID
     # dcmi_get_mainboard_id; 0xFFFFFFFF is the driver's "none", which the reference skips.
     main_board_id: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)
+    # 950 only (the reference reads them on Ascend910A5 alone): the rack (dcmi_spod_info.chassis_id),
+    # the super-pod type (0 server, 1 1D pod, 2 2D pod, 3/4 16P/32P server, 5/6 1P/4P card:
+    # ascend_common.products.ProductType) and the super pod's size (scale_type).
+    rack_id: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)
+    super_pod_type: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)
+    scale_type: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)
 
 
 class ChipDynamic(Frozen):

@@ -6,6 +6,10 @@ failures come back as `Reading.error(code)` so one unsupported field never hides
 one exception is the health call answering -8012 (not ready), which raises CardDropped so that
 the caller reports the synthetic card-drop code (the reference appends 0x40F84E00 on exactly
 that condition).
+
+The library comes in two generations (generations.py): `init` settles which one this library
+speaks, as the reference does, and every call after it goes through that generation's symbol
+and chip address. A v2 (950) chip has no card: it is reported with card and device id -1.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ascend_common.chips import ChipAddress, ChipFamily, detect_family
 from ascend_common.schemas.exporter import (
@@ -32,11 +36,12 @@ from ascend_common.schemas.exporter import (
     Utilization,
     Vnpu,
 )
-from ascend_common.schemas.reading import RC_NOT_SUPPORTED, Reading
+from ascend_common.schemas.reading import Reading
 from ascend_common.vnpu import TEMPLATES
 
 from dcmi_exporter.backends.base import EventSink, RawFaultEvent
 from dcmi_exporter.backends.dcmi import structs as s
+from dcmi_exporter.backends.dcmi.generations import NO_CARD, V1, V2, Generation
 from dcmi_exporter.backends.dcmi.library import DEFAULT_LIB_PATH, DcmiLibrary
 from dcmi_exporter.backends.errors import (
     RC_INTERNAL,
@@ -45,14 +50,13 @@ from dcmi_exporter.backends.errors import (
     CardDropped,
     DcmiError,
     NotSupported,
-    SymbolMissing,
     error_for,
 )
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-MAX_CARDS = 64  # the reference's HiAIMaxCardNum: size of the card-list buffer
+MAX_CARDS = 64  # the reference's HiAIMaxCardNum: size of the card-list (and v2 device-list) buffer
 MAX_DEVICES_PER_CARD = 64  # sanity bound on dcmi_get_device_num_in_card
 UTIL_AICORE = 2  # dcmi_get_device_utilization_rate input types
 UTIL_HBM = 6
@@ -136,13 +140,18 @@ def _read(fn: Callable[[], T]) -> Reading[T]:
         return Reading.error(exc.code)
 
 
-def _is_a3(chip_name: Reading[str], board_id: Reading[int]) -> bool:
+def _family(chip_name: Reading[str], board_id: Reading[int]) -> ChipFamily | None:
     if not chip_name.is_ok or not chip_name.value:
-        return False
+        return None
     try:
-        return detect_family(chip_name.value, board_id.value if board_id.is_ok else None) is ChipFamily.ASCEND910A3
+        return detect_family(chip_name.value, board_id.value if board_id.is_ok else None)
     except ValueError:
-        return False
+        return None
+
+
+# The families whose chips have a super pod to report, and the one that reports its rack too.
+SUPER_POD_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
+RACK_FAMILY = ChipFamily.ASCEND950
 
 
 class DcmiBackend:
@@ -162,6 +171,7 @@ class DcmiBackend:
         `numa_root`: the sysfs directory with node<N>/cpulist, used to turn the chip's CPU
         affinity into a NUMA node. `clock`: seconds since the epoch, stamped on received events."""
         self._lib = DcmiLibrary(lib_path)
+        self._gen: Generation = V1  # settled by init()
         self._numa_root = Path(numa_root)
         self._clock = clock
         self._sink: EventSink | None = None
@@ -178,21 +188,47 @@ class DcmiBackend:
     def library(self) -> DcmiLibrary:
         return self._lib
 
+    @property
+    def generation(self) -> Generation:
+        return self._gen
+
+    def _call(self, op: str, chip: ChipAddress, *args: Any) -> None:
+        """The chip call `op` (its v1 name) in this library's generation; raises its typed error."""
+        self._lib.call(self._gen.symbol(op), *self._gen.address(chip), *args)
+
+    def _rc(self, op: str, chip: ChipAddress, *args: Any) -> int:
+        return self._lib.rc(self._gen.symbol(op), *self._gen.address(chip), *args)
+
     # ---------------------------------------------------------------- lifecycle and inventory
 
     def init(self) -> None:
+        """v1 first, then v2 when v1 cannot start (no `dcmi_init`, or it fails), as the reference does."""
         self._lib.open()
-        self._lib.call("dcmi_init")
+        try:
+            self._lib.call("dcmi_init")
+            self._gen = V1
+        except DcmiError as v1_error:
+            try:
+                self._lib.call(V2.symbol("dcmi_init"))
+            except DcmiError as exc:
+                raise DcmiError(
+                    "dcmi_init", v1_error.code, message=f"{v1_error}; and {exc}: no generation of the library starts"
+                ) from exc
+            self._gen = V2
+        log.info("chip library initialised", extra={"api": self._gen.name})
 
     def version(self) -> Reading[str]:
         def read() -> str:
             buf = ctypes.create_string_buffer(VERSION_BUF)
-            self._lib.call("dcmi_get_dcmi_version", buf, len(buf))
+            self._lib.call(self._gen.symbol("dcmi_get_dcmi_version"), buf, len(buf))
             return s.c_text(buf.raw)
 
         return _read(read)
 
     def discover(self) -> list[ChipAddress]:
+        return self._discover_v2() if self._gen is V2 else self._discover_v1()
+
+    def _discover_v1(self) -> list[ChipAddress]:
         num = ctypes.c_int(0)
         cards = (ctypes.c_int * MAX_CARDS)()
         self._lib.call("dcmi_get_card_list", ctypes.byref(num), cards, MAX_CARDS)
@@ -215,6 +251,24 @@ class DcmiBackend:
                 chips.append(ChipAddress(card_id=card, device_id=dev, logic_id=logic.value, phy_id=phy.value))
         return sorted(chips, key=lambda c: c.logic_id)
 
+    def _discover_v2(self) -> list[ChipAddress]:
+        """The device list is the logic ids (`DcGetDeviceList`); the phy id comes from each."""
+        op = "dcmiv2_get_device_list"
+        num = ctypes.c_int(0)
+        ids = (ctypes.c_int * MAX_CARDS)()
+        self._lib.call(op, ids, ctypes.byref(num), MAX_CARDS)  # the list first, then the count
+        if not 0 <= num.value <= MAX_CARDS:
+            raise DcmiError(op, message=f"invalid device count {num.value}")
+        chips: list[ChipAddress] = []
+        for logic in ids[: num.value]:
+            if logic < 0:  # skipped like the reference skips them
+                log.warning("library listed an invalid device id", extra={"logic_id": logic})
+                continue
+            phy = ctypes.c_uint(0)
+            self._lib.call("dcmiv2_get_chip_phy_id_by_dev_id", logic, ctypes.byref(phy))
+            chips.append(ChipAddress(card_id=NO_CARD, device_id=NO_CARD, logic_id=logic, phy_id=phy.value))
+        return sorted(chips, key=lambda c: c.logic_id)
+
     # ---------------------------------------------------------------- static facts
 
     def read_static(self, chip: ChipAddress) -> ChipStatic:
@@ -227,7 +281,7 @@ class DcmiBackend:
             chip_type, chip_name, chip_version = (Reading.ok(v) for v in info[:3])
             aicore = Reading.ok(info[3])
         board_id = _read(lambda: self._board_id(chip))
-        super_pod_id, server_index, sdid = self._super_pod(chip, chip_name, board_id)
+        pod = self._super_pod(chip, _family(chip_name, board_id))
         return ChipStatic(
             chip_type=chip_type,
             chip_name=chip_name,
@@ -238,72 +292,77 @@ class DcmiBackend:
             partner_card=_read(lambda: self._partner_card(chip)),
             numa_node=_read(lambda: self._numa_node(chip)),
             device_ip=_read(lambda: self._device_ip(chip)),
-            super_pod_id=super_pod_id,
-            server_index=server_index,
-            super_device_id=sdid,
             main_board_id=_read(lambda: self._main_board_id(chip)),
+            **pod,
         )
 
     def _chip_info(self, chip: ChipAddress) -> tuple[str, str, str, int] | DcmiError:
         """v2, falling back to v1 on any failure like the reference does (older drivers)."""
         v2 = s.DcmiChipInfoV2()
         try:
-            self._lib.call("dcmi_get_device_chip_info_v2", chip.card_id, chip.device_id, ctypes.byref(v2))
+            self._call("dcmi_get_device_chip_info_v2", chip, ctypes.byref(v2))
             return s.c_text(v2.chip_type), s.c_text(v2.chip_name), s.c_text(v2.chip_ver), int(v2.aicore_cnt)
         except DcmiError as exc:
             first = exc
         v1 = s.DcmiChipInfo()
         try:
-            self._lib.call("dcmi_get_device_chip_info", chip.card_id, chip.device_id, ctypes.byref(v1))
+            self._call("dcmi_get_device_chip_info", chip, ctypes.byref(v1))
         except DcmiError:
             return first  # the v2 answer says more than the fallback's
         return s.c_text(v1.chip_type), s.c_text(v1.chip_name), s.c_text(v1.chip_ver), int(v1.aicore_cnt)
 
     def _board_id(self, chip: ChipAddress) -> int:
         board = s.DcmiBoardInfo()
-        self._lib.call("dcmi_get_device_board_info", chip.card_id, chip.device_id, ctypes.byref(board))
+        self._call("dcmi_get_device_board_info", chip, ctypes.byref(board))
         return int(board.board_id)
 
     def _product_type(self, chip: ChipAddress) -> str:
         buf = ctypes.create_string_buffer(PRODUCT_TYPE_BUF)
-        self._lib.call("dcmi_get_product_type", chip.card_id, chip.device_id, buf, len(buf))
+        self._call("dcmi_get_product_type", chip, buf, len(buf))
         return s.c_text(buf.raw)
 
     def _partner_card(self, chip: ChipAddress) -> int:
         brother = ctypes.c_int(-1)
-        self._lib.call("dcmi_get_netdev_brother_device", chip.card_id, chip.device_id, ctypes.byref(brother))
+        self._call("dcmi_get_netdev_brother_device", chip, ctypes.byref(brother))
         return brother.value
 
-    def _super_pod(
-        self, chip: ChipAddress, chip_name: Reading[str], board_id: Reading[int]
-    ) -> tuple[Reading[int], Reading[int], Reading[int]]:
-        """(super pod id, server index, SDID); one call answers all three, so they fail together.
+    def _super_pod(self, chip: ChipAddress, family: ChipFamily | None) -> dict[str, Reading[int]]:
+        """The ChipStatic super-pod fields; one call answers them all, so they fail together.
 
-        Asked of A3 chips only: no other family of this library has a super pod, and the plugin
-        reads these values on A3 alone (the reference asks every chip and ignores the failures).
+        Asked of A3 and 950 chips only: no other family has a super pod, and the plugin reads these
+        values on those alone (the reference asks every chip and ignores the failures). Rack,
+        super-pod type and size only on the 950, the one family the reference reads them of.
         """
-        if not _is_a3(chip_name, board_id):
-            unsupported: Reading[int] = Reading.error(RC_NOT_SUPPORTED)
-            return unsupported, unsupported, unsupported
+        fields = ["super_pod_id", "server_index", "super_device_id"]
+        if family is RACK_FAMILY:
+            fields += ["rack_id", "super_pod_type", "scale_type"]
+        if family not in SUPER_POD_FAMILIES:
+            return {}  # the fields' default: unsupported
         try:
             info = self._spod_info(chip)
         except DcmiError as exc:
-            failed: Reading[int] = Reading.error(exc.code)
-            return failed, failed, failed
-        return Reading.ok(int(info.super_pod_id)), Reading.ok(int(info.server_id)), Reading.ok(int(info.sdid))
+            return dict.fromkeys(fields, Reading[int].error(exc.code))
+        values = {
+            "super_pod_id": info.super_pod_id,
+            "server_index": info.server_id,
+            "super_device_id": info.sdid,
+            "rack_id": info.chassis_id,
+            "super_pod_type": info.super_pod_type,
+            "scale_type": info.scale_type,
+        }
+        return {name: Reading[int].ok(int(values[name])) for name in fields}
 
     def _spod_info(self, chip: ChipAddress) -> s.DcmiSpodInfo:
         """The chip's super-pod facts, asked the way the reference's DcGetSuperPodInfo asks."""
         unit = ctypes.c_int(-1)
-        self._lib.call("dcmi_get_device_type", chip.card_id, chip.device_id, ctypes.byref(unit))
+        self._call("dcmi_get_device_type", chip, ctypes.byref(unit))
         if unit.value != UNIT_TYPE_NPU:
             raise NotSupported("dcmi_get_device_type", message=f"unit type {unit.value} has no super pod")
         info = s.DcmiSpodInfo()
         size = ctypes.c_uint(ctypes.sizeof(info))
-        self._lib.call(
+        self._call(
             "dcmi_get_device_info",
-            chip.card_id,
-            chip.device_id,
+            chip,
             MAIN_CMD_CHIP_INF,
             CHIP_INF_SUB_CMD_SPOD_INFO,
             ctypes.byref(info),
@@ -313,7 +372,7 @@ class DcmiBackend:
 
     def _main_board_id(self, chip: ChipAddress) -> int:
         value = ctypes.c_uint(0)
-        self._lib.call("dcmi_get_mainboard_id", chip.card_id, chip.device_id, ctypes.byref(value))
+        self._call("dcmi_get_mainboard_id", chip, ctypes.byref(value))
         return int(value.value)
 
     def _numa_node(self, chip: ChipAddress) -> int:
@@ -321,7 +380,7 @@ class DcmiBackend:
         op = "dcmi_get_affinity_cpu_info_by_device_id"
         buf = ctypes.create_string_buffer(AFFINITY_BUF)
         length = ctypes.c_int(0)
-        self._lib.call(op, chip.card_id, chip.device_id, buf, ctypes.byref(length))
+        self._call(op, chip, buf, ctypes.byref(length))
         raw = buf.raw[: length.value] if 0 < length.value <= AFFINITY_BUF else buf.raw
         try:
             cpus = parse_cpulist(s.c_text(raw))
@@ -335,9 +394,7 @@ class DcmiBackend:
     def _device_ip(self, chip: ChipAddress) -> str:
         ip, mask = s.DcmiIpAddr(), s.DcmiIpAddr()
         ip.ip_type = s.IP_TYPE_V4  # an input too: the reference asks for v4 unless it wants v6
-        self._lib.call(
-            "dcmi_get_device_ip", chip.card_id, chip.device_id, PORT_TYPE_ROCE, 0, ctypes.byref(ip), ctypes.byref(mask)
-        )
+        self._call("dcmi_get_device_ip", chip, PORT_TYPE_ROCE, 0, ctypes.byref(ip), ctypes.byref(mask))
         if ip.ip_type == s.IP_TYPE_V6:
             return str(ipaddress.IPv6Address(bytes(ip.u_addr.ip6)))
         return str(ipaddress.IPv4Address(bytes(ip.u_addr.ip4)))
@@ -365,8 +422,8 @@ class DcmiBackend:
         op = "dcmi_get_device_health"
         value = ctypes.c_uint(0)
         try:
-            rc = self._lib.rc(op, chip.card_id, chip.device_id, ctypes.byref(value))
-        except SymbolMissing as exc:
+            rc = self._rc(op, chip, ctypes.byref(value))
+        except NotSupported as exc:  # the symbol is missing, or the generation has no such call
             return Reading.error(exc.code)
         if rc == RC_NOT_READY:
             raise CardDropped(op, rc, message=f"chip {chip.logic_id} is not ready: its card dropped")
@@ -376,14 +433,14 @@ class DcmiBackend:
 
     def _int_out(self, op: str, chip: ChipAddress) -> int:
         value = ctypes.c_int(0)
-        self._lib.call(op, chip.card_id, chip.device_id, ctypes.byref(value))
+        self._call(op, chip, ctypes.byref(value))
         return value.value
 
     def _error_codes(self, chip: ChipAddress) -> list[str]:
         op = "dcmi_get_device_errorcode_v2"
         count = ctypes.c_int(0)
         codes = (ctypes.c_uint * s.MAX_ERROR_CODES)()
-        self._lib.call(op, chip.card_id, chip.device_id, ctypes.byref(count), codes, s.MAX_ERROR_CODES)
+        self._call(op, chip, ctypes.byref(count), codes, s.MAX_ERROR_CODES)
         if not 0 <= count.value <= s.MAX_ERROR_CODES:
             raise DcmiError(op, RC_INTERNAL, message=f"invalid error code count {count.value}")
         # The reference drops zero entries too: a zero is an empty slot, never a code.
@@ -391,7 +448,7 @@ class DcmiBackend:
 
     def _hbm(self, chip: ChipAddress) -> Hbm:
         info = s.DcmiHbmInfo()
-        self._lib.call("dcmi_get_device_hbm_info", chip.card_id, chip.device_id, ctypes.byref(info))
+        self._call("dcmi_get_device_hbm_info", chip, ctypes.byref(info))
         return Hbm(
             total_mb=int(info.memory_size),
             used_mb=int(info.memory_usage),
@@ -415,7 +472,7 @@ class DcmiBackend:
         for kind in (UTIL_AICORE, UTIL_HBM):
             rate = ctypes.c_uint(0)
             try:
-                self._lib.call(op, chip.card_id, chip.device_id, kind, ctypes.byref(rate))
+                self._call(op, chip, kind, ctypes.byref(rate))
                 values[kind] = int(rate.value)
             except DcmiError as exc:
                 values[kind] = None
@@ -428,7 +485,7 @@ class DcmiBackend:
         op = "dcmi_get_device_resource_info"
         procs = (s.DcmiProcMemInfo * s.MAX_PROCS)()
         num = ctypes.c_int(0)
-        self._lib.call(op, chip.card_id, chip.device_id, procs, ctypes.byref(num))
+        self._call(op, chip, procs, ctypes.byref(num))
         if not 0 <= num.value <= s.MAX_PROCS:
             raise DcmiError(op, RC_INTERNAL, message=f"invalid process count {num.value}")
         return [ChipProcess(pid=p.proc_id, memory_bytes=int(p.proc_mem_usage)) for p in procs[: num.value]]
@@ -440,15 +497,15 @@ class DcmiBackend:
     # ---------------------------------------------------------------- fault events
 
     def subscribe(self, sink: EventSink) -> bool:
-        op = "dcmi_subscribe_fault_event"
+        op = self._gen.symbol("dcmi_subscribe_fault_event")
         if not self._lib.has(op):
             return False
         self._sink = sink
         callback = s.FaultEventCallback(self._on_event)
         self._callbacks.append(callback)
         try:
-            # card = dev = -1: every chip; an all-zero filter: every event (as the reference).
-            rc = self._lib.rc(op, -1, -1, s.DcmiEventFilter(), callback)
+            # card = dev = -1 (v2: dev -1): every chip; an all-zero filter: every event (as the reference).
+            rc = self._lib.rc(op, *self._gen.every_chip(), s.DcmiEventFilter(), callback)
         except DcmiError as exc:
             rc = exc.code
         if rc != 0:
@@ -488,7 +545,7 @@ class DcmiBackend:
     # ---------------------------------------------------------------- reset
 
     def outband_supported(self, chip: ChipAddress) -> bool:
-        if not all(self._lib.has(name) for name in OUTBAND_SYMBOLS):
+        if not all(self._lib.has(self._gen.symbol(name)) for name in OUTBAND_SYMBOLS):
             return False
         try:
             return self._int_out("dcmi_get_device_outband_channel_state", chip) == OUTBAND_READY
@@ -496,9 +553,8 @@ class DcmiBackend:
             return False
 
     def reset(self, chip: ChipAddress, channel: ResetChannel) -> None:
-        card, dev = chip.card_id, chip.device_id
         if channel is ResetChannel.INBAND:
-            self._lib.call("dcmi_set_device_reset", card, dev, INBAND_CHANNEL)
+            self._call("dcmi_set_device_reset", chip, INBAND_CHANNEL)
             return
         # Out of band, in the reference's order: channel ready, pre-reset, reset, rescan.
         state = self._int_out("dcmi_get_device_outband_channel_state", chip)
@@ -506,9 +562,9 @@ class DcmiBackend:
             raise NotSupported(
                 "dcmi_get_device_outband_channel_state", message=f"out-of-band channel not ready (state {state})"
             )
-        self._lib.call("dcmi_pre_reset_soc", card, dev)
-        self._lib.call("dcmi_set_device_reset", card, dev, OUTBAND_CHANNEL)
-        self._lib.call("dcmi_rescan_soc", card, dev)
+        self._call("dcmi_pre_reset_soc", chip)
+        self._call("dcmi_set_device_reset", chip, OUTBAND_CHANNEL)
+        self._call("dcmi_rescan_soc", chip)
 
     def boot_status(self, chip: ChipAddress) -> int:
         return self._int_out("dcmi_get_device_boot_status", chip)
@@ -517,6 +573,7 @@ class DcmiBackend:
 
     def create_vnpu(self, chip: ChipAddress, template: str, vdev_id: int | None, vfg_id: int | None) -> Vnpu:
         op = "dcmi_create_vdevice"
+        self._gen.symbol(op)  # NotSupported on v2 before anything else is checked
         known = TEMPLATES.get(template)
         if known is None:
             raise BadParameter(op, message=f"unknown vNPU template {template!r}")
@@ -532,7 +589,7 @@ class DcmiBackend:
             template_name=name,
         )
         out = s.DcmiCreateVdevOut()
-        self._lib.call(op, chip.card_id, chip.device_id, ctypes.byref(request), ctypes.byref(out))
+        self._call(op, chip, ctypes.byref(request), ctypes.byref(out))
         vnpu = Vnpu(
             vdev_id=int(out.vdev_id),
             vfg_id=int(out.vfg_id),
@@ -545,7 +602,7 @@ class DcmiBackend:
         return vnpu
 
     def destroy_vnpu(self, chip: ChipAddress, vdev_id: int) -> None:
-        self._lib.call("dcmi_set_destroy_vdevice", chip.card_id, chip.device_id, vdev_id)
+        self._call("dcmi_set_destroy_vdevice", chip, vdev_id)
         with self._vnpu_mutex:
             self._vnpus.get(chip.logic_id, {}).pop(vdev_id, None)
 

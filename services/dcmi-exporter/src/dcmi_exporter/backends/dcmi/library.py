@@ -8,7 +8,11 @@ NotSupported, exactly like a -8255 answer; every return code goes through `error
 Declarations were written from the contract (section 10) and checked against the reference header
 dcmi_interface_api.h of Ascend/mind-cluster (and, for the two functions that header lacks or
 wraps, against the driver's own header: `dcmi_subscribe_fault_event` takes the callback as a
-4th argument, `dcmi_get_affinity_cpu_info_by_device_id(int, int, char *, int *)`).
+4th argument, `dcmi_get_affinity_cpu_info_by_device_id(int, int, char *, int *)`). The v2 calls
+(`dcmiv2_*`, the 950 drivers; see generations.py) were checked against the reference's
+dcmi_interface_api_v2.h and the function pointers its dcmi_v2.go calls through: a chip is its
+logic id, `dcmiv2_subscribe_fault_event` takes the callback as a 3rd argument, and the structs
+are v1's.
 """
 
 from __future__ import annotations
@@ -80,6 +84,31 @@ SIGNATURES: dict[str, Sequence[Any]] = {
     "dcmi_get_device_outband_channel_state": (_int, _int, _pint),
     "dcmi_pre_reset_soc": (_int, _int),
     "dcmi_rescan_soc": (_int, _int),
+    # v2: the chip is its logic id (`int dev_id`); every struct is the v1 one.
+    "dcmiv2_init": (),
+    "dcmiv2_get_dcmi_version": (ctypes.c_char_p, _int),
+    "dcmiv2_get_device_list": (_pint, _pint, _int),  # (int *list, int *num, int len): the list FIRST
+    "dcmiv2_get_chip_phy_id_by_dev_id": (_uint, _puint),
+    "dcmiv2_get_device_chip_info": (_int, ctypes.POINTER(s.DcmiChipInfoV2)),
+    "dcmiv2_get_device_board_info": (_int, ctypes.POINTER(s.DcmiBoardInfo)),
+    "dcmiv2_get_device_type": (_int, _pint),
+    "dcmiv2_get_device_info": (_int, _int, _uint, ctypes.c_void_p, _puint),
+    "dcmiv2_get_mainboard_id": (_int, _puint),
+    "dcmiv2_get_affinity_cpu_info_by_dev_id": (_int, ctypes.c_char_p, _pint),
+    "dcmiv2_get_device_health": (_int, _puint),
+    "dcmiv2_get_device_error_code_list": (_int, _pint, _puint, _uint),
+    "dcmiv2_get_device_network_health": (_int, _pint),
+    "dcmiv2_get_device_temperature": (_int, _pint),
+    "dcmiv2_get_device_power_info": (_int, _pint),
+    "dcmiv2_get_device_hbm_info": (_int, ctypes.POINTER(s.DcmiHbmInfo)),
+    "dcmiv2_get_device_utilization_rate": (_int, _int, _puint),
+    "dcmiv2_get_device_proc_mem_info": (_int, ctypes.POINTER(s.DcmiProcMemInfo), _pint),
+    "dcmiv2_get_device_boot_status": (_int, _pint),
+    "dcmiv2_subscribe_fault_event": (_int, s.DcmiEventFilter, s.FaultEventCallback),
+    "dcmiv2_reset_device": (_int, _int),
+    "dcmiv2_get_device_outband_channel_state": (_int, _pint),
+    "dcmiv2_pre_reset_device": (_int,),
+    "dcmiv2_rescan_device": (_int,),
 }
 
 

@@ -75,6 +75,10 @@ def _int_or_unsupported(value: int | None) -> Reading[int]:
     return Reading[int].ok(value) if value is not None else Reading[int].error(RC_NOT_SUPPORTED)
 
 
+def _str_or_unsupported(value: str | None) -> Reading[str]:
+    return Reading[str].ok(value) if value is not None else Reading[str].error(RC_NOT_SUPPORTED)
+
+
 class SimBackend:
     """A simulated node; see the package docstring for the control surface."""
 
@@ -93,7 +97,8 @@ class SimBackend:
         self._addresses = self.layout.addresses()
         traits = telemetry.traits_for(seed, [a.logic_id for a in self._addresses])
         self._chips: dict[int, SimChip] = {a.logic_id: SimChip(a, traits[a.logic_id]) for a in self._addresses}
-        self._cards: frozenset[int] = frozenset(a.card_id for a in self._addresses)
+        # The cards a drill can drop: none on a v2 (950) profile, whose chips belong to no card.
+        self._cards: frozenset[int] = frozenset(a.card_id for a in self._addresses if a.card_id >= 0)
         self._dropped: set[int] = set()
         self._switch_active: dict[tuple[str, int, int], SwitchFaultData] = {}
 
@@ -121,14 +126,17 @@ class SimBackend:
             chip_version=Reading[str].ok(lay.chip_version),
             aicore=Reading[int].ok(lay.aicore),
             board_id=Reading[int].ok(lay.board_id),
-            product_type=Reading[str].ok(lay.product_type),
-            partner_card=Reading[int].ok(partner) if partner is not None else Reading[int].error(RC_NOT_SUPPORTED),
+            product_type=_str_or_unsupported(lay.product_type),
+            partner_card=_int_or_unsupported(partner),
             numa_node=Reading[int].ok(lay.numa_node(phy)),
-            device_ip=Reading[str].ok(ip) if ip is not None else Reading[str].error(RC_NOT_SUPPORTED),
+            device_ip=_str_or_unsupported(ip),
             super_pod_id=_int_or_unsupported(lay.super_pod_id),
             server_index=_int_or_unsupported(lay.server_index),
             super_device_id=_int_or_unsupported(lay.super_device_id(phy)),
             main_board_id=_int_or_unsupported(lay.main_board_id),
+            rack_id=_int_or_unsupported(lay.rack_id),
+            super_pod_type=_int_or_unsupported(lay.super_pod_type),
+            scale_type=_int_or_unsupported(lay.scale_type),
         )
 
     def read_dynamic(self, chip: ChipAddress) -> ChipDynamic:
@@ -227,6 +235,8 @@ class SimBackend:
         are all taken by other vNPUs (the request is fine, the chip has no room: a conflict)."""
         op = "dcmi_create_vdevice"
         st = self._enter(chip, op)
+        if self.layout.library_v2:
+            raise NotSupported(op, message="the v2 library (950) has no vNPU call")
         tpl = TEMPLATES.get(template)
         family = self.layout.family
         if tpl is None or not template_allowed(family, template):
@@ -262,6 +272,8 @@ class SimBackend:
     def destroy_vnpu(self, chip: ChipAddress, vdev_id: int) -> None:
         op = "dcmi_set_destroy_vdevice"
         st = self._enter(chip, op)
+        if self.layout.library_v2:
+            raise NotSupported(op, message="the v2 library (950) has no vNPU call")
         with self._lock:
             if st.vnpus.pop(vdev_id, None) is None:
                 raise NoSuchDevice(op, message=f"no vNPU {vdev_id} on chip {st.addr.logic_id}")

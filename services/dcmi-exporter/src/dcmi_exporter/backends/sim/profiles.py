@@ -4,6 +4,10 @@ DCMI addresses a chip by (card, device), the node by logic id and every report b
 Real nodes number logic ids in card order while phy ids follow the board wiring, so the
 profiles that model such boards use a fixed permutation: code that confuses the two ids
 breaks visibly in the simulator instead of on a customer's node.
+
+The 950 (A5) profiles answer as the library's v2 calls do (`dcmiv2_*`): a chip is its logic id
+and belongs to no card (card and device id -1), and there is no product type, device IP, partner
+card or vNPU call.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ascend_common.chips import A3_BOARD_IDS, ChipAddress, ChipFamily, detect_family, is_910_family
+from ascend_common.products import ProductType
 
 
 @dataclass(frozen=True)
@@ -18,8 +23,8 @@ class Profile:
     name: str
     chip_name: str  # what dcmi_get_device_chip_info_v2 reports, e.g. "910B3"
     board_id: int
-    product_type: str
-    cards: int
+    product_type: str | None  # dcmi_get_product_type; None: the library has no such call (v2)
+    cards: int  # physical cards; a v2 library reports none of them
     chips_per_card: int
     aicore: int
     hbm_mb: int
@@ -32,9 +37,14 @@ class Profile:
     hccs_groups: tuple[tuple[int, ...], ...] = ()
     partner_cards: bool = False  # A3: cards are paired (dcmi_get_netdev_brother_device)
     switch_faults: bool = False  # A3: the node has L1/L2 switches that raise switch events
-    # A3: the node's place in its super pod (dcmi_spod_info); None: the chips report no super pod.
+    # A3 / 950: the node's place in its super pod (dcmi_spod_info, the library's uint32 values);
+    # None: the chips report no super pod.
     super_pod_id: int | None = None
     server_index: int | None = None
+    # 950 only: dcmi_spod_info.chassis_id, super_pod_type (ProductType) and scale_type.
+    rack_id: int | None = None
+    super_pod_type: int | None = None
+    scale_type: int | None = None
     main_board_id: int | None = None  # dcmi_get_mainboard_id; None: not supported
     dcmi_version: str = "24.1.rc2"
     chip_type: str = "Ascend"
@@ -47,8 +57,13 @@ class Profile:
             raise ValueError(f"profile {self.name}: logic_to_phy must be a permutation of 0..{n - 1}")
         family = detect_family(self.chip_name, self.board_id)  # raises for an unknown chip name
         pod = (self.super_pod_id, self.server_index)
-        if pod != (None, None) and (None in pod or family is not ChipFamily.ASCEND910A3):
-            raise ValueError(f"profile {self.name}: only an A3 profile has a super pod, and then both its ids")
+        if pod != (None, None) and (None in pod or family not in SUPER_POD_FAMILIES):
+            raise ValueError(f"profile {self.name}: only an A3 or 950 profile has a super pod, and then both its ids")
+        rack = (self.rack_id, self.super_pod_type, self.scale_type)
+        if rack != (None, None, None) and (None in rack or None in pod or family is not ChipFamily.ASCEND950):
+            raise ValueError(f"profile {self.name}: only a 950 super pod has a rack, type and size, and then all three")
+        if self.library_v2 and self.product_type is not None:
+            raise ValueError(f"profile {self.name}: the v2 library reports no product type")
 
     @property
     def family(self) -> ChipFamily:
@@ -59,9 +74,14 @@ class Profile:
         return self.cards * self.chips_per_card
 
     @property
+    def library_v2(self) -> bool:
+        """The chips answer the library's v2 calls (the 950 generation)."""
+        return self.family is ChipFamily.ASCEND950
+
+    @property
     def has_network(self) -> bool:
-        """910 chips have a RoCE port (device IP, network health); 310 cards have none."""
-        return is_910_family(self.family)
+        """910 and 950 chips have a network port (network health); 310 cards have none."""
+        return is_910_family(self.family) or self.family is ChipFamily.ASCEND950
 
     def addresses(self) -> list[ChipAddress]:
         """Every chip, by logic id: logic ids follow card order, as the driver assigns them."""
@@ -69,25 +89,31 @@ class Profile:
         for card in range(self.cards):
             for dev in range(self.chips_per_card):
                 logic = card * self.chips_per_card + dev
-                out.append(ChipAddress(card_id=card, device_id=dev, logic_id=logic, phy_id=self.logic_to_phy[logic]))
+                card_id, device_id = (NO_CARD, NO_CARD) if self.library_v2 else (card, dev)
+                out.append(
+                    ChipAddress(card_id=card_id, device_id=device_id, logic_id=logic, phy_id=self.logic_to_phy[logic])
+                )
         return out
 
     def partner_card(self, card: int) -> int | None:
         return card ^ 1 if self.partner_cards else None
 
     def super_device_id(self, phy_id: int) -> int | None:
-        """The chip's SDID: the server index in bits 22..31 and the device in bits 0..15, the
-        encoding the reference's fault diagnosis decodes (faultdiag-online netfault_api.go)."""
+        """The chip's SDID: the server index in bits 22..31 and the device in bits 0..15, the A3
+        encoding the reference's fault diagnosis decodes (faultdiag-online netfault_api.go); the
+        950 profiles use it too (the reference decodes no 950 SDID), with server 0 outside a pod."""
         if self.server_index is None:
             return None
-        return (self.server_index << SDID_SERVER_SHIFT) | phy_id
+        server = 0 if self.server_index == UINT32_NONE else self.server_index
+        return (server << SDID_SERVER_SHIFT) | phy_id
 
     def numa_node(self, phy_id: int) -> int:
         # Two-socket hosts: the first half of the chips hang off socket 0.
         return 0 if phy_id < self.chip_count // 2 else 1
 
     def device_ip(self, phy_id: int) -> str | None:
-        return f"192.168.100.{phy_id + 1}" if self.has_network else None
+        """The RoCE IP of a 910 chip; the v2 library has no IP call."""
+        return f"192.168.100.{phy_id + 1}" if is_910_family(self.family) else None
 
 
 def _shifted(n: int, by: int) -> tuple[int, ...]:
@@ -98,9 +124,18 @@ def _identity(n: int) -> tuple[int, ...]:
     return tuple(range(n))
 
 
+SUPER_POD_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
+NO_CARD = -1  # the card and device id of a chip the v2 library reports
 A3_BOARD_ID = min(A3_BOARD_IDS)
 A900_A3_SUPER_POD_MAIN_BOARD_ID = 0x18  # the reference's A900A3SuperPodMainBoardId1
 SDID_SERVER_SHIFT = 22
+# The 950 profiles. Chip name and AI cores as the reference's tests have them ("Ascend950PR", 25
+# AI cores); HBM as Huawei states it (950PR 128 GB, 950DT 144 GB). The servers' board and main
+# board ids are arbitrary ones outside the A3 and Atlas 350 sets and the customised main boards.
+A5_SERVER_BOARD_ID = 0x50
+A5_SERVER_MAIN_BOARD_ID = 0x03  # the reference's device-discovery test's mockMainBoardId
+UINT32_NONE = 0xFFFFFFFF  # the library's "none" (the reference's InvalidSuperPodID / InvalidSuperPodSize)
+A5_SUPER_POD_SIZE = 8192  # the reference's setSuperPodInfo test
 
 PROFILES: dict[str, Profile] = {
     p.name: p
@@ -186,6 +221,90 @@ PROFILES: dict[str, Profile] = {
             power_max_w=70.0,
             outband=False,
             hbm_frequency_mhz=None,  # LPDDR: the driver reports no HBM frequency
+        ),
+        Profile(
+            # An Atlas 950 super-pod server: a node of a 2D pod, in rack 3 of super pod 5.
+            name="a5-superpod-8",
+            chip_name="Ascend950DT",
+            board_id=A5_SERVER_BOARD_ID,
+            product_type=None,
+            cards=8,
+            chips_per_card=1,
+            aicore=25,
+            hbm_mb=147456,
+            logic_to_phy=_shifted(8, 4),
+            power_idle_w=100.0,
+            power_max_w=600.0,
+            outband=True,
+            super_pod_id=5,
+            server_index=1,
+            rack_id=3,
+            super_pod_type=ProductType.POD_2D,
+            scale_type=A5_SUPER_POD_SIZE,
+            main_board_id=A5_SERVER_MAIN_BOARD_ID,
+        ),
+        Profile(
+            # An 8-chip 950 server outside any super pod: the chips answer "none" for pod, server, rack and size.
+            name="a5-8",
+            chip_name="Ascend950PR",
+            board_id=A5_SERVER_BOARD_ID,
+            product_type=None,
+            cards=8,
+            chips_per_card=1,
+            aicore=25,
+            hbm_mb=131072,
+            logic_to_phy=_shifted(8, 2),
+            power_idle_w=90.0,
+            power_max_w=550.0,
+            outband=True,
+            super_pod_id=UINT32_NONE,
+            server_index=UINT32_NONE,
+            rack_id=UINT32_NONE,
+            super_pod_type=ProductType.SERVER,
+            scale_type=UINT32_NONE,
+            main_board_id=A5_SERVER_MAIN_BOARD_ID,
+        ),
+        Profile(
+            # Four Atlas 350 cards, each on its own (cardType 300I-Atlas350, product type 1P card).
+            name="a5-atlas350-4",
+            chip_name="Ascend950PR",
+            board_id=0x1B,
+            product_type=None,
+            cards=4,
+            chips_per_card=1,
+            aicore=25,
+            hbm_mb=131072,
+            logic_to_phy=_identity(4),
+            power_idle_w=60.0,
+            power_max_w=300.0,
+            outband=False,
+            super_pod_id=UINT32_NONE,
+            server_index=UINT32_NONE,
+            rack_id=UINT32_NONE,
+            super_pod_type=ProductType.CARD_1P,
+            scale_type=UINT32_NONE,
+            main_board_id=0x68,  # the 300I-Atlas350 main board
+        ),
+        Profile(
+            # Four Atlas 350 cards on the 4P main board (cardType 300I-Atlas350-4p, product type 4P card).
+            name="a5-atlas350-4p",
+            chip_name="Ascend950PR",
+            board_id=0x1C,
+            product_type=None,
+            cards=4,
+            chips_per_card=1,
+            aicore=25,
+            hbm_mb=131072,
+            logic_to_phy=_shifted(4, 1),
+            power_idle_w=60.0,
+            power_max_w=300.0,
+            outband=False,
+            super_pod_id=UINT32_NONE,
+            server_index=UINT32_NONE,
+            rack_id=UINT32_NONE,
+            super_pod_type=ProductType.CARD_4P,
+            scale_type=UINT32_NONE,
+            main_board_id=0x6C,  # the 300I-Atlas350-4p main board
         ),
         Profile(
             name="310p-4",
