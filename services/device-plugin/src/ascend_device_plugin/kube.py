@@ -19,7 +19,6 @@ from ascend_common.adapters.kube.pod_watch import PodCache
 from ascend_common.gojson import INT32
 from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
 from ascend_common.pods import SlimPod
-from ascend_common.superpod import main_board_id, super_pod
 from kubernetes.client import ApiClient
 
 from ascend_device_plugin.allocator import NodeFacts
@@ -198,11 +197,7 @@ class KubeBridge:
         hbm = first.dynamic.hbm.value if first.dynamic and first.dynamic.hbm.is_ok else None
         chip_name = first.static.chip_name.value or ""
         existing = self.node.labels if self.node is not None else {}
-        # Every chip, whatever its state: the static data stays what the chip last reported. Card
-        # order, as the reference walks the cards for the main board id (all chips of a node report
-        # the same super pod).
-        statics = [c.static for c in sorted(inventory.reported.values(), key=lambda c: (c.card_id, c.device_id))]
-        pod = super_pod(statics)
+        pod = inventory.super_pod
         labels = node_labels(
             chip_name,
             infos[0].family,
@@ -215,7 +210,7 @@ class KubeBridge:
             product_types=[c.product_type for c in infos],
             super_pod=pod,
         )
-        annotations = node_annotations(infos, pod, main_board_id=main_board_id(statics))
+        annotations = node_annotations(infos, pod, main_board_id=inventory.main_board_id)
         wanted = {**{f"l:{k}": v for k, v in labels.items()}, **{f"a:{k}": v for k, v in annotations.items()}}
         if wanted == self._labels_written:
             return
