@@ -279,7 +279,11 @@ def test_service_rbac_verbs(rendered: dict[str, Path], overlay: str) -> None:
                 out.setdefault(resource, set()).update(rule["verbs"])
         return out
 
-    assert grants(("ClusterRole", PLUGIN)) == {"pods": {"get", "list", "watch", "patch"}, "nodes": {"get", "patch"}}
+    assert grants(("ClusterRole", PLUGIN)) == {
+        "pods": {"get", "list", "watch", "patch"},
+        "nodes": {"get", "patch"},
+        "nodes/status": {"patch"},  # the old resource off a 950 node (RemoveOldResource)
+    }
     assert grants(("ClusterRole", FAULT_MANAGER)) == {
         "configmaps": {"get", "create", "update"},
         "pods": {"list", "watch"},

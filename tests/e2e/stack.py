@@ -239,8 +239,10 @@ async def node_stack(
     plugin_args: tuple[str, ...] = (),
     prepare: Callable[[FakeApiServer, ExporterProc], Any] | None = None,
     every_chip_listed: bool = True,
+    resource: str = R,
 ) -> AsyncIterator[Stack]:
-    """Start the node and wait until the kubelet lists every chip and the ConfigMap is written.
+    """Start the node and wait until the kubelet lists every chip (of the physical `resource`) and
+    the ConfigMap is written.
 
     `prepare` runs after the exporter is up and before the two cluster-facing services start:
     the place to plant pods, ConfigMaps or vNPUs they must find at start. A node whose chips
@@ -274,7 +276,7 @@ async def node_stack(
             await plugin_ready(plugin, timeout=30)
             s.names = {c["logic_id"]: c["name"] for c in await s.chips()}
             physical = set(s.names.values())
-            await kubelet.wait_for(R, lambda m: not every_chip_listed or set(m.devices) == physical, timeout=10)
+            await kubelet.wait_for(resource, lambda m: not every_chip_listed or set(m.devices) == physical, timeout=10)
             await until(lambda: s.device_info() is not None, 10, "the device-info ConfigMap")
             yield s
             ok = True
@@ -299,4 +301,5 @@ async def _stop(s: Stack, *, keep_logs: bool) -> None:
     doubled = {key: n for key, n in s.kubelet.registration_counts.items() if n != 1}
     assert not doubled, f"(kubelet instance, resource) registered other than once: {doubled}"
     assert not list((s.workdir / "dp").glob("Ascend*.sock")), "the plugin removes its sockets on shutdown"
+    assert not (s.workdir / "dp" / "npu.sock").exists(), "the plugin removes its sockets on shutdown"
     assert not s.fm.socket.exists() and not s.exporter.socket.exists(), "the services remove their sockets"

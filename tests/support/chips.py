@@ -76,3 +76,48 @@ def node_910b(n: int = 8) -> dict[int, Chip]:
 
 def node_910a() -> dict[int, Chip]:
     return {i: exporter_chip(i, i, name="910A", board=0x10, aicore=32, numa=i // 4) for i in range(8)}
+
+
+A5_SERVER_BOARD = 0x50  # the sim's 950 server board (not an Atlas 350 card)
+A5_SERVER_MAIN_BOARD = 0x03
+
+
+def node_950(
+    n: int = 8,
+    *,
+    shift: int = 4,
+    board: int = A5_SERVER_BOARD,
+    main_board: int = A5_SERVER_MAIN_BOARD,
+    super_pod_type: int | None = 2,
+    super_pod_id: int = 5,
+    server_index: int = 1,
+    rack_id: int = 3,
+) -> dict[int, Chip]:
+    """n x Ascend950DT as the v2 library reports them, like the sim's a5-superpod-8: no card, no
+    product type or IP; logic id i is phy id (i + shift) % n. `super_pod_type` None: the chips'
+    super-pod information could not be read."""
+
+    def ok(value: int) -> Reading[int]:
+        return Reading[int].ok(value)
+
+    chips: dict[int, Chip] = {}
+    for logic in range(n):
+        phy = (logic + shift) % n
+        chip = exporter_chip(logic, phy, name="Ascend950DT", board=board, aicore=25, card_id=-1)
+        pod: dict[str, Reading[int]] = {}
+        if super_pod_type is not None:
+            pod = {
+                "super_pod_id": ok(super_pod_id), "server_index": ok(server_index),
+                "super_device_id": ok(server_index << 22 | phy), "rack_id": ok(rack_id),
+                "super_pod_type": ok(super_pod_type), "scale_type": ok(8192),
+            }  # fmt: skip
+        static = chip.static.model_copy(
+            update={
+                "product_type": Reading[str].error(UNSUPPORTED),
+                "device_ip": Reading[str].error(UNSUPPORTED),
+                "main_board_id": ok(main_board),
+                **pod,
+            }
+        )
+        chips[logic] = chip.model_copy(update={"static": static, "device_id": -1})
+    return chips

@@ -14,6 +14,8 @@ It keeps the parts of the real server's behaviour that our code depends on:
   with code 410 once that resourceVersion has fallen out of the bounded history;
 - optimistic concurrency (stale metadata.resourceVersion on PUT or PATCH -> 409), 409
   AlreadyExists, 404, merge/strategic-merge/JSON patch, graceful pod deletion;
+- a node's `status` subresource: PUT or PATCH there change only its status, PUT or PATCH of
+  the node only the rest;
 - failure injection (`fail_next`, `delay`, `set_down`) and a request log for assertions.
 
 The helpers (`add_pod`, `modify`, `remove`, ...) write straight into the store without the
@@ -269,6 +271,19 @@ def json_patch(doc: Any, ops: Any) -> Any:
         else:
             raise ApiError(422, f"jsonpatch {kind}: {op['path']} is not inside an object or a list")
     return doc
+
+
+def _keep_other_half(route: _Route, old: JsonObj, new: JsonObj) -> None:
+    """A node's status is written through its `status` subresource only, and its spec through the
+    node itself: the real apiserver keeps the other half as it was (pkg/registry/core/node/strategy.go
+    nodeStrategy / nodeStatusStrategy PrepareForUpdate), silently, and answers 200."""
+    if route.kind.plural != "nodes":
+        return
+    kept = "spec" if route.subresource == "status" else "status"
+    if kept in old:
+        new[kept] = copy.deepcopy(old[kept])
+    else:
+        new.pop(kept, None)
 
 
 def _parse_selector(kind: _Kind, field_sel: str | None, label_sel: str | None) -> _Selector:
@@ -944,6 +959,7 @@ class FakeApiServer:
         for owned in ("deletionTimestamp", "deletionGracePeriodSeconds"):
             if owned in old["metadata"]:
                 obj["metadata"][owned] = old["metadata"][owned]
+        _keep_other_half(route, old, obj)
         if dry_run:
             return obj
         return copy.deepcopy(self._write(route.kind, key, obj, old))
@@ -968,6 +984,7 @@ class FakeApiServer:
                 not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values())
             ):
                 raise ApiError(422, f"metadata.{label_map} must map strings to strings")
+        _keep_other_half(route, old, new)
         if dry_run:
             return dict(new)
         return copy.deepcopy(self._write(route.kind, key, new, old))

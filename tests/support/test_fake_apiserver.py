@@ -287,6 +287,38 @@ def test_nodes_configmaps_and_events(fake: FakeApiServer, v1: Any) -> None:
     assert err.value.status == 422
 
 
+def test_a_nodes_status_is_written_through_its_status_subresource_only(fake: FakeApiServer, v1: Any) -> None:
+    fake.add_node("n1")
+    fake.modify("nodes", "n1", mutate=lambda n: n.update(
+        spec={"podCIDR": "10.1.0.0/24"},
+        status={**n["status"], "capacity": {"cpu": "8", "huawei.com/Ascend910": "8"},
+                "allocatable": {"cpu": "8", "huawei.com/Ascend910": "8"}},
+    ))  # fmt: skip
+    rv = fake.get_object("nodes", "n1")["metadata"]["resourceVersion"]  # type: ignore[index]
+    gone = {"status": {"capacity": {"huawei.com/Ascend910": None}, "allocatable": {"huawei.com/Ascend910": None}}}
+    # Through the node itself: the status half is kept, silently (200, nothing written).
+    v1.patch_node("n1", {**gone, "spec": {"podCIDR": "10.2.0.0/24"}})
+    node = fake.get_object("nodes", "n1")
+    assert node is not None and node["status"]["capacity"]["huawei.com/Ascend910"] == "8"
+    assert node["spec"] == {"podCIDR": "10.2.0.0/24"}
+    # Through the status subresource: the keys go, the spec is kept.
+    answer = v1.patch_node_status("n1", {**gone, "spec": {"podCIDR": "10.3.0.0/24"}})
+    assert answer.status.capacity == {"cpu": "8"} and answer.status.allocatable == {"cpu": "8"}
+    node = fake.get_object("nodes", "n1")
+    assert node is not None and node["spec"] == {"podCIDR": "10.2.0.0/24"}
+    assert int(node["metadata"]["resourceVersion"]) > int(rv)
+    assert node["status"]["addresses"] == [{"type": "InternalIP", "address": "192.0.2.10"}]
+    # A replace through the status subresource writes the status alone too.
+    assert v1.read_node_status("n1").status.capacity == {"cpu": "8"}
+    body = fake.get_object("nodes", "n1")
+    assert body is not None
+    body["status"]["capacity"] = {"cpu": "4"}
+    body["spec"] = {"podCIDR": "10.9.0.0/24"}
+    v1.replace_node_status("n1", body)
+    node = fake.get_object("nodes", "n1")
+    assert node is not None and node["status"]["capacity"] == {"cpu": "4"} and node["spec"]["podCIDR"] == "10.2.0.0/24"
+
+
 def test_fail_next_matches_method_and_path_then_clears(fake: FakeApiServer, v1: Any) -> None:
     fake.add_pod("p")
     fake.fail_next(2, 500, path_prefix="/api/v1/namespaces/default/pods/p", method="PATCH")

@@ -16,7 +16,13 @@ from ascend_common.adapters.kube.client import (
     retrying,
 )
 from ascend_common.adapters.kube.config import KubeConfigError, build_api_client
-from ascend_common.adapters.kube.patch import get_node, patch_node, patch_pod_annotations
+from ascend_common.adapters.kube.patch import (
+    get_node,
+    patch_node,
+    patch_pod_annotations,
+    remove_node_resources,
+    resources_patch,
+)
 from kubernetes import client as k8s
 
 from tests.support.fake_apiserver import FakeApiServer
@@ -145,6 +151,53 @@ async def test_node_labels_and_annotations(fake: FakeApiServer, api: ApiClient) 
 
     with pytest.raises(KubeNotFound):
         await get_node(api, "node-z", base_delay=0.01)
+
+
+OLD = "huawei.com/Ascend910"
+
+
+def give_capacity(fake: FakeApiServer, capacity: dict[str, str], allocatable: dict[str, str]) -> None:
+    fake.modify(
+        "nodes", "node-a", mutate=lambda n: n["status"].update(capacity=dict(capacity), allocatable=dict(allocatable))
+    )
+
+
+async def test_remove_node_resources_patches_the_status_subresource(fake: FakeApiServer, api: ApiClient) -> None:
+    give_capacity(fake, {"cpu": "8", OLD: "8"}, {"cpu": "8", OLD: "7"})
+    assert await remove_node_resources(api, "node-a", [OLD, "huawei.com/Ascend310"], base_delay=0.01) == [OLD]
+    node = fake.get_object("nodes", "node-a")
+    assert node is not None
+    assert (node["status"]["capacity"], node["status"]["allocatable"]) == ({"cpu": "8"}, {"cpu": "8"})
+    assert node["metadata"]["labels"] == {"old": "x"}  # nothing else touched
+    read, patch = fake.requests[-2:]
+    assert (read.method, read.path, read.query) == ("GET", "/api/v1/nodes/node-a", {"resourceVersion": "0"})
+    assert (patch.method, patch.path, patch.content_type) == (
+        "PATCH", "/api/v1/nodes/node-a/status", "application/strategic-merge-patch+json",
+    )  # fmt: skip
+    assert patch.body == {"status": {"capacity": {OLD: None}, "allocatable": {OLD: None}}}
+    # Done: the next call reads the node and writes nothing.
+    assert await remove_node_resources(api, "node-a", [OLD], base_delay=0.01) == []
+    assert fake.requests[-1].method == "GET"
+
+
+async def test_remove_node_resources_looks_at_the_capacity_alone(fake: FakeApiServer, api: ApiClient) -> None:
+    """RemoveOldResource: a resource missing from the capacity is not there, whatever the allocatable says."""
+    give_capacity(fake, {"cpu": "8"}, {"cpu": "8", OLD: "8"})
+    assert await remove_node_resources(api, "node-a", [OLD], base_delay=0.01) == []
+    assert resources_patch({}, [OLD]) is None
+    assert resources_patch({OLD: "0"}, [OLD, "x"]) == {"status": {"capacity": {OLD: None}, "allocatable": {OLD: None}}}
+
+
+async def test_remove_node_resources_retries_then_reports(fake: FakeApiServer, api: ApiClient) -> None:
+    give_capacity(fake, {OLD: "8"}, {OLD: "8"})
+    fake.fail_next(1, 500, "/api/v1/nodes/node-a/status", "PATCH")
+    assert await remove_node_resources(api, "node-a", [OLD], base_delay=0.01) == [OLD]
+    give_capacity(fake, {OLD: "8"}, {OLD: "8"})
+    fake.fail_next(1, 403, "/api/v1/nodes/node-a/status", "PATCH")  # no RBAC for nodes/status
+    with pytest.raises(KubeRejected):
+        await remove_node_resources(api, "node-a", [OLD], base_delay=0.01)
+    with pytest.raises(KubeNotFound):
+        await remove_node_resources(api, "node-z", [OLD], base_delay=0.01)
 
 
 async def test_retrying_helper() -> None:

@@ -6,9 +6,10 @@ test_reference_node_labels.py, which uses the same functions.
 
 from __future__ import annotations
 
+import pytest
 from ascend_common.schemas.exporter import ChipStatic
 from ascend_common.schemas.reading import Reading
-from ascend_common.superpod import NO_SUPER_POD, SuperPod, super_pod
+from ascend_common.superpod import NO_SUPER_POD, SuperPod, super_device_id, super_pod
 
 UNSUPPORTED = Reading[int].error(-8255)
 
@@ -60,3 +61,21 @@ def test_a_chip_whose_rack_failed_still_names_the_pod() -> None:
     pod = super_pod([static(5, 1, rack=None, kind=2, size=None)])
     assert pod == SuperPod(super_pod_id=5, server_index=1, super_pod_type=2)
     assert super_pod([]) == NO_SUPER_POD
+
+
+@pytest.mark.parametrize(
+    ("rack", "sdid", "expected"),
+    [
+        pytest.param(3, 1 << 22 | 4, 1 << 22 | 4, id="950 in a pod: its SDID"),
+        pytest.param(0, 5, 5, id="rack 0 is a rack"),
+        pytest.param(0xFFFFFFFF, 4, None, id="950 rack none: getSuperPodInfo skips the answer"),
+        pytest.param(0x80000000, 4, None, id="rack negative as int32"),
+        pytest.param(None, 1 << 22 | 9, 1 << 22 | 9, id="A3: no rack reported"),
+        pytest.param(3, None, None, id="SDID unread"),
+    ],
+)
+def test_super_device_id_as_the_reference_keeps_it(rack: int | None, sdid: int | None, expected: int | None) -> None:
+    chip = static(5, 1, rack).model_copy(
+        update={"super_device_id": Reading[int].ok(sdid) if sdid is not None else Reading[int].error(-8005)}
+    )
+    assert super_device_id(chip) == expected

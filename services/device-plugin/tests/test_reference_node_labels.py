@@ -10,19 +10,20 @@ same facts are arguments of the pure functions.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 
 import pytest
 from ascend_common.chips import ChipFamily, detect_family, resource_type
 from ascend_common.naming import chip_name
+from ascend_common.products import card_type
 from ascend_common.schemas.exporter import ChipStatic
 from ascend_common.schemas.reading import Reading
-from ascend_common.superpod import NO_SUPER_POD, SuperPod, main_board_id, super_pod
+from ascend_common.superpod import NO_SUPER_POD, SuperPod, main_board_id, super_device_id, super_pod
 from ascend_device_plugin.core import ChipInfo
 from ascend_device_plugin.core.node_labels import (
     all_300i_duo,
-    card_type,
     node_annotations,
     node_labels,
     topology_labels,
@@ -39,7 +40,7 @@ TOPO = (SUPER_POD_LABEL, RACK_LABEL, SERVER_LABEL)
 
 # The Go tests' fixtures (manager_test.go).
 TEST_SUPER_POD_ID, TEST_RACK_ID, TEST_SERVER_INDEX = 2, 4, 6
-PRODUCT_TYPE_SERVER, PRODUCT_TYPE_1D, PRODUCT_TYPE_2D, PRODUCT_TYPE_1P_CARD = 0, 1, 2, 5
+PRODUCT_TYPE_SERVER, PRODUCT_TYPE_1D, PRODUCT_TYPE_2D, PRODUCT_TYPE_1P_CARD, PRODUCT_TYPE_4P_CARD = 0, 1, 2, 5, 6
 A300I_A2_BOARD = 0x28
 A5_300I_BOARD, A5_300I_MAIN_BOARD = 0x1A, 0x68
 
@@ -312,6 +313,20 @@ def test_is_contain_all_300i_duo(products: tuple[str, ...], expected: bool) -> N
 # What the a3-16 profile's chips report through dcmi_get_device_info (struct dcmi_spod_info).
 A3_POD = SuperPod(super_pod_id=3, server_index=1)
 
+# The a5-superpod-8 profile: a node of a 2D pod (type 2), rack 3 of super pod 5, of a pod of 8192.
+A5_POD = SuperPod(super_pod_id=5, server_index=1, rack_id=3, super_pod_type=PRODUCT_TYPE_2D, scale_type=8192)
+# A 950 node outside a super pod: its chips answer the library's "none" (0xFFFFFFFF, -1 as int32)
+# for everything but the type.
+A5_NO_POD = SuperPod(super_pod_id=-1, server_index=-1, rack_id=-1, super_pod_type=PRODUCT_TYPE_SERVER, scale_type=-1)
+# The 950 nodes outside a super pod (a5-8 and both Atlas 350 card profiles): no topology label.
+A5_LABELS = {
+    "node.kubernetes.io/npu.chip.name": "Ascend950PR",
+    "servertype": "npu-25",
+    "huawei.com/driver.version": "24.1.rc2",
+    "accelerator": "huawei-npu",
+    "mind-cluster/npu-chip-memory": "128G",
+}
+
 # profile: (labels, annotations other than baseDeviceInfos, super pod the node reports)
 PROFILE_TABLE: dict[str, tuple[dict[str, str], dict[str, str], SuperPod]] = {
     "910b-8": (
@@ -371,6 +386,35 @@ PROFILE_TABLE: dict[str, tuple[dict[str, str], dict[str, str], SuperPod]] = {
         {"superPodID": "-1", "serverIndex": "-1", "serverType": ""},
         NO_SUPER_POD,
     ),
+    "a5-superpod-8": (
+        {
+            "node.kubernetes.io/npu.chip.name": "Ascend950DT",
+            "servertype": "npu-25",
+            "huawei.com/driver.version": "24.1.rc2",
+            "accelerator": "huawei-npu",
+            "mind-cluster/npu-chip-memory": "144G",
+            "huawei.com/topotree.superpodid": "5",
+            "huawei.com/topotree.rackid": "3",
+            "huawei.com/topotree.serverid": "1",
+        },
+        {"superPodID": "5", "serverIndex": "1", "serverType": "npu", "rackID": "3"},
+        A5_POD,
+    ),
+    "a5-8": (
+        A5_LABELS,
+        {"superPodID": "-1", "serverIndex": "-1", "serverType": "npu"},
+        A5_NO_POD,
+    ),
+    "a5-atlas350-4": (
+        A5_LABELS,
+        {"superPodID": "-1", "serverIndex": "-1", "serverType": "npu", "cardType": "300I-Atlas350"},
+        dataclasses.replace(A5_NO_POD, super_pod_type=PRODUCT_TYPE_1P_CARD),
+    ),
+    "a5-atlas350-4p": (
+        A5_LABELS,
+        {"superPodID": "-1", "serverIndex": "-1", "serverType": "npu", "cardType": "300I-Atlas350-4p"},
+        dataclasses.replace(A5_NO_POD, super_pod_type=PRODUCT_TYPE_4P_CARD),
+    ),
     "310p-4": (
         {
             "node.kubernetes.io/npu.chip.name": "310P3",
@@ -418,7 +462,7 @@ def test_labels_and_annotations_of_every_sim_profile(profile: str) -> None:
                 device_ip=static.device_ip.value,
                 board_id=static.board_id.value,
                 product_type=static.product_type.value,
-                super_device_id=static.super_device_id.value,
+                super_device_id=super_device_id(static),
             )
         )
     assert super_pod(statics) == pod
@@ -439,9 +483,15 @@ def test_labels_and_annotations_of_every_sim_profile(profile: str) -> None:
     assert labels == expected_labels
     base = json.loads(annotations.pop("baseDeviceInfos"))
     assert annotations == expected_annotations
-    # The SDID of an A3 chip: its server index above bit 22, its phy id below bit 16; 0 elsewhere.
-    sdid = {c.name: (1 << 22 | c.phy_id if profile == "a3-16" else 0) for c in infos}
-    assert base == {c.name: {"IP": c.device_ip or "", "SuperDeviceID": sdid[c.name]} for c in infos}
+    # The SDID of a super-pod chip (A3, 950): its server index above bit 22, its phy id below bit 16;
+    # 0 elsewhere, and on a 950 chip outside a super pod (its rack id is the library's "none", so
+    # the reference skips its whole super-pod answer).
+    sdid = {c.name: (1 << 22 | c.phy_id if profile in ("a3-16", "a5-superpod-8") else 0) for c in infos}
+    # A 950 chip's entry leads with its logic id (NpuBaseInfo.DeviceID, set on Ascend910A5 only).
+    lead = {c.name: ({"DeviceID": c.logic_id} if profile.startswith("a5-") else {}) for c in infos}
+    assert base == {c.name: {**lead[c.name], "IP": c.device_ip or "", "SuperDeviceID": sdid[c.name]} for c in infos}
+    if profile.startswith("a5-"):  # the logic id comes first, as the Go struct has it
+        assert all(next(iter(entry)) == "DeviceID" for entry in base.values())
 
 
 # ----- the node's super pod and main board, from the chips' static data ----------------------

@@ -53,6 +53,18 @@ def super_pod(statics: Iterable[ChipStatic]) -> SuperPod:
     return NO_SUPER_POD
 
 
+def super_device_id(static: ChipStatic) -> int | None:
+    """The chip's SDID as the reference keeps it, None when it has none (written as 0): what the
+    chip reported, except on a 950 chip whose rack id reads negative as an int32 (the library's
+    "none"), whose super-pod answer `getSuperPodInfo` skips whole, SDID included."""
+    if not static.super_device_id.is_ok:
+        return None
+    rack = static.rack_id
+    if rack.is_ok and rack.value is not None and _go_int32(rack.value) < 0:
+        return None
+    return static.super_device_id.value
+
+
 def _int32_or_unset(reading: Reading[int]) -> int:
     return _go_int32(reading.value) if reading.is_ok and reading.value is not None else -1
 

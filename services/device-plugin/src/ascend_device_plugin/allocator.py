@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Container, Sequence
 from dataclasses import dataclass, field
@@ -20,12 +21,19 @@ from typing import Protocol
 import httpx
 from ascend_common.adapters.clients.exporter import ExporterClient, ExporterError
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
-from ascend_common.chips import RESOURCE_PREFIX, ChipFamily
+from ascend_common.chips import RESOURCE_PREFIX, ChipFamily, ResourceType
 from ascend_common.inuse import ALLOCATION_PHASES, ASCEND_REAL
 from ascend_common.naming import NPU_CORE, parse_device_id, vnpu_device_id
 from ascend_common.pods import FINISHED_PHASES
 
-from ascend_device_plugin.core.allocate import AllocDevice, ContainerAlloc, container_response, validate_request
+from ascend_device_plugin.core.allocate import (
+    UB_DEVICE_DIRS,
+    AllocDevice,
+    ContainerAlloc,
+    container_response,
+    hccl_topo_path,
+    validate_request,
+)
 from ascend_device_plugin.core.annotations import (
     config_devices,
     configuration_key,
@@ -66,7 +74,6 @@ class NodeFacts:
     host_ip: str = ""  # the node's InternalIP
     super_pod_id: int = -1
     server_index: str = ""
-    rack_id: int = -1
 
 
 def invalid(cause: str, pod: PodView | None = None) -> AllocationError:
@@ -157,7 +164,7 @@ class Allocator:
         whole_node = self.preset_vnpu and sum(map(len, containers)) == len(self.resources.inventory.chips)
         if self.volcano and resource == self._physical() and not whole_node:
             return await self._volcano(resource, containers)
-        responses = [self._response(self._devices(ids), dynamic=False) for ids in containers]
+        responses = [self._response(self._devices(ids)) for ids in containers]
         self._after_plain(resource, containers)
         return pb.AllocateResponse(container_responses=responses)
 
@@ -177,11 +184,34 @@ class Allocator:
     def _host_dev_nodes(self) -> frozenset[str]:
         return frozenset(p for p in HOST_DEV_NODES if (self.dev_root / p.lstrip("/")).exists())
 
-    def _response(self, devices: list[AllocDevice], dynamic: bool) -> pb.ContainerAllocateResponse:
+    def _ub_devices(self) -> list[str]:
+        """Every file (not directory) under the UB device directories, each directory's in name order
+        as os.ReadDir gives them (`addDevicesInDir`); a directory that cannot be read adds none."""
+        found: list[str] = []
+        for directory in UB_DEVICE_DIRS:
+            try:
+                entries = sorted(os.scandir(self.dev_root / directory.lstrip("/")), key=lambda e: e.name)
+            except OSError:
+                continue
+            found.extend(f"{directory}/{e.name}" for e in entries if not e.is_dir(follow_symlinks=False))
+        return found
+
+    def _response(
+        self, devices: list[AllocDevice], *, dynamic: bool = False, volcano: bool = False
+    ) -> pb.ContainerAllocateResponse:
+        inventory = self.resources.inventory
+        first = min(inventory.chips.values(), key=lambda c: c.logic_id, default=None)
+        family = self._family()
         try:
             alloc: ContainerAlloc = container_response(
-                devices, family=self._family(), runtime_mode=self.runtime_mode, dynamic=dynamic,
-                host_dev_nodes=self._host_dev_nodes(),
+                devices, family=family, runtime_mode=self.runtime_mode, dynamic=dynamic,
+                host_dev_nodes=self._host_dev_nodes(), volcano=volcano,
+                logic_by_phy={phy: chip.logic_id for phy, chip in inventory.chips.items()},
+                hccl_topo=hccl_topo_path(
+                    family, first.board_id if first else None, inventory.main_board_id,
+                    inventory.super_pod.super_pod_type,
+                ),
+                ub_devices=() if self.runtime_mode else self._ub_devices(),
             )  # fmt: skip
         except ValueError as exc:
             raise invalid(str(exc)) from None
@@ -215,7 +245,7 @@ class Allocator:
         # Serve the containers in order with the pod's real devices.
         responses, offset = [], 0
         for ids in containers:
-            responses.append(self._response(self._devices(ids, real[offset : offset + len(ids)]), dynamic=False))
+            responses.append(self._response(self._devices(ids, real[offset : offset + len(ids)]), volcano=True))
             offset += len(ids)
         self.resources.volcano_allocated(pod.uid, dict(zip(kubelet_ids, real, strict=True)))
         self._patch_later(pod, self._pod_annotations(pod, resource, real, kubelet_ids))
@@ -265,9 +295,11 @@ class Allocator:
         if key is not None:
             node = self.node()
             devices, vnpu = config_devices(real, infos)
+            # The 950's rack as its chips report it, whatever the pod type (`GetRackID`); -1 elsewhere.
+            rack_id = inventory.super_pod.rack_id if rtype is ResourceType.NPU else -1
             annotations[key] = device_configuration(
                 pod.name, pod.uid, node.host_ip, devices, vnpu=vnpu, super_pod_id=node.super_pod_id,
-                rack_id=node.rack_id, server_index=node.server_index, server_ip=node.host_ip,
+                rack_id=rack_id, server_index=node.server_index, server_ip=node.host_ip,
             )  # fmt: skip
         return annotations
 
@@ -374,7 +406,7 @@ class Allocator:
             real, vfg = [c.name for c in chips], {}
         responses, offset = [], 0
         for ids in containers:
-            responses.append(self._response(devices[offset : offset + len(ids)], dynamic=True))
+            responses.append(self._response(devices[offset : offset + len(ids)], dynamic=True, volcano=True))
             offset += len(ids)
         self.resources.cores_allocated(pod.uid, {d.kubelet_id: d.phy_id for d in devices})
         annotations = {**taken_patch(), **real_allocation_annotations(real, cores, vfg_ids=vfg)}

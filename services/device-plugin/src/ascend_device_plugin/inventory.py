@@ -15,6 +15,7 @@ from typing import Protocol
 
 from ascend_common.chips import ResourceType
 from ascend_common.schemas.exporter import Chip
+from ascend_common.superpod import NO_SUPER_POD, SuperPod
 
 from ascend_device_plugin.core.model import ChipInfo
 from ascend_device_plugin.views import AdvertisedDevice
@@ -29,6 +30,8 @@ class Inventory:
     reported: Mapping[int, Chip]  # by logic id, as the exporter last reported them
     # Volcano path: kubelet device id -> the real device Volcano chose for the pod behind it.
     volcano_map: Mapping[str, str]
+    super_pod: SuperPod = NO_SUPER_POD  # what the chips report of the node's super pod
+    main_board_id: int | None = None  # the node's main board (None: no chip reported a valid one)
 
     @classmethod
     def empty(cls) -> Inventory:

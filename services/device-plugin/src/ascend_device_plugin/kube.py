@@ -14,12 +14,18 @@ from dataclasses import dataclass, field
 
 from ascend_common.adapters.kube.client import KubeApiError, call, core_v1, read_json
 from ascend_common.adapters.kube.config import build_api_client
-from ascend_common.adapters.kube.patch import SlimNode, get_node, patch_node, patch_pod_annotations
+from ascend_common.adapters.kube.patch import (
+    SlimNode,
+    get_node,
+    patch_node,
+    patch_pod_annotations,
+    remove_node_resources,
+)
 from ascend_common.adapters.kube.pod_watch import PodCache
+from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.gojson import INT32
 from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
 from ascend_common.pods import SlimPod
-from ascend_common.superpod import main_board_id, super_pod
 from kubernetes.client import ApiClient
 
 from ascend_device_plugin.allocator import NodeFacts
@@ -33,6 +39,11 @@ log = logging.getLogger(__name__)
 NODE_REFRESH_S = 60.0
 SLOW_NODE_READ_S = 2.0  # inside Allocate: a slow apiserver must not stall admissions for long
 POD_DEBOUNCE_S = 0.01
+# The resources an earlier release's plugin advertised for chips a node type now offers under
+# another name: the 950 generation is `huawei.com/npu` where it was `huawei.com/Ascend910`. The
+# kubelet never takes a resource nobody advertises off the node's capacity, so the plugin does
+# (the reference's RemoveOldResource, at start, on a node that is not of an old device type).
+RETIRED_RESOURCES = {ResourceType.NPU: (RESOURCE_PREFIX + ResourceType.ASCEND910.value,)}
 
 
 def pod_view(pod: SlimPod) -> PodView:
@@ -69,6 +80,9 @@ class KubeBridge:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _label_task: asyncio.Task[None] | None = None
     _pending: asyncio.TimerHandle | None = None
+    _retire: tuple[str, ...] = ()  # RETIRED_RESOURCES of the node's type, once its chips are known
+    _retired: bool = False
+    _retire_task: asyncio.Task[None] | None = None
 
     def __post_init__(self) -> None:
         self.cache = PodCache(self.api, self.node_name)
@@ -180,13 +194,36 @@ class KubeBridge:
                 self.node = await get_node(self.api, self.node_name)
             except KubeApiError as exc:
                 log.warning("cannot read the node", extra={"node": self.node_name, "error": str(exc)})
+            self._retire_old_resources()  # a removal that failed is tried again with each refresh
             await asyncio.sleep(NODE_REFRESH_S)
 
     def chips_changed(self, source: InventorySource, driver_version: str | None) -> None:
-        """Write node labels and annotations (contract section 9) when they change."""
+        """Write node labels and annotations (contract section 9) when they change; take the
+        resources of an earlier generation off the node once."""
+        if (rtype := source.inventory.physical_type) is not None:
+            self._retire = RETIRED_RESOURCES.get(rtype, ())
+            self._retire_old_resources()
         if self._label_task is not None and not self._label_task.done():
             return  # one write at a time; the next chip change re-checks
         self._label_task = asyncio.create_task(self._write_labels(source, driver_version), name="node-labels")
+
+    def _retire_old_resources(self) -> None:
+        if not self._retire or self._retired or (self._retire_task is not None and not self._retire_task.done()):
+            return
+        self._retire_task = asyncio.create_task(self._remove_old_resources(self._retire), name="remove-old-resource")
+
+    async def _remove_old_resources(self, resources: tuple[str, ...]) -> None:
+        node = self.node_name
+        try:
+            removed = await remove_node_resources(self.api, node, resources)
+        except KubeApiError as exc:
+            log.error("cannot remove the old resource from the node", extra={"node": node, "error": str(exc)})
+            return
+        self._retired = True
+        if removed:
+            log.info("old resource removed from the node", extra={"node": node, "resources": removed})
+        else:
+            log.info("old resource not in the node's capacity", extra={"node": node, "resources": list(resources)})
 
     async def _write_labels(self, source: InventorySource, version: str | None) -> None:
         inventory = source.inventory  # as the task starts: changes made meanwhile were skipped above
@@ -198,11 +235,7 @@ class KubeBridge:
         hbm = first.dynamic.hbm.value if first.dynamic and first.dynamic.hbm.is_ok else None
         chip_name = first.static.chip_name.value or ""
         existing = self.node.labels if self.node is not None else {}
-        # Every chip, whatever its state: the static data stays what the chip last reported. Card
-        # order, as the reference walks the cards for the main board id (all chips of a node report
-        # the same super pod).
-        statics = [c.static for c in sorted(inventory.reported.values(), key=lambda c: (c.card_id, c.device_id))]
-        pod = super_pod(statics)
+        pod = inventory.super_pod
         labels = node_labels(
             chip_name,
             infos[0].family,
@@ -215,7 +248,7 @@ class KubeBridge:
             product_types=[c.product_type for c in infos],
             super_pod=pod,
         )
-        annotations = node_annotations(infos, pod, main_board_id=main_board_id(statics))
+        annotations = node_annotations(infos, pod, main_board_id=inventory.main_board_id)
         wanted = {**{f"l:{k}": v for k, v in labels.items()}, **{f"a:{k}": v for k, v in annotations.items()}}
         if wanted == self._labels_written:
             return
@@ -228,7 +261,7 @@ class KubeBridge:
     async def stop(self) -> None:
         if self._pending is not None:
             self._pending.cancel()
-        for task in [*self._tasks, *([self._label_task] if self._label_task else [])]:
+        for task in [*self._tasks, *(t for t in (self._label_task, self._retire_task) if t is not None)]:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.cache.stop()

@@ -19,6 +19,7 @@ from ascend_common.inuse import ALLOCATION_PHASES, chips_in_use_for_health
 from ascend_common.naming import NPU_CORE
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
+from ascend_common.superpod import NO_SUPER_POD, SuperPod, main_board_id, super_device_id, super_pod
 
 from ascend_device_plugin.core.devices import DeviceEntry, physical_devices, vnpu_devices
 from ascend_device_plugin.core.model import ChipInfo, PodView
@@ -50,7 +51,7 @@ def chip_info(chip: Chip, healthy: bool) -> ChipInfo | None:
         board_id=s.board_id.value if s.board_id.is_ok else None,
         product_type=s.product_type.value if s.product_type.is_ok else None,
         partner_card=s.partner_card.value if s.partner_card.is_ok else None,
-        super_device_id=s.super_device_id.value if s.super_device_id.is_ok else None,
+        super_device_id=super_device_id(s),
         vnpus=tuple(d.vnpus.value or ()) if d is not None and d.vnpus.is_ok else (),
     )
 
@@ -85,6 +86,8 @@ class ResourceManager:
         self._cores_by_pod: dict[str, dict[str, int]] = {}
         self._unmappable: set[str] = set()  # pods whose kltDev/AscendReal could not be read (logged once)
         self._decisions: dict[int, HealthDecision] = {}  # by logic id
+        self._super_pod: SuperPod = NO_SUPER_POD
+        self._main_board_id: int | None = None
         self._inventory = Inventory.empty()
 
     @property
@@ -95,6 +98,11 @@ class ResourceManager:
 
     def set_chips(self, chips: Mapping[int, Chip]) -> None:
         self._chips.update(chips)
+        # Every chip, whatever its state: the static data stays what the chip last reported. Card
+        # order, as the reference walks the cards for the main board id (all chips of a node report
+        # the same super pod).
+        statics = [c.static for c in sorted(self._chips.values(), key=lambda c: (c.card_id, c.device_id))]
+        self._super_pod, self._main_board_id = super_pod(statics), main_board_id(statics)
         self._recompute()
 
     def set_verdicts(self, verdicts: Mapping[str, ChipVerdict], connected: bool) -> None:
@@ -184,8 +192,9 @@ class ResourceManager:
         rtype = self._physical_type()
         volcano_map = {k: v for mapping in self._volcano_by_pod.values() for k, v in mapping.items()}
         self._inventory = Inventory(
-            rtype, MappingProxyType(infos), MappingProxyType(dict(self._chips)), MappingProxyType(volcano_map)
-        )
+            rtype, MappingProxyType(infos), MappingProxyType(dict(self._chips)), MappingProxyType(volcano_map),
+            self._super_pod, self._main_board_id,
+        )  # fmt: skip
         if rtype is None:
             return
         chips = list(infos.values())

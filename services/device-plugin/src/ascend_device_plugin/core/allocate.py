@@ -4,9 +4,14 @@ Reference: pkg/server/plugin.go `Allocate`, `mountDevice`, `mountDefaultDevice`,
 `checkAllocateRequest`; pkg/common/common.go `SetAscendRuntimeEnv`, `GetDefaultDevices`.
 
 - Ascend Docker Runtime mode: only env vars; the runtime mounts the device nodes itself.
-- Direct-mount mode: only DeviceSpecs (the reference sets no env vars there), the shared
-  driver nodes first, then `/dev/davinci<N>` per chip (host `/dev/vdavinci<N>` for a vNPU,
-  where N is the vdev id; the container still sees `/dev/davinci<N>`).
+- Direct-mount mode: DeviceSpecs, the shared driver nodes first, then `/dev/davinci<N>` per
+  chip (host `/dev/vdavinci<N>` for a vNPU, where N is the vdev id; the container still sees
+  `/dev/davinci<N>`), then every file under `/dev/uburma` and `/dev/ummu` (`mountUBDevice`).
+  The reference sets no env vars there, except the 950's HCCL topology file.
+
+The 950 generation (pkg/server/plugin.go `getFinalVisibleDevices`, `convertToLogicIDs`;
+plugin_v2.go `setHcclTopoFilePathEnv`): outside the Volcano path its runtime is told the chips'
+logic ids; every container gets the node's `HCCL_TOPO_FILE_PATH`.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ascend_common.chips import ChipFamily
 from ascend_common.naming import MAX_DEVICE_ID_LEN, parse_device_id
+from ascend_common.products import card_type, hccl_topo_file, product_type
 
 ASCEND_VISIBLE_DEVICES = "ASCEND_VISIBLE_DEVICES"
 ASCEND_RUNTIME_OPTIONS = "ASCEND_RUNTIME_OPTIONS"
@@ -33,12 +39,15 @@ WORKER_COUNT_ENVS = (
     "CM_LOCAL_WORKER",
 )
 LOCAL_RANK = "LOCAL_RANK"
+HCCL_TOPO_FILE_PATH = "HCCL_TOPO_FILE_PATH"
 
 DAVINCI_MANAGER = "/dev/davinci_manager"
 DAVINCI_MANAGER_DOCKER = "/dev/davinci_manager_docker"  # 310B hosts: mounted as /dev/davinci_manager
 HISI_HDC = "/dev/hisi_hdc"
 DEVMM_SVM = "/dev/devmm_svm"
 DVPP_CMDLIST = "/dev/dvpp_cmdlist"
+# The UB (unified bus) device directories: each file in them is mounted in direct-mount mode.
+UB_DEVICE_DIRS = ("/dev/uburma", "/dev/ummu")
 RW = "rw"
 MAX_VNPUS_PER_REQUEST = 1  # the reference's MaxRequestVirtualDeviceNum
 
@@ -76,6 +85,10 @@ def container_response(
     runtime_mode: bool,
     dynamic: bool,
     host_dev_nodes: frozenset[str],
+    volcano: bool = False,
+    logic_by_phy: Mapping[int, int] | None = None,
+    hccl_topo: str | None = None,
+    ub_devices: Sequence[str] = (),
 ) -> ContainerAlloc:
     """Env vars or device nodes for one container; ValueError for an empty or mixed request.
 
@@ -85,6 +98,11 @@ def container_response(
     gives `0,0`), as the reference's `GetDeviceListID` keeps them. Dynamic mode is the
     exception: there N `npu-core` ids stand for one vNPU or chip, and the reference lists the
     annotated vNPU or chips once each.
+
+    `volcano`: the devices are the ones Volcano annotated; `logic_by_phy`: the node's phy id ->
+    logic id (`final_visible_devices`); `hccl_topo`: the node's HCCL topology file
+    (`hccl_topo_path`); `ub_devices`: the files found in UB_DEVICE_DIRS, mounted in direct-mount
+    mode when the container gets any device.
     """
     if not devices:
         raise ValueError("no devices to allocate")
@@ -92,22 +110,28 @@ def container_response(
     if any(d.is_vnpu != vnpu for d in devices):
         raise ValueError("a request cannot mix vNPUs and physical chips")
     listed = [d.vdev_id if d.vdev_id is not None else d.phy_id for d in devices]
+    if not vnpu:
+        listed = final_visible_devices(listed, family, logic_by_phy or {}, volcano=volcano)
     distinct = list(dict.fromkeys(listed))  # first occurrence order
     visible = distinct if dynamic else listed
     if vnpu and len(distinct) > MAX_VNPUS_PER_REQUEST:
         raise ValueError(f"a container can use at most {MAX_VNPUS_PER_REQUEST} vNPU, got {len(distinct)}")
 
+    topo = {HCCL_TOPO_FILE_PATH: hccl_topo} if hccl_topo is not None else {}
     if not runtime_mode:
         nodes = _default_nodes(family, host_dev_nodes)
         # One node per device: a shared chip's second copy would only repeat the same spec.
         for n in distinct:
             host = f"/dev/vdavinci{n}" if vnpu else f"/dev/davinci{n}"
             nodes.append(DeviceNode(f"/dev/davinci{n}", host, RW))
-        return ContainerAlloc({}, nodes)
+        if distinct:
+            nodes.extend(DeviceNode(path, path, RW) for path in ub_devices)
+        return ContainerAlloc(topo, nodes)
 
     envs = {
         ASCEND_VISIBLE_DEVICES: ",".join(str(n) for n in visible),
         ASCEND_RUNTIME_OPTIONS: RUNTIME_VIRTUAL if vnpu else "",
+        **topo,
     }
     if family is ChipFamily.ASCEND310B:
         envs[ASCEND_ALLOW_LINK] = "True"
@@ -116,6 +140,33 @@ def container_response(
         envs.update(dict.fromkeys(WORKER_COUNT_ENVS, count))
         envs[LOCAL_RANK] = ",".join(str(i) for i in range(len(visible)))
     return ContainerAlloc(envs, [])
+
+
+def final_visible_devices(
+    ids: Sequence[int], family: ChipFamily, logic_by_phy: Mapping[int, int], *, volcano: bool
+) -> list[int]:
+    """The ids the container's runtime is told (`getFinalVisibleDevices`): on the 950 outside the
+    Volcano path the chips' logic ids; the ids as given everywhere else (Volcano's pass through)."""
+    if family is ChipFamily.ASCEND950 and not volcano:
+        return convert_to_logic_ids(ids, logic_by_phy)
+    return list(ids)
+
+
+def convert_to_logic_ids(phy_ids: Sequence[int], logic_by_phy: Mapping[int, int]) -> list[int]:
+    """The logic id of each phy id, in order; a phy id the node does not have is left out, as
+    `convertToLogicIDs` leaves it (with a warning there; Allocate has refused unknown ids before)."""
+    return [logic_by_phy[phy] for phy in phy_ids if phy in logic_by_phy]
+
+
+def hccl_topo_path(
+    family: ChipFamily, board_id: int | None, main_board_id: int | None, super_pod_type: int
+) -> str | None:
+    """`HCCL_TOPO_FILE_PATH` for a container (`setHcclTopoFilePathEnv`): on the 950 only, the
+    topology file of the node's product type (an Atlas 350 card's, else the super-pod type its
+    chips report); None, and no variable, elsewhere or for a type without a file."""
+    if family is not ChipFamily.ASCEND950:
+        return None
+    return hccl_topo_file(product_type(card_type(board_id, main_board_id), super_pod_type))
 
 
 def _default_nodes(family: ChipFamily, host_dev_nodes: frozenset[str]) -> list[DeviceNode]:

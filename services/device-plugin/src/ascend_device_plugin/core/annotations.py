@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from ascend_common.chips import ResourceType
+from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.gojson import GoJSON, go_json, go_map
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV
 from ascend_common.naming import parse_device_id
@@ -77,8 +77,10 @@ def config_devices(real: Sequence[str], chips: Mapping[int, ChipInfo]) -> tuple[
 
     Reference: common.go `getDeviceFromAllDeviceInfo`. A physical chip always gets a
     `super_device_id`: its SDID, SDID_UNREAD when the super-pod information could not be read,
-    SDID_NOT_LISTED when the phy id is not a chip of this node. A vNPU gets none.
+    SDID_NOT_LISTED when the phy id is not a chip of this node. A vNPU gets none. On a 950 node
+    every `device_ip` is "" (its library has no IP call, and `GetDeviceIP` answers "" there).
     """
+    no_ip = any(chip.family is ChipFamily.ASCEND950 for chip in chips.values())
     devices: list[ConfigDevice] = []
     vnpu = False
     for device_id in real:
@@ -91,7 +93,8 @@ def config_devices(real: Sequence[str], chips: Mapping[int, ChipInfo]) -> tuple[
             sdid = SDID_NOT_LISTED
         else:
             sdid = SDID_UNREAD if chip.super_device_id is None else chip.super_device_id
-        devices.append(ConfigDevice(parsed.phy_id, chip.device_ip if chip else None, sdid))
+        device_ip = "" if no_ip else (chip.device_ip if chip else None)
+        devices.append(ConfigDevice(parsed.phy_id, device_ip, sdid))
     return devices, vnpu
 
 

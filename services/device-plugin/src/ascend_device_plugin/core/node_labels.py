@@ -1,9 +1,10 @@
 """Node labels and annotations (contract section 9).
 
 Reference: pkg/server/manager.go `getNewNodeLabel`, `setAcceleratorLabel`, `addTopologyLabel`,
-`getNewNodeAnnotation`, `getDevType`, `getNpuBaseInfo`; pkg/server/manager_v2.go `getCardType`;
-pkg/common `IsContainAll300IDuo`, `HasOnChipMemory`; keys and values from pkg/common/constants*.go,
-ascend-common/api and ascend-common/devmanager/common.
+`getNewNodeAnnotation`, `getDevType`, `getNpuBaseInfo`; pkg/common `IsContainAll300IDuo`,
+`HasOnChipMemory`; keys and values from pkg/common/constants*.go, ascend-common/api and
+ascend-common/devmanager/common. The card type (manager_v2.go `getCardType`) and the pod scene
+(`isPodScene`) are the shared rules of ascend_common.products.
 
 The reference's `RealCardType` is our chip family (`Ascend910` is the 910A, `Ascend950` the
 reference's Ascend910A5 generation).
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.gojson import GoJSON, go_json, go_map
+from ascend_common.products import card_type, is_pod_scene
 from ascend_common.superpod import NO_SUPER_POD, SuperPod
 
 from ascend_device_plugin.core.model import ChipInfo
@@ -45,11 +47,6 @@ ATLAS_300I_DUO = "Atlas 300I Duo"  # dcmi_get_product_type of a 300I Duo card
 # Atlas 300I A2 (32 GB, 64 GB): the only boards the reference labels with an accelerator type; every
 # other accelerator-type value (module-910b-8, module-a3-16-super-pod, ...) is set by the administrator.
 A300I_A2_BOARD_IDS = frozenset({0x28, 0x29})
-# Atlas 350 300I cards (A5): the board ids and the main board ids that name the card type.
-A5_300I_BOARD_IDS = frozenset({0x1A, 0x1B, 0x1C})
-A5_300I_CARD_NAMES = {0x68: "300I-Atlas350", 0x6C: "300I-Atlas350-4p"}
-# A5 super pod types (dcmi_spod_info.super_pod_type) whose nodes sit in a rack of a 1D/2D pod.
-POD_TYPES_WITH_RACK = frozenset({1, 2})
 
 # HBM on the chip: 310 / 310B / 310P cards have DDR, and the reference writes no memory label there.
 _ON_CHIP_MEMORY = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
@@ -110,7 +107,7 @@ def topology_labels(family: ChipFamily, super_pod: SuperPod) -> dict[str, str]:
     if super_pod.super_pod_id >= 0:
         labels[TOPO_SUPER_POD_LABEL] = str(super_pod.super_pod_id)
     if family is ChipFamily.ASCEND950:
-        if super_pod.super_pod_type in POD_TYPES_WITH_RACK and super_pod.rack_id >= 0:
+        if is_pod_scene(super_pod.super_pod_type) and super_pod.rack_id >= 0:
             labels[TOPO_RACK_LABEL] = str(super_pod.rack_id)
         if super_pod.server_index >= 0:
             labels[TOPO_SERVER_LABEL] = str(super_pod.server_index)
@@ -119,13 +116,6 @@ def topology_labels(family: ChipFamily, super_pod: SuperPod) -> dict[str, str]:
 
 def _valid_label_value(value: str) -> bool:
     return len(value) <= _MAX_LABEL_VALUE and _LABEL_VALUE.match(value) is not None
-
-
-def card_type(board_id: int | None, main_board_id: int | None) -> str | None:
-    """The `cardType` annotation: only Atlas 350 300I cards have one (`getCardType`)."""
-    if board_id not in A5_300I_BOARD_IDS or main_board_id is None:
-        return None
-    return A5_300I_CARD_NAMES.get(main_board_id)
 
 
 def server_type(family: ChipFamily) -> str:
@@ -157,7 +147,7 @@ def node_annotations(
     annotations[SERVER_TYPE_ANNOTATION] = server_type(first.family)
     if (card := card_type(first.board_id, main_board_id)) is not None:
         annotations[CARD_TYPE_ANNOTATION] = card
-    if first.family is ChipFamily.ASCEND950 and super_pod.super_pod_type in POD_TYPES_WITH_RACK:
+    if first.family is ChipFamily.ASCEND950 and is_pod_scene(super_pod.super_pod_type):
         annotations[RACK_ID_ANNOTATION] = str(super_pod.rack_id)
     return annotations
 

@@ -104,6 +104,9 @@ class CoreV1:
     def patch_node(self, name: str, body: Any, *, _content_type: str, **kw: Any) -> Any:
         return self._request("PATCH", f"/api/v1/nodes/{name}", body=body, content_type=_content_type, **kw)
 
+    def patch_node_status(self, name: str, body: Any, *, _content_type: str, **kw: Any) -> Any:
+        return self._request("PATCH", f"/api/v1/nodes/{name}/status", body=body, content_type=_content_type, **kw)
+
     def patch_namespaced_pod(self, name: str, namespace: str, body: Any, *, _content_type: str, **kw: Any) -> Any:
         path = f"/api/v1/namespaces/{namespace}/pods/{name}"
         return self._request("PATCH", path, body=body, content_type=_content_type, **kw)

@@ -2,18 +2,29 @@
 
 A strategic-merge patch of metadata carries no resourceVersion, so it cannot lose a concurrent
 edit of other keys; a 409 here is the apiserver's own transient conflict and is simply retried.
-Read-modify-write callers (ConfigMaps) re-read on 409 themselves.
+Read-modify-write callers (ConfigMaps) re-read on 409 themselves. The one write of a node's
+status (`remove_node_resources`) is a patch of its `status` subresource, so it touches only the
+keys it deletes and needs no more than `patch` on `nodes/status`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ascend_common.adapters.kube.client import DEFAULT_TIMEOUT_S, ApiClient, call, core_v1, discard, read_json, retrying
+from ascend_common.adapters.kube.client import (
+    DEFAULT_TIMEOUT_S,
+    ApiClient,
+    KubeApiError,
+    call,
+    core_v1,
+    discard,
+    read_json,
+    retrying,
+)
 
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
@@ -139,3 +150,54 @@ async def get_node(
         return slim_node(read_json(resp))
 
     return await retrying(attempt, f"get node {name}", retries, base_delay)
+
+
+def resources_patch(capacity: Mapping[str, Any], resources: Iterable[str]) -> dict[str, Any] | None:
+    """The status patch that deletes `resources` from a node's capacity and allocatable: the ones
+    its capacity lists (the reference's RemoveOldResource looks at the capacity alone, and deletes
+    from both); None when it lists none of them."""
+    listed = [name for name in resources if name in capacity]
+    if not listed:
+        return None
+    gone = dict.fromkeys(listed)
+    return {"status": {"capacity": gone, "allocatable": dict(gone)}}
+
+
+async def remove_node_resources(
+    api: ApiClient,
+    node: str,
+    resources: Iterable[str],
+    *,
+    retries: int = 3,
+    base_delay: float = 0.2,
+    timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - per attempt, enforced in the worker thread too
+) -> list[str]:
+    """Delete extended resources the node no longer offers from its capacity and allocatable (a
+    resource the kubelet stays aware of is never taken off them otherwise); returns the ones removed,
+    [] when its capacity listed none. Raises KubeApiError when the node cannot be read or patched, or
+    the patched node still lists one."""
+    v1 = core_v1(api)
+
+    async def read() -> Any:
+        # resourceVersion 0: the apiserver's cache is fresh enough, as the reference reads it.
+        return read_json(await call(v1.read_node, node, resource_version="0", _preload_content=False, timeout=timeout))
+
+    obj = await retrying(read, f"get node {node}", retries, base_delay)
+    status = obj.get("status") if isinstance(obj, Mapping) else None
+    capacity = status.get("capacity") if isinstance(status, Mapping) else None
+    body = resources_patch(capacity if isinstance(capacity, Mapping) else {}, resources)
+    if body is None:
+        return []
+    what = f"patch node {node} status"
+
+    async def attempt() -> Any:
+        resp = await call(
+            v1.patch_node_status, node, body, _content_type=STRATEGIC_MERGE, _preload_content=False, timeout=timeout
+        )
+        return read_json(resp)
+
+    patched = (await retrying(attempt, what, retries, base_delay)).get("status") or {}
+    removed = list(body["status"]["capacity"])
+    if left := [r for r in removed if r in (patched.get("capacity") or {}) or r in (patched.get("allocatable") or {})]:
+        raise KubeApiError(what, None, f"the node still lists {', '.join(left)}")
+    return removed

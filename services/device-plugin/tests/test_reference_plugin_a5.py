@@ -1,0 +1,279 @@
+"""Allocate on the 950 (A5): ports of the reference's Go tests, then the same rules through the allocator.
+
+Ported from pkg/server/plugin_test.go (TestConvertToLogicIDs, TestGetFinalVisibleDevices,
+TestAllocateUBDevice, TestAddDevicesInDir) and pkg/server/plugin_v2_test.go
+(TestSetHcclTopoFilePathEnv_RealCardTypeNotA5, TestSetHcclTopoFilePathEnv_AllDevsEmpty,
+TestSetServerHcclTopoFilePathEnv, TestSetCardHcclTopoFilePathEnv). One test per Go test, one
+parameter row per table entry or convey case; the Go tests set `RealCardType` (our chip family) and
+mock the device manager, here those facts are arguments of the pure rules of core.allocate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
+from ascend_common.chips import ChipFamily
+from ascend_common.faults import default_fault_code_table
+from ascend_common.products import HCCL_TOPO_FILES, ProductType
+from ascend_common.schemas.exporter import Chip
+from ascend_device_plugin.allocator import Allocator, NodeFacts
+from ascend_device_plugin.core.allocate import (
+    AllocDevice,
+    DeviceNode,
+    container_response,
+    convert_to_logic_ids,
+    final_visible_devices,
+    hccl_topo_path,
+)
+from ascend_device_plugin.core.model import PodView
+from ascend_device_plugin.core.volcano import TAKEN
+from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.resources import ResourceManager
+from ascend_device_plugin.views import ViewBoard
+
+from tests.support.chips import A5_SERVER_BOARD, A5_SERVER_MAIN_BOARD, node_910b, node_950
+
+TOPO = "HCCL_TOPO_FILE_PATH"
+NPU_CONFIG = "ascend.kubectl.kubernetes.io/ascend-npu-configuration"
+ATLAS_350_BOARD, ATLAS_350_MAIN_BOARD, ATLAS_350_4P_MAIN_BOARD = 0x1B, 0x68, 0x6C
+
+
+# --- TestConvertToLogicIDs: 3 table entries ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("devices", "expected"),
+    [
+        pytest.param([0, 1], [10, 11], id="all found"),
+        pytest.param([0, 2], [10], id="partially found"),
+        pytest.param([3, 4], [], id="none found"),
+    ],
+)
+def test_ConvertToLogicIDs(devices: list[int], expected: list[int]) -> None:
+    assert convert_to_logic_ids(devices, {0: 10, 1: 11}) == expected
+
+
+# --- TestGetFinalVisibleDevices: 3 table entries -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("family", "volcano", "expected"),
+    [
+        pytest.param(ChipFamily.ASCEND950, False, [100], id="Ascend910A5 converts to logicIDs when not Volcano"),
+        pytest.param(ChipFamily.ASCEND950, True, [0], id="Ascend910A5 returns original when Volcano"),
+        pytest.param(ChipFamily.ASCEND310, False, [0], id="Other card type returns original"),
+    ],
+)
+def test_GetFinalVisibleDevices(family: ChipFamily, volcano: bool, expected: list[int]) -> None:
+    assert final_visible_devices([0], family, {0: 100}, volcano=volcano) == expected
+
+
+# --- TestSetHcclTopoFilePathEnv_*: 7 convey cases -----------------------------------------------
+
+
+def test_SetHcclTopoFilePathEnv_RealCardTypeNotA5() -> None:
+    assert hccl_topo_path(ChipFamily.ASCEND910, A5_SERVER_BOARD, A5_SERVER_MAIN_BOARD, ProductType.POD_1D) is None
+
+
+def test_SetHcclTopoFilePathEnv_AllDevsEmpty() -> None:
+    """Go: no device to ask. Here: no chip answered the super-pod call (SuperPod's -1)."""
+    assert hccl_topo_path(ChipFamily.ASCEND950, None, None, -1) is None
+
+
+@pytest.mark.parametrize(
+    ("super_pod_type", "expected"),
+    [
+        # case 3: GetSuperPodInfo fails -> the node's super-pod type is unread (-1)
+        pytest.param(-1, None, id="case 3 GetSuperPodInfo error"),
+        pytest.param(10, None, id="case 4 superPodType illegal"),
+        pytest.param(ProductType.POD_1D, HCCL_TOPO_FILES[ProductType.POD_1D], id="case 5 set env ok"),
+    ],
+)
+def test_SetServerHcclTopoFilePathEnv(super_pod_type: int, expected: str | None) -> None:
+    """Go sets CardType "server": no Atlas 350 card, so the chips' super-pod type decides."""
+    path = hccl_topo_path(ChipFamily.ASCEND950, A5_SERVER_BOARD, A5_SERVER_MAIN_BOARD, super_pod_type)
+    assert path == expected
+
+
+@pytest.mark.parametrize(
+    ("main_board", "expected"),
+    [
+        pytest.param(ATLAS_350_MAIN_BOARD, "/usr/local/Ascend/driver/topo/950/atlas_350_1.json",
+                     id="case 6 standard card 300I-Atlas350"),
+        pytest.param(ATLAS_350_4P_MAIN_BOARD, "/usr/local/Ascend/driver/topo/950/atlas_350_3.json",
+                     id="case 7 standard card 300I-Atlas350-4p"),
+    ],
+)  # fmt: skip
+def test_SetCardHcclTopoFilePathEnv(main_board: int, expected: str) -> None:
+    # The card's type wins over whatever super-pod type its chips report (here none was read).
+    assert hccl_topo_path(ChipFamily.ASCEND950, ATLAS_350_BOARD, main_board, -1) == expected
+
+
+# --- TestAllocateUBDevice: 2 convey cases; TestAddDevicesInDir: 2 convey cases ------------------
+# Go: Ascend910, UseVolcanoType false, UseAscendDocker false, no default devices, os.Stat / os.ReadDir
+# mocked to three udma devices in each directory.
+
+UB_DEVICES = [f"/dev/{d}/udma{i}" for d in ("uburma", "ummu") for i in (1, 2, 3)]
+
+
+@pytest.mark.parametrize(
+    ("ub_devices", "mounted"),
+    [pytest.param([], 2, id="ub devices not exist"), pytest.param(UB_DEVICES, 8, id="ub devices exist")],
+)
+def test_AllocateUBDevice(ub_devices: list[str], mounted: int) -> None:
+    alloc = container_response(
+        [AllocDevice("Ascend910-0", 0), AllocDevice("Ascend910-2", 2)],
+        family=ChipFamily.ASCEND910, runtime_mode=False, dynamic=False, host_dev_nodes=frozenset(),
+        ub_devices=ub_devices,
+    )  # fmt: skip
+    assert len(alloc.devices) == mounted
+    assert alloc.devices[2:] == [DeviceNode(path, path, "rw") for path in ub_devices]
+
+
+def test_AddDevicesInDir_should_add_ub_devices_when_read_ub_directory_normally(tmp_path: Path) -> None:
+    (tmp_path / "dev" / "uburma").mkdir(parents=True)
+    (tmp_path / "dev" / "uburma" / "udma1").touch()
+    alloc, _, _ = setup(node_910b(), runtime_mode=False, dev_root=tmp_path)
+    assert alloc._ub_devices() == ["/dev/uburma/udma1"]
+
+
+def test_AddDevicesInDir_should_return_error_when_readDir_error(tmp_path: Path) -> None:
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "uburma").write_text("not a directory")  # os.ReadDir fails on it
+    alloc, _, _ = setup(node_910b(), runtime_mode=False, dev_root=tmp_path)
+    assert alloc._ub_devices() == []
+
+
+# --- the same rules through the allocator ------------------------------------------------------
+
+
+@dataclass
+class FakePods:
+    items: list[PodView] = field(default_factory=list)
+    patches: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+
+    def pods(self) -> list[PodView]:
+        return list(self.items)
+
+    async def refresh(self) -> None:
+        return None
+
+    async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str], **_: object) -> None:
+        self.patches.append((namespace, name, annotations))
+
+
+def setup(chips: Mapping[int, Chip], **kw: object) -> tuple[Allocator, ResourceManager, FakePods]:
+    board = ViewBoard()
+    manager = ResourceManager(board, default_fault_code_table(), PluginMetrics())
+    manager.set_chips(chips)
+    pods = FakePods()
+    node = NodeFacts(host_ip="10.0.0.5", super_pod_id=5, server_index="1")
+    allocator = Allocator(manager, board, pods=pods, patcher=pods, node=lambda: node, **kw)  # type: ignore[arg-type]
+    return allocator, manager, pods
+
+
+def request(*containers: list[str]) -> pb.AllocateRequest:
+    return pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=c) for c in containers])
+
+
+async def test_a5_plain_path_tells_the_runtime_logic_ids() -> None:
+    """Outside Volcano, npu-4 and npu-5 with phy -> logic {4: 0, 5: 1} are ASCEND_VISIBLE_DEVICES=0,1."""
+    allocator, manager, _ = setup(node_950(shift=4))
+    assert {phy: manager.inventory.chips[phy].logic_id for phy in (4, 5)} == {4: 0, 5: 1}
+    resp = await allocator.allocate("npu", request(["npu-4", "npu-5"], ["npu-1"]))
+    assert [c.envs["ASCEND_VISIBLE_DEVICES"] for c in resp.container_responses] == ["0,1", "5"]
+
+
+async def test_a5_volcano_path_passes_the_annotated_ids_through() -> None:
+    allocator, _, pods = setup(node_950(shift=4), volcano=True)
+    pods.items = [
+        PodView(
+            namespace="ml", name="job-0", uid="uid-0", phase="Pending",
+            annotations={"huawei.com/npu": "npu-4,npu-5", "predicate-time": "1000"},
+            requests={"huawei.com/npu": 2}, created=1.0,
+        )
+    ]  # fmt: skip
+    resp = await allocator.allocate("npu", request(["npu-0", "npu-1"]))
+    [container] = resp.container_responses
+    assert container.envs["ASCEND_VISIBLE_DEVICES"] == "4,5"
+    assert pods.patches[0] == ("ml", "job-0", {"predicate-time": TAKEN})
+    await allocator.stop()
+    report = pods.patches[-1][2]
+    assert report["huawei.com/AscendReal"] == "npu-4,npu-5"
+    assert "ascend.kubectl.kubernetes.io/ascend-910-configuration" not in report
+    # The 950's rank configuration: no device IP (""), each chip's SDID, the node's rack.
+    assert report[NPU_CONFIG] == (
+        '{"pod_name":"job-0","server_id":"uid-0","host_ip":"10.0.0.5","super_pod_id":5,'
+        '"devices":[{"device_id":"4","device_ip":"","super_device_id":"4194308"},'
+        '{"device_id":"5","device_ip":"","super_device_id":"4194309"}],'
+        '"rack_id":3,"server_index":"1","server_ip":"10.0.0.5"}'
+    )
+    assert [d["device_id"] for d in json.loads(report[NPU_CONFIG])["devices"]] == ["4", "5"]
+
+
+def server_node(super_pod_type: int) -> dict[int, Chip]:
+    return node_950(super_pod_type=super_pod_type)
+
+
+def card_node(main_board: int) -> dict[int, Chip]:
+    return node_950(4, board=ATLAS_350_BOARD, main_board=main_board, super_pod_type=ProductType.SERVER)
+
+
+@pytest.mark.parametrize(
+    ("chips", "expected"),
+    [
+        *(
+            pytest.param(server_node(t), HCCL_TOPO_FILES[t], id=f"product type {t.value} {t.name}")
+            for t in (ProductType.SERVER, ProductType.POD_1D, ProductType.POD_2D, ProductType.SERVER_16P,
+                      ProductType.SERVER_32P)
+        ),
+        # An Atlas 350 card is a 1P or 4P card whatever super-pod type its chips report.
+        pytest.param(card_node(ATLAS_350_MAIN_BOARD), HCCL_TOPO_FILES[ProductType.CARD_1P],
+                     id="product type 5 CARD_1P"),
+        pytest.param(card_node(ATLAS_350_4P_MAIN_BOARD), HCCL_TOPO_FILES[ProductType.CARD_4P],
+                     id="product type 6 CARD_4P"),
+        pytest.param(server_node(ProductType.CARD_1P), HCCL_TOPO_FILES[ProductType.CARD_1P], id="reported type 5"),
+        pytest.param(server_node(7), None, id="a type without a file"),
+        pytest.param(node_950(super_pod_type=None), None, id="super pod unread"),
+        pytest.param(node_910b(), None, id="not a 950 node"),
+    ],
+)  # fmt: skip
+async def test_hccl_topo_file_path_of_each_product_type(chips: dict[int, Chip], expected: str | None) -> None:
+    resource = "npu" if chips[0].family is ChipFamily.ASCEND950 else "Ascend910"
+    for runtime_mode in (True, False):  # set in both modes, as setHcclTopoFilePathEnv is
+        allocator, manager, _ = setup(chips, runtime_mode=runtime_mode)
+        name = next(iter(manager.inventory.chips.values())).name
+        resp = await allocator.allocate(resource, request([name]))
+        assert resp.container_responses[0].envs.get(TOPO) == expected
+
+
+async def test_ub_devices_are_mounted_in_direct_mount_mode_only(tmp_path: Path) -> None:
+    for directory, names in (("uburma", ["udma2", "udma1"]), ("ummu", ["ummu0"])):
+        (tmp_path / "dev" / directory).mkdir(parents=True)
+        for name in names:
+            (tmp_path / "dev" / directory / name).touch()
+    (tmp_path / "dev" / "uburma" / "sub").mkdir()  # a directory in it is skipped
+    (tmp_path / "dev" / "davinci_manager").touch()
+    direct, _, _ = setup(node_950(shift=4), runtime_mode=False, dev_root=tmp_path)
+    [container] = (await direct.allocate("npu", request(["npu-4"]))).container_responses
+    assert [(d.container_path, d.host_path, d.permissions) for d in container.devices] == [
+        ("/dev/davinci_manager", "/dev/davinci_manager", "rw"),
+        ("/dev/davinci0", "/dev/davinci0", "rw"),  # the 950's logic id, as its runtime is told
+        ("/dev/uburma/udma1", "/dev/uburma/udma1", "rw"),
+        ("/dev/uburma/udma2", "/dev/uburma/udma2", "rw"),
+        ("/dev/ummu/ummu0", "/dev/ummu/ummu0", "rw"),
+    ]
+    assert dict(container.envs) == {TOPO: HCCL_TOPO_FILES[ProductType.POD_2D]}
+    runtime, _, _ = setup(node_950(shift=4), runtime_mode=True, dev_root=tmp_path)
+    [container] = (await runtime.allocate("npu", request(["npu-4"]))).container_responses
+    assert not container.devices
+    assert dict(container.envs) == {
+        "ASCEND_VISIBLE_DEVICES": "0",
+        "ASCEND_RUNTIME_OPTIONS": "",
+        TOPO: HCCL_TOPO_FILES[ProductType.POD_2D],
+    }

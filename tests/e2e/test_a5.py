@@ -1,0 +1,116 @@
+"""Drill: an Atlas 950 super-pod server (the a5-superpod-8 profile): a chip fault and its recovery,
+a Volcano Allocate with its ascend-npu-configuration, and a hot reset of one chip."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ascend_common.products import HCCL_TOPO_FILES, ProductType
+
+from tests.e2e.stack import node_stack
+from tests.support.exporter import ExporterProc
+from tests.support.fake_apiserver import FakeApiServer
+from tests.support.waiting import until
+
+NPU = "huawei.com/npu"
+CONFIG_KEY = "ascend.kubectl.kubernetes.io/ascend-npu-configuration"
+RESTART_NPU = "8C1FA006"
+TAKEN = "18446744073709551615"
+
+
+def pod_annotations(api: FakeApiServer, name: str) -> dict[str, str]:
+    pod = api.get_object("pods", name, "ml")
+    return dict(pod["metadata"].get("annotations") or {}) if pod else {}
+
+
+async def test_a5_super_pod_node_fault_volcano_allocate_and_hot_reset() -> None:
+    chips: list[dict[str, Any]] = []
+    chosen: list[str] = []
+
+    async def schedule(api: FakeApiServer, exporter: ExporterProc) -> None:
+        async with exporter.client() as client:
+            chips.extend((await client.get("/v1/chips")).json()["chips"])
+        chosen.extend(sorted((c["name"] for c in chips), key=lambda n: int(n.split("-")[1]))[:2])
+        api.add_pod("train-0", "ml", phase="Pending", requests={NPU: 2},
+                    annotations={NPU: ",".join(chosen), "predicate-time": "1000"})  # fmt: skip
+
+    async with node_stack(
+        profile="a5-superpod-8", resource=NPU, hot_reset=True, plugin_args=("--volcano-type",), prepare=schedule
+    ) as s:
+        names = set(s.names.values())
+        assert names == {f"npu-{c['phy_id']}" for c in chips}
+        info = s.device_info(NPU)
+        assert info is not None and info.healthy == names
+        await s.agree(set(), resource=NPU)
+
+        # The node: its place in the 2D pod as labels and annotations.
+        def node_meta() -> dict[str, Any]:
+            node = s.api.get_object("nodes", "node-a")
+            return dict((node or {}).get("metadata") or {})
+
+        await until(lambda: "huawei.com/topotree.rackid" in (node_meta().get("labels") or {}), 10, "the node's labels")
+        labels, annotations = node_meta()["labels"], node_meta()["annotations"]
+        assert {k: v for k, v in labels.items() if k.startswith("huawei.com/topotree.")} == {
+            "huawei.com/topotree.superpodid": "5",
+            "huawei.com/topotree.rackid": "3",
+            "huawei.com/topotree.serverid": "1",
+        }
+        assert (labels["servertype"], labels["accelerator"]) == ("npu-25", "huawei-npu")
+        assert {k: annotations[k] for k in ("superPodID", "serverIndex", "serverType", "rackID")} == {
+            "superPodID": "5", "serverIndex": "1", "serverType": "npu", "rackID": "3",
+        }  # fmt: skip
+
+        # A Volcano Allocate: the annotated chips pass through to the runtime, with the topology file
+        # of the node's 2D pod; the pod gets the 950's rank configuration.
+        kubelet_ids = sorted(names)[-2:]
+        resp = await s.kubelet.allocate(NPU, [kubelet_ids])
+        envs = dict(resp.container_responses[0].envs)
+        assert envs == {
+            "ASCEND_VISIBLE_DEVICES": ",".join(c.split("-")[1] for c in chosen),
+            "ASCEND_RUNTIME_OPTIONS": "",
+            "HCCL_TOPO_FILE_PATH": HCCL_TOPO_FILES[ProductType.POD_2D],
+        }
+        assert pod_annotations(s.api, "train-0").get("predicate-time") == TAKEN
+        await until(lambda: CONFIG_KEY in pod_annotations(s.api, "train-0"), 15, "the allocation report")
+        ann = pod_annotations(s.api, "train-0")
+        assert ann["huawei.com/AscendReal"] == ",".join(sorted(chosen))
+        assert "ascend.kubectl.kubernetes.io/ascend-910-configuration" not in ann
+        config = json.loads(ann[CONFIG_KEY])
+        assert list(config) == [
+            "pod_name", "server_id", "host_ip", "super_pod_id", "devices", "rack_id", "server_index", "server_ip",
+        ]  # fmt: skip
+        assert (config["super_pod_id"], config["rack_id"], config["server_index"]) == (5, 3, "1")
+        assert config["devices"] == [
+            {"device_id": c.split("-")[1], "device_ip": "", "super_device_id": str(1 << 22 | int(c.split("-")[1]))}
+            for c in chosen
+        ]
+
+        # A chip fault and its recovery: the kubelet, the verdicts and the ConfigMap (under
+        # huawei.com/npu) agree each time.
+        free_logic = next(lg for lg, n in s.names.items() if n not in chosen)
+        victim = s.names[free_logic]
+        await s.fault(free_logic, RESTART_NPU)
+        await s.agree({victim}, resource=NPU)
+        info = s.device_info(NPU)
+        assert info is not None and victim in info.fault_chips
+        await s.fault(free_logic, RESTART_NPU, "recover")
+        await s.agree(set(), resource=NPU)
+
+        # A hot reset: a RestartNPU fault on a free chip resets that chip alone (a 950's reset ring
+        # is one chip) once it has been idle for the idle period, and it comes back everywhere.
+        await s.fault(free_logic, RESTART_NPU)
+        await s.agree({victim}, resource=NPU)
+
+        async def attempts() -> list[dict[str, Any]]:
+            async with s.fm.client() as client:
+                return list((await client.get("/v1/resets")).json()["attempts"])
+
+        async def reset_done() -> list[dict[str, Any]] | None:
+            done = [a for a in await attempts() if a["outcome"] == "succeeded"]
+            return done or None
+
+        [attempt] = await until(reset_done, 20, "the chip to be reset")
+        assert attempt["chips"] == [victim], attempt
+        await s.agree(set(), resource=NPU)
+        assert s.kubelet.registration_count(NPU) == 1
