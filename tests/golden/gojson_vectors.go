@@ -297,6 +297,9 @@ func switchVectors() {
 			"[0x00f103b0,155904,na,na]_1_4": {FaultTime: 1718000000789, FaultLevel: "SubHealthFault"},
 		},
 	})
+	// A 950 node's: GetSwitchFaultInfo fills the struct on A3 alone and hands back its zero value
+	// elsewhere (nil slice and map).
+	add("switch_unwatched", "switch_info_unwatched", switchFaultInfo{})
 }
 
 func upgradeVectors() {
@@ -428,6 +431,57 @@ func renderVectors() {
 		UpdateTime: 1718000000,
 	}
 	add("render_310", "render_310", cfg(info, -1, -1, nil))
+
+	// A 950 node of a 2D pod, its chips enumerated as the a5-superpod-8 profile does (phy = logic + 4
+	// mod 8): the 910 manager's keys under huawei.com/npu, chips named npu-<phy>, and RackID
+	// (getNodeDeviceInfoCache: a 1D / 2D pod only).
+	chipsA5 := []chipState{
+		{name: "npu-4", healthy: true},
+		{name: "npu-5", healthy: true, inUse: true},
+		{name: "npu-6", healthy: false, networkUnhealthy: true},
+		{name: "npu-7", healthy: true},
+		{name: "npu-0", healthy: true},
+		{name: "npu-1", healthy: false, recovering: true},
+		{name: "npu-2", healthy: true},
+		{name: "npu-3", healthy: true},
+	}
+	free, unhealthy, network, recovering = lists(chipsA5)
+	info = deviceInfo{
+		DeviceList: map[string]string{
+			"huawei.com/npu":                  join(free),
+			"huawei.com/npu-Unhealthy":        join(unhealthy),
+			"huawei.com/npu-NetworkUnhealthy": join(network),
+			"huawei.com/npu-Recovering":       join(recovering),
+			"huawei.com/npu-Fault": string(marshal([]deviceFault{
+				{
+					FaultType: "CardNetworkUnhealthy", NPUName: "npu-6",
+					LargeModelFaultLevel: "PreSeparateNPU", FaultLevel: "PreSeparateNPU", FaultHandling: "PreSeparateNPU",
+					FaultCode: "81078603",
+					FaultTimeAndLevelMap: map[string]faultTimeAndLevel{
+						"81078603": {FaultTime: 1718000000123, FaultLevel: "PreSeparateNPU"},
+					},
+				},
+				{
+					FaultType: "CardUnhealthy", NPUName: "npu-6",
+					LargeModelFaultLevel: "RestartNPU", FaultLevel: "RestartNPU", FaultHandling: "RestartNPU",
+					FaultCode: "8C1FA006",
+					FaultTimeAndLevelMap: map[string]faultTimeAndLevel{
+						"8C1FA006": {FaultTime: 1718000000456, FaultLevel: "RestartNPU"},
+					},
+				},
+				{
+					FaultType: "CardUnhealthy", NPUName: "npu-1",
+					LargeModelFaultLevel: "RestartNPU", FaultLevel: "RestartNPU", FaultHandling: "RestartNPU",
+					FaultCode: "8C1FA006",
+					FaultTimeAndLevelMap: map[string]faultTimeAndLevel{
+						"8C1FA006": {FaultTime: 1718000000001, FaultLevel: "RestartNPU"},
+					},
+				},
+			})),
+		},
+		UpdateTime: 1718000000,
+	}
+	add("render_a5", "render_a5", cfg(info, 5, 1, ptr(3)))
 }
 
 func main() {

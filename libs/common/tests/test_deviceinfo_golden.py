@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from ascend_common.deviceinfo import (
+    UNWATCHED_SWITCH,
     ChipReport,
     FaultEntry,
     SwitchEvent,
@@ -28,6 +29,7 @@ from ascend_common.deviceinfo import (
     check_code,
     device_info_cfg_json,
     fault_list_json,
+    published_rack_id,
     render_device_info,
     switch_info_json,
     upgrade_reasons_json,
@@ -167,6 +169,11 @@ def test_switch_info(vector: dict[str, str]) -> None:
     assert switch_info_json(report, update_time_s=parsed["UpdateTime"]) == vector["go_json"]
 
 
+def test_switch_info_of_a_950_node() -> None:
+    [vector] = _vectors("switch_info_unwatched")
+    assert switch_info_json(UNWATCHED_SWITCH, update_time_s=1718000000) == vector["go_json"]
+
+
 @pytest.mark.parametrize("vector", _vectors("upgrade_reasons"), ids=_ids(_vectors("upgrade_reasons")))
 def test_upgrade_reasons(vector: dict[str, str]) -> None:
     parsed = json.loads(vector["go_json"])
@@ -253,6 +260,31 @@ def test_render_310_node_end_to_end() -> None:
     ]
     data = render_device_info("Ascend310", chips, update_time_s=1718000000)
     assert data["DeviceInfoCfg"] == vector["go_json"]
+
+
+def test_render_950_pod_node_end_to_end() -> None:
+    """The 950 node of renderVectors(): huawei.com/npu keys, npu-<phy> names, RackID, SwitchInfoCfg."""
+    faults = _fault_entries(
+        json.loads(_golden("render_a5")["go_json"])["DeviceInfo"]["DeviceList"]["huawei.com/npu-Fault"]
+    )
+    chip6 = tuple(f for f in faults if f.npu_name == "npu-6")
+    chip1 = tuple(f for f in faults if f.npu_name == "npu-1")
+    chips = [  # by logic id: phy = logic + 4 mod 8
+        ChipReport("npu-4", healthy=True),
+        ChipReport("npu-5", healthy=True, in_use=True),
+        ChipReport("npu-6", healthy=False, network_unhealthy=True, faults=tuple(reversed(chip6))),
+        ChipReport("npu-7", healthy=True),
+        ChipReport("npu-0", healthy=True),
+        ChipReport("npu-1", healthy=False, recovering=True, faults=chip1),
+        ChipReport("npu-2", healthy=True),
+        ChipReport("npu-3", healthy=True),
+    ]
+    data = render_device_info(
+        "npu", chips, update_time_s=1718000000, super_pod_id=5, server_index=1,
+        rack_id=published_rack_id("npu", 2, 3), switch=UNWATCHED_SWITCH,
+    )  # fmt: skip
+    assert data["DeviceInfoCfg"] == _golden("render_a5")["go_json"]
+    assert data["SwitchInfoCfg"] == _golden("switch_unwatched")["go_json"]
 
 
 def _go_binary() -> str | None:

@@ -19,6 +19,7 @@ from ascend_common.reset_groups import (
     A200T_A2_RING_SIZE,
     ASCEND910_RING_SIZE,
     ASCEND910B_TRAIN_RING_SIZE,
+    ASCEND950_RING_SIZE,
     group_of,
     hccs_ring,
     reset_group,
@@ -42,6 +43,9 @@ A300I_A2_BOARD_ID = 0x28  # common.A300IA2BoardId
         pytest.param(ChipFamily.ASCEND910B, 0, 8, ASCEND910B_TRAIN_RING_SIZE, id="910B train should return 8"),
         # RealCardType "unknown": any card type the reference does not list.
         pytest.param("unknown", 0, 0, 1, id="unknown type should return 1"),
+        # ours: the Go test has no A5 case; getRingSize answers Ascend910A5RingsNum whatever the node.
+        pytest.param(ChipFamily.ASCEND950, 0, 8, ASCEND950_RING_SIZE, id="ours: Ascend910A5 should return 1"),
+        pytest.param(ChipFamily.ASCEND950, A300I_A2_BOARD_ID, 16, ASCEND950_RING_SIZE, id="ours: A5 of 16 returns 1"),
     ],
 )
 def test_GetRingSize(family: str, board_id: int, device_num: int, expected: int) -> None:
@@ -51,6 +55,7 @@ def test_GetRingSize(family: str, board_id: int, device_num: int, expected: int)
 def test_GetRingSize_constants() -> None:
     # The Go cases compare with the constants; these are their values (pkg/common/constants.go).
     assert (ASCEND910_RING_SIZE, ASCEND910B_TRAIN_RING_SIZE, A200T_A2_RING_SIZE) == (4, 8, 16)
+    assert ASCEND950_RING_SIZE == 1  # Ascend910A5RingsNum
 
 
 # --- TestGetHccsRingDevices: 2 convey cases --------------------------------------------------------
@@ -82,6 +87,14 @@ def test_GetResetRingDevices_ringSize_1_should_return_single_device() -> None:
     # RealCardType "unknown" with board id 0: a family getRingSize does not list (Ascend310).
     chip = _topo(0, ChipFamily.ASCEND310)
     assert reset_group(chip, [chip]) == (0,)
+
+
+@pytest.mark.parametrize("chips", [8, 16, 4])
+def test_GetResetRingDevices_a5_resets_one_chip_at_a_time(chips: int) -> None:
+    # ours: the Go test has no A5 case. A 950 chip reports no card (-1 for every chip of the node), so
+    # nothing groups chips by card: each is reset alone (ring size 1), whatever the node's size.
+    node = [_topo(logic, ChipFamily.ASCEND950, card=-1) for logic in range(chips)]
+    assert [reset_group(chip, node) for chip in node] == [(logic,) for logic in range(chips)]
 
 
 # --- TestGetResetRingDevicesDuoCard: 1 convey case -------------------------------------------------

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from ascend_common.clock import ManualClock
+from ascend_common.deviceinfo import UNWATCHED_SWITCH
 from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
-from ascend_common.schemas.exporter import ChipList
+from ascend_common.schemas.exporter import Chip, ChipList
+from ascend_common.schemas.reading import Reading
 from fault_manager.engine import FaultEngine, Policy
 from fault_manager.ingest import reconcile_rows
 from fault_manager.inputs import Inbox, Snapshot
@@ -95,3 +98,34 @@ async def test_a_failing_asked_input_fails_the_asker_not_the_reactor(running: tu
     with pytest.raises(Exception):  # noqa: B017, PT011 - whatever the store raises reaches the asker
         await inbox.set_manual("Ascend910-1", True, "api")
     assert not published.verdicts()["Ascend910-1"].manually_separated
+
+
+def a5_chip(logic: int, *, super_pod_type: int, rack: int = 3) -> Chip:
+    """A 950 chip of super pod 5, server 1 (phy = logic + 4 mod 8, as the sim's a5-superpod-8)."""
+    chip = exporter_chip(logic, (logic + 4) % 8, name="Ascend950DT", board=0x20, card_id=-1)
+    static = chip.static.model_copy(
+        update={
+            "super_pod_id": Reading[int].ok(5),
+            "server_index": Reading[int].ok(1),
+            "rack_id": Reading[int].ok(rack),
+            "super_pod_type": Reading[int].ok(super_pod_type),
+        }
+    )
+    return chip.model_copy(update={"static": static})
+
+
+@pytest.mark.parametrize(("super_pod_type", "rack"), [(2, 3), (1, 3), (0, None), (5, None)])
+async def test_a_950_node_publishes_npu_lists_its_rack_in_a_pod_and_an_unwatched_switch(
+    running: tuple[Reactor, Inbox, Published], super_pod_type: int, rack: int | None
+) -> None:
+    _, inbox, published = running
+    chips = [a5_chip(logic, super_pod_type=super_pod_type) for logic in range(8)]
+    inbox.put(Snapshot(ChipList(last_event_id="run-9", chips=chips), switch_faults=None))
+    async with asyncio.timeout(5):
+        await published.inventory.wait()
+    assert published.state.rtype == "npu" and published.state.switch == UNWATCHED_SWITCH
+    data = device_info(published.state).render(update_time_s=1718000000)
+    cfg = json.loads(data["DeviceInfoCfg"])
+    assert (cfg["SuperPodID"], cfg["ServerIndex"], cfg.get("RackID")) == (5, 1, rack)
+    assert cfg["DeviceInfo"]["DeviceList"]["huawei.com/npu"] == ",".join(f"npu-{phy}" for phy in range(8))
+    assert json.loads(data["SwitchInfoCfg"])["FaultCode"] is None

@@ -25,6 +25,11 @@ Reference (MindCluster, component/ascend-device-plugin):
 - pkg/common/upgradefault.go: UpgradeFaultReason {upgrade_time, fault_code, fault_level,
   upgrade_type} (the key struct is embedded, so its fields are flattened).
 - pkg/common/common.go getSimpleSwitchFaultStr: the switch event written into FaultCode.
+- The 950 (A5) generation (RealCardType Ascend910A5): the 910 manager under `huawei.com/npu`
+  (pkg/common/device.go GetAscend910Key), chips named `npu-<phy>` everywhere, ManuallySeparateNPU
+  included (pkg/next/devicefactory/customname ReplaceDeviceInfoPublicName rewrites `Ascend910-`);
+  pkg/device/ascendcommon.go getNodeDeviceInfoCache: RackID for a 1D / 2D pod only;
+  pkg/common/device.go GetSwitchFaultInfo: SwitchInfoCfg is Go's zero SwitchFaultInfo there.
 """
 
 from __future__ import annotations
@@ -36,10 +41,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from ascend_common.chips import RESOURCE_PREFIX
+from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.faults.levels import FaultLevel
 from ascend_common.faults.table import MAX_CODE_DIGITS, is_plain_hex, normalize_code
 from ascend_common.gojson import INT32, INT64, UINT64, GoJSON, go_int_field, go_json, go_map
+from ascend_common.products import is_pod_scene
 
 __all__ = [
     "DATA_KEYS",
@@ -48,11 +54,13 @@ __all__ = [
     "DEVICE_INFO_KEY",
     "MANUALLY_SEPARATE_KEY",
     "SWITCH_INFO_KEY",
+    "UNWATCHED_SWITCH",
     "UPGRADE_REASON_KEY",
     "ChipReport",
     "FaultEntry",
     "SwitchEvent",
     "SwitchReport",
+    "UnwatchedSwitch",
     "UpgradeReason",
     "check_code",
     "device_info_cfg_json",
@@ -60,6 +68,7 @@ __all__ = [
     "fault_list_json",
     "parse_manually_separated",
     "parse_upgrade_reasons",
+    "published_rack_id",
     "render_device_info",
     "switch_info_json",
     "upgrade_reasons_json",
@@ -97,6 +106,7 @@ SWITCH_NODE_STATUSES: Final = frozenset({"Healthy", "SubHealthy", "PreSeparate",
 # `<type>-<phy>`: the names ManuallySeparateNPU and UpgradeFaultReason carry (contract section 7).
 # ASCII digits and the whole text: `\d` takes other scripts' digits, `$` a trailing newline.
 _CHIP_NAME = re.compile(r"(?:Ascend910|Ascend310P|Ascend310|npu)-[0-9]{1,4}")
+_A5_ALIAS = re.compile(r"^Ascend910-")
 
 
 @dataclass(frozen=True)
@@ -163,6 +173,16 @@ class SwitchReport:
     time_and_level: Mapping[str, tuple[int, str]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class UnwatchedSwitch:
+    """SwitchInfoCfg of a 950 node. The reference watches switch faults on A3 alone
+    (GetSwitchFaultInfo) but writes the key on every 950 node too: the zero SwitchFaultInfo, every
+    field empty or null and UpdateTime 0."""
+
+
+UNWATCHED_SWITCH: Final = UnwatchedSwitch()
+
+
 # --- the whole ConfigMap -----------------------------------------------------------------------
 
 
@@ -177,7 +197,7 @@ def render_device_info(
     server_index: int = -1,
     rack_id: int | None = None,
     network_keys: bool | None = None,
-    switch: SwitchReport | None = None,
+    switch: SwitchReport | UnwatchedSwitch | None = None,
     description: str = DESCRIPTION,
 ) -> dict[str, str]:
     """The ConfigMap `data` of `mindx-dl-deviceinfo-<node>`.
@@ -185,7 +205,8 @@ def render_device_info(
     `chips` in the order the node enumerates them (logic id): that is the order of the `-Fault`
     array. `manually_separated` is written in the given order (the reference: ascending logic
     id), duplicates dropped. `network_keys` (default: for the 910 family) adds
-    `-NetworkUnhealthy`. `SwitchInfoCfg` is present only when `switch` is given (A3 / 950).
+    `-NetworkUnhealthy`. `SwitchInfoCfg` is present only when `switch` is given (A3 / 950);
+    `rack_id` only on a 950 node of a 1D / 2D pod (published_rack_id).
     Raises ValueError (or TypeError) for input the reference could not have written.
     """
     data = {
@@ -278,6 +299,12 @@ def device_info_cfg_json(
     if rack_id is not None:
         cfg["RackID"] = go_int_field(rack_id, "RackID", INT32)
     return go_json(cfg)
+
+
+def published_rack_id(rtype: str, super_pod_type: int, rack_id: int) -> int | None:
+    """RackID of DeviceInfoCfg (getNodeDeviceInfoCache): the rack of a 950 node (resource type
+    `npu`) in a 1D or 2D pod, as the chips report it (-1 when unread); None, no RackID, anywhere else."""
+    return rack_id if rtype == ResourceType.NPU and is_pod_scene(super_pod_type) else None
 
 
 def check_code(device_info: Mapping[str, object]) -> str:
@@ -446,14 +473,18 @@ def _parsed_reason(item: object, where: str) -> UpgradeReason:
 # --- ManuallySeparateNPU -----------------------------------------------------------------------
 
 
-def parse_manually_separated(value: str) -> list[str]:
+def parse_manually_separated(value: str, rtype: str = "") -> list[str]:
     """Chip names from an administrator's ManuallySeparateNPU (`Ascend910-0,Ascend910-3`).
 
     Tolerates spaces around names, empty items and duplicates (the first one counts); raises
     ValueError naming every malformed item, so that a typo is reported instead of silently
-    un-isolating a chip.
+    un-isolating a chip. On a 950 node (`rtype` npu) `Ascend910-<phy>` names chip `npu-<phy>`:
+    the reference's CheckDeviceName takes both spellings there, and writes the chip back as `npu-`.
     """
-    return _checked_chip_names(item.strip() for item in value.split(",") if item.strip())
+    names = _checked_chip_names(item.strip() for item in value.split(",") if item.strip())
+    if rtype != ResourceType.NPU:
+        return names
+    return list(dict.fromkeys(_A5_ALIAS.sub(f"{ResourceType.NPU}-", name) for name in names))
 
 
 def _checked_chip_names(names: Iterable[str]) -> list[str]:
@@ -472,10 +503,15 @@ def _checked_chip_names(names: Iterable[str]) -> list[str]:
 # --- SwitchInfoCfg -----------------------------------------------------------------------------
 
 
-def switch_info_json(report: SwitchReport, *, update_time_s: int) -> str:
+def switch_info_json(report: SwitchReport | UnwatchedSwitch, *, update_time_s: int) -> str:
     """SwitchInfoCfg: FaultCode (each event as a JSON string), FaultLevel, UpdateTime, NodeStatus,
     FaultTimeAndLevelMap; the reference builds FaultCode with make([]string, 0), so no faults is `[]`.
+    An UnwatchedSwitch is the zero struct: nil slice and map (`null`), no update time.
     """
+    if isinstance(report, UnwatchedSwitch):
+        return go_json(
+            {"FaultCode": None, "FaultLevel": "", "UpdateTime": 0, "NodeStatus": "", "FaultTimeAndLevelMap": None}
+        )
     if report.fault_level not in SWITCH_FAULT_LEVELS:
         raise ValueError(f"unknown switch fault level {report.fault_level!r}")
     if report.node_status not in SWITCH_NODE_STATUSES:

@@ -127,7 +127,7 @@ class DeviceInfoWriter:
     async def _admin_edits(self, value: str) -> None:
         assert self._written_manual is not None
         try:
-            listed = set(parse_manually_separated(value))
+            listed = set(parse_manually_separated(value, self.published.state.rtype))
         except ValueError as exc:
             log.warning("ignoring a malformed ManuallySeparateNPU", extra={"configmap": self.name, "error": str(exc)})
             return

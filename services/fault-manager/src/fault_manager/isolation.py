@@ -113,7 +113,7 @@ class Isolations:
         a rule. Returns the chips adopted; raises (and the next read tries again) until the
         transaction is in."""
         try:
-            listed = parse_manually_separated(data.get(MANUALLY_SEPARATE_KEY, ""))
+            listed = parse_manually_separated(data.get(MANUALLY_SEPARATE_KEY, ""), self.published.state.rtype)
         except ValueError as exc:
             log.warning("not adopting a malformed ManuallySeparateNPU",
                         extra={"configmap": self.configmap, "error": str(exc)})  # fmt: skip

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ascend_common.deviceinfo import SwitchReport
+from ascend_common.deviceinfo import SwitchReport, UnwatchedSwitch
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.superpod import NO_SUPER_POD, SuperPod
 
@@ -34,7 +34,7 @@ class NodeState:
     rtype: str = "Ascend910"
     chips: tuple[ChipEntry, ...] = ()  # every evaluated chip, by logic id
     in_use: frozenset[str] = frozenset()  # for the free list (chips_in_use_for_allocation)
-    switch: SwitchReport | None = None  # nodes with a switch (A3, the 950 generation) only
+    switch: SwitchReport | UnwatchedSwitch | None = None  # SwitchInfoCfg: A3 and 950 nodes only
     super_pod: SuperPod = NO_SUPER_POD
 
     @functools.cached_property

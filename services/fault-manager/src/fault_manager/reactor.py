@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from ascend_common.adapters.kube.events import FaultEvents
 from ascend_common.chips import ChipFamily
 from ascend_common.clock import Clock
+from ascend_common.deviceinfo import UNWATCHED_SWITCH, SwitchReport, UnwatchedSwitch
 from ascend_common.inuse import chips_in_use_for_allocation, chips_in_use_for_health
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState
 from ascend_common.superpod import super_pod
 
-from fault_manager.engine import BY_RELEASE, BY_RULE, ChipFaults, Evaluation, FaultEngine
+from fault_manager.engine import BY_RELEASE, BY_RULE, ChipFaults, Evaluation, FaultEngine, Policy
 from fault_manager.faultlist import Reason
 from fault_manager.in_use import ChipsInUse
 from fault_manager.ingest import reconcile_rows
@@ -81,7 +82,7 @@ class Reactor:
         self._node_changed = False  # the node's facts (type, switch, super pod, inventory) changed
         self._inventory_known = False
         self._rtype = "Ascend910"
-        self._has_switch = False
+        self._switch_family: ChipFamily | None = None  # A3 or 950: a node that writes SwitchInfoCfg
         self._super_pod = published.state.super_pod
 
     async def start(self) -> None:
@@ -225,8 +226,8 @@ class Reactor:
         """A chip of the exporter's list: the node's resource type, and the chip's ids and reachability."""
         if chip.resource_type is not None:
             self._rtype = chip.resource_type.value
-        # SwitchInfoCfg is written on nodes with a switch: A3 (and the 950 generation).
-        self._has_switch = self._has_switch or chip.family in (ChipFamily.ASCEND910A3, ChipFamily.ASCEND950)
+        if chip.family in (ChipFamily.ASCEND910A3, ChipFamily.ASCEND950):
+            self._switch_family = chip.family
         state = self.engine.chip(chip.name, chip.logic_id, chip.phy_id)
         state.reachable = chip.state is not ChipState.UNKNOWN
         self._dirty.add(chip.name)
@@ -337,6 +338,17 @@ class Reactor:
                 out.append((v.chip, gone))
         return out
 
+    def _switch_info(self, policy: Policy) -> SwitchReport | UnwatchedSwitch | None:
+        """SwitchInfoCfg: an A3 node's switch faults; on a 950 node the key the reference writes with
+        no switch faults watched; none elsewhere."""
+        match self._switch_family:
+            case ChipFamily.ASCEND910A3:
+                return self.switches.report(policy.switch)
+            case ChipFamily.ASCEND950:
+                return UNWATCHED_SWITCH
+            case _:
+                return None
+
     def _publish(self) -> None:
         self._node_changed = False
         chips = sorted(self.engine.chips.values(), key=lambda c: c.logic_id)
@@ -348,7 +360,7 @@ class Reactor:
                 ChipEntry(c.name, c.manual, self.evaluations[c.name]) for c in chips if c.name in self.evaluations
             ),
             in_use=self.in_use_for_allocation.chips(),
-            switch=self.switches.report(policy.switch) if self._has_switch else None,
+            switch=self._switch_info(policy),
             super_pod=self._super_pod,
         )
         if self._inventory_known:

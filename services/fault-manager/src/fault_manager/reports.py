@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ascend_common.deviceinfo import ChipReport, SwitchReport, UpgradeReason, render_device_info
+from ascend_common.deviceinfo import (
+    ChipReport,
+    SwitchReport,
+    UnwatchedSwitch,
+    UpgradeReason,
+    published_rack_id,
+    render_device_info,
+)
 from ascend_common.faults import is_network_code
 from ascend_common.superpod import SuperPod
 
@@ -25,14 +32,15 @@ class DeviceInfo:
     reports: tuple[ChipReport, ...]
     manual: tuple[str, ...]
     upgrade: tuple[tuple[str, tuple[UpgradeReason, ...]], ...]
-    switch: SwitchReport | None
+    switch: SwitchReport | UnwatchedSwitch | None
     super_pod: SuperPod
 
     def render(self, update_time_s: int) -> dict[str, str]:
+        pod = self.super_pod
         return render_device_info(
             self.rtype, self.reports, update_time_s=update_time_s, manually_separated=self.manual,
-            upgrade_reasons=dict(self.upgrade), switch=self.switch, super_pod_id=self.super_pod.super_pod_id,
-            server_index=self.super_pod.server_index,
+            upgrade_reasons=dict(self.upgrade), switch=self.switch, super_pod_id=pod.super_pod_id,
+            server_index=pod.server_index, rack_id=published_rack_id(self.rtype, pod.super_pod_type, pod.rack_id),
         )  # fmt: skip
 
 
