@@ -94,6 +94,9 @@ async def test_a5_super_pod_node_fault_volcano_allocate_and_hot_reset() -> None:
         await s.agree({victim}, resource=NPU)
         info = s.device_info(NPU)
         assert info is not None and victim in info.fault_chips
+        cfg = json.loads(info.raw["DeviceInfoCfg"])
+        assert (cfg["SuperPodID"], cfg["ServerIndex"], cfg["RackID"]) == (5, 1, 3), cfg  # a 2D super pod: RackID
+        assert list(cfg)[-2:] == ["CheckCode", "RackID"]  # after CheckCode, as the Go struct writes it
         await s.fault(free_logic, RESTART_NPU, "recover")
         await s.agree(set(), resource=NPU)
 

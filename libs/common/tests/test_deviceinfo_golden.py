@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +33,8 @@ from ascend_common.deviceinfo import (
 )
 from ascend_common.gojson import go_json
 from ascend_common.resetinfo import RankEntry, render_reset_config
+
+from tests.support.golang import GO, go_version, run_go
 
 GOLDEN = Path(__file__).resolve().parents[3] / "tests" / "golden"
 PROGRAM = GOLDEN / "gojson_vectors.go"
@@ -287,29 +286,10 @@ def test_render_950_pod_node_end_to_end() -> None:
     assert data["SwitchInfoCfg"] == _golden("switch_unwatched")["go_json"]
 
 
-def _go_binary() -> str | None:
-    return shutil.which("go")
-
-
-@pytest.mark.skipif(_go_binary() is None, reason="no `go` on PATH; the committed vectors are checked above")
+@pytest.mark.skipif(GO is None, reason="no `go` on PATH; the committed vectors are checked above")
 def test_committed_vectors_are_current(tmp_path: Path) -> None:
-    go = _go_binary()
-    assert go is not None
-    env = {
-        **os.environ,
-        "GOTOOLCHAIN": "local",  # never download another toolchain
-        "GO111MODULE": "off",  # a single-file program with the standard library only
-        "GOFLAGS": "",
-        "GOCACHE": str(tmp_path / "cache"),
-        "GOPATH": str(tmp_path / "gopath"),
-    }
-    version = subprocess.run([go, "version"], capture_output=True, text=True, env=env, check=True, timeout=60).stdout
-    match = re.search(r"go(\d+)\.(\d+)", version)
-    if match is None or (int(match[1]), int(match[2])) < (1, 22):
-        pytest.skip(f"the `go` on PATH is older than 1.22: {version.strip()}")
-    result = subprocess.run(
-        [go, "run", str(PROGRAM)], capture_output=True, text=True, env=env, cwd=tmp_path, check=True, timeout=600
-    )
-    assert result.stdout == VECTORS.read_text(encoding="utf-8"), (
+    if go_version(tmp_path) < (1, 22):
+        pytest.skip("the `go` on PATH is older than 1.22, whose escaping the vectors follow")
+    assert run_go(PROGRAM, tmp_path) == VECTORS.read_text(encoding="utf-8"), (
         "tests/golden/gojson_vectors.jsonl is stale: regenerate it with the command in gojson_vectors.go"
     )

@@ -19,9 +19,6 @@ recursion limit inside an ignored field (Go accepts up to 10000 levels; we refus
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +48,8 @@ from ascend_common.node_reset_info import (
     render_reset_info,
     write_reset_info,
 )
+
+from tests.support.golang import GO, run_go
 
 GO_PROGRAM = r"""// Golden vectors for ascend_common.node_reset_info: the node annotation "ResetInfo" as Go's
 // encoding/json writes and reads it. Our own program: the structs restate the wire format of
@@ -342,24 +341,11 @@ def test_vectors_cover_both_outcomes() -> None:
     assert partial["error"] and _from_go(json.loads(partial["go_json"])) != EMPTY
 
 
-@pytest.mark.skipif(shutil.which("go") is None, reason="no `go` on PATH; the embedded vectors are checked above")
+@pytest.mark.skipif(GO is None, reason="no `go` on PATH; the embedded vectors are checked above")
 def test_go_program_reproduces_vectors(tmp_path: Path) -> None:
-    go = shutil.which("go")
-    assert go is not None
     program = tmp_path / "reset_info_vectors.go"
     program.write_text(GO_PROGRAM, encoding="utf-8")
-    env = {
-        **os.environ,
-        "GOTOOLCHAIN": "local",  # never download another toolchain
-        "GO111MODULE": "off",  # a single-file program with the standard library only
-        "GOFLAGS": "",
-        "GOCACHE": str(tmp_path / "cache"),
-        "GOPATH": str(tmp_path / "gopath"),
-    }
-    result = subprocess.run(
-        [go, "run", str(program)], capture_output=True, text=True, env=env, cwd=tmp_path, check=True, timeout=600
-    )
-    assert result.stdout == GO_VECTORS
+    assert run_go(program, tmp_path) == GO_VECTORS
 
 
 # --- devices and the rendered text -----------------------------------------------------------------

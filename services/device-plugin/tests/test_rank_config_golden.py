@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_device_plugin.core.annotations import ConfigDevice, config_devices, device_configuration
 from ascend_device_plugin.core.model import ChipInfo
+
+from tests.support.golang import GO, run_go
 
 GOLDEN = Path(__file__).resolve().parents[3] / "tests" / "golden"
 PROGRAM = GOLDEN / "rank_config_vectors.go"
@@ -106,25 +105,8 @@ def test_field_order_is_the_go_structs() -> None:
     assert [list(d) for d in instance["devices"]] == [["device_id", "device_ip", "super_device_id"]] * 2
 
 
-def _go_binary() -> str | None:
-    return shutil.which("go")
-
-
-@pytest.mark.skipif(_go_binary() is None, reason="no `go` on PATH; the committed vectors are checked above")
+@pytest.mark.skipif(GO is None, reason="no `go` on PATH; the committed vectors are checked above")
 def test_committed_vectors_are_current(tmp_path: Path) -> None:
-    go = _go_binary()
-    assert go is not None
-    env = {
-        **os.environ,
-        "GOTOOLCHAIN": "local",  # never download another toolchain
-        "GO111MODULE": "off",  # a single-file program with the standard library only
-        "GOFLAGS": "",
-        "GOCACHE": str(tmp_path / "cache"),
-        "GOPATH": str(tmp_path / "gopath"),
-    }
-    result = subprocess.run(
-        [go, "run", str(PROGRAM)], capture_output=True, text=True, env=env, cwd=tmp_path, check=True, timeout=600
-    )
-    assert result.stdout == VECTORS.read_text(encoding="utf-8"), (
+    assert run_go(PROGRAM, tmp_path) == VECTORS.read_text(encoding="utf-8"), (
         "tests/golden/rank_config_vectors.jsonl is stale: regenerate it with the command in rank_config_vectors.go"
     )
