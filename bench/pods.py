@@ -103,7 +103,7 @@ def vnpu_pods(count: int, resource: str) -> list[PodSpec]:
 
 
 def filler_pods(count: int, chips: Sequence[str]) -> list[PodSpec]:
-    """`count` Running pods of ordinary workloads; every tenth holds one of `chips`."""
+    """`count` Running pods of ordinary workloads; every tenth holds one of `chips`, served by Volcano."""
     ordered = sorted(chips)
     pods: list[PodSpec] = []
     for i in range(count):
@@ -118,7 +118,10 @@ def filler_pods(count: int, chips: Sequence[str]) -> list[PodSpec]:
         if i % 10 == 0:
             chip = ordered[(i // 10) % len(ordered)]
             spec["requests"] = {R: 1}
-            spec["annotations"] = {"huawei.com/AscendReal": chip, "huawei.com/kltDev": chip}
+            # As Volcano leaves its pods once served: the chip it chose, marked taken, and the plugin's report.
+            spec["annotations"] = {
+                R: chip, "predicate-time": str(2**64 - 1), "huawei.com/AscendReal": chip, "huawei.com/kltDev": chip,
+            }  # fmt: skip
         pods.append(spec)
     return pods
 

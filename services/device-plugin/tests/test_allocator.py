@@ -21,25 +21,7 @@ from ascend_device_plugin.server import status_of
 from ascend_device_plugin.views import ViewBoard
 
 from tests.support.chips import node_910a, node_910b
-
-
-@dataclass
-class FakePods:
-    items: list[PodView] = field(default_factory=list)
-    patches: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
-
-    refreshes: int = 0
-
-    def pods(self) -> list[PodView]:
-        return list(self.items)
-
-    async def refresh(self) -> None:
-        self.refreshes += 1
-
-    async def patch_pod(
-        self, namespace: str, name: str, annotations: dict[str, str], *, retries: int = 3, base_delay: float = 0.2
-    ) -> None:
-        self.patches.append((namespace, name, annotations))
+from tests.support.pod_source import FakePods
 
 
 def setup(chips: Mapping[int, Chip], **kw: object) -> tuple[Allocator, ResourceManager, FakePods]:
@@ -152,6 +134,22 @@ async def test_volcano_device_health_follows_the_real_device() -> None:
     assert view is not None
     health = {d.id: d.healthy for d in view.devices}
     assert health["Ascend910-2"] is False, "kubelet id 2 stands for real device 6"
+
+
+async def test_volcano_allocation_publishes_the_real_devices_health_at_once() -> None:
+    """The real device was unhealthy already (Volcano chose it before it saw the fault): the kubelet's id
+    reports it from the Allocate on, with no other input to the resource manager."""
+    chips = node_910b()
+    allocator, manager, pods = setup(chips, volcano=True)
+    logic_of_phy6 = next(c.logic_id for c in chips.values() if c.phy_id == 6)
+    manager.set_chips({logic_of_phy6: chips[logic_of_phy6].model_copy(update={"state": ChipState.CARD_DROP})})
+    view = allocator.board.get("Ascend910")
+    assert view is not None and {d.id for d in view.devices if not d.healthy} == {"Ascend910-6"}
+    pods.items = [pending("p", "Ascend910-6", "5", count=1)]
+    await allocator.allocate("Ascend910", request(["Ascend910-2"]))
+    view = allocator.board.get("Ascend910")
+    assert view is not None
+    assert {d.id for d in view.devices if not d.healthy} == {"Ascend910-2", "Ascend910-6"}
 
 
 def preferred(available: list[str], must: list[str], size: int) -> pb.PreferredAllocationRequest:

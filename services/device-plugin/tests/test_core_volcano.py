@@ -19,7 +19,9 @@ from ascend_device_plugin.core import (
     pick_pod,
     taken_patch,
 )
-from ascend_device_plugin.core.volcano import kubelet_map
+from ascend_device_plugin.core.volcano import kubelet_map, may_serve
+from hypothesis import given
+from hypothesis import strategies as st
 
 R910 = ResourceType.ASCEND910
 RES = "huawei.com/Ascend910"
@@ -226,6 +228,58 @@ def test_an_active_pod_of_any_phase_but_finished_is_a_candidate() -> None:
     """FilterPods over GetActivePodListCache: Running (and Unknown) pods count, as Pending ones do."""
     for phase in ("Running", "Unknown"):
         assert pick_pod([pod("x", phase=phase, time="5")], RES, 2).pod is not None, phase
+
+
+@pytest.mark.parametrize(
+    ("candidate", "servable"),
+    [
+        (pod("x"), True),
+        (pod("x", time=None), True),  # served last, but served
+        (pod("x", time="018446744073709551615"), True),  # pick_pod itself reads this as taken
+        (pod("x", "Ascend910-0"), True),  # for another Allocate's count
+        (pod("x", "Ascend910-0,,"), True),  # malformed: chosen never, but reported
+        (pod("x", phase="Running"), True),
+        (pod("x", phase="Unknown"), True),
+        (pod("x", "0-vir04", resource=CORE, request=4), True),
+        (pod("x", time=TAKEN), False),
+        (pod("x", phase="Succeeded"), False),
+        (pod("x", phase="Failed"), False),
+        (pod("x", deleting=True), False),
+        (pod("x", request=0), False),
+        (pod("x", devices=None), False),
+        (pod("x", resource="example.com/gpu"), False),
+    ],
+)
+def test_may_serve(candidate: PodView, servable: bool) -> None:
+    """The plugin indexes its cache by this rule, so it must keep every pod pick_pod could choose or report."""
+    assert may_serve(candidate) is servable
+
+
+_annotations = st.sampled_from(
+    [None, "Ascend910-0,Ascend910-1", "Ascend910-2", "Ascend910-0,,", "0-vir04", "0,1", "garbage"]
+)
+_times = st.sampled_from([None, "5", "100", TAKEN, "018446744073709551615", "yesterday", "-1"])
+_pods = st.builds(
+    lambda i, devices, time, resource, request, phase, deleting: pod(
+        f"p{i}", devices, time, resource=resource, request=request, phase=phase, deleting=deleting, created=float(i)
+    ),
+    st.integers(0, 5),
+    _annotations,
+    _times,
+    st.sampled_from([RES, CORE]),
+    st.sampled_from([0, 1, 2, 4, 40]),
+    st.sampled_from(["Pending", "Running", "Succeeded", "Failed", "Unknown"]),
+    st.booleans(),
+)
+
+
+@given(st.lists(_pods, max_size=8), st.sampled_from([(RES, 1), (RES, 2), (CORE, 4), (CORE, 40)]))
+def test_pick_pod_chooses_the_same_among_the_servable_pods_alone(pods: list[PodView], want: tuple[str, int]) -> None:
+    resource, count = want
+    aicore = 20 if resource == CORE else None
+    everything = pick_pod(pods, resource, count, chip_aicore=aicore)
+    servable = pick_pod([p for p in pods if may_serve(p)], resource, count, chip_aicore=aicore)
+    assert servable == everything
 
 
 def test_no_pod_gives_an_empty_choice_with_the_rejects() -> None:

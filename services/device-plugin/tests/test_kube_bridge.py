@@ -1,4 +1,5 @@
-"""KubeBridge keeps the chips in use for health and the holders per pod event; they must equal a full pass."""
+"""KubeBridge keeps the chips in use for health, the holders and the pods the Volcano path can choose per
+pod event; they must equal a full pass."""
 
 from __future__ import annotations
 
@@ -8,18 +9,25 @@ from typing import Any, cast
 
 from ascend_common.inuse import ALLOCATION_PHASES, chips_in_use_for_allocation, chips_in_use_for_health
 from ascend_common.pods import SlimPod
+from ascend_device_plugin.core.volcano import PREDICATE_TIME, TAKEN, may_serve
 from ascend_device_plugin.kube import KubeBridge
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 CHIPS = [f"Ascend910-{i}" for i in range(4)]
 
 
-def slim(uid: str, phase: str, chips: list[str], rv: int, key: str = "huawei.com/AscendReal") -> SlimPod:
+def slim(
+    uid: str, phase: str, chips: list[str], rv: int, key: str = "huawei.com/AscendReal",
+    *, time: str | None = None, request: int = 0, deleting: bool = False,
+) -> SlimPod:  # fmt: skip
     annotations = {key: ",".join(chips)} if chips else {}
+    if time is not None:
+        annotations[PREDICATE_TIME] = time
+    requests = {"huawei.com/Ascend910": request} if request else {}
     return SlimPod(
         namespace="ml", name=f"pod-{uid}", uid=uid, phase=phase, node_name="node-a",
-        annotations=MappingProxyType(annotations), labels=MappingProxyType({}), requests=MappingProxyType({}),
-        deleting=False, created=0.0, resource_version=str(rv),
+        annotations=MappingProxyType(annotations), labels=MappingProxyType({}), requests=MappingProxyType(requests),
+        deleting=deleting, created=0.0, resource_version=str(rv),
     )  # fmt: skip
 
 
@@ -38,8 +46,13 @@ async def test_counts_follow_every_event_as_a_full_pass_would() -> None:
         else:
             chips = rng.sample(CHIPS, rng.randrange(3))
             key = rng.choice(("huawei.com/AscendReal", "huawei.com/kltDev", "huawei.com/Ascend910"))
-            bridge._pods_changed("MODIFIED", slim(uid, rng.choice(PHASES), chips, rv, key))
+            pod = slim(
+                uid, rng.choice(PHASES), chips, rv, key,
+                time=rng.choice((None, "5", TAKEN)), request=rng.choice((0, 2)), deleting=rng.random() < 0.1,
+            )  # fmt: skip
+            bridge._pods_changed("MODIFIED", pod)
         assert (bridge.in_use_for_health(), bridge.holding()) == full_pass(bridge)
+        assert {p.uid for p in bridge.servable()} == {p.uid for p in bridge.pods() if may_serve(p)}
         assert set(bridge.uids()) == {p.uid for p in bridge.pods()}
         # The holders are the pods whose allocations the free-list predicate counts.
         holders = [p for p in bridge.pods() if p.uid in bridge.holding()]

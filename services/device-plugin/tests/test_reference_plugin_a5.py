@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -37,6 +36,7 @@ from ascend_device_plugin.resources import ResourceManager
 from ascend_device_plugin.views import ViewBoard
 
 from tests.support.chips import A5_SERVER_BOARD, A5_SERVER_MAIN_BOARD, node_910b, node_950
+from tests.support.pod_source import FakePods
 
 TOPO = "HCCL_TOPO_FILE_PATH"
 NPU_CONFIG = "ascend.kubectl.kubernetes.io/ascend-npu-configuration"
@@ -150,21 +150,6 @@ def test_AddDevicesInDir_should_return_error_when_readDir_error(tmp_path: Path) 
 
 
 # --- the same rules through the allocator ------------------------------------------------------
-
-
-@dataclass
-class FakePods:
-    items: list[PodView] = field(default_factory=list)
-    patches: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
-
-    def pods(self) -> list[PodView]:
-        return list(self.items)
-
-    async def refresh(self) -> None:
-        return None
-
-    async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str], **_: object) -> None:
-        self.patches.append((namespace, name, annotations))
 
 
 def setup(chips: Mapping[int, Chip], **kw: object) -> tuple[Allocator, ResourceManager, FakePods]:

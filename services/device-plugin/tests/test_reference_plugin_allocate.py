@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import grpc
 import pytest
@@ -36,25 +35,11 @@ from ascend_device_plugin.server import status_of
 from ascend_device_plugin.views import ViewBoard
 
 from tests.support.chips import exporter_chip, node_910b
+from tests.support.pod_source import FakePods
 
 # The Go test's plugin server: eight Ascend910 chips, Ascend910-0 .. Ascend910-7.
 KNOWN = {f"Ascend910-{p}" for p in range(8)}
 CONFIG_910 = "ascend.kubectl.kubernetes.io/ascend-910-configuration"
-
-
-@dataclass
-class FakePods:
-    items: list[PodView] = field(default_factory=list)
-    patches: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
-
-    def pods(self) -> list[PodView]:
-        return list(self.items)
-
-    async def refresh(self) -> None:
-        return None
-
-    async def patch_pod(self, namespace: str, name: str, annotations: dict[str, str], **_: object) -> None:
-        self.patches.append((namespace, name, annotations))
 
 
 def allocator(chips: Mapping[int, Chip], share_count: int = 1, **kw: object) -> tuple[Allocator, FakePods]:

@@ -24,7 +24,6 @@ from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.chips import RESOURCE_PREFIX, ChipFamily, ResourceType
 from ascend_common.inuse import ALLOCATION_PHASES, ASCEND_REAL
 from ascend_common.naming import NPU_CORE, parse_device_id, vnpu_device_id
-from ascend_common.pods import FINISHED_PHASES
 
 from ascend_device_plugin.core.allocate import (
     UB_DEVICE_DIRS,
@@ -58,6 +57,9 @@ HOST_DEV_NODES = ("/dev/davinci_manager", "/dev/davinci_manager_docker", "/dev/h
 
 class PodSource(Protocol):
     def pods(self) -> list[PodView]: ...
+
+    def servable(self) -> list[PodView]:
+        """The cached pods that pass core.volcano.may_serve: the only ones the Volcano path can choose."""
 
     async def refresh(self) -> None:
         """Re-list now (a cold cache may not have the pod an Allocate is for yet)."""
@@ -276,7 +278,7 @@ class Allocator:
         assert self.pods is not None
         for attempt in range(2):
             # The taken ones are left out here: pick_pod parses only what is left.
-            pods = [p for p in self.pods.pods() if p.phase not in FINISHED_PHASES and p.uid not in self._taken]
+            pods = [p for p in self.pods.servable() if p.uid not in self._taken]
             choice = pick_pod(pods, resource_name, count, chip_aicore=aicore)
             if choice.pod is not None or attempt:
                 return choice

@@ -32,6 +32,7 @@ from ascend_device_plugin.allocator import NodeFacts
 from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, slow_node_envs
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels
+from ascend_device_plugin.core.volcano import may_serve
 from ascend_device_plugin.inventory import InventorySource
 from ascend_device_plugin.settings import PluginSettings
 
@@ -76,6 +77,7 @@ class KubeBridge:
     # kltDev/AscendReal lands, the predicate cannot name its chips yet, but its mappings must stay).
     _holding: set[str] = field(default_factory=set)
     _allocated: dict[str, PodView] = field(default_factory=dict)  # holders that carry kltDev (by uid)
+    _servable: dict[str, PodView] = field(default_factory=dict)  # pods the Volcano path can choose (by uid)
     _labels_written: dict[str, str] = field(default_factory=dict)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _label_task: asyncio.Task[None] | None = None
@@ -110,7 +112,12 @@ class KubeBridge:
             self._pending = asyncio.get_running_loop().call_later(POD_DEBOUNCE_S, self._flush)
 
     def _count(self, view: PodView, step: int) -> None:
-        """Add (step 1) or take away (step -1) one pod's share of the chips in use for health and holders."""
+        """Add (step 1) or take away (step -1) one pod's share of the chips in use for health, of the
+        holders and of the pods the Volcano path can choose."""
+        if step > 0 and may_serve(view):
+            self._servable[view.uid] = view
+        elif step < 0:
+            self._servable.pop(view.uid, None)
         if view.phase in ALLOCATION_PHASES:
             if step > 0:
                 self._holding.add(view.uid)
@@ -135,6 +142,9 @@ class KubeBridge:
     def allocated(self) -> Mapping[str, PodView]:
         """Pending and Running pods that carry an allocation's `kltDev` annotation, by uid."""
         return self._allocated
+
+    def servable(self) -> list[PodView]:
+        return list(self._servable.values())
 
     def uids(self) -> KeysView[str]:
         return self._views.keys()

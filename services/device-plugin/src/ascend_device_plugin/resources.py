@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Container, Iterable, Mapping
+from dataclasses import replace
 from types import MappingProxyType
 
 from ascend_common.chips import ResourceType
@@ -153,13 +154,18 @@ class ResourceManager:
         if restored:
             self._recompute()
 
+    # An allocation changes no chip's health, only which device ids report it: the chips' decisions
+    # stand and only the device lists are published again (an Allocate waits for this, a recompute
+    # of every chip's health would add most of a millisecond to it).
+
     def volcano_allocated(self, pod_uid: str, kubelet_to_real: Mapping[str, str]) -> None:
         self._volcano_by_pod[pod_uid] = dict(kubelet_to_real)
-        self._recompute()
+        self._inventory = replace(self._inventory, volcano_map=self._volcano_map())
+        self._publish_devices()
 
     def cores_allocated(self, pod_uid: str, core_to_phy: Mapping[str, int]) -> None:
         self._cores_by_pod[pod_uid] = dict(core_to_phy)
-        self._recompute()
+        self._publish_devices()
 
     # ---- recompute and publish ---------------------------------------------------------------
 
@@ -189,15 +195,22 @@ class ResourceManager:
             self._decisions[chip.logic_id] = decision
             if (info := chip_info(chip, decision.healthy)) is not None:
                 infos[info.phy_id] = info
-        rtype = self._physical_type()
-        volcano_map = {k: v for mapping in self._volcano_by_pod.values() for k, v in mapping.items()}
         self._inventory = Inventory(
-            rtype, MappingProxyType(infos), MappingProxyType(dict(self._chips)), MappingProxyType(volcano_map),
-            self._super_pod, self._main_board_id,
+            self._physical_type(), MappingProxyType(infos), MappingProxyType(dict(self._chips)),
+            self._volcano_map(), self._super_pod, self._main_board_id,
         )  # fmt: skip
+        self._publish_devices()
+
+    def _volcano_map(self) -> Mapping[str, str]:
+        return MappingProxyType({k: v for mapping in self._volcano_by_pod.values() for k, v in mapping.items()})
+
+    def _publish_devices(self) -> None:
+        """Every resource's device list from the inventory's chips (their health decided already)."""
+        inventory = self._inventory
+        rtype = inventory.physical_type
         if rtype is None:
             return
-        chips = list(infos.values())
+        chips = list(inventory.chips.values())
         self._publish(rtype.value, self._remap(physical_devices(chips, rtype, share_count=self._share_count)))
         if self._preset_virtual_device:
             for suffix in sorted({v.suffix for c in chips for v in c.vnpus}):
@@ -205,7 +218,7 @@ class ResourceManager:
         else:
             cores_in_use = {k: v for mapping in self._cores_by_pod.values() for k, v in mapping.items()}
             health = core_health(chips, cores_in_use)
-            numa = {phy: c.numa_node for phy, c in infos.items()}
+            numa = {c.phy_id: c.numa_node for c in chips}
             cores = core_ids(chips)
             self._publish(NPU_CORE, [DeviceEntry(core, health[core], numa.get(cores[core])) for core in cores])
 

@@ -192,6 +192,19 @@ def _phy(text: str) -> int:
     return int(text)
 
 
+def may_serve(pod: PodView) -> bool:
+    """Whether pick_pod could choose this pod for some resource: it is not finished or being deleted,
+    it requests a `huawei.com/` resource and carries that resource's annotation, and it is not marked
+    taken. The plugin keeps the pods of its cache that pass as they change, so an Allocate looks at
+    Volcano's few waiting pods, not at every pod of a 10,000-pod node."""
+    if pod.phase in FINISHED_PHASES or pod.deleting or pod.annotations.get(PREDICATE_TIME) == TAKEN:
+        return False
+    return any(
+        count > 0 and name.startswith(RESOURCE_PREFIX) and name in pod.annotations
+        for name, count in pod.requests.items()
+    )
+
+
 @dataclass(frozen=True)
 class Reject:
     pod: PodView
@@ -221,7 +234,8 @@ def pick_pod(
     `chip_aicore` is needed to count cores). vNPU resources have no Volcano path: the reference
     allocates them by the kubelet's IDs (plugin.go `useVolcano`).
     Smallest predicate-time wins; ties by creation time, then namespace/name, so the choice
-    does not depend on the order of the pod cache.
+    does not depend on the order of the pod cache. Only pods that pass `may_serve` can be chosen,
+    so callers may hand in just those.
     """
     dynamic = resource_name == NPU_CORE_RESOURCE
     rtype: ResourceType | None = None
