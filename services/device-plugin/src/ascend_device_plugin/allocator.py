@@ -2,9 +2,10 @@
 
 Paths (contract sections 3-5): plain (the kubelet's ids), Volcano (the devices Volcano wrote
 on the oldest pending pod, which is marked taken), static vNPU, dynamic vNPU (`npu-core`:
-the vNPU the pod's annotation names is created through the exporter) and 310P sharing. The
-one API write per allocation is the patch of the pod, sent right after the kubelet has its
-answer; reads come from the pod cache.
+the vNPU the pod's annotation names is created through the exporter) and 310P sharing. Reads
+come from the pod cache. The Volcano path writes the pod twice: marked taken inside the call
+(the kubelet's admission waits for it, as in the reference), then the allocation report once the
+kubelet has its answer; the other paths write only the report, after the answer.
 """
 
 from __future__ import annotations
@@ -250,8 +251,12 @@ class Allocator:
             responses.append(self._response(self._devices(ids, real[offset : offset + len(ids)]), volcano=True))
             offset += len(ids)
         self.resources.volcano_allocated(pod.uid, dict(zip(kubelet_ids, real, strict=True)))
-        self._patch_later(pod, self._pod_annotations(pod, resource, real, kubelet_ids))
-        log.info("allocated by Volcano", extra={"pod": pod.key, "devices": real, "kubelet_ids": kubelet_ids})
+
+        def settle() -> dict[str, str]:
+            log.info("allocated by Volcano", extra={"pod": pod.key, "devices": real, "kubelet_ids": kubelet_ids})
+            return self._pod_annotations(pod, resource, real, kubelet_ids)
+
+        self._after_answer(pod, settle)
         return pb.AllocateResponse(container_responses=responses)
 
     async def _mark_taken(self, pod: PodView) -> None:
@@ -305,23 +310,25 @@ class Allocator:
             )  # fmt: skip
         return annotations
 
-    def _patch_later(self, pod: PodView, annotations: dict[str, str]) -> None:
-        """Write the pod's one patch (taken + allocation report) off the Allocate path.
+    def _after_answer(self, pod: PodView, settle: Callable[[], dict[str, str]]) -> None:
+        """What an allocation leaves for after the kubelet has its answer: `settle` logs it and returns
+        the pod's annotations (the allocation report), which are then patched onto the pod with retries
+        and backoff (libs/common).
 
-        The pod is already marked taken in memory, so no later Allocate can pick it again;
-        the kubelet gets its answer without waiting for the API server. The patch retries
-        with backoff (libs/common) and is awaited on shutdown.
+        A task's first step runs after the Allocate handler has handed its answer to gRPC, so none of
+        this delays the admission. The pod is held in memory meanwhile (no later Allocate can choose
+        it again), and stop() awaits the task.
         """
         assert self.patcher is not None
         patcher = self.patcher
 
-        async def write() -> None:
+        async def finish() -> None:
             try:
-                await patcher.patch_pod(pod.namespace, pod.name, annotations)
+                await patcher.patch_pod(pod.namespace, pod.name, settle())
             except Exception as exc:  # the allocation stands; the report is what failed
                 log.error("could not annotate the allocated pod", extra={"pod": pod.key, "error": str(exc)})
 
-        task = asyncio.create_task(write(), name=f"patch-{pod.key}")
+        task = asyncio.create_task(finish(), name=f"allocated-{pod.key}")
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -411,9 +418,12 @@ class Allocator:
             responses.append(self._response(devices[offset : offset + len(ids)], dynamic=True, volcano=True))
             offset += len(ids)
         self.resources.cores_allocated(pod.uid, {d.kubelet_id: d.phy_id for d in devices})
-        annotations = {**taken_patch(), **real_allocation_annotations(real, cores, vfg_ids=vfg)}
-        self._patch_later(pod, annotations)
-        log.info("allocated npu-core", extra={"pod": pod.key, "real": real, "cores": len(cores)})
+
+        def settle() -> dict[str, str]:
+            log.info("allocated npu-core", extra={"pod": pod.key, "real": real, "cores": len(cores)})
+            return {**taken_patch(), **real_allocation_annotations(real, cores, vfg_ids=vfg)}
+
+        self._after_answer(pod, settle)
         return pb.AllocateResponse(container_responses=responses)
 
     def forget(self, present: Container[str]) -> None:
