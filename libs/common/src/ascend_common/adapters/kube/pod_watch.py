@@ -100,10 +100,14 @@ class PodCache:
     def __len__(self) -> int:
         return len(self._by_uid)
 
+    async def listed(self) -> None:
+        """Return once the first list has landed."""
+        await self._synced.wait()
+
     async def wait_synced(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bounded wait is the API
         """True once the first list has landed; False if that did not happen within `timeout` s."""
         try:
-            await asyncio.wait_for(self._synced.wait(), timeout)
+            await asyncio.wait_for(self.listed(), timeout)
         except TimeoutError:
             return False
         return True
