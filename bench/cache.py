@@ -15,7 +15,7 @@ from bench.figures import Figure, Section, usage_figures
 from bench.footprint import rss_target_mb, service_floor_mb
 from bench.pods import NODE, VolcanoQueue, filler_pods, wait_pod_caches
 from bench.stack import Stack, StackConfig, idle_usage, stack, usage_during
-from bench.volcano import CHIPS, PACED_GAP_S, PROFILE, TARGET_S, volcano_latency
+from bench.volcano import ASYNCHRONOUS_BEFORE, CHIPS, PACED_GAP_S, PROFILE, TARGET_S, volcano_latency
 
 CONFIG = StackConfig(profile=PROFILE, fault_manager=True, kube="api", plugin_args=("--volcano-type",))
 
@@ -61,5 +61,6 @@ async def run(pods: int, rounds: int, idle_s: float) -> Section:
         " previous pod gone, a new one scheduled); the fault-manager re-checks the device-info ConfigMap for them"
         " at most once per --write-interval (1 s)."
     )
+    section.notes.append(ASYNCHRONOUS_BEFORE)
     section.seconds = time.monotonic() - started
     return section
