@@ -1,7 +1,9 @@
 """Kubernetes access for the node services, one module per verb; everything that touches the
-official `kubernetes` client lives here. The one thing done at import: the `kubernetes` package is
-registered without its __init__, which would load every sub-package (adapters.lazy_packages);
-the modules here use kubernetes.client and kubernetes.config alone.
+official `kubernetes` client lives here. The one thing done at import: the `kubernetes` package and
+two of its sub-packages are registered without their __init__, which load every sub-package
+(adapters.lazy_packages): the modules here use kubernetes.client, the in-cluster loader of
+kubernetes.config (its kubeconfig loader only for a kubeconfig) and, through the client,
+kubernetes.utils.retry.
 
 - config: where the apiserver is (kubeconfig, in-cluster) and the ApiClient for it
 - client: calls in threads with timeouts, typed errors, bounded retries (what every verb uses)
@@ -15,3 +17,5 @@ the modules here use kubernetes.client and kubernetes.config alone.
 from ascend_common.adapters.lazy_packages import bare_package
 
 bare_package("kubernetes")
+bare_package("kubernetes.config")  # its __init__ loads kube_config: requests, oauthlib, PyYAML
+bare_package("kubernetes.utils")  # its __init__ loads create_from_yaml (PyYAML), metrics, durationpy
