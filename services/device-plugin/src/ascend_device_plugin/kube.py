@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, KeysView, Mapping
 from dataclasses import dataclass, field
 
-from ascend_common.adapters.kube.client import KubeApiError, call, core_v1, read_json
+from ascend_common.adapters.kube.client import ApiClient, KubeApiError, call, core_v1, read_json
 from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.patch import (
     SlimNode,
@@ -26,7 +26,6 @@ from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.gojson import INT32
 from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
 from ascend_common.pods import SlimPod
-from kubernetes.client import ApiClient
 
 from ascend_device_plugin.allocator import NodeFacts
 from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, slow_node_envs

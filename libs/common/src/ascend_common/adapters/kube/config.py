@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import load_incluster_config
 
 from ascend_common.adapters.kube.client import ApiClient
 
@@ -118,6 +118,8 @@ def _absolute(item: str, entry: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 def read_kubeconfigs(files: Sequence[Path], *, skip_missing: bool) -> list[tuple[Path, Mapping[str, Any]]]:
     """The files parsed, in order; a missing one skipped (KUBECONFIG) or an error (--kubeconfig)."""
+    import yaml  # only for a kubeconfig: an in-cluster plugin never loads it
+
     documents: list[tuple[Path, Mapping[str, Any]]] = []
     for path in files:
         try:
@@ -174,13 +176,17 @@ def build_api_client(
                 # The client picks HTTP(S)_PROXY from the environment; a local apiserver is never behind one.
                 cfg.proxy = None
         elif source.kind == "in-cluster":
-            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
+            # Its module brings requests, oauthlib and their charset detection (4-5 MB resident, for
+            # OIDC refresh): loaded for a kubeconfig only, never by a pod using its service account.
+            from kubernetes.config.kube_config import load_kube_config_from_dict
+
             documents = read_kubeconfigs(source.files, skip_missing=source.kind == "KUBECONFIG")
-            k8s_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+            load_kube_config_from_dict(  # type: ignore[no-untyped-call]
                 merge_kubeconfigs(documents), context=context, client_configuration=cfg
             )
-    except (k8s_config.ConfigException, ValueError) as exc:
+    except (ConfigException, ValueError) as exc:
         raise KubeConfigError(f"cannot load the Kubernetes configuration ({source.detail}): {exc}") from exc
     log.info("apiserver configuration", extra={"source": source.kind, "from": source.detail, "server": cfg.host})
     return k8s.ApiClient(cfg)

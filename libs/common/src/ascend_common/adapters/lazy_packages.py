@@ -1,0 +1,53 @@
+"""Keep third-party package code the services never run out of their resident memory.
+
+Two libraries load far more at import than a service uses, and a Python module once loaded stays
+resident for the life of the process:
+
+- `import httpx` also imports its command-line client (httpx._main) when it can: click, and in an
+  environment that has them (the dev venv) rich and pygments, 4-5 MB that no service calls.
+- `kubernetes/__init__.py` imports every sub-package (dynamic with kubernetes_validate and jsonschema,
+  stream with websocket, watch with pydoc, leaderelection, informer), 3-4 MB, where the services use
+  `kubernetes.client` and `kubernetes.config` alone.
+
+Each function here acts only if the package is not imported yet, so it must run before the first
+import of it: the adapter packages that wrap these libraries call them from their __init__.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from types import ModuleType
+
+
+def skip_httpx_cli() -> None:
+    """Make httpx's optional `from ._main import main` fail, as it does where click is not
+    installed: httpx then defines a `main` that only says the CLI is unavailable."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None: "not importable"
+
+
+def bare_package(name: str) -> None:
+    """Register package `name` without running its __init__: `from name import sub` then loads
+    `sub` alone. An attribute the skipped __init__ would have set, a sub-package, is imported
+    on first access (`name.sub`), so code that expects the full package still finds it."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.submodule_search_locations is None:
+        return  # not installed, or not a package: the ordinary import reports it as before
+    package = importlib.util.module_from_spec(spec)
+
+    def submodule(attr: str) -> ModuleType:
+        if attr.startswith("__"):
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+        try:
+            return importlib.import_module(f"{name}.{attr}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{name}.{attr}":
+                raise  # the sub-package exists but needs a library that is missing
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}") from None
+
+    vars(package)["__getattr__"] = submodule  # PEP 562: consulted on a missing attribute
+    sys.modules[name] = package
