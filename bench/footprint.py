@@ -42,7 +42,7 @@ SERVICE_MODULES = {
 # The large third-party libraries among them.
 LIBRARIES = {
     "fastapi + uvicorn": ("fastapi", "uvicorn"),
-    "kubernetes client (ApiClient + config)": ("kubernetes.client:ApiClient", "kubernetes.config"),
+    "kubernetes client as the adapters load it (ApiClient, in-cluster config)": (K8S,),
     "SQLAlchemy (Core)": ("sqlalchemy",),
     "grpcio + protobuf": ("grpc", "google.protobuf"),
 }
@@ -62,15 +62,25 @@ DEFERRED: dict[str, dict[str, tuple[str, ...]]] = {
         service: {
             "the kubernetes client's generated CoreV1Api and its models, replaced by raw REST calls through"
             " the ApiClient (ascend_common.adapters.kube.client.CoreV1)": ("kubernetes.client:CoreV1Api",),
+            "the sub-packages the kubernetes package's __init__ loads (stream, watch, leaderelection, informer;"
+            " dynamic too, not counted: it cannot load without that __init__), skipped"
+            " (ascend_common.adapters.lazy_packages)": (
+                "kubernetes.stream",
+                "kubernetes.watch",
+                "kubernetes.leaderelection",
+                "kubernetes.informer",
+            ),
+            "the kubeconfig loader (requests, oauthlib, PyYAML), now loaded for a kubeconfig only, never in a"
+            " pod with its service account": ("kubernetes.config.kube_config",),
         }
         for service in POD_CACHING
     },
 }
 
-# In the dev venv some libraries load optional extras the image does not have: httpx its CLI
-# (rich and pygments, here for ascendctl and the tests; click stays: uvicorn needs it), kubernetes its
-# client-side validation (kubernetes_validate, jsonschema: here for the deploy tests). Blocking them gives
-# the import floor as deployed.
+# In the dev venv some libraries find optional extras the image does not have: rich and pygments (for
+# ascendctl and the tests; httpx's CLI, which would load them, is kept out of every service by
+# ascend_common.adapters.lazy_packages), kubernetes' client-side validation (kubernetes_validate, jsonschema:
+# here for the deploy tests). Blocking them gives the import floor as deployed.
 DEV_ONLY = ("rich", "pygments", "kubernetes_validate", "jsonschema", "typer")
 # `module` or `module:attribute` (an attribute loaded lazily on first use), after the comma-joined
 # top-level packages to block (empty: none).
