@@ -41,6 +41,7 @@ from dcmi_exporter.events import EventLog
 from dcmi_exporter.snapshot import (
     Snapshot,
     change_of,
+    changed,
     chip_discovered,
     chip_dropped,
     chip_ok,
@@ -251,7 +252,7 @@ class ChipPoller:
             for code in after:
                 if code not in before:
                     self._publish_fault(new, self._fault_data(code, Assertion.OCCUR, origin, now))
-        if change_of(prev) != change_of(new):
+        if changed(prev, new):
             self.events.publish(
                 EventType.CHIP, now, logic_id=new.logic_id, phy_id=new.phy_id, chip=new.name, change=change_of(new)
             )
@@ -273,15 +274,14 @@ class ChipPoller:
 
     def _rebuild(self) -> None:
         ready = bool(self._addr) and len(self._first_read) == len(self._addr)
-        node = self.snapshot.node.model_copy(
-            update={
-                "updated_at": self.clock.now(),
-                "last_event_id": self.events.head_id,
-                "switch_faults": list(self._switch.values()),
-                "ready": ready,
-            }
+        self.snapshot = Snapshot.build(
+            self.snapshot.node,
+            self._chips,
+            updated_at=self.clock.now(),
+            last_event_id=self.events.head_id,
+            switch_faults=list(self._switch.values()),
+            ready=ready,
         )
-        self.snapshot = Snapshot.build(node, self._chips)
 
     def publish(self, type_: EventType, **fields: Any) -> None:
         """Publish an event that changes no chip (jobs, vNPUs) and refresh the snapshot's id."""
