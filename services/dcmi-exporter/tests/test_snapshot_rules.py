@@ -8,12 +8,14 @@ from ascend_common.schemas.exporter import CARD_DROP_CODE, ChipDynamic, ChipStat
 from ascend_common.schemas.reading import Reading
 from dcmi_exporter.snapshot import (
     change_of,
+    changed,
     chip_discovered,
     chip_dropped,
     chip_ok,
     chip_unknown,
     codes_of,
     merge_codes,
+    with_codes,
 )
 
 
@@ -98,3 +100,31 @@ def test_unknown_keeps_values_but_not_health() -> None:
     unknown = chip_unknown(chip)
     assert (unknown.state, unknown.healthy, codes_of(unknown)) == (ChipState.UNKNOWN, None, ["A"])
     assert change_of(unknown) != change_of(chip)
+
+
+def test_changed_is_a_difference_of_change_of() -> None:
+    ok = chip_ok(ADDR, static(), dynamic(), 1.0)
+    chips = [
+        ok,
+        chip_ok(ADDR, static(), dynamic(), 2.0),  # only the time differs: no change
+        chip_ok(ADDR, static(), dynamic(health=2), 1.0),
+        chip_ok(ADDR, static(), dynamic(network=1), 1.0),
+        chip_ok(ADDR, static(), dynamic().model_copy(update={"boot_status": Reading[int].ok(3)}), 1.0),
+        chip_unknown(ok),
+        chip_dropped(ok, 1.0),
+        chip_discovered(ADDR, static()),
+    ]
+    for a in chips:
+        for b in chips:
+            assert changed(a, b) == (change_of(a) != change_of(b))
+
+
+def test_with_codes_keeps_a_chip_that_already_has_them() -> None:
+    chip = chip_ok(ADDR, static(), dynamic(codes=["A", "B"]), 1.0)
+    assert with_codes(chip, ["A", "B"]) is chip  # a poll that agrees: nothing rebuilt
+    assert codes_of(with_codes(chip, ["B", "A"])) == ["B", "A"]
+    unread = chip.model_copy(
+        update={"dynamic": dynamic().model_copy(update={"error_codes": Reading[list[str]].error(-8012)})}
+    )
+    cleared = with_codes(unread, [])  # an unread list becomes an empty one, as before
+    assert cleared.dynamic is not None and cleared.dynamic.error_codes == Reading[list[str]].ok([])

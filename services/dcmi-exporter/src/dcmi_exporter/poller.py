@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +41,7 @@ from dcmi_exporter.events import EventLog
 from dcmi_exporter.snapshot import (
     Snapshot,
     change_of,
+    changed,
     chip_discovered,
     chip_dropped,
     chip_ok,
@@ -87,6 +89,7 @@ class ChipPoller:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._first_read: set[int] = set()
         self._stopping = False
+        self._tick_origin = 0.0  # loop time of the poll grid's first tick
         self.discovered = asyncio.Event()
         self.snapshot = Snapshot(node=self._node(Reading[str].error(-8005), SubscriptionState.POLLING, ready=False))
 
@@ -129,6 +132,7 @@ class ChipPoller:
             extra={"chips": len(self._addr), "subscription": subscription.value, "backend": self.backend.kind},
         )
         self.discovered.set()
+        self._tick_origin = asyncio.get_running_loop().time()
         for logic in self._addr:
             self._tasks.essential(self._chip_loop(logic), f"chip-{logic}")
 
@@ -171,6 +175,7 @@ class ChipPoller:
 
     async def _chip_loop(self, logic: int) -> None:
         wake = self._wake[logic]
+        loop = asyncio.get_running_loop()
         while not self._stopping:
             try:
                 await self.read_chip(logic)
@@ -178,9 +183,19 @@ class ChipPoller:
                 log.exception("chip read failed", extra={"logic_id": logic})
             # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.poll_period):
+                async with asyncio.timeout_at(self.next_tick(loop.time())):
                     await wake.wait()
             wake.clear()
+
+    def next_tick(self, now: float) -> float:
+        """The poll grid's first tick after `now` (loop time): ticks are one period apart.
+
+        Every chip's loop waits for the same ticks, so one wake-up of the process starts every
+        chip's read. Waiting a period from the end of each chip's own read, as before, let the
+        chips drift apart until each cost a wake-up (and a thread's) of its own.
+        """
+        periods = math.floor((now - self._tick_origin) / self.poll_period) + 1
+        return self._tick_origin + periods * self.poll_period
 
     def refresh_soon(self, logic: int) -> None:
         """Re-read a chip now instead of at its next period (after an event or a command)."""
@@ -237,7 +252,7 @@ class ChipPoller:
             for code in after:
                 if code not in before:
                     self._publish_fault(new, self._fault_data(code, Assertion.OCCUR, origin, now))
-        if change_of(prev) != change_of(new):
+        if changed(prev, new):
             self.events.publish(
                 EventType.CHIP, now, logic_id=new.logic_id, phy_id=new.phy_id, chip=new.name, change=change_of(new)
             )
@@ -259,15 +274,14 @@ class ChipPoller:
 
     def _rebuild(self) -> None:
         ready = bool(self._addr) and len(self._first_read) == len(self._addr)
-        node = self.snapshot.node.model_copy(
-            update={
-                "updated_at": self.clock.now(),
-                "last_event_id": self.events.head_id,
-                "switch_faults": list(self._switch.values()),
-                "ready": ready,
-            }
+        self.snapshot = Snapshot.build(
+            self.snapshot.node,
+            self._chips,
+            updated_at=self.clock.now(),
+            last_event_id=self.events.head_id,
+            switch_faults=list(self._switch.values()),
+            ready=ready,
         )
-        self.snapshot = Snapshot.build(node, self._chips)
 
     def publish(self, type_: EventType, **fields: Any) -> None:
         """Publish an event that changes no chip (jobs, vNPUs) and refresh the snapshot's id."""

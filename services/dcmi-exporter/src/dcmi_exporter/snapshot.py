@@ -34,13 +34,15 @@ class Snapshot:
     by_logic: Mapping[int, Chip] = field(default_factory=dict)
 
     @staticmethod
-    def build(node: NodeInfo, chips: Mapping[int, Chip]) -> Snapshot:
+    def build(node: NodeInfo, chips: Mapping[int, Chip], **node_update: object) -> Snapshot:
+        """The snapshot of `chips`; `node` gets their counts and `node_update` in one copy."""
         ordered = tuple(chips[k] for k in sorted(chips))
         states = {s: 0 for s in ChipState}
         for chip in ordered:
             states[chip.state] += 1
         node = node.model_copy(
             update={
+                **node_update,
                 "chip_count": len(ordered),
                 # A chip of the v2 library belongs to no card (card id -1): it counts none.
                 "card_count": len({c.card_id for c in ordered if c.card_id >= 0}),
@@ -170,15 +172,25 @@ def merge_codes(known: list[str], polled: list[str], touched: set[str]) -> list[
 def with_codes(chip: Chip, codes: list[str]) -> Chip:
     if chip.dynamic is None:
         return chip.model_copy(update={"dynamic": _codes_only(codes)})
+    if chip.dynamic.error_codes.is_ok and chip.dynamic.error_codes.value == codes:
+        return chip  # already so (a poll that agrees with the subscription): frozen, nothing to copy
     dynamic = chip.dynamic.model_copy(update={"error_codes": Reading[list[str]].ok(codes)})
     return chip.model_copy(update={"dynamic": dynamic})
 
 
 def change_of(chip: Chip) -> ChipChangeData:
+    state, healthy, network_healthy, boot = _change_fields(chip)
+    return ChipChangeData(state=state, healthy=healthy, network_healthy=network_healthy, boot_status=boot)
+
+
+def changed(prev: Chip, new: Chip) -> bool:
+    """Whether `change_of` differs between the two (without building either: every poll asks)."""
+    return _change_fields(prev) != _change_fields(new)
+
+
+def _change_fields(chip: Chip) -> tuple[ChipState, bool | None, bool | None, int | None]:
     boot = chip.dynamic.boot_status.value if chip.dynamic and chip.dynamic.boot_status.is_ok else None
-    return ChipChangeData(
-        state=chip.state, healthy=chip.healthy, network_healthy=chip.network_healthy, boot_status=boot
-    )
+    return chip.state, chip.healthy, chip.network_healthy, boot
 
 
 def placeholder_static(code: int) -> ChipStatic:
