@@ -57,9 +57,9 @@ async def run(pods: int, rounds: int, idle_s: float) -> Section:
         f"{pods - queue.ahead:,} Running pods of ordinary workloads (one in ten holding a chip) and {queue.ahead}"
         f" pending Volcano pods (kept that many as they are served, see the Volcano section); from the first"
         f" process start, {synced - loaded:.1f} s until both caches had listed them. Idle figures over {idle_s:g} s"
-        " from then. While the Volcano pods are served, each call brings three pod events (its patch, the"
-        " previous pod gone, a new one scheduled); the fault-manager re-checks the device-info ConfigMap for them"
-        " at most once per --write-interval (1 s)."
+        " from then. While the Volcano pods are served, each call brings four pod events (its two patches:"
+        " marked taken, then the allocation report; the previous pod gone; a new one scheduled); the"
+        " fault-manager re-checks the device-info ConfigMap for them at most once per --write-interval (1 s)."
     )
     section.notes.append(ASYNCHRONOUS_BEFORE)
     section.seconds = time.monotonic() - started

@@ -231,6 +231,25 @@ async def test_relist_on_demand(fake: FakeApiServer, make_cache: Callable[..., A
     assert cache.lists == 2
 
 
+async def test_on_listed_runs_after_each_list_is_applied(fake: FakeApiServer, api: ApiClient) -> None:
+    """The services freeze their heap then (adapters.lifecycle.freeze_heap): the first list lands after
+    start-up and a re-list replaces every record, so each one must be told, once its pods are in."""
+    for i in range(3):
+        fake.add_pod(f"p{i}")
+    cache = PodCache(api, NODE, watch_timeout_s=30)
+    seen: list[int] = []
+    cache.on_listed.append(lambda: seen.append(len(cache)))
+    await cache.start()
+    try:
+        assert await cache.wait_synced(5)
+        assert seen == [3]
+        fake.add_pod("p3")
+        assert await cache.relist(timeout=5)
+        assert seen == [3, 4]
+    finally:
+        await cache.stop()
+
+
 async def test_stop_ends_the_watch_promptly(fake: FakeApiServer, api: ApiClient) -> None:
     cache = PodCache(api, NODE, watch_timeout_s=30)
     await cache.start()

@@ -3,6 +3,7 @@ as one to code that imports from it or reads its sub-packages as attributes."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -54,6 +55,50 @@ def test_a_sub_package_read_as_an_attribute_is_imported_then(tmp_path: Path) -> 
         "AttributeError __version__",
         "missing no_such_library_here",
     ]
+
+
+def test_a_name_only_the_init_defines_runs_the_skipped_init_then(tmp_path: Path) -> None:
+    body = """
+        bare_package("heavy")
+        from heavy import light
+        print("heavy.big" in sys.modules)
+        import heavy
+        print(heavy.VERSION, "heavy.big" in sys.modules)
+    """
+    assert run(tmp_path, body).splitlines() == ["False", "1 True"]
+
+
+def test_the_kubernetes_packages_answer_every_name_their_init_exports() -> None:
+    """What the adapters register bare stays whole for code that needs more than a sub-package:
+    the version, and every name of `__all__`, resolve to what a full import gives."""
+    probe = (
+        "import json, sys\n"
+        "{setup}\n"
+        "import kubernetes, kubernetes.config, kubernetes.utils\n"
+        "names = {{'kubernetes': ['__version__']}}\n"
+        "for mod in (kubernetes.config, kubernetes.utils):\n"
+        "    names[mod.__name__] = list(mod.__all__)\n"
+        "def what(o): return [type(o).__name__, getattr(o, '__module__', None), getattr(o, '__qualname__', repr(o))]\n"
+        "print(json.dumps({{m: {{n: what(getattr(sys.modules[m], n)) for n in ns}} for m, ns in names.items()}}))\n"
+    )
+    answers = []
+    for setup in ("import ascend_common.adapters.kube", ""):
+        code = probe.format(setup=setup)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+        answers.append(json.loads(out.stdout))
+    bare, full = answers
+    assert bare == full
+    assert len(full["kubernetes.config"]) >= 5 and "load_kube_config" in full["kubernetes.config"]
+
+
+def test_the_adapters_leave_the_kubernetes_init_unrun() -> None:
+    code = (
+        "import sys, ascend_common.adapters.kube.config\n"
+        "from kubernetes import client\n"
+        "print(sorted(m for m in ('kubernetes.dynamic', 'kubernetes.stream', 'kubernetes.watch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
 
 
 def test_a_package_already_imported_is_left_alone(tmp_path: Path) -> None:

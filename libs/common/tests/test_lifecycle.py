@@ -4,13 +4,12 @@ running service stops), background work is kept and stopped, signals and stop ho
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import signal
 
 import pytest
-from ascend_common.adapters.lifecycle import Lifecycle, freeze_after
+from ascend_common.adapters.lifecycle import Lifecycle
 
 
 async def crashes() -> None:
@@ -141,22 +140,3 @@ async def test_readiness_is_the_first_check_that_fails() -> None:
     assert kit.not_ready() == "not synced yet"
     synced = True
     assert kit.not_ready() == "never"
-
-
-async def test_what_a_cache_lists_after_start_up_is_frozen_when_it_lands() -> None:
-    """A pod cache's first list lands after the service has started (and frozen its heap): its objects
-    are frozen then, so full collections do not scan them again."""
-    landed = asyncio.Event()
-    task = asyncio.create_task(freeze_after(landed.wait()))
-    try:
-        await asyncio.sleep(0)
-        before = gc.get_freeze_count()
-        pods = [{"uid": str(i), "annotations": {"predicate-time": str(i)}} for i in range(1000)]
-        await asyncio.sleep(0)
-        assert gc.get_freeze_count() == before, "nothing is frozen before the list lands"
-        landed.set()
-        await task
-        assert gc.get_freeze_count() >= before + len(pods)
-    finally:
-        task.cancel()
-        gc.unfreeze()

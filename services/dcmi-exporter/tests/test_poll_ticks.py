@@ -8,16 +8,28 @@ import itertools
 import time
 from collections import defaultdict
 
+import pytest
 from ascend_common.chips import ChipAddress
 from ascend_common.clock import SystemClock
 from ascend_common.schemas.exporter import ChipDynamic
 from ascend_common.tokens import TokenTable
 from dcmi_exporter.backends.sim import SimBackend
+from dcmi_exporter.poller import next_tick
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.settings import ExporterSettings
 
-PERIOD_S = 0.3
-SLOW_S = 0.12  # one read of chip 0 takes this long: the old loops kept it this far behind
+PERIOD_S = 0.5
+SLOW_S = 0.25  # one read of chip 0 takes this long: the old loops kept it this far behind
+
+
+@pytest.mark.parametrize(
+    ("now", "tick"),
+    [(10.0, 11.0), (10.999, 11.0), (11.0, 12.0), (11.2, 12.0), (9.5, 10.0), (25.5, 26.0)],
+)
+def test_next_tick_is_the_first_tick_of_the_grid_after_now(now: float, tick: float) -> None:
+    """Ticks one period apart from the origin: a read that ends late waits for the next one, never a
+    full period from its own end."""
+    assert next_tick(origin=10.0, period=1.0, now=now) == pytest.approx(tick)
 
 
 async def test_a_slow_read_does_not_shift_its_chip_off_the_shared_ticks() -> None:

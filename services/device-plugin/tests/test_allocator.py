@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -300,3 +301,34 @@ async def test_AllocateWithVolcano3_with_volcano_run_ok() -> None:
     assert manager.inventory.volcano_map == {"Ascend910-0": "Ascend910-1"}
     assert "Ascend910-2" not in manager.inventory.volcano_map
     await allocator.stop()
+
+
+async def test_volcano_allocation_report_is_built_after_the_answer(caplog: pytest.LogCaptureFixture) -> None:
+    """Inside the call only the pod is marked taken; its log line and report come once the kubelet has
+    its answer (the Allocate handler has returned), then stop() flushes them."""
+    allocator, _, pods = setup(node_910b(), volcano=True)
+    pods.items = [pending("p", "Ascend910-6,Ascend910-7", "5")]
+    with caplog.at_level(logging.INFO):
+        await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
+        assert pods.patches == [("ml", "p", {"predicate-time": TAKEN})]
+        assert "allocated by Volcano" not in caplog.messages
+        await allocator.stop()
+    assert "allocated by Volcano" in caplog.messages
+    assert [p[2].get("huawei.com/AscendReal") for p in pods.patches] == [None, "Ascend910-6,Ascend910-7"]
+
+
+async def test_a_report_that_cannot_be_built_is_logged_and_the_pod_still_marked_taken(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken_node() -> NodeFacts:
+        raise RuntimeError("node facts unreadable")
+
+    allocator, _, pods = setup(node_910b(), volcano=True)
+    allocator.node = broken_node
+    pods.items = [pending("p", "Ascend910-6,Ascend910-7", "5")]
+    resp = await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
+    assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"
+    await allocator.stop()
+    assert pods.patches == [("ml", "p", {"predicate-time": TAKEN})] * 2
+    [record] = [r for r in caplog.records if r.getMessage() == "allocation report not built"]
+    assert record.exc_info is not None and "node facts unreadable" in str(record.exc_info[1])

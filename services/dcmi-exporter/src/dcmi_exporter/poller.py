@@ -61,6 +61,11 @@ def chip_key(logic_id: int) -> tuple[str, int]:
     return ("chip", logic_id)
 
 
+def next_tick(origin: float, period: float, now: float) -> float:
+    """The first tick after `now` of the grid of ticks `period` apart from `origin`."""
+    return origin + (math.floor((now - origin) / period) + 1) * period
+
+
 class ChipPoller:
     def __init__(
         self,
@@ -188,14 +193,11 @@ class ChipPoller:
             wake.clear()
 
     def next_tick(self, now: float) -> float:
-        """The poll grid's first tick after `now` (loop time): ticks are one period apart.
-
-        Every chip's loop waits for the same ticks, so one wake-up of the process starts every
-        chip's read. Waiting a period from the end of each chip's own read, as before, let the
-        chips drift apart until each cost a wake-up (and a thread's) of its own.
-        """
-        periods = math.floor((now - self._tick_origin) / self.poll_period) + 1
-        return self._tick_origin + periods * self.poll_period
+        """The poll grid's first tick after `now` (loop time). Every chip's loop waits for the same
+        ticks, so one wake-up of the process starts every chip's read. Waiting a period from the end
+        of each chip's own read, as before, let the chips drift apart until each cost a wake-up (and
+        a thread's) of its own."""
+        return next_tick(self._tick_origin, self.poll_period, now)
 
     def refresh_soon(self, logic: int) -> None:
         """Re-read a chip now instead of at its next period (after an event or a command)."""

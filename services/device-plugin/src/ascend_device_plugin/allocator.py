@@ -14,10 +14,10 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Container, Sequence
+from collections.abc import Awaitable, Callable, Container, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 from ascend_common.adapters.clients.exporter import ExporterClient, ExporterError
@@ -151,11 +151,12 @@ class Allocator:
         return containers
 
     async def allocate(self, resource: str, request: pb.AllocateRequest) -> pb.AllocateResponse:
+        # --enable-slow-node: every container gets the step-time notice. Read first, so that nothing is
+        # awaited between the allocation and its answer (the report follows the answer: _after_answer).
+        envs = await self.slow_node() if self.slow_node is not None else {}
         response = await self._allocate(resource, request)
-        if self.slow_node is not None:  # --enable-slow-node: every container gets the step-time notice
-            envs = await self.slow_node()
-            for container in response.container_responses:
-                container.envs.update(envs)
+        for container in response.container_responses:
+            container.envs.update(envs)
         return response
 
     async def _allocate(self, resource: str, request: pb.AllocateRequest) -> pb.AllocateResponse:
@@ -324,11 +325,20 @@ class Allocator:
 
         async def finish() -> None:
             try:
-                await patcher.patch_pod(pod.namespace, pod.name, settle())
+                annotations = settle()
+            except Exception:  # a bug in building the report: still mark the pod taken (a no-op if it is)
+                log.exception("allocation report not built", extra={"pod": pod.key})
+                annotations = taken_patch()
+            try:
+                await patcher.patch_pod(pod.namespace, pod.name, annotations)
             except Exception as exc:  # the allocation stands; the report is what failed
                 log.error("could not annotate the allocated pod", extra={"pod": pod.key, "error": str(exc)})
 
-        task = asyncio.create_task(finish(), name=f"allocated-{pod.key}")
+        self._in_background(finish(), f"allocated-{pod.key}")
+
+    def _in_background(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run `work` after the answer; kept until done, and awaited (bounded) by stop()."""
+        task = asyncio.create_task(work, name=name)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -337,9 +347,7 @@ class Allocator:
     def _after_plain(self, resource: str, containers: list[list[str]]) -> None:
         if self.patcher is None or self.podresources_socket is None or self.pods is None:
             return
-        task = asyncio.create_task(self._annotate_plain(resource, containers), name="annotate-plain")
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._in_background(self._annotate_plain(resource, containers), "annotate-plain")
 
     async def _annotate_plain(self, resource: str, containers: list[list[str]]) -> None:
         assert self.patcher is not None and self.podresources_socket is not None and self.pods is not None

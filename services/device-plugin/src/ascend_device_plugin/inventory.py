@@ -1,7 +1,7 @@
 """What the resource manager gives its readers, and the interfaces they see it through.
 
 The manager (resources.py) owns the plugin's resource state. The Kubernetes bridge reads an
-`Inventory`, a frozen snapshot taken at each recompute (`InventorySource`); the allocator reads
+`Inventory`, a frozen snapshot replaced at each change (`InventorySource`); the allocator reads
 it too and reports what it allocated through `Resources`' two methods. Listeners (the metrics)
 are told what was published. Nothing outside the manager writes its state.
 """

@@ -1,7 +1,8 @@
 """The plugin's edge to the cluster: the node's pods, pod patches, node labels.
 
 Wraps the shared pod cache (one watch, slim records) and patch helpers of libs/common; the
-Allocate path reads pods from here without an API call and writes one patch per pod.
+Allocate path reads pods from here without an API call (the Volcano path only the pods it can
+serve, indexed per event) and patches the pod it allocated.
 """
 
 from __future__ import annotations

@@ -76,9 +76,8 @@ class ResourceManager:
         self._verdicts: dict[str, ChipVerdict] = {}
         self._fault_manager_connected = False
         self._exporter_lost = False
-        # The chips in use for health (ascend_common.inuse.chips_in_use_for_health), read from the pods
-        # once per pod change: recompute() also runs on every Volcano Allocate, where a pass over
-        # 10,000 cached pods would cost milliseconds.
+        # The chips in use for health (ascend_common.inuse.chips_in_use_for_health), kept by the caller
+        # per pod event: a pass over 10,000 cached pods per recompute would cost milliseconds.
         self._in_use_for_health: set[str] = set()
         # Per pod uid, so that a finished pod's entries go with it:
         # Volcano path: kubelet device id -> the real device Volcano chose for the pod behind it;

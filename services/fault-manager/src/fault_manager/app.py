@@ -18,7 +18,7 @@ from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
 from ascend_common.adapters.kube.events import ApiEventSink, EventSink, FaultEvents, OfflineEventSink
 from ascend_common.adapters.kube.pod_watch import PodCache
-from ascend_common.adapters.lifecycle import Lifecycle, freeze_after
+from ascend_common.adapters.lifecycle import Lifecycle, freeze_heap
 from ascend_common.adapters.serving import bind_unix_socket, server
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.clock import Clock, SystemClock
@@ -152,7 +152,7 @@ async def serve(service: Service) -> int:
         if service.pods is not None:
             await service.pods.start()
             kit.on_stop(service.pods.stop)
-            loops.spawn(freeze_after(service.pods.listed()), "freeze-pods")
+            service.pods.on_listed.append(freeze_heap)
         service.events.start()
         kit.on_stop(service.events.stop)
         await service.reactor.start()

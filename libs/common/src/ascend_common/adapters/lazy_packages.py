@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from types import ModuleType
 
 
 def skip_httpx_cli() -> None:
@@ -30,24 +29,34 @@ def skip_httpx_cli() -> None:
 
 def bare_package(name: str) -> None:
     """Register package `name` without running its __init__: `from name import sub` then loads
-    `sub` alone. An attribute the skipped __init__ would have set, a sub-package, is imported
-    on first access (`name.sub`), so code that expects the full package still finds it."""
+    `sub` alone. A name the skipped __init__ would have set is still found on first access: a
+    sub-package is imported (as `from name import sub` itself does), and any other name
+    (`__version__`, a function the __init__ re-exports) runs the skipped __init__ then, so the
+    package is whole for whoever needs more of it than its sub-packages. One difference remains:
+    a sub-package that the __init__ shadows with a function of the same name
+    (`kubernetes.utils.create_from_yaml`) is the sub-package until something has run the __init__."""
     if name in sys.modules:
         return
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.submodule_search_locations is None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except ModuleNotFoundError:
+        return  # its parent is not installed: the ordinary import reports it as before
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
         return  # not installed, or not a package: the ordinary import reports it as before
     package = importlib.util.module_from_spec(spec)
+    loader = spec.loader
+    completed = False
 
-    def submodule(attr: str) -> ModuleType:
-        if attr.startswith("__"):
-            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
-        try:
+    def missing(attr: str) -> object:
+        nonlocal completed
+        if importlib.util.find_spec(f"{name}.{attr}") is not None:
             return importlib.import_module(f"{name}.{attr}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{name}.{attr}":
-                raise  # the sub-package exists but needs a library that is missing
-            raise AttributeError(f"module {name!r} has no attribute {attr!r}") from None
+        if not completed:
+            completed = True
+            loader.exec_module(package)  # the skipped __init__, in the package's own namespace
+            if attr in vars(package):
+                return vars(package)[attr]
+        raise AttributeError(f"module {name!r} has no attribute {attr!r}")
 
-    vars(package)["__getattr__"] = submodule  # PEP 562: consulted on a missing attribute
+    vars(package)["__getattr__"] = missing  # PEP 562: consulted on a missing attribute
     sys.modules[name] = package

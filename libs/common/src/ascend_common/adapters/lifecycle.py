@@ -168,21 +168,16 @@ class Lifecycle:
 
 
 def freeze_heap() -> None:
-    """Take what is alive now out of the collector's reach for good (gc.freeze).
+    """Take what is alive now out of the collector's reach (gc.freeze).
 
-    What start-up built (every module, the first lists and caches) lives as long as the process;
-    left to the collector, each full collection scans it again, which with 10,000 cached pods
-    pauses the event loop for 15-50 ms (measured in the plugin): an Allocate's whole budget.
-    `Lifecycle.run` calls it once the service has started; a cache whose first list lands later
-    calls it again through `freeze_after` (freezing adds to what was frozen before).
+    What start-up built (every module, the first caches) lives as long as the process; left to the
+    collector, each full collection scans it again, which with 10,000 cached pods pauses the event
+    loop for 15-50 ms (measured in the plugin): an Allocate's whole budget. `Lifecycle.run` calls it
+    once the service has started; a pod cache calls it again after each list it applies (the first
+    lands after start-up, and a re-list replaces every record). Frozen objects are still freed when
+    nothing refers to them; only reference cycles among them are never collected.
     """
     gc.freeze()
-
-
-async def freeze_after(landed: Awaitable[object]) -> None:
-    """freeze_heap() once `landed` is done (e.g. the first list of a cache that started empty)."""
-    await landed
-    freeze_heap()
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

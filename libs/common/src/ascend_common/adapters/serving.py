@@ -49,7 +49,9 @@ class QuietServer(uvicorn.Server):
     uvicorn's own loop wakes every 0.1 s to see whether `should_exit` was set, which made the
     two servers of a service most of its wake-ups when idle. Here setting `should_exit` wakes the
     loop at once, and the loop otherwise wakes only to refresh the Date header (once a second,
-    as uvicorn does).
+    as uvicorn does). Set `should_exit` on the event loop (an asyncio.Event is behind it); the
+    services' stop hooks do. It overrides uvicorn's `main_loop` (0.54: libs/common/tests/test_serving.py
+    checks the ticks, the Date header and the prompt exit).
     """
 
     def __init__(self, config: uvicorn.Config) -> None:

@@ -193,10 +193,10 @@ def _phy(text: str) -> int:
 
 
 def may_serve(pod: PodView) -> bool:
-    """Whether pick_pod could choose this pod for some resource: it is not finished or being deleted,
-    it requests a `huawei.com/` resource and carries that resource's annotation, and it is not marked
-    taken. The plugin keeps the pods of its cache that pass as they change, so an Allocate looks at
-    Volcano's few waiting pods, not at every pod of a 10,000-pod node."""
+    """Whether pick_pod could choose this pod, or report it as a reject, for some resource: it is not
+    finished or being deleted, it requests a `huawei.com/` resource and carries that resource's
+    annotation, and it is not marked taken. The plugin keeps the pods of its cache that pass as they
+    change, so an Allocate looks at Volcano's few waiting pods, not at every pod of a 10,000-pod node."""
     if pod.phase in FINISHED_PHASES or pod.deleting or pod.annotations.get(PREDICATE_TIME) == TAKEN:
         return False
     return any(

@@ -57,6 +57,8 @@ class PodCache:
         self._backoff_base_s = backoff_base_s
         self._backoff_max_s = backoff_max_s
         self.on_change: list[OnChange] = []
+        # Run on the loop once each list has been applied (every record replaced), after its changes.
+        self.on_listed: list[Callable[[], None]] = []
         # State owned by the event loop.
         self._by_uid: dict[str, SlimPod] = {}
         self._by_key: dict[tuple[str, str], SlimPod] = {}
@@ -100,14 +102,10 @@ class PodCache:
     def __len__(self) -> int:
         return len(self._by_uid)
 
-    async def listed(self) -> None:
-        """Return once the first list has landed."""
-        await self._synced.wait()
-
     async def wait_synced(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bounded wait is the API
         """True once the first list has landed; False if that did not happen within `timeout` s."""
         try:
-            await asyncio.wait_for(self.listed(), timeout)
+            await asyncio.wait_for(self._synced.wait(), timeout)
         except TimeoutError:
             return False
         return True
@@ -383,6 +381,11 @@ class PodCache:
             elif before.resource_version != pod.resource_version:
                 self._notify("MODIFIED", pod)
         self._synced.set()
+        for callback in list(self.on_listed):
+            try:
+                callback()
+            except Exception:
+                log.exception("pod cache callback failed", extra={"node": self.node_name})
         self._relist_served = max(self._relist_served, serves)
         for request, waiter in self._relist_waiters:
             if request <= self._relist_served and not waiter.done():
