@@ -8,11 +8,9 @@ from pathlib import Path
 import pytest
 from ascend_common.deviceinfo import check_code
 
-from tests.faultmanager.test_configmap import CM, configmap
+from tests.faultmanager.test_configmap import CM, configmap, writing_over
 from tests.faultmanager.test_service import RESTART_NPU, sim, verdicts
-from tests.support.exporter import start_exporter
-from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
-from tests.support.faultmanager import start_fault_manager, wait_ready
+from tests.support.fake_apiserver import FakeApiServer
 from tests.support.waiting import until
 
 NPU_KEYS = {f"huawei.com/npu{suffix}" for suffix in ("", "-Unhealthy", "-NetworkUnhealthy", "-Recovering", "-Fault")}
@@ -34,77 +32,55 @@ async def test_a_950_node_writes_npu_lists_and_its_rack_in_a_pod(
     """The 910 manager's lists under huawei.com/npu, chips named npu-<phy>, SuperPodID / ServerIndex as the
     chips report them, RackID on a node of a 2D pod only (a5-superpod-8: pod 5, server 1, rack 3; a5-8 is a
     server outside any pod), and the SwitchInfoCfg the reference writes there."""
-    with FakeApiServer() as api:
-        exporter = start_exporter(tmp_path / "exporter", profile=profile)
-        cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
-        fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), kube="api")
-        try:
-            await wait_ready(fm)
-            await until(lambda: "DeviceInfoCfg" in configmap(api), what="the first ConfigMap write")
-            data = configmap(api)
-            written = json.loads(data["DeviceInfoCfg"])
-            assert (written["SuperPodID"], written["ServerIndex"], written.get("RackID")) == (pod, index, rack)
-            assert list(written) == ["DeviceInfo", "SuperPodID", "ServerIndex", "CheckCode"] + (
-                ["RackID"] if rack is not None else []
-            )
-            assert written["CheckCode"] == check_code(written["DeviceInfo"])
-            device_list = written["DeviceInfo"]["DeviceList"]
-            assert set(device_list) == NPU_KEYS
-            async with exporter.client() as client:
-                names = {c["name"] for c in (await client.get("/v1/chips")).json()["chips"]}
-            assert names == {f"npu-{phy}" for phy in range(8)}
-            assert device_list["huawei.com/npu"] == ",".join(sorted(names))
-            assert device_list["huawei.com/npu-Fault"] == "[]"
-            assert data["SwitchInfoCfg"] == UNWATCHED_SWITCH
-        finally:
-            fm.stop()
-            exporter.stop()
+    async with writing_over(tmp_path, profile) as (api, exporter, _):
+        data = configmap(api)
+        written = json.loads(data["DeviceInfoCfg"])
+        assert (written["SuperPodID"], written["ServerIndex"], written.get("RackID")) == (pod, index, rack)
+        assert list(written) == ["DeviceInfo", "SuperPodID", "ServerIndex", "CheckCode"] + (
+            ["RackID"] if rack is not None else []
+        )
+        assert written["CheckCode"] == check_code(written["DeviceInfo"])
+        device_list = written["DeviceInfo"]["DeviceList"]
+        assert set(device_list) == NPU_KEYS
+        async with exporter.client() as client:
+            names = {c["name"] for c in (await client.get("/v1/chips")).json()["chips"]}
+        assert names == {f"npu-{phy}" for phy in range(8)}
+        assert device_list["huawei.com/npu"] == ",".join(sorted(names))
+        assert device_list["huawei.com/npu-Fault"] == "[]"
+        assert data["SwitchInfoCfg"] == UNWATCHED_SWITCH
 
 
 async def test_a_fault_and_an_administrators_isolation_on_a_950_node(tmp_path: Path) -> None:
     """A RestartNPU fault on one chip of the a5-superpod-8 profile lists it in huawei.com/npu-Unhealthy with an
     npu-<phy> -Fault entry, and its recovery lists it free again; an administrator who writes the chip's
     910 spelling Ascend910-<phy> into ManuallySeparateNPU isolates npu-<phy>, which the ConfigMap then names."""
-    with FakeApiServer() as api:
-        exporter = start_exporter(tmp_path / "exporter", profile="a5-superpod-8")
-        cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
-        fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), kube="api")
-        try:
-            await wait_ready(fm)
-            await until(lambda: "DeviceInfoCfg" in configmap(api), what="the first ConfigMap write")
-            async with exporter.client() as client:
-                name = (await client.get("/v1/chips/2")).json()["name"]
-                other = (await client.get("/v1/chips/5")).json()["name"]
-            assert (name, other) == ("npu-6", "npu-1"), "phy = logic + 4 mod 8 on this profile"
+    async with writing_over(tmp_path, "a5-superpod-8") as (api, exporter, fm):
+        async with exporter.client() as client:
+            name = (await client.get("/v1/chips/2")).json()["name"]
+            other = (await client.get("/v1/chips/5")).json()["name"]
+        assert (name, other) == ("npu-6", "npu-1"), "phy = logic + 4 mod 8 on this profile"
 
-            await sim(exporter, "/v1/sim/chips/2/faults", {"code": RESTART_NPU, "severity": 2})
-            await until(
-                lambda: name in _device_list(api)["huawei.com/npu-Unhealthy"].split(","), what=f"{name} unhealthy"
-            )
-            device_list = _device_list(api)
-            assert name not in device_list["huawei.com/npu"].split(",")
-            [fault] = json.loads(device_list["huawei.com/npu-Fault"])
-            assert (fault["npu_name"], fault["fault_type"], fault["fault_code"], fault["fault_level"]) == (
-                name,
-                "CardUnhealthy",
-                RESTART_NPU,
-                "RestartNPU",
-            )
-            assert json.loads(configmap(api)["DeviceInfoCfg"])["RackID"] == 3
-            assert (await verdicts(fm))[name]["fault_level"] == "RestartNPU"
+        await sim(exporter, "/v1/sim/chips/2/faults", {"code": RESTART_NPU, "severity": 2})
+        await until(lambda: name in _device_list(api)["huawei.com/npu-Unhealthy"].split(","), what=f"{name} unhealthy")
+        device_list = _device_list(api)
+        assert name not in device_list["huawei.com/npu"].split(",")
+        [fault] = json.loads(device_list["huawei.com/npu-Fault"])
+        assert (fault["npu_name"], fault["fault_type"], fault["fault_code"], fault["fault_level"]) == (
+            name,
+            "CardUnhealthy",
+            RESTART_NPU,
+            "RestartNPU",
+        )
+        assert json.loads(configmap(api)["DeviceInfoCfg"])["RackID"] == 3
+        assert (await verdicts(fm))[name]["fault_level"] == "RestartNPU"
 
-            await sim(exporter, "/v1/sim/chips/2/faults", {"code": RESTART_NPU, "assertion": "recover"})
-            await until(lambda: name in _device_list(api)["huawei.com/npu"].split(","), what=f"{name} free again")
-            assert _device_list(api)["huawei.com/npu-Unhealthy"] == ""
-            assert _device_list(api)["huawei.com/npu-Fault"] == "[]"
+        await sim(exporter, "/v1/sim/chips/2/faults", {"code": RESTART_NPU, "assertion": "recover"})
+        await until(lambda: name in _device_list(api)["huawei.com/npu"].split(","), what=f"{name} free again")
+        assert _device_list(api)["huawei.com/npu-Unhealthy"] == ""
+        assert _device_list(api)["huawei.com/npu-Fault"] == "[]"
 
-            phy = other.removeprefix("npu-")
-            api.modify(
-                "configmaps", CM, "kube-system", lambda o: o["data"].update(ManuallySeparateNPU=f"Ascend910-{phy}")
-            )
-            await until(lambda: configmap(api)["ManuallySeparateNPU"] == other, what=f"{other} written back as such")
-            assert (await verdicts(fm))[other]["manually_separated"] is True
-            assert other in _device_list(api)["huawei.com/npu-Unhealthy"].split(",")
-        finally:
-            fm.stop()
-            exporter.stop()
+        phy = other.removeprefix("npu-")
+        api.modify("configmaps", CM, "kube-system", lambda o: o["data"].update(ManuallySeparateNPU=f"Ascend910-{phy}"))
+        await until(lambda: configmap(api)["ManuallySeparateNPU"] == other, what=f"{other} written back as such")
+        assert (await verdicts(fm))[other]["manually_separated"] is True
+        assert other in _device_list(api)["huawei.com/npu-Unhealthy"].split(",")

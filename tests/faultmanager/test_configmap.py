@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 from fault_manager.store import Store
 
 from tests.faultmanager.test_service import sim, verdicts
-from tests.support.exporter import start_exporter
+from tests.support.exporter import ExporterProc, start_exporter
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
 from tests.support.waiting import until
@@ -30,6 +32,25 @@ def _release_events(api: FakeApiServer) -> list[dict[str, Any]]:
 def configmap(api: FakeApiServer) -> dict[str, str]:
     obj = api.get_object("configmaps", CM, "kube-system")
     return dict(obj["data"]) if obj else {}
+
+
+@contextlib.asynccontextmanager
+async def writing_over(
+    tmp_path: Path, profile: str
+) -> AsyncIterator[tuple[FakeApiServer, ExporterProc, FaultManagerProc]]:
+    """The fault-manager (--kube api, a fake API server) over a sim exporter of `profile`, once it has written its
+    first device-info ConfigMap; both processes stopped after."""
+    with FakeApiServer() as api:
+        exporter = start_exporter(tmp_path / "exporter", profile=profile)
+        cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
+        fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), kube="api")
+        try:
+            await wait_ready(fm)
+            await until(lambda: "DeviceInfoCfg" in configmap(api), what="the first ConfigMap write")
+            yield api, exporter, fm
+        finally:
+            fm.stop()
+            exporter.stop()
 
 
 def versions_written(api: FakeApiServer) -> list[dict[str, Any]]:
@@ -373,15 +394,6 @@ async def test_kubeconfig_alone_reaches_the_apiserver(tmp_path: Path) -> None:
 async def test_device_info_carries_the_nodes_super_pod(tmp_path: Path, profile: str, pod: int, index: int) -> None:
     """DeviceInfoCfg SuperPodID / ServerIndex: what the chips report (the a3-16 sim profile is in super pod
     3 as server 1), the same the plugin writes on the node; -1 off a super pod."""
-    with FakeApiServer() as api:
-        exporter = start_exporter(tmp_path / "exporter", profile=profile)
-        cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
-        fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), kube="api")
-        try:
-            await wait_ready(fm)
-            await until(lambda: "DeviceInfoCfg" in configmap(api), what="the first ConfigMap write")
-            written = json.loads(configmap(api)["DeviceInfoCfg"])
-            assert (written["SuperPodID"], written["ServerIndex"]) == (pod, index)
-        finally:
-            fm.stop()
-            exporter.stop()
+    async with writing_over(tmp_path, profile) as (api, _, _):
+        written = json.loads(configmap(api)["DeviceInfoCfg"])
+        assert (written["SuperPodID"], written["ServerIndex"]) == (pod, index)
