@@ -9,39 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ascend_common.chips import ChipFamily
 from ascend_common.faults import FaultLevel
 from ascend_common.schemas.exporter import (
-    Chip,
     ChipList,
-    ChipState,
-    ChipStatic,
     NodeInfo,
     ResetRequest,
     VnpuCreateRequest,
 )
-from ascend_common.schemas.reading import Reading
 from ascend_common.schemas.verdict import ChipVerdict, VerdictList, VerdictReason
 from pydantic import ValidationError
 
-
-def _chip() -> Chip:
-    static = ChipStatic(
-        chip_type=Reading[str].ok("Ascend"),
-        chip_name=Reading[str].ok("910B3"),
-        chip_version=Reading[str].ok("V1"),
-        aicore=Reading[int].ok(20),
-        board_id=Reading[int].ok(0x22),
-        product_type=Reading[str].ok(""),
-        partner_card=Reading[int].error(-8255),
-        numa_node=Reading[int].ok(0),
-        device_ip=Reading[str].ok("192.168.100.1"),
-    )
-    return Chip(
-        logic_id=0, phy_id=0, card_id=0, device_id=0, name="Ascend910-0", family=ChipFamily.ASCEND910B,
-        resource_type=None, state=ChipState.OK, healthy=True, network_healthy=True, static=static, dynamic=None,
-        updated_at=1.0,
-    )  # fmt: skip
+from tests.support.chips import exporter_chip
 
 
 def _with_added_fields(body: dict[str, Any]) -> dict[str, Any]:
@@ -55,7 +33,7 @@ def _with_added_fields(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_chip_list_with_fields_this_build_does_not_know_is_read() -> None:
-    listing = ChipList(last_event_id="r-1", chips=[_chip()])
+    listing = ChipList(last_event_id="r-1", chips=[exporter_chip(0, 0)])
     read = ChipList.model_validate(_with_added_fields(listing.model_dump(mode="json")))
     assert read == listing
 
