@@ -1,4 +1,4 @@
-"""Schema versions of the store: a fresh file matches the declared tables; older files upgrade in place."""
+"""Schema versions of the store: a fresh file matches the SQLModel tables; older files upgrade in place."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from fault_manager import token_buckets
 from fault_manager.store import CURRENT_VERSION, FaultEventRow, Store, StoreError
-from fault_manager.store.models import METADATA
 from sqlalchemy import create_engine
+from sqlmodel import SQLModel
 
 # The v1 layout exactly as that version wrote it. Frozen here on purpose, independent of
 # migrations.py: if a migration is edited after release, this file still is what is on disks.
@@ -162,7 +162,8 @@ def test_fresh_file_matches_the_declared_tables(tmp_dir: Path) -> None:
     with Store(tmp_dir / "migrated.db") as s:
         assert s.db.schema_version() == CURRENT_VERSION
     engine = create_engine(f"sqlite:///{tmp_dir / 'models.db'}")
-    METADATA.create_all(engine)
+    # The store's SQLModel classes (store/models.py, imported with the store) are the declaration.
+    SQLModel.metadata.create_all(engine)
     engine.dispose()
     migrated, models = schema_of(tmp_dir / "migrated.db"), schema_of(tmp_dir / "models.db")
     assert sorted(migrated) == sorted(models)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from typing import Annotated, Any, Protocol
@@ -22,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fault_manager.hotreset import HotReset
 from fault_manager.policy import PolicyKeeper
-from fault_manager.store import FaultEventRow, ResetAttemptRow
+from fault_manager.store import FaultEventRow, ResetAttemptRow, in_store_thread
 from fault_manager.verdicts import VerdictBoard
 
 ChipName = Annotated[str, Path(pattern=r"^(Ascend910|Ascend310P|Ascend310|npu)-\d{1,4}$", max_length=32)]
@@ -164,7 +163,7 @@ def create_api(
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         before_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     ) -> FaultPage:
-        rows = await asyncio.to_thread(history.page, chip, since_ms, until_ms, limit, before_id)
+        rows = await in_store_thread(history.page, chip, since_ms, until_ms, limit, before_id)
         records = [
             FaultRecord(event_id=r.event_id, chip=r.chip, code=r.code, assertion=r.assertion, severity=r.severity,
                         source=r.source, raised_at_ms=r.raised_at_ms)
@@ -218,7 +217,7 @@ def create_api(
 
     @app.get("/v1/resets", response_model=ResetsView, responses=ERRORS)
     async def resets(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> ResetsView:
-        rows = await asyncio.to_thread(reset_log.recent, limit)
+        rows = await in_store_thread(reset_log.recent, limit)
         attempts = [
             ResetAttemptView(id=r.id, chips=list(r.chips), channel=r.channel, started_ms=r.started_ms,
                              finished_ms=r.finished_ms, outcome=r.outcome, error_code=r.error_code, reason=r.reason)

@@ -36,7 +36,7 @@ from fault_manager.published import NodeState, Published
 from fault_manager.reactor import Reactor
 from fault_manager.retention import prune_forever
 from fault_manager.settings import FaultManagerSettings
-from fault_manager.store import Store
+from fault_manager.store import Store, in_store_thread
 from fault_manager.verdicts import VerdictBoard
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ async def serve(service: Service) -> int:
 
     async def start() -> None:
         kit.on_stop(unlink_socket)
-        kit.on_stop(lambda: asyncio.to_thread(service.store.close))
+        kit.on_stop(lambda: in_store_thread(service.store.close))
         kit.on_stop(service.exporter.close)
         if service.pods is not None:
             await service.pods.start()

@@ -64,7 +64,7 @@ from ascend_common.schemas.verdict import ChipVerdict
 from fault_manager import token_buckets
 from fault_manager.engine import Policy
 from fault_manager.reset_tokens import TOKEN_MAX_COUNT, TOKEN_REFILL_INTERVAL_MS
-from fault_manager.store import Store
+from fault_manager.store import Store, in_store_thread
 
 log = logging.getLogger(__name__)
 IDLE_S = 60.0  # policy seconds a group must have been idle
@@ -302,7 +302,7 @@ class HotReset:
     ) -> None:
         """A job's reset ConfigMap refused the write: record it (GET /v1/resets) and, for an automatic
         reset, hand the ring to the operator."""
-        await asyncio.to_thread(self.store.resets.refuse, ",".join(key), list(key), channel, at_ms, reason)
+        await in_store_thread(self.store.resets.refuse, ",".join(key), list(key), channel, at_ms, reason)
         if channel == "auto":
             await self._abandon(key, jobs, group, reason, at_ms, chips)
         else:
@@ -333,7 +333,7 @@ class HotReset:
         return round(policy_seconds(self.clock, TOKEN_REFILL_INTERVAL_MS / 1000) * 1000)
 
     async def _has_token(self, chip: Chip, now_ms: int) -> bool:
-        left = await asyncio.to_thread(
+        left = await in_store_thread(
             token_buckets.tokens, self.store.buckets, chip.name, now_ms, interval_ms=self._interval_ms()
         )
         return left > 0
@@ -341,7 +341,7 @@ class HotReset:
     async def _consume_token(self, chip: Chip, now_ms: int) -> bool:
         """One token of the faulty chip's bucket (the reference's TokenBucketMgr.ConsumeToken: the
         rest of its group pays nothing)."""
-        return await asyncio.to_thread(
+        return await in_store_thread(
             token_buckets.consume, self.store.buckets, chip.name, chip.logic_id, now_ms, interval_ms=self._interval_ms()
         )
 
@@ -349,7 +349,7 @@ class HotReset:
         """Reset tokens left per chip of the node (a chip that never used its bucket has them all)."""
         names = self.state.chips()
         now_ms = int(self.clock.now() * 1000)
-        used = await asyncio.to_thread(
+        used = await in_store_thread(
             token_buckets.tokens_by_chip, self.store.buckets, now_ms, interval_ms=self._interval_ms()
         )
         return {chip: used.get(chip, TOKEN_MAX_COUNT) for chip in sorted(names | set(used))}
@@ -510,7 +510,7 @@ class HotReset:
     async def _reset(self, group: list[Chip], jobs: dict[tuple[str, str], list[SlimPod]] | None = None) -> None:
         key = tuple(c.name for c in group)
         now_ms = int(self.clock.now() * 1000)
-        attempt = await asyncio.to_thread(self.store.resets.record, ",".join(key), list(key), "auto", now_ms)
+        attempt = await in_store_thread(self.store.resets.record, ",".join(key), list(key), "auto", now_ms)
         self._running.update(key)
         await self.marks.set_resetting(key, True)
         outcome, code, message = "failed", -8005, "unknown"
@@ -538,7 +538,7 @@ class HotReset:
             await self.marks.set_resetting(key, False)
         finished_ms = int(self.clock.now() * 1000)
         why = None if outcome == "succeeded" else f"reset failed ({code}): {message}"
-        await asyncio.to_thread(self.store.resets.finish, attempt, outcome, code or None, finished_ms, reason=why)
+        await in_store_thread(self.store.resets.finish, attempt, outcome, code or None, finished_ms, reason=why)
         self._told_at.pop(key, None)  # the episode is over: the next one waits for its own processes
         if jobs:
             await self._tell_jobs(jobs, group, "recovered" if outcome == "succeeded" else "failed")

@@ -27,7 +27,7 @@ from ascend_common.schemas.exporter import ChipList, ChipState, EventType, Expor
 from pydantic import ValidationError
 
 from fault_manager.inputs import ChipReachability, Inbox, Inventory, Snapshot, SwitchFaultSeen
-from fault_manager.store import FaultEventRow
+from fault_manager.store import FaultEventRow, in_store_thread
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class Ingest:
     async def sync(self, node: NodeInfo, resume: str | None) -> str | None:
         if resume is None or not resume.startswith(node.run_id + "-"):
             self._held = None  # another run: a snapshot of the old one means nothing
-            resume = await asyncio.to_thread(self.positions.last_event_id, node.run_id)
+            resume = await in_store_thread(self.positions.last_event_id, node.run_id)
         if resume is None:
             snapshot = await self._snapshot()
             if snapshot.listing.last_event_id is None:

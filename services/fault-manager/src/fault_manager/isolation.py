@@ -8,7 +8,6 @@ engine. Each method returns the chips whose evaluation it changed.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Mapping
@@ -26,7 +25,7 @@ from ascend_common.faults import FaultLevel, normalize_code
 from fault_manager.engine import BY_ADOPTION, UPGRADE_AUTOFILL, Escalation, FaultEngine
 from fault_manager.faultlist import Reason, fix_manually_separate_reasons
 from fault_manager.published import Published
-from fault_manager.store import EscalationRow, Store
+from fault_manager.store import EscalationRow, Store, in_store_thread
 
 log = logging.getLogger(__name__)
 ADMINISTRATOR = "administrator"
@@ -54,7 +53,7 @@ class Isolations:
         FaultAutofill reason, as the reference's FixManuallySeparateReason gives one at start; one
         stored from an earlier start keeps its time, so restarts do not postpone its release."""
         now = self.clock.now()
-        stored = await asyncio.to_thread(self.store.isolations.escalations, True)
+        stored = await in_store_thread(self.store.isolations.escalations, True)
         made = {row.chip: row.upgrade_time_ms / 1000 for row in stored if row.upgrade_type == UPGRADE_AUTOFILL}
         # Only an isolated chip can need one: the others are not evaluated here.
         separated = [name for name in sorted(self.engine.chips) if self.engine.chips[name].manual]
@@ -75,7 +74,7 @@ class Isolations:
         else:
             self.engine.release(chip, now)
             await self._release_reasons(chip, int(now * 1000), by)
-        await asyncio.to_thread(self.store.manual.set_separated, chip, on, by, int(now * 1000))
+        await in_store_thread(self.store.manual.set_separated, chip, on, by, int(now * 1000))
         log.info("chip isolated" if on else "chip released", extra={"chip": chip, "by": by})
         if self.events is not None:
             (self.events.isolated if on else self.events.released)(chip, by)
@@ -89,7 +88,7 @@ class Isolations:
         for name in sorted(written - listed):
             if name in self.engine.chips:
                 self.engine.release(name, now)
-                await asyncio.to_thread(self.store.manual.set_separated, name, False, ADMINISTRATOR, int(now * 1000))
+                await in_store_thread(self.store.manual.set_separated, name, False, ADMINISTRATOR, int(now * 1000))
                 await self._release_reasons(name, int(now * 1000), ADMINISTRATOR)
                 log.info("administrator released a chip", extra={"chip": name})
                 if self.events is not None:
@@ -98,7 +97,7 @@ class Isolations:
         for name in sorted(listed - written):
             if name in self.engine.chips:
                 self.engine.isolate(name)
-                await asyncio.to_thread(self.store.manual.set_separated, name, True, ADMINISTRATOR, int(now * 1000))
+                await in_store_thread(self.store.manual.set_separated, name, True, ADMINISTRATOR, int(now * 1000))
                 log.info("administrator isolated a chip", extra={"chip": name})
                 if self.events is not None:
                     self.events.isolated(name, ADMINISTRATOR)
@@ -144,7 +143,7 @@ class Isolations:
         rows = {
             name: [(e.code, e.level.value, e.upgrade_type, e.at_ms) for e in held] for name, held in adopted.items()
         }
-        await asyncio.to_thread(self.store.isolations.adopt, rows, BY_ADOPTION, int(self.clock.now() * 1000))
+        await in_store_thread(self.store.isolations.adopt, rows, BY_ADOPTION, int(self.clock.now() * 1000))
         for name, held in adopted.items():
             self.engine.adopt(name, held)
             log.info("adopted an isolation from the device-info ConfigMap",
@@ -170,9 +169,9 @@ class Isolations:
     async def _release_reasons(self, chip: str, at_ms: int, by: str) -> None:
         """An operator released the chip: its ManuallySeparateNPU reasons go (reference
         RemoveManuallySeparateReasonCache); others (a FaultDuration still counting) stay."""
-        rows = await asyncio.to_thread(self.store.isolations.escalations, True, chip)
+        rows = await in_store_thread(self.store.isolations.escalations, True, chip)
         rows = [row for row in rows if row.level == FaultLevel.MANUALLY_SEPARATE_NPU.value]
-        await asyncio.to_thread(
+        await in_store_thread(
             self.store.isolations.release, chip, at_ms, by, level=FaultLevel.MANUALLY_SEPARATE_NPU.value
         )
         self.published.release(chip, [stored_reason(row) for row in rows])

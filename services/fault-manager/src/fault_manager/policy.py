@@ -26,7 +26,7 @@ from ascend_common.faults import (
 )
 
 from fault_manager.engine import Policy
-from fault_manager.store import Store
+from fault_manager.store import Store, in_store_thread
 
 log = logging.getLogger(__name__)
 POLICY_CONFIGMAP = "mindx-dl-fault-config"
@@ -92,11 +92,11 @@ class PolicyKeeper:
             policy = build(files)
         except FaultPolicyError as exc:
             log.error("fault policy rejected; keeping the last good one", extra={"source": source, "error": str(exc)})
-            await asyncio.to_thread(self.store.policies.save, source, digest, json.dumps(dict(files)), False, str(exc))
+            await in_store_thread(self.store.policies.save, source, digest, json.dumps(dict(files)), False, str(exc))
             self.status = PolicyStatus(self.status.source, self.status.digest, str(exc))
             raise
         await self.adopt(policy)
-        await asyncio.to_thread(self.store.policies.save, source, digest, json.dumps(dict(files)), True, None)
+        await in_store_thread(self.store.policies.save, source, digest, json.dumps(dict(files)), True, None)
         self.status = PolicyStatus(source, digest, None)
         log.info("fault policy adopted", extra={"source": source, "digest": digest[:12]})
         return self.status

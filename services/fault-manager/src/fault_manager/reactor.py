@@ -43,7 +43,7 @@ from fault_manager.inputs import (
 from fault_manager.isolation import Isolations, stored_reason
 from fault_manager.published import ChipEntry, NodeState, Published
 from fault_manager.restore import restore
-from fault_manager.store import FaultEventRow, Store
+from fault_manager.store import FaultEventRow, Store, in_store_thread
 from fault_manager.switches import SwitchFaults
 
 log = logging.getLogger(__name__)
@@ -198,7 +198,7 @@ class Reactor:
             self._dirty |= adopted  # the policy timer learns when their reasons end
             await self.isolations.autofill()
             return adopted
-        return await asyncio.to_thread(self.isolations.as_written, data, set(self.engine.chips))
+        return await in_store_thread(self.isolations.as_written, data, set(self.engine.chips))
 
     async def _reconcile(self, snapshot: Snapshot) -> None:
         """Make the engine agree with a snapshot, by synthetic events with deterministic ids."""
@@ -238,7 +238,7 @@ class Reactor:
             return
         for row in rows:
             self.engine.chip(row.chip, row.logic_id, row.phy_id)
-        inserted = await asyncio.to_thread(self.store.events.append, rows)
+        inserted = await in_store_thread(self.store.events.append, rows)
         self.ingested += inserted
         for row in rows:
             self.engine.apply(row.chip, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
@@ -303,7 +303,7 @@ class Reactor:
         A failure is logged, not raised: the verdicts stand, and the next change saves again.
         """
         try:
-            reasons = await asyncio.to_thread(self._write_state, evaluations, isolated, released, at_ms)
+            reasons = await in_store_thread(self._write_state, evaluations, isolated, released, at_ms)
         except Exception as exc:
             log.error("state not saved", extra={"error": repr(exc)})
             return

@@ -2,29 +2,27 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from ascend_common.clock import Clock
 
 from fault_manager.engine import BY_ADOPTION, BY_RULE, UPGRADE_AUTOFILL, FaultEngine, stored_escalation
-from fault_manager.store import Store
+from fault_manager.store import Store, in_store_thread
 
 
 async def restore(engine: FaultEngine, store: Store, clock: Clock) -> bool:
     """Rebuild `engine`'s chips; returns whether the database held no state for the node (new, or
     its hostPath lost): then what the device-info ConfigMap says is isolated, and why, is adopted
     before our first write."""
-    manual = await asyncio.to_thread(store.manual.chips)
-    states = await asyncio.to_thread(store.states.all)
+    manual = await in_store_thread(store.manual.chips)
+    states = await in_store_thread(store.states.all)
     since_ms = int((clock.now() - engine.real_time(engine.keep_s)) * 1000)
     for name in sorted(set(states) | manual):
-        rows = await asyncio.to_thread(store.events.of_chip, name, since_ms)
+        rows = await in_store_thread(store.events.of_chip, name, since_ms)
         chip = engine.chip(name, rows[0].logic_id if rows else -1, rows[0].phy_id if rows else -1)
         chip.manual = name in manual
-        last = await asyncio.to_thread(store.manual.audit, name, 1)
+        last = await in_store_thread(store.manual.audit, name, 1)
         chip.manual_by_rule = chip.manual and bool(last) and last[0].separated and last[0].set_by == BY_RULE
         if chip.manual and last and last[0].separated and last[0].set_by == BY_ADOPTION:
-            held = await asyncio.to_thread(store.isolations.escalations, True, name)
+            held = await in_store_thread(store.isolations.escalations, True, name)
             # A FaultAutofill reason older than the adoption came with the ConfigMap and releases the
             # chip by its rule; one of ours (made at or after it) only fills in for a missing reason.
             adopted = [r for r in held if r.upgrade_type != UPGRADE_AUTOFILL or r.upgrade_time_ms < last[0].at_ms]

@@ -1,5 +1,5 @@
 """Hot reset's token buckets as the store keeps them, one per faulty chip: the rule of `reset_tokens`
-applied to the stored buckets (the reference's TokenBucketMgr). Synchronous: call through to_thread."""
+applied to the stored buckets (the reference's TokenBucketMgr). Synchronous: call through `store.in_store_thread`."""
 
 from __future__ import annotations
 

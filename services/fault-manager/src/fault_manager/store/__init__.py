@@ -1,8 +1,10 @@
-"""Durable state of the fault-manager: one SQLite file (WAL), a synchronous, thread-safe repository per aggregate."""
+"""Durable state of the fault-manager: one SQLite file (WAL), a synchronous, thread-safe repository per aggregate,
+and one async door (`in_store_thread`) through which the event loop calls them."""
 
 from __future__ import annotations
 
 from .database import StoreError
+from .door import in_store_thread
 from .fault_events import MAX_PAGE
 from .migrations import CURRENT_VERSION
 from .models import (
@@ -30,4 +32,5 @@ __all__ = [
     "ResetAttemptRow",
     "Store",
     "StoreError",
+    "in_store_thread",
 ]

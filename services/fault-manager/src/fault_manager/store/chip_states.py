@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.dialects.sqlite import insert
+from sqlmodel import col, select
 
-from .database import Database
-from .models import CHIP_STATES, ChipStateRow
-
-_S = CHIP_STATES.c
+from .database import Database, detached
+from .models import ChipStateRow
 
 
 class ChipStates:
@@ -38,17 +36,15 @@ class ChipStates:
             "codes_json": json.dumps(codes, sort_keys=True, separators=(",", ":")),
             "updated_ms": int(updated_ms),
         }
-        stmt = insert(CHIP_STATES)
+        stmt = insert(ChipStateRow)
         stmt = stmt.on_conflict_do_update(
-            index_elements=[_S.chip], set_={name: stmt.excluded[name] for name in values if name != "chip"}
+            index_elements=[col(ChipStateRow.chip)],
+            set_={name: stmt.excluded[name] for name in values if name != "chip"},
         )
         with self._db.write("saving chip states") as conn:
             conn.execute(stmt, [values])
 
     def all(self) -> dict[str, ChipStateRow]:
-        stmt = select(_S.chip, _S.level, _S.schedulable, _S.reason, _S.since_ms, _S.codes_json, _S.updated_ms).order_by(
-            _S.chip
-        )
         with self._db.read("reading chip states") as conn:
-            rows = conn.execute(stmt).all()
-        return {row[0]: ChipStateRow(*row) for row in rows}
+            rows = detached(conn, select(ChipStateRow).order_by(col(ChipStateRow.chip)))
+        return {row.chip: row for row in rows}

@@ -1,6 +1,6 @@
 """The one SQLite file (WAL) every repository of the store works on: connections, transactions, errors.
 
-Synchronous and thread-safe: the async engine calls the repositories through `asyncio.to_thread`.
+Synchronous and thread-safe: the async engine calls the repositories through `door.in_store_thread`.
 Reads run in parallel on pooled connections (WAL: readers never wait for the writer); writes are
 serialised by one in-process lock and open with BEGIN IMMEDIATE, so a transaction never has to
 upgrade a read lock (which fails at once with SQLITE_BUSY instead of waiting) and another process
@@ -17,16 +17,19 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import QueuePool
+from sqlmodel import Session, SQLModel
+from sqlmodel.sql.expression import SelectOfScalar
 
 from . import migrations
 
 log = logging.getLogger(__name__)
+_M = TypeVar("_M", bound=SQLModel)
 
 _BEGIN_OPTION = "fm_begin"  # execution option carrying the BEGIN flavour to the "begin" hook
 
@@ -49,6 +52,17 @@ def _describe(exc: BaseException) -> str:
     if "locked" in text or "busy" in text:
         text += " (another connection or process holds the write lock longer than the busy timeout)"
     return text
+
+
+def detached(conn: Connection, stmt: SelectOfScalar[_M]) -> list[_M]:
+    """The table instances `stmt` selects, loaded in a session on `conn` that is closed before they
+    are returned: detached, every column loaded, nothing left to lazy-load, so they can cross to the
+    event loop's thread. The session joins the connection's transaction (begun here if no query
+    began it yet) rather than owning one, so every query of a `Database.read` sees one snapshot."""
+    if not conn.in_transaction():
+        conn.begin()  # as a Core query's autobegin would; ended with the connection
+    with Session(conn) as session:
+        return list(session.exec(stmt).all())
 
 
 class Database:
@@ -84,7 +98,7 @@ class Database:
     def _make_engine(self, pool_size: int) -> Engine:
         engine = create_engine(
             URL.create("sqlite", database=str(self.path)),
-            # Connections move between the to_thread workers; each is used by one thread at a time.
+            # Connections move between the door's worker threads; each is used by one thread at a time.
             connect_args={"check_same_thread": False},
             poolclass=QueuePool,
             pool_size=pool_size,

@@ -5,29 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, insert, select, tuple_
+from sqlalchemy import Row, func, insert, select, tuple_
 
 from . import migrations
 from .database import Database
-from .models import ASSERTIONS, FAULT_EVENTS, SOURCES, FaultEventRow
+from .models import ASSERTIONS, FAULT_EVENT_COLUMNS, SOURCES, FaultEventRow, StoredFaultEvent, columns_of
 
 MAX_PAGE = 10_000  # one history page; keeps a single call's memory bounded
 
-_E = FAULT_EVENTS.c
-# In FaultEventRow field order, so a result row maps positionally onto the dataclass.
-_ROW = (
-    _E.event_id,
-    _E.chip,
-    _E.logic_id,
-    _E.phy_id,
-    _E.code,
-    _E.assertion,
-    _E.severity,
-    _E.source,
-    _E.raised_at_ms,
-    _E.recorded_at_ms,
-    _E.id,
-)
+# Core on StoredFaultEvent's own columns, not ORM loads: these are the hot reads (see FaultEventRow).
+_E = columns_of(StoredFaultEvent)
+
+
+def _record(row: Row[*tuple[Any, ...]]) -> FaultEventRow:
+    return FaultEventRow(**row._mapping)
 
 
 def _params(e: FaultEventRow) -> dict[str, Any]:
@@ -80,12 +71,12 @@ class FaultEventLog:
             # total_changes() counts rows this connection inserted; INSERT OR IGNORE skips are not
             # counted, and the executemany rowcount is not reliable across drivers.
             before = conn.exec_driver_sql("SELECT total_changes()").scalar_one()
-            conn.execute(insert(FAULT_EVENTS).prefix_with("OR IGNORE"), params)
+            conn.execute(insert(StoredFaultEvent).prefix_with("OR IGNORE"), params)
             after = conn.exec_driver_sql("SELECT total_changes()").scalar_one()
         return int(after) - int(before)
 
     def count(self, chip: str | None = None) -> int:
-        stmt = select(func.count()).select_from(FAULT_EVENTS)
+        stmt = select(func.count()).select_from(StoredFaultEvent)
         if chip is not None:
             stmt = stmt.where(_E.chip == chip)
         with self._db.read("counting events") as conn:
@@ -120,7 +111,7 @@ class FaultEventLog:
         if not 1 <= limit <= MAX_PAGE:
             raise ValueError(f"limit must be within 1..{MAX_PAGE}, got {limit}")
         raised, row_id = _E.raised_at_ms, _E.id
-        stmt = select(*_ROW).where(_E.chip == chip)
+        stmt = select(*FAULT_EVENT_COLUMNS).where(_E.chip == chip)
         if since_ms is not None:
             stmt = stmt.where(raised >= since_ms)
         with self._db.read("reading history") as conn:
@@ -137,7 +128,7 @@ class FaultEventLog:
             if until_ms is not None:
                 stmt = stmt.where(raised <= until_ms)
             rows = conn.execute(stmt.order_by(raised.desc(), row_id.desc()).limit(limit)).all()
-        return [FaultEventRow(*row) for row in rows]
+        return [_record(row) for row in rows]
 
     def of_chip(self, chip: str, since_ms: int = 0) -> list[FaultEventRow]:
         """Every stored event of a chip since `since_ms`, oldest first (read in pages of MAX_PAGE)."""
@@ -155,9 +146,13 @@ class FaultEventLog:
     def timeline(self, chip: str, code: str, since_ms: int, limit: int | None = None) -> list[FaultEventRow]:
         """A chip's events of one code raised at or after `since_ms`, oldest first (the engine's timelines)."""
         raised = _E.raised_at_ms
-        stmt = select(*_ROW).where(_E.chip == chip, _E.code == code.upper(), raised >= since_ms).order_by(raised, _E.id)
+        stmt = (
+            select(*FAULT_EVENT_COLUMNS)
+            .where(_E.chip == chip, _E.code == code.upper(), raised >= since_ms)
+            .order_by(raised, _E.id)
+        )
         if limit is not None:
             stmt = stmt.limit(limit)
         with self._db.read("reading a timeline") as conn:
             rows = conn.execute(stmt).all()
-        return [FaultEventRow(*row) for row in rows]
+        return [_record(row) for row in rows]

@@ -5,23 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ascend_common.faults import is_plain_hex
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, update
+from sqlmodel import select
 
-from .database import Database
+from .database import Database, detached
 from .manual_separation import set_separated
-from .models import ESCALATIONS, EscalationRow
+from .models import EscalationRow, columns_of
 
-_X = ESCALATIONS.c
-_ROW = (
-    _X.id,
-    _X.chip,
-    _X.code,
-    _X.level,
-    _X.upgrade_type,
-    _X.upgrade_time_ms,
-    _X.released_at_ms,
-    _X.release_reason,
-)
+_X = columns_of(EscalationRow)
 
 
 def _stored_code(code: str) -> str:
@@ -33,7 +24,7 @@ def _stored_code(code: str) -> str:
 def _add(conn: Connection, chip: str, code: str, level: str, upgrade_type: str, upgrade_time_ms: int) -> int:
     code = _stored_code(code)
     conn.execute(
-        insert(ESCALATIONS).prefix_with("OR IGNORE"),
+        insert(EscalationRow).prefix_with("OR IGNORE"),
         {"chip": chip, "code": code, "level": level, "upgrade_type": upgrade_type,
          "upgrade_time_ms": int(upgrade_time_ms)},
     )  # fmt: skip
@@ -66,15 +57,14 @@ class Isolations:
 
     def escalations(self, active_only: bool = True, chip: str | None = None) -> list[EscalationRow]:
         """Escalations by chip, oldest first; released ones too unless `active_only`."""
-        stmt = select(*_ROW)
+        stmt = select(EscalationRow)
         if active_only:
             stmt = stmt.where(_X.released_at_ms.is_(None))
         if chip is not None:
             stmt = stmt.where(_X.chip == chip)
         stmt = stmt.order_by(_X.chip, _X.upgrade_time_ms, _X.id)
         with self._db.read("reading escalations") as conn:
-            rows = conn.execute(stmt).all()
-        return [EscalationRow(*row) for row in rows]
+            return detached(conn, stmt)
 
     def release(
         self,
@@ -88,7 +78,7 @@ class Isolations:
     ) -> int:
         """Release a chip's active escalations (all, or those of one code / type / level); returns how many."""
         stmt = (
-            update(ESCALATIONS)
+            update(EscalationRow)
             .where(_X.chip == chip, _X.released_at_ms.is_(None))
             .values(released_at_ms=int(released_at_ms), release_reason=reason)
         )

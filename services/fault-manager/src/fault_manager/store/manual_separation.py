@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, insert
+from sqlmodel import select
 
-from .database import Database
-from .models import MANUAL_AUDIT, MANUAL_CHIPS, ManualAuditRow
+from .database import Database, detached
+from .models import ManualAuditRow, ManualChipRow, columns_of
 
-_M = MANUAL_CHIPS.c
-_A = MANUAL_AUDIT.c
+_M = columns_of(ManualChipRow)
+_A = columns_of(ManualAuditRow)
 
 
 def set_separated(conn: Connection, chip: str, on: bool, by: str, at_ms: int) -> bool:
@@ -17,10 +18,10 @@ def set_separated(conn: Connection, chip: str, on: bool, by: str, at_ms: int) ->
     if present == on:
         return False  # no change: a periodic re-sync of the ConfigMap must not flood the audit
     if on:
-        conn.execute(insert(MANUAL_CHIPS), {"chip": chip, "set_by": by, "since_ms": int(at_ms)})
+        conn.execute(insert(ManualChipRow), {"chip": chip, "set_by": by, "since_ms": int(at_ms)})
     else:
-        conn.execute(delete(MANUAL_CHIPS).where(_M.chip == chip))
-    conn.execute(insert(MANUAL_AUDIT), {"chip": chip, "separated": on, "set_by": by, "at_ms": int(at_ms)})
+        conn.execute(delete(ManualChipRow).where(_M.chip == chip))
+    conn.execute(insert(ManualAuditRow), {"chip": chip, "separated": on, "set_by": by, "at_ms": int(at_ms)})
     return True
 
 
@@ -39,10 +40,9 @@ class ManualSeparation:
 
     def audit(self, chip: str | None = None, limit: int = 100) -> list[ManualAuditRow]:
         """Changes of manual isolation, newest first."""
-        stmt = select(_A.id, _A.chip, _A.separated, _A.set_by, _A.at_ms)
+        stmt = select(ManualAuditRow)
         if chip is not None:
             stmt = stmt.where(_A.chip == chip)
         stmt = stmt.order_by(_A.id.desc()).limit(limit)
         with self._db.read("reading the manual isolation audit") as conn:
-            rows = conn.execute(stmt).all()
-        return [ManualAuditRow(*row) for row in rows]
+            return detached(conn, stmt)

@@ -245,7 +245,7 @@ CURRENT_VERSION = MIGRATIONS[-1].version
 
 def schema_version(conn: Connection) -> int:
     """The file's version: 0 for a file without our tables (new), else the highest applied migration."""
-    tables = {row[0] for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = {row.name for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "schema_version" not in tables:
         foreign = sorted(t for t in tables if not t.startswith("sqlite_"))
         if foreign:

@@ -1,24 +1,28 @@
-"""The fault-manager's durable schema, and the one record type of each table the store hands out.
+"""The fault-manager's durable schema: one SQLModel class per table, the one declaration of its columns and indexes.
 
-A table is declared once, as SQLAlchemy Core (its columns and indexes: what the repositories query
-and what the schema test compares with `migrations.py`); the rows it hands out are one frozen
-dataclass per table, mapped positionally by its repository. A table has no second Python class:
-records are plain values, never session-bound objects, so callers on other threads meet no lazy
-loading, and a page of history costs one small object per row (loading SQLModel table instances
-instead made a 100-row page about 80 % slower here).
+The classes describe the *current* schema (what the repositories query and what the schema test
+compares with `migrations.py`); `migrations.py` builds it with frozen raw SQL so that an old file
+can be upgraded step by step. Repositories read and write through these classes only, by column
+name. What they hand out is never bound to a session: instances are loaded in a session that is
+closed before they leave the store (detached, every column loaded, no relationship to lazy-load),
+so callers on the event loop's thread never touch the database.
 
-The tables describe the *current* schema; `migrations.py` builds it with frozen raw SQL so that
-an old file can be upgraded step by step (a test checks that both agree).
+A table's class is named `<thing>Row` and is what its repository hands out, except for two tables
+whose rows leave as records that are no table: `FaultEventRow`, the engine's fault event value (see
+there why it is a frozen dataclass), and `ResetAttemptRow`, an attempt with the chips of its second
+table; their classes are `StoredFaultEvent` and `StoredResetAttempt`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
-from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, MetaData, String, Table, text
-from sqlalchemy.types import TypeEngine
+from sqlalchemy import Column, Index, text
+from sqlalchemy.orm import class_mapper
+from sqlalchemy.sql.base import ReadOnlyColumnCollection
+from sqlmodel import Field, SQLModel
 
 # Values the contract allows; checked before anything is written so a bad batch changes nothing.
 ASSERTIONS = frozenset({"occur", "recover", "once"})
@@ -26,51 +30,49 @@ SOURCES = frozenset({"subscription", "poll", "reconcile"})
 # How a reset attempt ended; "refused": it never started (a job's reset ConfigMap refused the write: see its reason).
 RESET_OUTCOMES = frozenset({"succeeded", "failed", "refused"})
 
-METADATA = MetaData()
-
-
-def _required(name: str, kind: type[TypeEngine[Any]], *, unique: bool = False) -> Column[Any]:
-    return Column(name, kind, nullable=False, unique=unique)
-
-
-def _optional(name: str, kind: type[TypeEngine[Any]]) -> Column[Any]:
-    return Column(name, kind, nullable=True)
-
-
-def _row_id() -> Column[Any]:
-    return Column("id", Integer, primary_key=True)
-
 
 # --- fault_events -------------------------------------------------------------------------------
 
-FAULT_EVENTS = Table(
-    "fault_events",  # one fault event as the exporter reported it, keyed by its event id `<run>-<seq>`
-    METADATA,
-    _row_id(),
-    _required("event_id", String, unique=True),
-    _required("run_id", String),
-    _required("seq", Integer),
-    _required("chip", String),
-    _required("logic_id", Integer),
-    _required("phy_id", Integer),
-    _required("code", String),
-    _required("assertion", String),
-    _optional("severity", Integer),
-    _required("source", String),
-    _required("raised_at_ms", Integer),
-    _required("recorded_at_ms", Integer),
-    # Per-chip history, newest first, keyset-paginated on (raised_at_ms, id).
-    Index("ix_fault_events_chip_time", "chip", "raised_at_ms", "id"),
-    # The engine's per-code timelines (FaultDuration / FaultFrequency windows).
-    Index("ix_fault_events_chip_code_time", "chip", "code", "raised_at_ms"),
-    # Resuming the exporter stream: the highest seq stored for a run.
-    Index("ix_fault_events_run_seq", "run_id", "seq"),
-)
+
+class StoredFaultEvent(SQLModel, table=True):
+    """One fault event as the exporter reported it, keyed by its event id `<run>-<seq>`."""
+
+    __tablename__ = "fault_events"
+    __table_args__ = (
+        # Per-chip history, newest first, keyset-paginated on (raised_at_ms, id).
+        Index("ix_fault_events_chip_time", "chip", "raised_at_ms", "id"),
+        # The engine's per-code timelines (FaultDuration / FaultFrequency windows).
+        Index("ix_fault_events_chip_code_time", "chip", "code", "raised_at_ms"),
+        # Resuming the exporter stream: the highest seq stored for a run.
+        Index("ix_fault_events_run_seq", "run_id", "seq"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    event_id: str = Field(unique=True)
+    run_id: str
+    seq: int
+    chip: str
+    logic_id: int
+    phy_id: int
+    code: str
+    assertion: str
+    severity: int | None = None
+    source: str
+    raised_at_ms: int
+    recorded_at_ms: int
 
 
 @dataclass(frozen=True, slots=True)
 class FaultEventRow:
-    """A fault event; run_id and seq are not carried: the store splits them off `event_id`."""
+    """A fault event; run_id and seq are not carried: the store splits them off `event_id`.
+
+    A frozen dataclass, not a `StoredFaultEvent` instance, on purpose: it is the reactor's input value,
+    built from the exporter's stream before any row exists, hashed and matched by type there; and
+    the hot reads (a history page, a chip's timeline, the replay at start) build one per row from
+    Core results on `StoredFaultEvent`'s columns, by name (`FAULT_EVENT_COLUMNS`): loading ORM instances
+    made a 100-row history page about twice as slow (docs/benchmarks.md). Its fields are a subset of
+    `StoredFaultEvent`'s names, which `FAULT_EVENT_COLUMNS` checks at import.
+    """
 
     event_id: str  # `<run>-<seq>` from the exporter
     chip: str  # "Ascend910-3"
@@ -85,24 +87,29 @@ class FaultEventRow:
     id: int | None = None  # the row id once stored; `FaultEventLog.page(before_id=...)` pages on it
 
 
+def columns_of(model: type[SQLModel]) -> ReadOnlyColumnCollection[str, Column[Any]]:
+    """A table class's columns by name, for Core statements (typed as columns, which the class's
+    attributes are not to a type checker)."""
+    return class_mapper(model).columns
+
+
+def _columns_named_as(record: type[Any], model: type[SQLModel]) -> tuple[Column[Any], ...]:
+    by_name = columns_of(model)
+    return tuple(by_name[f.name] for f in fields(record))  # a KeyError at import: a field with no column
+
+
+FAULT_EVENT_COLUMNS = _columns_named_as(FaultEventRow, StoredFaultEvent)
+
+
 # --- chip_states --------------------------------------------------------------------------------
 
-CHIP_STATES = Table(
-    "chip_states",  # the last verdict the engine computed per chip, so a restart starts where it stopped
-    METADATA,
-    Column("chip", String, primary_key=True),
-    _required("level", String),
-    _required("schedulable", Boolean),
-    _required("reason", String),
-    _required("since_ms", Integer),
-    _required("codes_json", String),
-    _required("updated_ms", Integer),
-)
 
+class ChipStateRow(SQLModel, table=True):
+    """The last verdict the engine computed per chip, so a restart starts where it stopped."""
 
-@dataclass(frozen=True, slots=True)
-class ChipStateRow:
-    chip: str
+    __tablename__ = "chip_states"
+
+    chip: str = Field(primary_key=True)
     level: str
     schedulable: bool
     reason: str
@@ -117,41 +124,33 @@ class ChipStateRow:
 
 # --- escalations --------------------------------------------------------------------------------
 
-ESCALATIONS = Table(
-    "escalations",  # an UpgradeFaultReason entry (FaultDuration / FaultFrequency / FaultAutofill)
-    METADATA,
-    _row_id(),
-    _required("chip", String),
-    _required("code", String),
-    _required("level", String),
-    _required("upgrade_type", String),
-    _required("upgrade_time_ms", Integer),
-    _optional("released_at_ms", Integer),
-    _optional("release_reason", String),
-    # At most one active escalation per chip, code and type: re-adding after a restart is a no-op.
-    Index(
-        "ux_escalations_active",
-        "chip",
-        "code",
-        "upgrade_type",
-        unique=True,
-        sqlite_where=text("released_at_ms IS NULL"),
-    ),
-    Index("ix_escalations_chip_time", "chip", "upgrade_time_ms"),
-    Index("ix_escalations_released", "released_at_ms"),
-)
 
+class EscalationRow(SQLModel, table=True):
+    """An UpgradeFaultReason entry (FaultDuration / FaultFrequency / FaultAutofill)."""
 
-@dataclass(frozen=True, slots=True)
-class EscalationRow:
-    id: int
+    __tablename__ = "escalations"
+    __table_args__ = (
+        # At most one active escalation per chip, code and type: re-adding after a restart is a no-op.
+        Index(
+            "ux_escalations_active",
+            "chip",
+            "code",
+            "upgrade_type",
+            unique=True,
+            sqlite_where=text("released_at_ms IS NULL"),
+        ),
+        Index("ix_escalations_chip_time", "chip", "upgrade_time_ms"),
+        Index("ix_escalations_released", "released_at_ms"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
     chip: str
     code: str
     level: str
     upgrade_type: str  # FaultDuration / FaultFrequency / FaultAutofill
     upgrade_time_ms: int
-    released_at_ms: int | None
-    release_reason: str | None
+    released_at_ms: int | None = None
+    release_reason: str | None = None
 
     @property
     def active(self) -> bool:
@@ -160,29 +159,24 @@ class EscalationRow:
 
 # --- manual_chips, manual_audit -----------------------------------------------------------------
 
-MANUAL_CHIPS = Table(
-    "manual_chips",  # chips currently in ManuallySeparateNPU (handed out as a set of names)
-    METADATA,
-    Column("chip", String, primary_key=True),
-    _required("set_by", String),
-    _required("since_ms", Integer),
-)
 
-MANUAL_AUDIT = Table(
-    "manual_audit",  # every change of manual isolation: who, when, on or off; never pruned (rare rows)
-    METADATA,
-    _row_id(),
-    _required("chip", String),
-    _required("separated", Boolean),
-    _required("set_by", String),
-    _required("at_ms", Integer),
-    Index("ix_manual_audit_chip", "chip", "id"),
-)
+class ManualChipRow(SQLModel, table=True):
+    """A chip currently in ManuallySeparateNPU (handed out as a set of names)."""
+
+    __tablename__ = "manual_chips"
+
+    chip: str = Field(primary_key=True)
+    set_by: str
+    since_ms: int
 
 
-@dataclass(frozen=True, slots=True)
-class ManualAuditRow:
-    id: int
+class ManualAuditRow(SQLModel, table=True):
+    """A change of manual isolation: who, when, on or off; never pruned (rare rows)."""
+
+    __tablename__ = "manual_audit"
+    __table_args__ = (Index("ix_manual_audit_chip", "chip", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
     chip: str
     separated: bool
     set_by: str
@@ -191,31 +185,37 @@ class ManualAuditRow:
 
 # --- reset_attempts, reset_attempt_chips --------------------------------------------------------
 
-RESET_ATTEMPTS = Table(
-    "reset_attempts",  # one hot-reset attempt of a reset group
-    METADATA,
-    _row_id(),
-    _required("group_name", String),
-    _required("channel", String),
-    _required("started_ms", Integer),
-    _optional("outcome", String),
-    _optional("error_code", Integer),
-    _optional("finished_ms", Integer),
-    _optional("reason", String),  # why it was refused or failed, for the operator (GET /v1/resets)
-    Index("ix_reset_attempts_finished", "finished_ms"),
-)
 
-RESET_ATTEMPT_CHIPS = Table(
-    "reset_attempt_chips",  # the chips of a reset attempt (deleted with it; handed out as ResetAttemptRow.chips)
-    METADATA,
-    Column("attempt_id", Integer, ForeignKey("reset_attempts.id", ondelete="CASCADE"), primary_key=True),
-    Column("chip", String, primary_key=True),
-    Index("ix_reset_attempt_chips_chip", "chip", "attempt_id"),
-)
+class StoredResetAttempt(SQLModel, table=True):
+    """One hot-reset attempt of a reset group (handed out with its chips as `ResetAttemptRow`)."""
+
+    __tablename__ = "reset_attempts"
+    __table_args__ = (Index("ix_reset_attempts_finished", "finished_ms"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    group_name: str
+    channel: str
+    started_ms: int
+    outcome: str | None = None  # None while running, else one of RESET_OUTCOMES
+    error_code: int | None = None
+    finished_ms: int | None = None
+    reason: str | None = None  # why it was refused or failed, for the operator (GET /v1/resets)
+
+
+class ResetAttemptChipRow(SQLModel, table=True):
+    """A chip of a reset attempt, deleted with it."""
+
+    __tablename__ = "reset_attempt_chips"
+    __table_args__ = (Index("ix_reset_attempt_chips_chip", "chip", "attempt_id"),)
+
+    attempt_id: int = Field(foreign_key="reset_attempts.id", ondelete="CASCADE", primary_key=True)
+    chip: str = Field(primary_key=True)
 
 
 @dataclass(frozen=True, slots=True)
 class ResetAttemptRow:
+    """A reset attempt with its chips: rows of two tables, so no one table's class (built by column name)."""
+
     id: int
     group_name: str
     chips: tuple[str, ...]
@@ -229,51 +229,46 @@ class ResetAttemptRow:
 
 # --- reset_buckets ------------------------------------------------------------------------------
 
-RESET_BUCKETS = Table(
-    "reset_buckets",  # a faulty chip's hot-reset token bucket, handed out as reset_tokens.TokenBucket
-    METADATA,
-    Column("chip", String, primary_key=True),
+
+class ResetBucketRow(SQLModel, table=True):
+    """A faulty chip's hot-reset token bucket, handed out as reset_tokens.TokenBucket."""
+
+    __tablename__ = "reset_buckets"
+
+    chip: str = Field(primary_key=True)
     # The reference keys its buckets by logic id; kept for the operator. NULL for a bucket converted
     # from the sliding-window release, which did not record it: the next consume fills it in.
-    _optional("logic_id", Integer),
-    _required("tokens", Integer),
-    _required("last_refill_ms", Integer),
-)
+    logic_id: int | None = None
+    tokens: int
+    last_refill_ms: int
 
 
 # --- policy_versions ----------------------------------------------------------------------------
 
-POLICY_VERSIONS = Table(
-    "policy_versions",  # each fault policy the engine was offered, accepted or not; the last accepted one is reloaded
-    METADATA,
-    _row_id(),
-    _required("source", String),
-    _required("digest", String),
-    _required("content_json", String),
-    _required("accepted", Boolean),
-    _optional("error", String),
-    _required("saved_ms", Integer),
-    Index("ix_policy_versions_accepted", "accepted", "id"),
-)
 
+class PolicyRow(SQLModel, table=True):
+    """Each fault policy the engine was offered, accepted or not; the last accepted one is reloaded."""
 
-@dataclass(frozen=True, slots=True)
-class PolicyRow:
-    id: int
+    __tablename__ = "policy_versions"
+    __table_args__ = (Index("ix_policy_versions_accepted", "accepted", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
     source: str
     digest: str
     content_json: str
     accepted: bool
-    error: str | None
+    error: str | None = None
     saved_ms: int
 
 
 # --- schema_version -----------------------------------------------------------------------------
 
-SCHEMA_VERSION = Table(
-    "schema_version",  # one row per applied migration; the schema version is the highest (read by migrations.py)
-    METADATA,
-    Column("version", Integer, primary_key=True),
-    _required("name", String),
-    _required("applied_ms", Integer),
-)
+
+class SchemaVersionRow(SQLModel, table=True):
+    """One row per applied migration; the schema version is the highest (written by migrations.py)."""
+
+    __tablename__ = "schema_version"
+
+    version: int = Field(primary_key=True)
+    name: str
+    applied_ms: int

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert
+from sqlmodel import select
 
-from .database import Database
-from .models import POLICY_VERSIONS, PolicyRow
+from .database import Database, detached
+from .models import PolicyRow, columns_of
 
-_P = POLICY_VERSIONS.c
-_ROW = (_P.id, _P.source, _P.digest, _P.content_json, _P.accepted, _P.error, _P.saved_ms)
+_P = columns_of(PolicyRow)
 
 
 class PolicyVersions:
@@ -30,10 +30,14 @@ class PolicyVersions:
                 select(_P.id, _P.source, _P.digest, _P.accepted).order_by(_P.id.desc()).limit(1)
             ).first()
             # The ConfigMap is re-read on every watch event and resync: do not store it again.
-            if latest is not None and (latest[1], latest[2], bool(latest[3])) == (source, digest, accepted):
-                return int(latest[0])
+            if latest is not None and (latest.source, latest.digest, bool(latest.accepted)) == (
+                source,
+                digest,
+                accepted,
+            ):
+                return int(latest.id)
             result = conn.execute(
-                insert(POLICY_VERSIONS),
+                insert(PolicyRow),
                 {
                     "source": source,
                     "digest": digest,
@@ -45,16 +49,15 @@ class PolicyVersions:
             )
             key = result.inserted_primary_key
             assert key is not None
-            return int(key[0])
+            return int(key.id)
 
     def last_good(self) -> PolicyRow | None:
-        stmt = select(*_ROW).where(_P.accepted.is_(True)).order_by(_P.id.desc()).limit(1)
+        stmt = select(PolicyRow).where(_P.accepted.is_(True)).order_by(_P.id.desc()).limit(1)
         with self._db.read("reading the last good policy") as conn:
-            row = conn.execute(stmt).first()
-        return None if row is None else PolicyRow(*row)
+            rows = detached(conn, stmt)
+        return rows[0] if rows else None
 
     def recent(self, limit: int = 20) -> list[PolicyRow]:
-        stmt = select(*_ROW).order_by(_P.id.desc()).limit(limit)
+        stmt = select(PolicyRow).order_by(_P.id.desc()).limit(limit)
         with self._db.read("reading policy versions") as conn:
-            rows = conn.execute(stmt).all()
-        return [PolicyRow(*row) for row in rows]
+            return detached(conn, stmt)

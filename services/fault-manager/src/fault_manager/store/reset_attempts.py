@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, update
+from sqlmodel import select
 
-from .database import Database
-from .models import RESET_ATTEMPT_CHIPS, RESET_ATTEMPTS, RESET_OUTCOMES, ResetAttemptRow
+from .database import Database, detached
+from .models import RESET_OUTCOMES, ResetAttemptChipRow, ResetAttemptRow, StoredResetAttempt, columns_of
 
-_R = RESET_ATTEMPTS.c
-_C = RESET_ATTEMPT_CHIPS.c
+_R = columns_of(StoredResetAttempt)
+_C = columns_of(ResetAttemptChipRow)
 
 
 def _insert(
@@ -26,7 +27,7 @@ def _insert(
     finished_ms: int | None = None,
 ) -> int:
     result = conn.execute(
-        insert(RESET_ATTEMPTS),
+        insert(StoredResetAttempt),
         {
             "group_name": group,
             "channel": channel,
@@ -38,10 +39,10 @@ def _insert(
     )
     attempt_id = result.inserted_primary_key
     assert attempt_id is not None
-    new_id = int(attempt_id[0])
+    new_id = int(attempt_id.id)
     unique_chips = sorted(set(chips))
     if unique_chips:
-        conn.execute(insert(RESET_ATTEMPT_CHIPS), [{"attempt_id": new_id, "chip": c} for c in unique_chips])
+        conn.execute(insert(ResetAttemptChipRow), [{"attempt_id": new_id, "chip": c} for c in unique_chips])
     return new_id
 
 
@@ -71,7 +72,7 @@ class ResetAttempts:
         values: dict[str, Any] = {"outcome": outcome, "error_code": error_code, "finished_ms": int(finished_ms)}
         if reason is not None:
             values["reason"] = reason
-        stmt = update(RESET_ATTEMPTS).where(_R.id == attempt_id).values(**values)
+        stmt = update(StoredResetAttempt).where(_R.id == attempt_id).values(**values)
         with self._db.write("finishing a reset attempt") as conn:
             return int(conn.execute(stmt).rowcount) > 0
 
@@ -82,32 +83,17 @@ class ResetAttempts:
 
     def recent(self, limit: int = 100, chip: str | None = None) -> list[ResetAttemptRow]:
         """Reset attempts, newest first (only those involving `chip` when given)."""
-        stmt = select(
-            _R.id, _R.group_name, _R.channel, _R.started_ms, _R.outcome, _R.error_code, _R.finished_ms, _R.reason
-        )
+        stmt = select(StoredResetAttempt)
         if chip is not None:
             stmt = stmt.where(_R.id.in_(select(_C.attempt_id).where(_C.chip == chip)))
         stmt = stmt.order_by(_R.id.desc()).limit(limit)
         with self._db.read("reading reset attempts") as conn:
-            attempts = conn.execute(stmt).all()
-            ids = [a[0] for a in attempts]
-            chips: dict[int, list[str]] = {i: [] for i in ids}
-            if ids:
-                for attempt_id, name in conn.execute(
-                    select(_C.attempt_id, _C.chip).where(_C.attempt_id.in_(ids)).order_by(_C.attempt_id, _C.chip)
+            attempts = detached(conn, stmt)
+            chips: dict[int | None, list[str]] = {a.id: [] for a in attempts}
+            if attempts:
+                for link in detached(
+                    conn,
+                    select(ResetAttemptChipRow).where(_C.attempt_id.in_(list(chips))).order_by(_C.attempt_id, _C.chip),
                 ):
-                    chips[attempt_id].append(name)
-        return [
-            ResetAttemptRow(
-                id=a[0],
-                group_name=a[1],
-                chips=tuple(chips[a[0]]),
-                channel=a[2],
-                started_ms=a[3],
-                outcome=a[4],
-                error_code=a[5],
-                finished_ms=a[6],
-                reason=a[7],
-            )
-            for a in attempts
-        ]
+                    chips[link.attempt_id].append(link.chip)
+        return [ResetAttemptRow(**a.model_dump(), chips=tuple(chips[a.id])) for a in attempts]

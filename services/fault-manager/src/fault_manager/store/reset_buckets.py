@@ -4,23 +4,28 @@ reset's (fault_manager.reset_tokens, fault_manager.token_buckets)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Row, select
 from sqlalchemy.dialects.sqlite import insert
 
 from fault_manager.reset_tokens import TokenBucket
 
 from .database import Database
-from .models import RESET_BUCKETS
+from .models import ResetBucketRow, columns_of
 
-_B = RESET_BUCKETS.c
+# Handed out as hot reset's own value (TokenBucket), so read through Core on ResetBucketRow's columns.
+_B = columns_of(ResetBucketRow)
 _T = TypeVar("_T")
+
+
+def _token_bucket(row: Row[*tuple[Any, ...]]) -> TokenBucket:
+    return TokenBucket(tokens=int(row.tokens), last_refill_ms=int(row.last_refill_ms))
 
 
 def _bucket(conn: Connection, chip: str) -> TokenBucket | None:
     row = conn.execute(select(_B.tokens, _B.last_refill_ms).where(_B.chip == chip)).first()
-    return None if row is None else TokenBucket(int(row[0]), int(row[1]))
+    return None if row is None else _token_bucket(row)
 
 
 class ResetBuckets:
@@ -37,7 +42,7 @@ class ResetBuckets:
         stmt = select(_B.chip, _B.tokens, _B.last_refill_ms).order_by(_B.chip)
         with self._db.read("reading reset buckets") as conn:
             rows = conn.execute(stmt).all()
-        return {chip: TokenBucket(int(tokens), int(last)) for chip, tokens, last in rows}
+        return {row.chip: _token_bucket(row) for row in rows}
 
     def update(
         self, chip: str, logic_id: int, change: Callable[[TokenBucket | None], tuple[TokenBucket, _T]]
@@ -48,7 +53,7 @@ class ResetBuckets:
         """
         with self._db.write("consuming a reset token") as conn:
             bucket, result = change(_bucket(conn, chip))
-            stmt = insert(RESET_BUCKETS).values(
+            stmt = insert(ResetBucketRow).values(
                 chip=chip, logic_id=int(logic_id), tokens=bucket.tokens, last_refill_ms=bucket.last_refill_ms
             )
             conn.execute(

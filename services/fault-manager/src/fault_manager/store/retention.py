@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select, tuple_
 
 from .database import Database
-from .models import ESCALATIONS, FAULT_EVENTS, RESET_ATTEMPTS
+from .models import EscalationRow, StoredFaultEvent, StoredResetAttempt, columns_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,9 +19,9 @@ class PruneResult:
     complete: bool = True  # False: the time budget ran out; call prune again later
 
 
-_E = FAULT_EVENTS.c
-_X = ESCALATIONS.c
-_R = RESET_ATTEMPTS.c
+_E = columns_of(StoredFaultEvent)
+_X = columns_of(EscalationRow)
+_R = columns_of(StoredResetAttempt)
 
 # A chip list straight from the (chip, ...) index: one seek per distinct chip instead of a scan of
 # every event (SQLite has no skip-scan without ANALYZE statistics).
@@ -66,7 +66,7 @@ class Retention:
 
         raised, row_id, chip_col = _E.raised_at_ms, _E.id, _E.chip
         with self._db.read("listing chips to prune") as conn:
-            chips = [row[0] for row in conn.exec_driver_sql(_DISTINCT_EVENT_CHIPS)]
+            chips = [row.chip for row in conn.exec_driver_sql(_DISTINCT_EVENT_CHIPS)]
         for chip in chips:
             with self._db.read("finding the prune boundary") as conn:
                 boundary = None
@@ -82,13 +82,13 @@ class Retention:
                         continue  # fewer events than the minimum kept
             victims = select(row_id).where(chip_col == chip, raised < older_than_ms)
             if boundary is not None:
-                victims = victims.where(tuple_(raised, row_id) < tuple_(boundary[0], boundary[1]))
+                victims = victims.where(tuple_(raised, row_id) < tuple_(boundary.raised_at_ms, boundary.id))
             victims = victims.order_by(raised, row_id).limit(batch_size)
             while True:
                 if out_of_time():
                     return PruneResult(**counts, complete=False)
                 with self._db.write("pruning events") as conn:
-                    deleted = int(conn.execute(delete(FAULT_EVENTS).where(row_id.in_(victims))).rowcount)
+                    deleted = int(conn.execute(delete(StoredFaultEvent).where(row_id.in_(victims))).rowcount)
                 counts["events"] += deleted
                 if deleted < batch_size:
                     break
@@ -97,12 +97,12 @@ class Retention:
         with self._db.write("pruning escalations and resets") as conn:
             counts["escalations"] = int(
                 conn.execute(
-                    delete(ESCALATIONS).where(_X.released_at_ms.is_not(None), _X.released_at_ms < older_than_ms)
+                    delete(EscalationRow).where(_X.released_at_ms.is_not(None), _X.released_at_ms < older_than_ms)
                 ).rowcount
             )
             counts["reset_attempts"] = int(
                 conn.execute(
-                    delete(RESET_ATTEMPTS).where(_R.finished_ms.is_not(None), _R.finished_ms < older_than_ms)
+                    delete(StoredResetAttempt).where(_R.finished_ms.is_not(None), _R.finished_ms < older_than_ms)
                 ).rowcount
             )
         return PruneResult(**counts, complete=True)
