@@ -67,11 +67,12 @@ class FaultEventRow:
     """A fault event; run_id and seq are not carried: the store splits them off `event_id`.
 
     A frozen dataclass, not a `StoredFaultEvent` instance, on purpose: it is the reactor's input value,
-    built from the exporter's stream before any row exists, hashed and matched by type there; and
+    built from the exporter's stream before any row exists and matched by type there; and
     the hot reads (a history page, a chip's timeline, the replay at start) build one per row from
-    Core results on `StoredFaultEvent`'s columns, by name (`FAULT_EVENT_COLUMNS`): loading ORM instances
-    made a 100-row history page about twice as slow (docs/benchmarks.md). Its fields are a subset of
-    `StoredFaultEvent`'s names, which `FAULT_EVENT_COLUMNS` checks at import.
+    Core results on `StoredFaultEvent`'s columns, by name (`FAULT_EVENT_COLUMNS`): loading detached
+    ORM instances instead made a 100-row history page about 1.5x as slow (p50 1.0 ms against 0.65 ms
+    on a 200,000-event file here). Its fields are a subset of `StoredFaultEvent`'s names, which
+    `FAULT_EVENT_COLUMNS` checks at import.
     """
 
     event_id: str  # `<run>-<seq>` from the exporter
