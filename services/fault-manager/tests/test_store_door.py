@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import ast
 import contextvars
+import dataclasses
 import re
 import threading
 from pathlib import Path
 
 import pytest
-from fault_manager.store import Store, StoreError, in_store_thread
+from fault_manager.store import FaultEventRow, Store, StoreError, fault_events, in_store_thread
 from fault_manager.store import models as store_models
-from sqlalchemy import inspect
+from fault_manager.store.models import FAULT_EVENT_COLUMNS
+from sqlalchemy import inspect, select
 from sqlmodel import SQLModel
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "fault_manager"
@@ -119,3 +121,15 @@ async def test_the_door_runs_the_call_on_a_worker_thread_with_the_callers_contex
     # A closed store's error reaches the caller as it is.
     with pytest.raises(StoreError, match="closed"):
         await in_store_thread(store.events.count)
+
+
+def test_fault_events_are_read_by_column_name_whatever_the_select_order(tmp_path: Path) -> None:
+    event = FaultEventRow("run-7", "Ascend910-3", 3, 5, "80E01801", "occur", 2, "subscription", 5000, 5001)
+    with Store(tmp_path / "faults.db") as store:
+        assert store.events.append([event]) == 1
+        (stored,) = store.events.page("Ascend910-3")
+        with store.db.read("reading in reverse") as conn:
+            (reordered,) = fault_events._records(conn.execute(select(*reversed(FAULT_EVENT_COLUMNS))))
+    assert stored == reordered == dataclasses.replace(event, id=stored.id)
+    assert stored.id is not None
+    assert (stored.logic_id, stored.phy_id) == (3, 5)  # two int columns side by side: a swap would pass types

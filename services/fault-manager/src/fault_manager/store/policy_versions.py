@@ -30,11 +30,8 @@ class PolicyVersions:
                 select(_P.id, _P.source, _P.digest, _P.accepted).order_by(_P.id.desc()).limit(1)
             ).first()
             # The ConfigMap is re-read on every watch event and resync: do not store it again.
-            if latest is not None and (latest.source, latest.digest, bool(latest.accepted)) == (
-                source,
-                digest,
-                accepted,
-            ):
+            offered = (source, digest, accepted)
+            if latest is not None and (latest.source, latest.digest, bool(latest.accepted)) == offered:
                 return int(latest.id)
             result = conn.execute(
                 insert(PolicyRow),
