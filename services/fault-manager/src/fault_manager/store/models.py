@@ -70,7 +70,7 @@ class FaultEventRow:
     built from the exporter's stream before any row exists and matched by type there; and
     the hot reads (a history page, a chip's timeline, the replay at start) build one per row from
     Core results on `StoredFaultEvent`'s columns, by name (`FAULT_EVENT_COLUMNS`): loading detached
-    ORM instances instead made a 100-row history page about 1.5x as slow (p50 1.0 ms against 0.65 ms
+    ORM instances instead made a 100-row history page about twice as slow (p50 1.1 ms against 0.56 ms
     on a 200,000-event file here). Its fields are a subset of `StoredFaultEvent`'s names, which
     `FAULT_EVENT_COLUMNS` checks at import.
     """
