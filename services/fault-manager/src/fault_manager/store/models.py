@@ -7,10 +7,10 @@ name. What they hand out is never bound to a session: instances are loaded in a 
 closed before they leave the store (detached, every column loaded, no relationship to lazy-load),
 so callers on the event loop's thread never touch the database.
 
-A table's class is named `<thing>Row` and is what its repository hands out, except for two tables
-whose rows leave as records that are no table: `FaultEventRow`, the engine's fault event value (see
-there why it is a frozen dataclass), and `ResetAttemptRow`, an attempt with the chips of its second
-table; their classes are `StoredFaultEvent` and `StoredResetAttempt`.
+A table's class is named `<thing>Row`, and a repository that hands out whole rows hands out its
+instances; but two tables' rows leave as records that are no table: `FaultEventRow`, the engine's
+fault event value (see there why it is a frozen dataclass), and `ResetAttemptRow`, an attempt with
+the chips of its second table. Their classes are named `StoredFaultEvent` and `StoredResetAttempt`.
 """
 
 from __future__ import annotations
