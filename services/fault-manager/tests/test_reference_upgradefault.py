@@ -3,9 +3,10 @@ whose cases it carries (component/ascend-device-plugin/pkg/common/upgradefault_t
 pkg/device/ascendcommon_test.go TestAscendToolsGetDeviceFaults), with that test's inputs and expected values.
 
 The Go tests drive a global in-memory cache keyed by logic or physical id; ours are pure functions over
-chip names (`fault_manager.faultlist`, `ascend_common.deviceinfo`) and the engine, which re-derives the
-reasons from the chip's history under the current policy. Where a Go input has no counterpart (a level
-string such as "critical" that our policy loader refuses as a FaultHandling), the case says what it uses.
+chip names (`fault_manager.deviceinfo.faultlist`, `fault_manager.deviceinfo.configmap`) and the engine,
+which re-derives the reasons from the chip's history under the current policy. Where a Go input has no
+counterpart (a level string such as "critical" that our policy loader refuses as a FaultHandling), the case
+says what it uses.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import json
 from typing import Any
 
 import pytest
-from ascend_common.deviceinfo import UpgradeReason, fault_list_json, parse_upgrade_reasons, upgrade_reasons_json
 from ascend_common.faults import (
     FaultCustomization,
     FaultLevel,
@@ -24,8 +24,14 @@ from ascend_common.faults import (
     load_fault_code_table,
     load_fault_customization,
 )
-from fault_manager.engine import AUTOFILL_CODE, FaultEngine, Policy
-from fault_manager.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
+from fault_manager.deviceinfo.configmap import (
+    UpgradeReason,
+    fault_list_json,
+    parse_upgrade_reasons,
+    upgrade_reasons_json,
+)
+from fault_manager.deviceinfo.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
+from fault_manager.policy.engine import AUTOFILL_CODE, FaultEngine, Policy
 from fault_manager.store import Store
 
 L = FaultLevel

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fault_manager import token_buckets
+from fault_manager.hotreset import stored_tokens as token_buckets
 from fault_manager.store import MAX_PAGE, FaultEventRow, Store, StoreError
 
 C0, C1, C2 = "Ascend910-0", "Ascend910-1", "Ascend910-2"

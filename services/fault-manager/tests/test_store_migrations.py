@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_manager import token_buckets
+from fault_manager.hotreset import stored_tokens as token_buckets
 from fault_manager.store import CURRENT_VERSION, FaultEventRow, Store, StoreError
 from fault_manager.store.models import METADATA
 from sqlalchemy import create_engine

@@ -26,7 +26,7 @@ from ascend_common.clock import Clock
 from ascend_common.schemas.exporter import ChipList, ChipState, EventType, ExporterEvent, NodeInfo
 from pydantic import ValidationError
 
-from fault_manager.inputs import ChipReachability, Inbox, Inventory, Snapshot, SwitchFaultSeen
+from fault_manager.reactor.inputs import ChipReachability, Inbox, Inventory, Snapshot, SwitchFaultSeen
 from fault_manager.store import FaultEventRow
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The reference's tests of the ResetInfo annotation, ported to ascend_common.node_reset_info.
+"""The reference's tests of the ResetInfo annotation, ported to fault_manager.hotreset.reset_info.
 
 One test per Go test, named after it, one block per convey case; where the Go test mocks the
 node client or json, the port checks what is observable instead: the annotation text a write
@@ -14,7 +14,7 @@ yields (None where the reference writes nothing) and the state that results.
 from __future__ import annotations
 
 import pytest
-from ascend_common.node_reset_info import (
+from fault_manager.hotreset.reset_info import (
     EMPTY,
     MAX_RESET_TIMES,
     RESET_INFO_ANNOTATION,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from fault_manager.reset_tokens import TOKEN_REFILL_INTERVAL_MS, consume_token, tokens_left
+from fault_manager.hotreset.tokens import TOKEN_REFILL_INTERVAL_MS, consume_token, tokens_left
 from fault_manager.store.reset_buckets import ResetBuckets
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from ascend_common.faults import (
     validate_policy_bundle,
 )
 
-from fault_manager.engine import Policy
+from fault_manager.policy.engine import Policy
 from fault_manager.store import Store
 
 log = logging.getLogger(__name__)

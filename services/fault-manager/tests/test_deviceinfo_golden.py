@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ascend_common.deviceinfo import (
+from ascend_common.gojson import go_json
+from fault_manager.deviceinfo.configmap import (
     UNWATCHED_SWITCH,
     ChipReport,
     FaultEntry,
@@ -31,8 +32,7 @@ from ascend_common.deviceinfo import (
     switch_info_json,
     upgrade_reasons_json,
 )
-from ascend_common.gojson import go_json
-from ascend_common.resetinfo import RankEntry, render_reset_config
+from fault_manager.hotreset.reset_config import RankEntry, render_reset_config
 
 from tests.support.golang import GO, go_version, run_go
 

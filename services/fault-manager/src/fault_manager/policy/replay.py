@@ -26,7 +26,7 @@ from typing import Any
 
 from ascend_common.faults import normalize_code
 
-from fault_manager.engine import (
+from fault_manager.policy.engine import (
     BY_ADOPTION,
     BY_RELEASE,
     BY_RULE,

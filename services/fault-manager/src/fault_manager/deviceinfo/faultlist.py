@@ -23,11 +23,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ascend_common.deviceinfo import CARD_NETWORK_UNHEALTHY, CARD_UNHEALTHY, FaultEntry, FaultType, UpgradeReason
 from ascend_common.faults import FaultLevel, most_serious, normalize_code
 from ascend_common.schemas.verdict import ChipVerdict
 
-from fault_manager.engine import AUTOFILL_CODE, UPGRADE_AUTOFILL, CodeReport
+from fault_manager.deviceinfo.configmap import (
+    CARD_NETWORK_UNHEALTHY,
+    CARD_UNHEALTHY,
+    FaultEntry,
+    FaultType,
+    UpgradeReason,
+)
+from fault_manager.policy.engine import AUTOFILL_CODE, UPGRADE_AUTOFILL, CodeReport
 
 
 @dataclass(frozen=True)

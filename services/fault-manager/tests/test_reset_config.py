@@ -1,7 +1,7 @@
 """The reset-config-<job> ConfigMap and its helpers, rule by rule (contract section 8).
 
 Expected strings follow the reference's TaskResetInfo / TaskDevInfo / DevFaultInfo structs and
-WriteResetInfoDataIntoCM (see ascend_common.resetinfo); test_deviceinfo_golden.py checks the
+WriteResetInfoDataIntoCM (see fault_manager.hotreset.reset_config); test_deviceinfo_golden.py checks the
 same renderer against output of a real Go toolchain.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from ascend_common.faults.levels import FaultLevel
-from ascend_common.resetinfo import (
+from fault_manager.hotreset.reset_config import (
     POLICIES,
     REFUSED_NO_CONFIG_MAP,
     REFUSED_NO_RESET_JSON,
@@ -444,7 +444,7 @@ def test_retry_time_wraps_as_a_go_int() -> None:
 def test_a_huge_number_in_the_old_reset_json_is_a_refusal_not_a_crash() -> None:
     """Python's int() refuses more than 4300 digits with a bare ValueError; Go's decoder refuses the
     overflow: the write is refused (the hot-reset loop handles only ResetConfigRefused)."""
-    from ascend_common.resetinfo import ResetConfigRefused, next_reset_config
+    from fault_manager.hotreset.reset_config import ResetConfigRefused, next_reset_config
 
     old = {"reset.json": '{"RankList":[],"RetryTime":' + "9" * 5000 + "}"}
     with pytest.raises(ResetConfigRefused, match="unmarshal"):

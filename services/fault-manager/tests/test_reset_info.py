@@ -1,4 +1,4 @@
-"""ascend_common.node_reset_info rule by rule, and against vectors from a real Go toolchain.
+"""fault_manager.hotreset.reset_info rule by rule, and against vectors from a real Go toolchain.
 
 The Go program below restates the reference's ResetInfo / ResetDevice structs
 (component/ascend-device-plugin/pkg/device/reset_info_mgr.go) and prints what encoding/json
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ascend_common.node_reset_info import (
+from fault_manager.hotreset.reset_info import (
     EMPTY,
     MAX_RESET_TIMES,
     NO_ID,
@@ -51,7 +51,7 @@ from ascend_common.node_reset_info import (
 
 from tests.support.golang import GO, run_go
 
-GO_PROGRAM = r"""// Golden vectors for ascend_common.node_reset_info: the node annotation "ResetInfo" as Go's
+GO_PROGRAM = r"""// Golden vectors for fault_manager.hotreset.reset_info: the node annotation "ResetInfo" as Go's
 // encoding/json writes and reads it. Our own program: the structs restate the wire format of
 // component/ascend-device-plugin/pkg/device/reset_info_mgr.go (no json tags, an unexported
 // field). Standard library only; prints one JSON object per line, deterministic:

@@ -1,7 +1,7 @@
 """The device-info ConfigMap renderer, rule by rule (contract section 6).
 
 Expected strings are written out by hand from the reference's structs and managers (see the
-module docstring of ascend_common.deviceinfo); test_deviceinfo_golden.py checks the same
+module docstring of fault_manager.deviceinfo.configmap); test_deviceinfo_golden.py checks the same
 renderer against output of a real Go toolchain.
 """
 
@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 import pytest
-from ascend_common.deviceinfo import (
+from fault_manager.deviceinfo.configmap import (
     DESCRIPTION,
     ChipReport,
     FaultEntry,

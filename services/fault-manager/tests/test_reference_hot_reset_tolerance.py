@@ -1,6 +1,6 @@
 """Ports of the reference's Go tests of job fault tolerance (pkg/device/ascendtorlerance_test.go).
 
-The reference tests methods of HotResetTools; ours are pure functions of ascend_common.resetinfo:
+The reference tests methods of HotResetTools; ours are pure functions of fault_manager.hotreset.reset_config:
 - GetDevProcessPolicy(faultType) -> policy_for_level(level);
 - GenerateTaskDevFaultInfoList(devIdList, rankIndex) with the tool's globalDevFaultInfo cache ->
   rank_list(rank_index, pod_logic_ids, faults), the cache passed as `faults` and the rank index
@@ -11,7 +11,7 @@ Test names are the Go test's, then the convey case.
 from __future__ import annotations
 
 import pytest
-from ascend_common.resetinfo import DevFaultInfo, policy_for_level, rank_list
+from fault_manager.hotreset.reset_config import DevFaultInfo, policy_for_level, rank_list
 
 # --- TestGetDevProcessPolicy: 2 convey cases -------------------------------------------------------
 

@@ -14,7 +14,7 @@ import hashlib
 import json
 
 import pytest
-from ascend_common.resetinfo import (
+from fault_manager.hotreset.reset_config import (
     REFUSED_NO_RESET_JSON,
     REFUSED_UNMARSHAL,
     RankEntry,

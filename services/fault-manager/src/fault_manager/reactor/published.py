@@ -12,13 +12,13 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ascend_common.deviceinfo import SwitchReport, UnwatchedSwitch
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.superpod import NO_SUPER_POD, SuperPod
 
-from fault_manager.engine import Evaluation, Policy
-from fault_manager.faultlist import Reason
-from fault_manager.verdicts import VerdictBoard
+from fault_manager.deviceinfo.configmap import SwitchReport, UnwatchedSwitch
+from fault_manager.deviceinfo.faultlist import Reason
+from fault_manager.policy.engine import Evaluation, Policy
+from fault_manager.reactor.verdicts import VerdictBoard
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 from ascend_common.pods import SlimPod
 from ascend_common.schemas.exporter import ChipList, SwitchFaultData
 
-from fault_manager.engine import Policy
+from fault_manager.policy.engine import Policy
 from fault_manager.store import FaultEventRow
 
 

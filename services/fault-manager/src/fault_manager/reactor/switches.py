@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from ascend_common.deviceinfo import SwitchEvent, SwitchReport
 from ascend_common.faults import SwitchFaultLevel, SwitchFaultTable, most_serious_switch, switch_code_level
 from ascend_common.schemas.exporter import Assertion, SwitchFaultData
+
+from fault_manager.deviceinfo.configmap import SwitchEvent, SwitchReport
 
 log = logging.getLogger(__name__)
 ASSERTION_CODES = {Assertion.RECOVER: 0, Assertion.OCCUR: 1, Assertion.ONCE: 2}

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from ascend_common.adapters.kube.client import ApiClient, KubeNotFound
 from ascend_common.adapters.kube.configmaps import OfflineConfigMaps
 from ascend_common.adapters.kube.patch import get_node, patch_node
-from ascend_common.node_reset_info import RESET_INFO_ANNOTATION
+
+from fault_manager.hotreset.reset_info import RESET_INFO_ANNOTATION
 
 
 class ApiNodeAnnotations:

@@ -19,11 +19,11 @@ from typing import Protocol
 from ascend_common.adapters.kube.configmaps import ConfigMaps, Conflict
 from ascend_common.adapters.kube.events import MAX_MESSAGE, FaultEvents
 from ascend_common.clock import Clock
-from ascend_common.deviceinfo import MANUALLY_SEPARATE_KEY, parse_manually_separated, upgrade_reasons_json
 
-from fault_manager.faultlist import upgrade_reasons
-from fault_manager.published import Published
-from fault_manager.reports import DeviceInfo, device_info
+from fault_manager.deviceinfo.configmap import MANUALLY_SEPARATE_KEY, parse_manually_separated, upgrade_reasons_json
+from fault_manager.deviceinfo.faultlist import upgrade_reasons
+from fault_manager.deviceinfo.reports import DeviceInfo, device_info
+from fault_manager.reactor.published import Published
 
 log = logging.getLogger(__name__)
 NAMESPACE = "kube-system"
@@ -32,7 +32,7 @@ CONFLICT_RETRIES = 5
 
 
 class IsolationEdits(Protocol):
-    """The reactor's inputs the writer sends (fault_manager.inputs.Inbox)."""
+    """The reactor's inputs the writer sends (fault_manager.reactor.inputs.Inbox)."""
 
     async def written_isolations(self, data: Mapping[str, str]) -> set[str]: ...
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from ascend_common.deviceinfo import (
+from ascend_common.products import ProductType
+from fault_manager.deviceinfo.configmap import (
     DEVICE_INFO_KEY,
     MANUALLY_SEPARATE_KEY,
     SWITCH_INFO_KEY,
@@ -25,7 +26,6 @@ from ascend_common.deviceinfo import (
     render_device_info,
     switch_info_json,
 )
-from ascend_common.products import ProductType
 
 # ----- ascendcommon_test.go: TestGetNodeDeviceInfoCache ----------------------------------------------
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ascend_common.deviceinfo import (
+from ascend_common.faults import is_network_code
+from ascend_common.superpod import SuperPod
+
+from fault_manager.deviceinfo.configmap import (
     ChipReport,
     SwitchReport,
     UnwatchedSwitch,
@@ -17,11 +20,8 @@ from ascend_common.deviceinfo import (
     published_rack_id,
     render_device_info,
 )
-from ascend_common.faults import is_network_code
-from ascend_common.superpod import SuperPod
-
-from fault_manager.faultlist import Reason, fault_entries, upgrade_reasons
-from fault_manager.published import NodeState
+from fault_manager.deviceinfo.faultlist import Reason, fault_entries, upgrade_reasons
+from fault_manager.reactor.published import NodeState
 
 
 @dataclass(frozen=True)

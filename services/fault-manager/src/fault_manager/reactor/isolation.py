@@ -15,17 +15,17 @@ from collections.abc import Mapping
 
 from ascend_common.adapters.kube.events import FaultEvents
 from ascend_common.clock import Clock
-from ascend_common.deviceinfo import (
+from ascend_common.faults import FaultLevel, normalize_code
+
+from fault_manager.deviceinfo.configmap import (
     MANUALLY_SEPARATE_KEY,
     UPGRADE_REASON_KEY,
     parse_manually_separated,
     parse_upgrade_reasons,
 )
-from ascend_common.faults import FaultLevel, normalize_code
-
-from fault_manager.engine import BY_ADOPTION, UPGRADE_AUTOFILL, Escalation, FaultEngine
-from fault_manager.faultlist import Reason, fix_manually_separate_reasons
-from fault_manager.published import Published
+from fault_manager.deviceinfo.faultlist import Reason, fix_manually_separate_reasons
+from fault_manager.policy.engine import BY_ADOPTION, UPGRADE_AUTOFILL, Escalation, FaultEngine
+from fault_manager.reactor.published import Published
 from fault_manager.store import EscalationRow, Store
 
 log = logging.getLogger(__name__)

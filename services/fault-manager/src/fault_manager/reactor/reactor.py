@@ -16,16 +16,16 @@ from collections.abc import Mapping
 from ascend_common.adapters.kube.events import FaultEvents
 from ascend_common.chips import ChipFamily
 from ascend_common.clock import Clock
-from ascend_common.deviceinfo import UNWATCHED_SWITCH, SwitchReport, UnwatchedSwitch
 from ascend_common.inuse import chips_in_use_for_allocation, chips_in_use_for_health
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState
 from ascend_common.superpod import super_pod
 
-from fault_manager.engine import BY_RELEASE, BY_RULE, ChipFaults, Evaluation, FaultEngine, Policy
-from fault_manager.faultlist import Reason
-from fault_manager.in_use import ChipsInUse
-from fault_manager.ingest import reconcile_rows
-from fault_manager.inputs import (
+from fault_manager.deviceinfo.configmap import UNWATCHED_SWITCH, SwitchReport, UnwatchedSwitch
+from fault_manager.deviceinfo.faultlist import Reason
+from fault_manager.policy.engine import BY_RELEASE, BY_RULE, ChipFaults, Evaluation, FaultEngine, Policy
+from fault_manager.reactor.chips_in_use import ChipsInUse
+from fault_manager.reactor.ingest import reconcile_rows
+from fault_manager.reactor.inputs import (
     AdminEdits,
     ChipReachability,
     Inbox,
@@ -40,11 +40,11 @@ from fault_manager.inputs import (
     SwitchFaultSeen,
     WrittenIsolations,
 )
-from fault_manager.isolation import Isolations, stored_reason
-from fault_manager.published import ChipEntry, NodeState, Published
-from fault_manager.restore import restore
+from fault_manager.reactor.isolation import Isolations, stored_reason
+from fault_manager.reactor.published import ChipEntry, NodeState, Published
+from fault_manager.reactor.restore import restore
+from fault_manager.reactor.switches import SwitchFaults
 from fault_manager.store import FaultEventRow, Store
-from fault_manager.switches import SwitchFaults
 
 log = logging.getLogger(__name__)
 BATCH = 500

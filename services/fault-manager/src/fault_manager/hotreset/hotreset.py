@@ -30,20 +30,13 @@ from ascend_common.chips import ChipFamily
 from ascend_common.clock import Clock, policy_seconds
 from ascend_common.faults import GraceTolerance, reset_candidate
 from ascend_common.inuse import chips_in_use_for_allocation
-from ascend_common.node_reset_info import (
-    EMPTY,
-    NO_ID,
-    RESET_INFO_ANNOTATION,
-    ResetDevice,
-    ResetInfo,
-    clear_need_external_ops,
-    mark_need_external_ops,
-    read_annotation,
-    render_reset_info,
-)
 from ascend_common.pods import SlimPod
 from ascend_common.reset_groups import group_of, unknown_group_reason
-from ascend_common.resetinfo import (
+from ascend_common.schemas.exporter import Chip, JobState
+from ascend_common.schemas.verdict import ChipVerdict
+
+from fault_manager.hotreset import stored_tokens
+from fault_manager.hotreset.reset_config import (
     CM_NAME_PREFIX,
     RANK_INDEX_ANNOTATION,
     RESET_JSON_KEY,
@@ -58,12 +51,19 @@ from ascend_common.resetinfo import (
     policy_for_level,
     rank_list,
 )
-from ascend_common.schemas.exporter import Chip, JobState
-from ascend_common.schemas.verdict import ChipVerdict
-
-from fault_manager import token_buckets
-from fault_manager.engine import Policy
-from fault_manager.reset_tokens import TOKEN_MAX_COUNT, TOKEN_REFILL_INTERVAL_MS
+from fault_manager.hotreset.reset_info import (
+    EMPTY,
+    NO_ID,
+    RESET_INFO_ANNOTATION,
+    ResetDevice,
+    ResetInfo,
+    clear_need_external_ops,
+    mark_need_external_ops,
+    read_annotation,
+    render_reset_info,
+)
+from fault_manager.hotreset.tokens import TOKEN_MAX_COUNT, TOKEN_REFILL_INTERVAL_MS
+from fault_manager.policy.engine import Policy
 from fault_manager.store import Store
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ class OperatorItem:
 
 
 class FaultState(Protocol):
-    """What hot reset reads of the fault-manager (fault_manager.published.Published)."""
+    """What hot reset reads of the fault-manager (fault_manager.reactor.published.Published)."""
 
     def verdicts(self) -> dict[str, ChipVerdict]: ...
 
@@ -94,13 +94,13 @@ class FaultState(Protocol):
 
 
 class ResetMarks(Protocol):
-    """How hot reset tells the fault-manager a reset runs (fault_manager.inputs.Inbox)."""
+    """How hot reset tells the fault-manager a reset runs (fault_manager.reactor.inputs.Inbox)."""
 
     async def set_resetting(self, chips: tuple[str, ...], on: bool) -> None: ...
 
 
 class NodeAnnotations(Protocol):
-    """The node object's annotations, where ResetInfo is kept (fault_manager.node_annotations)."""
+    """The node object's annotations, where ResetInfo is kept (fault_manager.hotreset.node_annotations)."""
 
     async def read(self) -> Mapping[str, str] | None:
         """The node's annotations (None: no node object, so nothing was left on it)."""
@@ -334,7 +334,7 @@ class HotReset:
 
     async def _has_token(self, chip: Chip, now_ms: int) -> bool:
         left = await asyncio.to_thread(
-            token_buckets.tokens, self.store.buckets, chip.name, now_ms, interval_ms=self._interval_ms()
+            stored_tokens.tokens, self.store.buckets, chip.name, now_ms, interval_ms=self._interval_ms()
         )
         return left > 0
 
@@ -342,7 +342,7 @@ class HotReset:
         """One token of the faulty chip's bucket (the reference's TokenBucketMgr.ConsumeToken: the
         rest of its group pays nothing)."""
         return await asyncio.to_thread(
-            token_buckets.consume, self.store.buckets, chip.name, chip.logic_id, now_ms, interval_ms=self._interval_ms()
+            stored_tokens.consume, self.store.buckets, chip.name, chip.logic_id, now_ms, interval_ms=self._interval_ms()
         )
 
     async def tokens(self) -> dict[str, int]:
@@ -350,7 +350,7 @@ class HotReset:
         names = self.state.chips()
         now_ms = int(self.clock.now() * 1000)
         used = await asyncio.to_thread(
-            token_buckets.tokens_by_chip, self.store.buckets, now_ms, interval_ms=self._interval_ms()
+            stored_tokens.tokens_by_chip, self.store.buckets, now_ms, interval_ms=self._interval_ms()
         )
         return {chip: used.get(chip, TOKEN_MAX_COUNT) for chip in sorted(names | set(used))}
 

@@ -6,7 +6,7 @@ import asyncio
 
 from ascend_common.clock import Clock
 
-from fault_manager.engine import BY_ADOPTION, BY_RULE, UPGRADE_AUTOFILL, FaultEngine, stored_escalation
+from fault_manager.policy.engine import BY_ADOPTION, BY_RULE, UPGRADE_AUTOFILL, FaultEngine, stored_escalation
 from fault_manager.store import Store
 
 

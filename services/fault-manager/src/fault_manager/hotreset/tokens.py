@@ -4,7 +4,7 @@ One bucket per faulty chip: created full on first use, with its last refill at t
 reset of the chip's group costs one token of the faulty chip alone. Tokens do not trickle back:
 once a whole refill interval has passed since the last refill, the bucket is full again and that
 moment is its new last refill. Every function takes "now" in ms and returns new values, so
-`token_buckets` can apply the rule inside one store transaction and tests can step time freely.
+`stored_tokens` can apply the rule inside one store transaction and tests can step time freely.
 
 Time only moves forward: a "now" before the last refill (a wall clock stepped back) refills
 nothing, as the reference's negative duration refills nothing.
