@@ -334,7 +334,7 @@ def test_insert_upgrade_fault_cache_newer_time(store: Any) -> None:
 
 def test_remove_manually_separate_reason_cache_target_level(store: Any) -> None:
     """TestRemoveManuallySeparateReasonCache, "should remove manually separate reason when logic ids contain
-    target level" (an operator's release: Isolations._release_reasons)."""
+    target level" (an operator's release: IsolationKeeper._release_reasons)."""
     store.isolations.add("npu-1001", "", "ManuallySeparateNPU", "FaultAutofill", T)
     assert store.isolations.release("npu-1001", T + 1, "administrator", level="ManuallySeparateNPU") == 1
     assert active(store) == []

@@ -68,7 +68,7 @@ class ResetMarked:
 
 
 @dataclass(frozen=True)
-class ManualSeparation:
+class OperatorSeparation:
     """An operator's isolation or release (the API)."""
 
     chip: str
@@ -101,7 +101,7 @@ Input = (
     | PodChanged
     | PolicyChanged
     | ResetMarked
-    | ManualSeparation
+    | OperatorSeparation
     | WrittenIsolations
     | AdminEdits
 )
@@ -154,7 +154,7 @@ class Inbox:
         await self.ask(ResetMarked(chips, on))
 
     async def set_manual(self, chip: str, on: bool, by: str) -> None:
-        await self.ask(ManualSeparation(chip, on, by))
+        await self.ask(OperatorSeparation(chip, on, by))
 
     async def written_isolations(self, data: Mapping[str, str]) -> set[str]:
         written: set[str] = await self.ask(WrittenIsolations(data))

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 ADMINISTRATOR = "administrator"
 
 
-class Isolations:
+class IsolationKeeper:
     def __init__(
         self,
         engine: FaultEngine,

@@ -31,7 +31,7 @@ from fault_manager.reactor.inputs import (
     Inbox,
     Input,
     Inventory,
-    ManualSeparation,
+    OperatorSeparation,
     PodChanged,
     PolicyChanged,
     Queued,
@@ -40,7 +40,7 @@ from fault_manager.reactor.inputs import (
     SwitchFaultSeen,
     WrittenIsolations,
 )
-from fault_manager.reactor.isolation import Isolations, stored_reason
+from fault_manager.reactor.isolation import IsolationKeeper, stored_reason
 from fault_manager.reactor.published import ChipEntry, NodeState, Published
 from fault_manager.reactor.restore import restore
 from fault_manager.reactor.switches import SwitchFaults
@@ -69,7 +69,7 @@ class Reactor:
         self.published = published
         self.clock = clock
         self.events = events  # Kubernetes Events (rate-limited); None: not reported
-        self.isolations = Isolations(engine, store, clock, published, events, configmap)
+        self.isolations = IsolationKeeper(engine, store, clock, published, events, configmap)
         self.switches = SwitchFaults()
         self.in_use_for_health = ChipsInUse(chips_in_use_for_health)
         self.in_use_for_allocation = ChipsInUse(chips_in_use_for_allocation)
@@ -179,7 +179,7 @@ class Reactor:
                     if name in self.engine.chips:
                         self.engine.chips[name].resetting = on
                         self._dirty.add(name)
-            case ManualSeparation(chip, on, by):
+            case OperatorSeparation(chip, on, by):
                 self._dirty |= await self.isolations.set_manual(chip, on, by)
             case WrittenIsolations(data):
                 return await self._written_isolations(data)
