@@ -12,14 +12,14 @@ import pytest
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState
-from ascend_device_plugin.allocator import Allocator, NodeFacts
+from ascend_device_plugin.allocation.allocator import Allocator, NodeFacts
+from ascend_device_plugin.allocation.refusals import AllocationError
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.volcano import TAKEN
+from ascend_device_plugin.kubelet.server import status_of
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.refusals import AllocationError
-from ascend_device_plugin.resources import ResourceManager
-from ascend_device_plugin.server import status_of
-from ascend_device_plugin.views import ViewBoard
+from ascend_device_plugin.resources.manager import ResourceManager
+from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.chips import node_910a, node_910b
 from tests.support.pod_source import FakePods

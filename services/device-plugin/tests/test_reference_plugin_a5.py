@@ -20,7 +20,7 @@ from ascend_common.chips import ChipFamily
 from ascend_common.faults import default_fault_code_table
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
 from ascend_common.schemas.exporter import Chip
-from ascend_device_plugin.allocator import Allocator, NodeFacts
+from ascend_device_plugin.allocation.allocator import Allocator, NodeFacts
 from ascend_device_plugin.core.allocate import (
     AllocDevice,
     DeviceNode,
@@ -32,8 +32,8 @@ from ascend_device_plugin.core.allocate import (
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.volcano import TAKEN
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.resources import ResourceManager
-from ascend_device_plugin.views import ViewBoard
+from ascend_device_plugin.resources.manager import ResourceManager
+from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.chips import A5_SERVER_BOARD, A5_SERVER_MAIN_BOARD, node_910b, node_950
 from tests.support.pod_source import FakePods

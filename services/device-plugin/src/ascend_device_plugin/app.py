@@ -19,14 +19,14 @@ from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
 
-from ascend_device_plugin.allocator import Allocator, NodeFacts
+from ascend_device_plugin.allocation.allocator import Allocator, NodeFacts
+from ascend_device_plugin.kubelet.registrar import Registrar
+from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.ops import OpsRoutes, OpsServer
-from ascend_device_plugin.registrar import Registrar
-from ascend_device_plugin.resources import ResourceManager
-from ascend_device_plugin.server import DevicePluginService, ResourceServer
+from ascend_device_plugin.resources.manager import ResourceManager
+from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.settings import PluginSettings
-from ascend_device_plugin.views import ViewBoard
 
 if TYPE_CHECKING:
     from ascend_device_plugin.kube import KubeBridge

@@ -26,9 +26,9 @@ from ascend_device_plugin.core.devices import DeviceEntry, physical_devices, vnp
 from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.core.vnpu_cores import core_health, core_ids
 from ascend_device_plugin.core.volcano import kubelet_map
-from ascend_device_plugin.health import HealthDecision, HealthSource, decide
-from ascend_device_plugin.inventory import Inventory, InventoryListener
-from ascend_device_plugin.views import AdvertisedDevice, ViewBoard
+from ascend_device_plugin.resources.health import HealthDecision, HealthSource, decide
+from ascend_device_plugin.resources.inventory import Inventory, InventoryListener
+from ascend_device_plugin.resources.views import AdvertisedDevice, ViewBoard
 
 log = logging.getLogger(__name__)
 

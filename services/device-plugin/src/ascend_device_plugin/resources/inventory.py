@@ -18,7 +18,7 @@ from ascend_common.schemas.exporter import Chip
 from ascend_common.superpod import NO_SUPER_POD, SuperPod
 
 from ascend_device_plugin.core.model import ChipInfo
-from ascend_device_plugin.views import AdvertisedDevice
+from ascend_device_plugin.resources.views import AdvertisedDevice
 
 
 @dataclass(frozen=True)

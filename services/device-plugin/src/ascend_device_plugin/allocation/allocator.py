@@ -26,6 +26,7 @@ from ascend_common.chips import RESOURCE_PREFIX, ChipFamily, ResourceType
 from ascend_common.inuse import ALLOCATION_PHASES, ASCEND_REAL
 from ascend_common.naming import NPU_CORE, parse_device_id, vnpu_device_id
 
+from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.core.allocate import (
     UB_DEVICE_DIRS,
     AllocDevice,
@@ -44,10 +45,9 @@ from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.core.preferred import preferred_allocation
 from ascend_device_plugin.core.topology import affinity_groups, device_groups
 from ascend_device_plugin.core.volcano import VolcanoChoice, pick_pod, taken_patch
-from ascend_device_plugin.inventory import Resources
-from ascend_device_plugin.podresources import find_pod
-from ascend_device_plugin.refusals import AllocationError, Refusal
-from ascend_device_plugin.views import ViewBoard
+from ascend_device_plugin.kubelet.podresources import find_pod
+from ascend_device_plugin.resources.inventory import Resources
+from ascend_device_plugin.resources.views import ViewBoard
 
 log = logging.getLogger(__name__)
 MAX_DEVICES_PER_CONTAINER = 128

@@ -24,9 +24,9 @@ from ascend_common.adapters.kubelet.constants import KUBELET_SOCKET, VERSION
 from ascend_common.chips import RESOURCE_PREFIX
 from grpc import aio
 
-from ascend_device_plugin.dirwatch import DirWatch
+from ascend_device_plugin.kubelet.dirwatch import DirWatch
+from ascend_device_plugin.kubelet.server import ResourceServer
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.server import ResourceServer
 
 log = logging.getLogger(__name__)
 POLL_S = 0.05  # without inotify
