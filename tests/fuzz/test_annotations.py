@@ -50,7 +50,7 @@ from fault_manager.deviceinfo.configmap import (
     parse_manually_separated,
     render_device_info,
 )
-from fault_manager.hotreset.hotreset import HotReset
+from fault_manager.hotreset.loop import HotReset
 from fault_manager.hotreset.reset_config import INFERENCE_RANK_INDEX, MAX_RANK_INDEX, job_name, parse_rank_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

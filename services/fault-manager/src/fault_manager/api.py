@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from pydantic import BaseModel, ConfigDict, Field
 
-from fault_manager.hotreset.hotreset import HotReset
+from fault_manager.hotreset.loop import HotReset
 from fault_manager.policy.keeper import PolicyKeeper
 from fault_manager.reactor.verdicts import VerdictBoard
 from fault_manager.store import FaultEventRow, ResetAttemptRow
