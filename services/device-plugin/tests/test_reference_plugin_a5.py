@@ -35,6 +35,7 @@ from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
 
+from tests.support.allocator import wired_allocator
 from tests.support.chips import A5_SERVER_BOARD, A5_SERVER_MAIN_BOARD, node_910b, node_950
 from tests.support.pod_source import FakePods
 
@@ -139,14 +140,14 @@ def test_AddDevicesInDir_should_add_ub_devices_when_read_ub_directory_normally(t
     (tmp_path / "dev" / "uburma").mkdir(parents=True)
     (tmp_path / "dev" / "uburma" / "udma1").touch()
     alloc, _, _ = setup(node_910b(), runtime_mode=False, dev_root=tmp_path)
-    assert alloc._ub_devices() == ["/dev/uburma/udma1"]
+    assert alloc.containers.ub_devices() == ["/dev/uburma/udma1"]
 
 
 def test_AddDevicesInDir_should_return_error_when_readDir_error(tmp_path: Path) -> None:
     (tmp_path / "dev").mkdir()
     (tmp_path / "dev" / "uburma").write_text("not a directory")  # os.ReadDir fails on it
     alloc, _, _ = setup(node_910b(), runtime_mode=False, dev_root=tmp_path)
-    assert alloc._ub_devices() == []
+    assert alloc.containers.ub_devices() == []
 
 
 # --- the same rules through the allocator ------------------------------------------------------
@@ -158,7 +159,7 @@ def setup(chips: Mapping[int, Chip], **kw: object) -> tuple[Allocator, ResourceM
     manager.set_chips(chips)
     pods = FakePods()
     node = NodeFacts(host_ip="10.0.0.5", super_pod_id=5, server_index="1")
-    allocator = Allocator(manager, board, pods=pods, patcher=pods, node=lambda: node, **kw)  # type: ignore[arg-type]
+    allocator = wired_allocator(manager, board, pods, lambda: node, **kw)  # type: ignore[arg-type]
     return allocator, manager, pods
 
 

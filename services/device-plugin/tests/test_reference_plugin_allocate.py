@@ -34,6 +34,7 @@ from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
 
+from tests.support.allocator import wired_allocator
 from tests.support.chips import exporter_chip, node_910b
 from tests.support.pod_source import FakePods
 
@@ -48,7 +49,7 @@ def allocator(chips: Mapping[int, Chip], share_count: int = 1, **kw: object) -> 
     manager.set_chips(chips)
     pods = FakePods()
     node = NodeFacts(host_ip="10.0.0.5")
-    return Allocator(manager, board, pods=pods, patcher=pods, node=lambda: node, **kw), pods  # type: ignore[arg-type]
+    return wired_allocator(manager, board, pods, lambda: node, **kw), pods  # type: ignore[arg-type]
 
 
 def request(*containers: list[str]) -> pb.AllocateRequest:
