@@ -20,7 +20,8 @@ from ascend_common.chips import ChipFamily
 from ascend_common.faults import default_fault_code_table
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
 from ascend_common.schemas.exporter import Chip
-from ascend_device_plugin.allocation.allocator import Allocator, NodeFacts
+from ascend_device_plugin.allocation.allocator import Allocator
+from ascend_device_plugin.allocation.report import NodeFacts
 from ascend_device_plugin.core.allocate import (
     AllocDevice,
     DeviceNode,

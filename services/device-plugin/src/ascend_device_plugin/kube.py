@@ -28,7 +28,7 @@ from ascend_common.gojson import INT32
 from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
 from ascend_common.pods import SlimPod
 
-from ascend_device_plugin.allocation.allocator import NodeFacts
+from ascend_device_plugin.allocation.report import NodeFacts
 from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, slow_node_envs
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels

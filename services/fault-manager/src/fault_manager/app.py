@@ -26,7 +26,8 @@ from ascend_common.tokens import first_token
 
 from fault_manager.api import create_api, create_ops_app
 from fault_manager.deviceinfo.writer import DeviceInfoWriter, configmap_name
-from fault_manager.hotreset.loop import HotReset, NodeAnnotations
+from fault_manager.hotreset.handoff import NodeAnnotations
+from fault_manager.hotreset.loop import HotReset
 from fault_manager.hotreset.node_annotations import ApiNodeAnnotations, OfflineNodeAnnotations
 from fault_manager.policy.engine import FaultEngine
 from fault_manager.policy.keeper import PolicyKeeper, build, read_policy_dir

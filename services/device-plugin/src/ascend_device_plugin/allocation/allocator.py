@@ -22,7 +22,7 @@ from ascend_common.naming import NPU_CORE
 
 from ascend_device_plugin.allocation.containers import Containers, alloc_devices, invalid
 from ascend_device_plugin.allocation.plain import PlainReport
-from ascend_device_plugin.allocation.report import NodeFacts, Patcher, PodSource, Report, physical
+from ascend_device_plugin.allocation.report import Report, physical
 from ascend_device_plugin.allocation.vnpu import DynamicVnpu
 from ascend_device_plugin.core.allocate import validate_request
 from ascend_device_plugin.core.preferred import preferred_allocation
@@ -31,7 +31,6 @@ from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
 
-__all__ = ["Allocator", "NodeFacts", "Patcher", "PodSource"]
 MAX_DEVICES_PER_CONTAINER = 128
 MAX_CONTAINERS = 64
 

@@ -44,7 +44,6 @@ from fault_manager.hotreset.stored_tokens import ResetTokens
 from fault_manager.store import Store
 
 log = logging.getLogger(__name__)
-__all__ = ["FaultState", "HotReset", "NodeAnnotations", "OperatorItem", "ResetMarks"]
 
 
 class ResetMarks(Protocol):
