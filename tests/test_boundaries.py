@@ -1,26 +1,33 @@
-"""Import boundaries of the architecture doc, checked on the source (ast), not by convention.
+"""Import boundaries of the architecture doc, checked on the source, not by convention.
 
-Direct imports: no service imports another, libs/common imports none. Through every chain of
-imports (tests/support/import_graph.py): the exporter reaches neither the Kubernetes client nor
-gRPC, the domain layer of ascend_common reaches no I/O library and no adapter, and each service
-reaches only libraries its pyproject asks for (with the ascend-common extras it names).
+The rules are import-linter contracts in pyproject.toml (`[tool.importlinter]`), checked through every
+chain of imports, function-level ones included: the exporter reaches neither the Kubernetes client nor
+gRPC, the domain layer of ascend_common reaches no I/O library and no adapter, no service imports
+another, libs/common imports none, the plugin's core is pure, and so on. Here: the contracts run (so
+`./dev test` runs them), a contract is shown to fail on a package that breaks it, and the rules
+import-linter cannot express (each service reaches only libraries its pyproject asks for; only the
+exporter loads a shared library) are checked with grimp, import-linter's own graph.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.metadata
-from collections.abc import Iterable
+import subprocess
+import sys
+import tomllib
 from functools import cache
 from pathlib import Path
+from typing import Any
 
+import grimp
 import pytest
 from packaging.utils import canonicalize_name
 
 from tests.support.distributions import closure
-from tests.support.import_graph import ImportGraph, chain_text
 
 ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 PACKAGES = {
     "ascend_common": ROOT / "libs/common/src/ascend_common",
     "dcmi_exporter": ROOT / "services/dcmi-exporter/src/dcmi_exporter",
@@ -28,28 +35,107 @@ PACKAGES = {
     "fault_manager": ROOT / "services/fault-manager/src/fault_manager",
     "ascendctl": ROOT / "services/ascendctl/src/ascendctl",
 }
-SERVICES = {"dcmi_exporter", "ascend_device_plugin", "fault_manager"}
 DISTRIBUTION_OF = {
     "dcmi_exporter": "dcmi-exporter",
     "ascend_device_plugin": "ascend-device-plugin",
     "fault_manager": "fault-manager",
     "ascendctl": "ascendctl",
 }
-# The privileged exporter holds no cluster credentials and speaks no gRPC.
-NOT_IN_THE_EXPORTER = ("kubernetes", "grpc", "google.protobuf")
-# The domain layer is pure: none of these, directly or through anything it imports.
-IO_LIBRARIES = (
-    "kubernetes", "urllib3", "grpc", "google.protobuf", "httpx", "httpcore", "h11", "uvicorn", "fastapi",
-    "starlette", "anyio", "prometheus_client", "sqlite3", "sqlalchemy", "sqlmodel", "socket", "socketserver",
-    "ssl", "select", "selectors", "threading", "_thread", "concurrent", "asyncio", "multiprocessing",
-    "subprocess", "ctypes", "http", "urllib.request", "signal", "faulthandler", "pydantic_settings", "yaml",
-)  # fmt: skip
 ADAPTERS = "ascend_common.adapters"
 
 
+def contracts() -> dict[str, dict[str, Any]]:
+    """The import-linter contracts of pyproject.toml, by id."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return {c["id"]: c for c in config["contracts"]}
+
+
+def lint_imports(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_import_contracts_are_kept() -> None:
+    run = lint_imports(ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"Contracts: {len(contracts())} kept, 0 broken." in run.stdout, run.stdout
+
+
+def test_the_domain_contract_names_every_module_of_the_domain() -> None:
+    """A new module of ascend_common is in the domain (and so pure) unless it is an adapter."""
+    folder = PACKAGES["ascend_common"]
+    modules = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
+    modules |= {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
+    domain = {f"ascend_common.{m}" for m in modules} - {ADAPTERS}
+    assert set(contracts()["domain"]["source_modules"]) == domain
+    assert ADAPTERS in contracts()["domain"]["forbidden_modules"]
+
+
+def test_a_contract_fails_on_a_chain_of_two_modules(tmp_path: Path) -> None:
+    """The exporter's contract over a package that reaches kubernetes through two modules, one by a
+    function-level import; an import under TYPE_CHECKING never runs and breaks nothing."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from pkg import b\n")
+    (pkg / "b.py").write_text("def later() -> None:\n    from . import c\n")
+    (pkg / "c.py").write_text("import kubernetes.client\n")
+    (pkg / "typed.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import grpc\n")
+    exporter = contracts()["exporter"]
+    forbidden = "\n".join(f"    {m}" for m in exporter["forbidden_modules"])
+    (tmp_path / ".importlinter").write_text(
+        "[importlinter]\nroot_packages =\n    pkg\ninclude_external_packages = True\n"
+        "exclude_type_checking_imports = True\n\n"
+        f"[importlinter:contract:exporter]\nname = {exporter['name']}\ntype = forbidden\n"
+        f"source_modules =\n    pkg.a\n    pkg.typed\nforbidden_modules =\n{forbidden}\n"
+    )
+    run = lint_imports(tmp_path, "--config", ".importlinter")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Contracts: 0 kept, 1 broken." in run.stdout, run.stdout
+    assert "pkg.a is not allowed to import kubernetes" in run.stdout, run.stdout
+    chain = [line.strip(" -") for line in run.stdout.splitlines() if " -> " in line]
+    assert chain == ["pkg.a -> pkg.b (l.1)", "pkg.b -> pkg.c (l.2)", "pkg.c -> kubernetes (l.1)"], run.stdout
+    assert "grpc" not in run.stdout.split("Broken contracts")[1]  # the TYPE_CHECKING import never runs
+
+
+# -- what each service reaches is what it asks for ----------------------------------------------
+
+
 @cache
-def graph() -> ImportGraph:
-    return ImportGraph(PACKAGES)
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph(
+        *PACKAGES, include_external_packages=True, exclude_type_checking_imports=True, cache_dir=None
+    )
+
+
+@pytest.mark.parametrize("package", sorted(DISTRIBUTION_OF))
+def test_each_service_reaches_only_libraries_it_asks_for(package: str) -> None:
+    g = graph()
+    installed = closure(DISTRIBUTION_OF[package])
+    providers = importlib.metadata.packages_distributions()
+    reached = [
+        top
+        for top in sorted(m for m in g.modules if g.is_module_squashed(m))
+        if top not in sys.stdlib_module_names and g.chain_exists(importer=package, imported=top, as_packages=True)
+    ]
+    assert reached, f"{package} reaches no library: the check would pass vacuously"
+    strays = [
+        f"{top}: {' -> '.join(g.find_shortest_chain(package, top, as_packages=True) or ())}"
+        for top in reached
+        if not {canonicalize_name(d) for d in providers.get(top, [])} & installed
+    ]
+    assert not strays, f"{package} reaches libraries its pyproject does not ask for:\n" + "\n".join(strays)
+
+
+def test_installing_the_exporter_pulls_neither_kubernetes_nor_grpc() -> None:
+    installed = closure("dcmi-exporter")
+    assert {"ascend-common", "fastapi", "uvicorn", "pydantic-settings"} <= installed
+    assert not installed & {"kubernetes", "grpcio", "protobuf"}, sorted(installed)
+    assert {"kubernetes", "grpcio", "httpx"} <= closure("ascend-device-plugin")
+
+
+# -- shared libraries -----------------------------------------------------------------------------
 
 
 def imported_roots(package_dir: Path) -> dict[str, set[str]]:
@@ -64,14 +150,6 @@ def imported_roots(package_dir: Path) -> dict[str, set[str]]:
                 names.add(node.module.split(".")[0])
         out[str(path.relative_to(ROOT))] = names
     return out
-
-
-@pytest.mark.parametrize("package", sorted(PACKAGES))
-def test_no_service_imports_another_service_and_common_imports_none(package: str) -> None:
-    forbidden = SERVICES - {package}
-    for path, names in imported_roots(PACKAGES[package]).items():
-        assert not names & forbidden, f"{path} imports {names & forbidden}"
-        assert "tests" not in names and "tools" not in names, f"{path} imports a test double or a tool"
 
 
 def libraries_loaded(path: Path) -> list[str]:
@@ -100,70 +178,3 @@ def test_only_the_exporter_loads_a_library_and_it_holds_no_cluster_client() -> N
 def test_the_library_check_sees_the_exporters_own_load() -> None:
     loads = [lib for path in PACKAGES["dcmi_exporter"].rglob("*.py") for lib in libraries_loaded(path)]
     assert any(lib != "<process>" for lib in loads), "the check would miss a library load"
-
-
-# -- through every chain of imports -------------------------------------------------------------
-
-
-def unwanted(g: ImportGraph, modules: Iterable[str], targets: Iterable[str]) -> list[str]:
-    """One line per target in `targets` that `modules` reach, with the chain that reaches it."""
-    return [f"{target}: {chain_text(chain)}" for target, chain in sorted(g.reached(modules, matching=targets).items())]
-
-
-def test_the_exporter_reaches_neither_kubernetes_nor_grpc() -> None:
-    g = graph()
-    found = unwanted(g, g.modules("dcmi_exporter"), NOT_IN_THE_EXPORTER)
-    assert not found, "the exporter reaches:\n" + "\n".join(found)
-
-
-def domain_modules(g: ImportGraph) -> list[str]:
-    outside = (ADAPTERS,)
-    return [m for m in g.modules("ascend_common") if not any(m == o or m.startswith(o + ".") for o in outside)]
-
-
-def test_the_domain_reaches_no_io_library_and_no_adapter() -> None:
-    g = graph()
-    domain = domain_modules(g)
-    assert {"ascend_common.chips", "ascend_common.pods", "ascend_common.faults.policy"} <= set(domain)
-    found = unwanted(g, domain, (*IO_LIBRARIES, ADAPTERS))
-    assert not found, "the domain reaches:\n" + "\n".join(found)
-
-
-def test_the_checks_fail_on_a_chain_of_two_modules(tmp_path: Path) -> None:
-    """A module that reaches kubernetes through two others, one by a function-level import."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from pkg import b\n")
-    (pkg / "b.py").write_text("def later() -> None:\n    from . import c\n")
-    (pkg / "c.py").write_text("import kubernetes.client\n")
-    (pkg / "typed.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import grpc\n")
-    g = ImportGraph({"pkg": pkg})
-    chain = "pkg.a -> pkg.b -> pkg.c -> kubernetes.client"
-    assert unwanted(g, ["pkg.a"], NOT_IN_THE_EXPORTER) == [f"kubernetes.client: {chain}"]
-    assert unwanted(g, ["pkg.typed"], NOT_IN_THE_EXPORTER) == []  # never runs
-    with pytest.raises(AssertionError, match="kubernetes"):
-        assert not unwanted(g, g.modules("pkg"), NOT_IN_THE_EXPORTER), "kubernetes reached"
-
-
-# -- what each service reaches is what it asks for ----------------------------------------------
-
-
-@pytest.mark.parametrize("package", sorted(DISTRIBUTION_OF))
-def test_each_service_reaches_only_libraries_it_asks_for(package: str) -> None:
-    g = graph()
-    installed = closure(DISTRIBUTION_OF[package])
-    providers = importlib.metadata.packages_distributions()
-    strays = [
-        f"{top}: {chain_text(chain)}"
-        for top, chain in sorted(g.third_party(g.modules(package)).items())
-        if not {canonicalize_name(d) for d in providers.get(top, [])} & installed
-    ]
-    assert not strays, f"{package} reaches libraries its pyproject does not ask for:\n" + "\n".join(strays)
-
-
-def test_installing_the_exporter_pulls_neither_kubernetes_nor_grpc() -> None:
-    installed = closure("dcmi-exporter")
-    assert {"ascend-common", "fastapi", "uvicorn", "pydantic-settings"} <= installed
-    assert not installed & {"kubernetes", "grpcio", "protobuf"}, sorted(installed)
-    assert {"kubernetes", "grpcio", "httpx"} <= closure("ascend-device-plugin")

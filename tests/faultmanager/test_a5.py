@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ascend_common.deviceinfo import check_code
+from fault_manager.deviceinfo.configmap import check_code
 
 from tests.faultmanager.test_configmap import CM, configmap, writing_over
 from tests.faultmanager.test_service import RESTART_NPU, sim, verdicts

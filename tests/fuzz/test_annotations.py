@@ -20,18 +20,10 @@ from ascend_common.adapters.kube.configmaps import OfflineConfigMaps
 from ascend_common.adapters.kube.patch import SlimNode
 from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.chips import ResourceType
-from ascend_common.deviceinfo import (
-    MANUALLY_SEPARATE_KEY,
-    check_code,
-    device_info_cfg_json,
-    parse_manually_separated,
-    render_device_info,
-)
 from ascend_common.faults import FaultLevel
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV, chips_in_use_for_allocation, chips_named
 from ascend_common.naming import chip_name, parse_device_id, shared_device_id, vnpu_device_id
 from ascend_common.pods import MAX_REQUEST, InvalidPod, SlimPod, slim_pod
-from ascend_common.resetinfo import INFERENCE_RANK_INDEX, MAX_RANK_INDEX, job_name, parse_rank_index
 from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
 from ascend_common.vnpu import TEMPLATE_BY_SUFFIX, TEMPLATES
 from ascend_device_plugin.core import (
@@ -51,7 +43,15 @@ from ascend_device_plugin.core.volcano import (
     DynamicRequest,
 )
 from ascend_device_plugin.kube import KubeBridge
-from fault_manager.hotreset import HotReset
+from fault_manager.deviceinfo.configmap import (
+    MANUALLY_SEPARATE_KEY,
+    check_code,
+    device_info_cfg_json,
+    parse_manually_separated,
+    render_device_info,
+)
+from fault_manager.hotreset.loop import HotReset
+from fault_manager.hotreset.reset_config import INFERENCE_RANK_INDEX, MAX_RANK_INDEX, job_name, parse_rank_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -39,7 +39,7 @@ from ascend_common.faults import (
     schedulable,
 )
 from ascend_common.schemas.verdict import ChipVerdict
-from fault_manager.engine import FaultEngine, Policy
+from fault_manager.policy.engine import FaultEngine, Policy
 from hypothesis import event as note
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -45,8 +45,8 @@ from ascend_common.faults import (
     normalize_code,
     normalize_switch_code,
 )
-from fault_manager.engine import FaultEngine, Policy
-from fault_manager.policy import FILES, POLL_RANGE, build, poll_interval
+from fault_manager.policy.engine import FaultEngine, Policy
+from fault_manager.policy.keeper import FILES, POLL_RANGE, build, poll_interval
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 

@@ -1,5 +1,5 @@
 // Golden vectors for our Go-compatible JSON encoder (libs/common/src/ascend_common/gojson.py) and
-// for the ConfigMap renderers (ascend_common.deviceinfo, ascend_common.resetinfo).
+// for the ConfigMap renderers (fault_manager.deviceinfo.configmap, fault_manager.hotreset.reset_config).
 //
 // Our own small program, not reference code: the structs below restate the wire format of the
 // reference Ascend Device Plugin (field names, order, json tags, omitempty) as read from

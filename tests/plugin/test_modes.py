@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from ascend_device_plugin.registrar import UnsafePath, check_path
+from ascend_device_plugin.kubelet.registrar import UnsafePath, check_path
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.plugin.conftest import Node, close_node, make_node

@@ -19,7 +19,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from fault_manager import token_buckets
+from fault_manager.hotreset import stored_tokens
 from fault_manager.store import Store
 from fault_manager.store.migrations import CURRENT_VERSION
 
@@ -46,33 +46,33 @@ def test_release_2_tokens_become_buckets(tmp_path: Path) -> None:
     db = copy(tmp_path)
     with Store(db) as store:
         assert store.db.schema_version() == CURRENT_VERSION == 3
-        assert token_buckets.tokens_by_chip(store.buckets, N) == {
+        assert stored_tokens.tokens_by_chip(store.buckets, N) == {
             "Ascend910-0": 0,
             "Ascend910-1": 1,
             "Ascend910-2": 2,
             "Ascend910-4": 2,
         }
-        assert token_buckets.tokens(store.buckets, "Ascend910-3", N) == 3
+        assert stored_tokens.tokens(store.buckets, "Ascend910-3", N) == 3
         # Each bucket is full again when the sliding window would have given back its oldest counted token.
-        assert token_buckets.tokens_by_chip(store.buckets, N + 1) == {
+        assert stored_tokens.tokens_by_chip(store.buckets, N + 1) == {
             "Ascend910-0": 0,
             "Ascend910-1": 1,
             "Ascend910-2": 2,
             "Ascend910-4": 3,
         }
-        assert token_buckets.tokens_by_chip(store.buckets, N + H) == {
+        assert stored_tokens.tokens_by_chip(store.buckets, N + H) == {
             "Ascend910-0": 3,
             "Ascend910-1": 3,
             "Ascend910-2": 2,
             "Ascend910-4": 3,
         }
-        assert token_buckets.tokens(store.buckets, "Ascend910-2", N + 4 * H) == 3
+        assert stored_tokens.tokens(store.buckets, "Ascend910-2", N + 4 * H) == 3
         # The faulty chip alone pays: Ascend910-0 waits for its refill, Ascend910-1 spends its last token.
-        assert token_buckets.consume(store.buckets, "Ascend910-0", 0, N + H - 1) is False
-        assert token_buckets.consume(store.buckets, "Ascend910-1", 1, N + 1) is True
-        assert token_buckets.consume(store.buckets, "Ascend910-1", 1, N + 2) is False
-        assert token_buckets.consume(store.buckets, "Ascend910-0", 0, N + H) is True
-        assert token_buckets.tokens(store.buckets, "Ascend910-0", N + H) == 2
+        assert stored_tokens.consume(store.buckets, "Ascend910-0", 0, N + H - 1) is False
+        assert stored_tokens.consume(store.buckets, "Ascend910-1", 1, N + 1) is True
+        assert stored_tokens.consume(store.buckets, "Ascend910-1", 1, N + 2) is False
+        assert stored_tokens.consume(store.buckets, "Ascend910-0", 0, N + H) is True
+        assert stored_tokens.tokens(store.buckets, "Ascend910-0", N + H) == 2
     with sqlite3.connect(db) as raw:
         tables = {t for (t,) in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         logic = dict(raw.execute("SELECT chip, logic_id FROM reset_buckets").fetchall())

@@ -3,7 +3,7 @@
 The hand-derived golden strings follow Go's encoding/json (encode.go appendString / floatEncoder,
 tables.go htmlSafeSet, Go >= 1.22); the property test checks the encoder against Python's json
 module with Go's extra escapes applied. Vectors produced by a real Go toolchain are checked in
-test_deviceinfo_golden.py.
+services/fault-manager/tests/test_deviceinfo_golden.py (with the ConfigMap renderers they feed).
 """
 
 from __future__ import annotations

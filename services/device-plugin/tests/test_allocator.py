@@ -4,33 +4,41 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import pytest
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState
-from ascend_device_plugin.allocator import Allocator, NodeFacts
+from ascend_device_plugin.allocation.allocator import Allocator
+from ascend_device_plugin.allocation.refusals import AllocationError
+from ascend_device_plugin.allocation.report import NodeFacts
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.volcano import TAKEN
+from ascend_device_plugin.kubelet.server import status_of
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.refusals import AllocationError
-from ascend_device_plugin.resources import ResourceManager
-from ascend_device_plugin.server import status_of
-from ascend_device_plugin.views import ViewBoard
+from ascend_device_plugin.resources.manager import ResourceManager
+from ascend_device_plugin.resources.views import ViewBoard
 
+from tests.support.allocator import wired_allocator
 from tests.support.chips import node_910a, node_910b
 from tests.support.pod_source import FakePods
 
 
-def setup(chips: Mapping[int, Chip], **kw: object) -> tuple[Allocator, ResourceManager, FakePods]:
+def setup(
+    chips: Mapping[int, Chip],
+    pods: FakePods | None = None,
+    node: Callable[[], NodeFacts] = lambda: NodeFacts(host_ip="10.0.0.5"),
+    **kw: Any,
+) -> tuple[Allocator, ResourceManager, FakePods]:
     board = ViewBoard()
     manager = ResourceManager(board, default_fault_code_table(), PluginMetrics())
     manager.set_chips(chips)
-    pods = FakePods()
-    allocator = Allocator(manager, board, pods=pods, patcher=pods, node=lambda: NodeFacts(host_ip="10.0.0.5"), **kw)  # type: ignore[arg-type]
+    pods = FakePods() if pods is None else pods
+    allocator = wired_allocator(manager, board, pods, node, **kw)
     return allocator, manager, pods
 
 
@@ -207,9 +215,8 @@ async def test_volcano_allocate_fails_and_hands_out_nothing_when_the_pod_cannot_
     """TestAllocateWithVolcano2 'TryUpdatePodAnnotation failed': an error, no mapping, no report; the pod
     is not held, so the next Allocate (once the API server answers) serves it."""
     board_chips = node_910b()
-    allocator, manager, _ = setup(board_chips, volcano=True, taken_tries=3, taken_wait_s=0.05)
     pods = RefusingPods(fail=1)
-    allocator.pods = allocator.patcher = pods
+    allocator, manager, _ = setup(board_chips, pods, volcano=True, taken_tries=3, taken_wait_s=0.05)
     pods.items = [pending("x", "Ascend910-6,Ascend910-7", "1000")]
     with pytest.raises(AllocationError, match="cannot mark its Volcano allocation taken") as err:
         await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
@@ -261,9 +268,8 @@ async def test_AllocateWithVolcano1(pods: list[PodView]) -> None:
 
 
 async def test_AllocateWithVolcano2_TryUpdatePodAnnotation_failed() -> None:
-    allocator, manager, _ = setup(node_910b(), volcano=True)
     pods = RefusingPods()
-    allocator.pods = allocator.patcher = pods
+    allocator, manager, _ = setup(node_910b(), pods, volcano=True)
     pods.items = [volcano_pod({"huawei.com/Ascend910": "Ascend910-0", "predicate-time": "5"})]
     with pytest.raises(AllocationError) as err:
         await allocator.allocate("Ascend910", request(["Ascend910-0"]))
@@ -323,8 +329,7 @@ async def test_a_report_that_cannot_be_built_is_logged_and_the_pod_still_marked_
     def broken_node() -> NodeFacts:
         raise RuntimeError("node facts unreadable")
 
-    allocator, _, pods = setup(node_910b(), volcano=True)
-    allocator.node = broken_node
+    allocator, _, pods = setup(node_910b(), node=broken_node, volcano=True)
     pods.items = [pending("p", "Ascend910-6,Ascend910-7", "5")]
     resp = await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
     assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "6,7"

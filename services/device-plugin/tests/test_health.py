@@ -7,7 +7,7 @@ from ascend_common.faults import FaultLevel, default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipDynamic, ChipState, ChipStatic
 from ascend_common.schemas.reading import Reading
 from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
-from ascend_device_plugin.health import HealthSource, decide
+from ascend_device_plugin.resources.health import HealthSource, decide
 
 TABLE = default_fault_code_table()
 

@@ -28,7 +28,7 @@ from ascend_device_plugin.core.node_labels import (
     node_labels,
     topology_labels,
 )
-from ascend_device_plugin.resources import chip_info as resources_chip_info
+from ascend_device_plugin.resources.manager import chip_info as resources_chip_info
 from dcmi_exporter.backends.sim import PROFILES, SimBackend
 
 from tests.support.chips import exporter_chip

@@ -20,7 +20,8 @@ from ascend_common.chips import ChipFamily
 from ascend_common.faults import default_fault_code_table
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
 from ascend_common.schemas.exporter import Chip
-from ascend_device_plugin.allocator import Allocator, NodeFacts
+from ascend_device_plugin.allocation.allocator import Allocator
+from ascend_device_plugin.allocation.report import NodeFacts
 from ascend_device_plugin.core.allocate import (
     AllocDevice,
     DeviceNode,
@@ -32,9 +33,10 @@ from ascend_device_plugin.core.allocate import (
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.volcano import TAKEN
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.resources import ResourceManager
-from ascend_device_plugin.views import ViewBoard
+from ascend_device_plugin.resources.manager import ResourceManager
+from ascend_device_plugin.resources.views import ViewBoard
 
+from tests.support.allocator import wired_allocator
 from tests.support.chips import A5_SERVER_BOARD, A5_SERVER_MAIN_BOARD, node_910b, node_950
 from tests.support.pod_source import FakePods
 
@@ -139,14 +141,14 @@ def test_AddDevicesInDir_should_add_ub_devices_when_read_ub_directory_normally(t
     (tmp_path / "dev" / "uburma").mkdir(parents=True)
     (tmp_path / "dev" / "uburma" / "udma1").touch()
     alloc, _, _ = setup(node_910b(), runtime_mode=False, dev_root=tmp_path)
-    assert alloc._ub_devices() == ["/dev/uburma/udma1"]
+    assert alloc.containers.ub_devices() == ["/dev/uburma/udma1"]
 
 
 def test_AddDevicesInDir_should_return_error_when_readDir_error(tmp_path: Path) -> None:
     (tmp_path / "dev").mkdir()
     (tmp_path / "dev" / "uburma").write_text("not a directory")  # os.ReadDir fails on it
     alloc, _, _ = setup(node_910b(), runtime_mode=False, dev_root=tmp_path)
-    assert alloc._ub_devices() == []
+    assert alloc.containers.ub_devices() == []
 
 
 # --- the same rules through the allocator ------------------------------------------------------
@@ -158,7 +160,7 @@ def setup(chips: Mapping[int, Chip], **kw: object) -> tuple[Allocator, ResourceM
     manager.set_chips(chips)
     pods = FakePods()
     node = NodeFacts(host_ip="10.0.0.5", super_pod_id=5, server_index="1")
-    allocator = Allocator(manager, board, pods=pods, patcher=pods, node=lambda: node, **kw)  # type: ignore[arg-type]
+    allocator = wired_allocator(manager, board, pods, lambda: node, **kw)  # type: ignore[arg-type]
     return allocator, manager, pods
 
 

@@ -19,7 +19,9 @@ from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip
-from ascend_device_plugin.allocator import MAX_CONTAINERS, MAX_DEVICES_PER_CONTAINER, Allocator, NodeFacts
+from ascend_device_plugin.allocation.allocator import MAX_CONTAINERS, MAX_DEVICES_PER_CONTAINER, Allocator
+from ascend_device_plugin.allocation.refusals import AllocationError
+from ascend_device_plugin.allocation.report import NodeFacts
 from ascend_device_plugin.core.allocate import AllocDevice, DeviceNode, container_response, validate_request
 from ascend_device_plugin.core.annotations import (
     SDID_NOT_LISTED,
@@ -28,12 +30,12 @@ from ascend_device_plugin.core.annotations import (
     device_configuration,
 )
 from ascend_device_plugin.core.model import ChipInfo, PodView
+from ascend_device_plugin.kubelet.server import status_of
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.refusals import AllocationError
-from ascend_device_plugin.resources import ResourceManager
-from ascend_device_plugin.server import status_of
-from ascend_device_plugin.views import ViewBoard
+from ascend_device_plugin.resources.manager import ResourceManager
+from ascend_device_plugin.resources.views import ViewBoard
 
+from tests.support.allocator import wired_allocator
 from tests.support.chips import exporter_chip, node_910b
 from tests.support.pod_source import FakePods
 
@@ -48,7 +50,7 @@ def allocator(chips: Mapping[int, Chip], share_count: int = 1, **kw: object) -> 
     manager.set_chips(chips)
     pods = FakePods()
     node = NodeFacts(host_ip="10.0.0.5")
-    return Allocator(manager, board, pods=pods, patcher=pods, node=lambda: node, **kw), pods  # type: ignore[arg-type]
+    return wired_allocator(manager, board, pods, lambda: node, **kw), pods  # type: ignore[arg-type]
 
 
 def request(*containers: list[str]) -> pb.AllocateRequest:

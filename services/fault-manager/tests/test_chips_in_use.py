@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 from ascend_common.inuse import chips_in_use_for_allocation, chips_in_use_for_health
 from ascend_common.pods import SlimPod
-from fault_manager.in_use import ChipsInUse
+from fault_manager.reactor.chips_in_use import ChipsInUse
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 CHIPS = [f"Ascend910-{i}" for i in range(4)]

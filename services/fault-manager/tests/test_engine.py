@@ -9,7 +9,7 @@ from ascend_common.faults import (
     default_fault_customization,
     default_switch_fault_table,
 )
-from fault_manager.engine import Escalation, FaultEngine, Policy
+from fault_manager.policy.engine import Escalation, FaultEngine, Policy
 
 LINK_DOWN = "81078603"
 HBM_ECC = "80E01801"  # FaultFrequency: 2 in 24 h -> ManuallySeparateNPU (packaged table)

@@ -10,8 +10,8 @@ from ascend_common import sse
 from ascend_common.adapters.clients.exporter import ExporterError
 from ascend_common.clock import SystemClock
 from ascend_common.schemas.exporter import ChipList, NodeInfo
-from fault_manager.ingest import Ingest
-from fault_manager.inputs import Inbox, Snapshot
+from fault_manager.reactor.ingest import Ingest
+from fault_manager.reactor.inputs import Inbox, Snapshot
 from fault_manager.store import Store
 
 

@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 from ascend_common.clock import ManualClock
-from ascend_common.deviceinfo import UNWATCHED_SWITCH
 from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
 from ascend_common.schemas.exporter import Chip, ChipList
 from ascend_common.schemas.reading import Reading
-from fault_manager.engine import FaultEngine, Policy
-from fault_manager.ingest import reconcile_rows
-from fault_manager.inputs import Inbox, Snapshot
-from fault_manager.published import NodeState, Published
-from fault_manager.reactor import Reactor
-from fault_manager.reports import device_info
+from fault_manager.deviceinfo.configmap import UNWATCHED_SWITCH
+from fault_manager.deviceinfo.reports import device_info
+from fault_manager.policy.engine import FaultEngine, Policy
+from fault_manager.reactor.ingest import reconcile_rows
+from fault_manager.reactor.inputs import Inbox, Snapshot
+from fault_manager.reactor.published import NodeState, Published
+from fault_manager.reactor.reactor import Reactor
+from fault_manager.reactor.verdicts import VerdictBoard
 from fault_manager.store import Store
-from fault_manager.verdicts import VerdictBoard
 
 from tests.support.chips import exporter_chip
 

@@ -29,8 +29,8 @@ from ascend_common.faults import (
     occurrences,
 )
 from fault_manager.cli import replay_main
-from fault_manager.policy import build
-from fault_manager.replay import Replayer, parse_timeline
+from fault_manager.policy.keeper import build
+from fault_manager.policy.replay import Replayer, parse_timeline
 
 CHIP = "Ascend910-0"
 LINK_DOWN = "81078603"
@@ -330,7 +330,7 @@ def test_replay_runs_the_services_engine(monkeypatch: pytest.MonkeyPatch) -> Non
     from ascend_common.faults import duration_state as real
 
     # The engine's FaultDuration rule, changed: nothing ever times out. Replay follows it.
-    monkeypatch.setattr("fault_manager.engine.duration_state", lambda rule, events, now: real(rule, [], now))
+    monkeypatch.setattr("fault_manager.policy.engine.duration_state", lambda rule, events, now: real(rule, [], now))
     assert run_cli(lines)[1][0]["chips"][CHIP]["network_level"] == "NotHandleFault"
 
 

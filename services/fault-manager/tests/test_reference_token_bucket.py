@@ -3,7 +3,7 @@ cases it carries (component/ascend-device-plugin/pkg/server/token_bucket_test.go
 expected values.
 
 The Go bucket reads `time.Now()` and a test moves `lastRefill` back instead of the clock; ours are pure
-values (`fault_manager.reset_tokens`) that take "now", so a case builds the bucket the Go test ends up
+values (`fault_manager.hotreset.tokens`) that take "now", so a case builds the bucket the Go test ends up
 with. The TokenBucketMgr tests run twice: over the pure functions (a dict of buckets, as the Go map)
 and over the Store, which keeps one bucket per chip in SQLite (the chip named after the logic id here).
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Protocol
 
 import pytest
-from fault_manager import token_buckets
-from fault_manager.reset_tokens import (
+from fault_manager.hotreset import stored_tokens
+from fault_manager.hotreset.tokens import (
     TOKEN_MAX_COUNT,
     TOKEN_REFILL_INTERVAL_MS,
     TokenBucket,
@@ -148,13 +148,13 @@ class StoreMgr:
         self.store = store
 
     def has_token(self, logic_id: int) -> bool:
-        return token_buckets.tokens(self.store.buckets, f"Ascend910-{logic_id}", NOW) > 0
+        return stored_tokens.tokens(self.store.buckets, f"Ascend910-{logic_id}", NOW) > 0
 
     def consume_token(self, logic_id: int) -> bool:
-        return token_buckets.consume(self.store.buckets, f"Ascend910-{logic_id}", logic_id, NOW)
+        return stored_tokens.consume(self.store.buckets, f"Ascend910-{logic_id}", logic_id, NOW)
 
     def get_tokens(self, logic_id: int) -> int:
-        return token_buckets.tokens(self.store.buckets, f"Ascend910-{logic_id}", NOW)
+        return stored_tokens.tokens(self.store.buckets, f"Ascend910-{logic_id}", NOW)
 
 
 @pytest.fixture(params=["pure", "store"])

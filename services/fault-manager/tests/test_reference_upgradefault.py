@@ -3,9 +3,10 @@ whose cases it carries (component/ascend-device-plugin/pkg/common/upgradefault_t
 pkg/device/ascendcommon_test.go TestAscendToolsGetDeviceFaults), with that test's inputs and expected values.
 
 The Go tests drive a global in-memory cache keyed by logic or physical id; ours are pure functions over
-chip names (`fault_manager.faultlist`, `ascend_common.deviceinfo`) and the engine, which re-derives the
-reasons from the chip's history under the current policy. Where a Go input has no counterpart (a level
-string such as "critical" that our policy loader refuses as a FaultHandling), the case says what it uses.
+chip names (`fault_manager.deviceinfo.faultlist`, `fault_manager.deviceinfo.configmap`) and the engine,
+which re-derives the reasons from the chip's history under the current policy. Where a Go input has no
+counterpart (a level string such as "critical" that our policy loader refuses as a FaultHandling), the case
+says what it uses.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import json
 from typing import Any
 
 import pytest
-from ascend_common.deviceinfo import UpgradeReason, fault_list_json, parse_upgrade_reasons, upgrade_reasons_json
 from ascend_common.faults import (
     FaultCustomization,
     FaultLevel,
@@ -24,8 +24,14 @@ from ascend_common.faults import (
     load_fault_code_table,
     load_fault_customization,
 )
-from fault_manager.engine import AUTOFILL_CODE, FaultEngine, Policy
-from fault_manager.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
+from fault_manager.deviceinfo.configmap import (
+    UpgradeReason,
+    fault_list_json,
+    parse_upgrade_reasons,
+    upgrade_reasons_json,
+)
+from fault_manager.deviceinfo.faultlist import Reason, fault_entries, fix_manually_separate_reasons, upgrade_reasons
+from fault_manager.policy.engine import AUTOFILL_CODE, FaultEngine, Policy
 from fault_manager.store import Store
 
 L = FaultLevel
@@ -328,7 +334,7 @@ def test_insert_upgrade_fault_cache_newer_time(store: Any) -> None:
 
 def test_remove_manually_separate_reason_cache_target_level(store: Any) -> None:
     """TestRemoveManuallySeparateReasonCache, "should remove manually separate reason when logic ids contain
-    target level" (an operator's release: Isolations._release_reasons)."""
+    target level" (an operator's release: IsolationKeeper._release_reasons)."""
     store.isolations.add("npu-1001", "", "ManuallySeparateNPU", "FaultAutofill", T)
     assert store.isolations.release("npu-1001", T + 1, "administrator", level="ManuallySeparateNPU") == 1
     assert active(store) == []

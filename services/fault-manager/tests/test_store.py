@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fault_manager import token_buckets
+from fault_manager.hotreset import stored_tokens
 from fault_manager.store import MAX_PAGE, FaultEventRow, Store, StoreError
 
 C0, C1, C2 = "Ascend910-0", "Ascend910-1", "Ascend910-2"
@@ -366,25 +366,25 @@ def test_reset_token_bucket_refills_whole(db_path: Path, steps: list[tuple[int, 
     for now, taken, left in steps:
         # Reopened for each step: the bucket lives in the file, not in memory.
         with Store(db_path) as s:
-            assert token_buckets.consume(s.buckets, C0, 0, now, interval_ms=interval_ms) is taken, now
-            assert token_buckets.tokens(s.buckets, C0, now, interval_ms=interval_ms) == left, now
+            assert stored_tokens.consume(s.buckets, C0, 0, now, interval_ms=interval_ms) is taken, now
+            assert stored_tokens.tokens(s.buckets, C0, now, interval_ms=interval_ms) == left, now
     with Store(db_path) as s:
-        assert token_buckets.tokens(s.buckets, C1, 0) == 3
+        assert stored_tokens.tokens(s.buckets, C1, 0) == 3
 
 
 def test_reset_tokens_charge_the_faulty_chip_alone(store: Store, db_path: Path) -> None:
-    assert token_buckets.tokens_by_chip(store.buckets, 0) == {}
-    assert token_buckets.tokens(store.buckets, C0, 0) == 3  # reading creates no bucket
-    assert token_buckets.tokens_by_chip(store.buckets, 0) == {}
+    assert stored_tokens.tokens_by_chip(store.buckets, 0) == {}
+    assert stored_tokens.tokens(store.buckets, C0, 0) == 3  # reading creates no bucket
+    assert stored_tokens.tokens_by_chip(store.buckets, 0) == {}
     for t in range(3):
-        assert token_buckets.consume(store.buckets, C0, 0, t)
-    assert token_buckets.consume(store.buckets, C0, 0, 10) is False
-    assert (token_buckets.tokens(store.buckets, C0, 10), token_buckets.tokens(store.buckets, C1, 10)) == (0, 3)
-    assert token_buckets.consume(store.buckets, C1, 1, 10) is True
-    assert token_buckets.tokens_by_chip(store.buckets, 10) == {C0: 0, C1: 2}
+        assert stored_tokens.consume(store.buckets, C0, 0, t)
+    assert stored_tokens.consume(store.buckets, C0, 0, 10) is False
+    assert (stored_tokens.tokens(store.buckets, C0, 10), stored_tokens.tokens(store.buckets, C1, 10)) == (0, 3)
+    assert stored_tokens.consume(store.buckets, C1, 1, 10) is True
+    assert stored_tokens.tokens_by_chip(store.buckets, 10) == {C0: 0, C1: 2}
     # Each bucket's interval started at its own first reset.
-    assert token_buckets.tokens_by_chip(store.buckets, 6 * H) == {C0: 3, C1: 2}
-    assert token_buckets.tokens_by_chip(store.buckets, 6 * H + 10) == {C0: 3, C1: 3}
+    assert stored_tokens.tokens_by_chip(store.buckets, 6 * H) == {C0: 3, C1: 2}
+    assert stored_tokens.tokens_by_chip(store.buckets, 6 * H + 10) == {C0: 3, C1: 3}
     with sqlite3.connect(db_path) as raw:
         rows = raw.execute("SELECT chip, logic_id, tokens, last_refill_ms FROM reset_buckets ORDER BY chip").fetchall()
     raw.close()
@@ -392,21 +392,21 @@ def test_reset_tokens_charge_the_faulty_chip_alone(store: Store, db_path: Path) 
 
 
 def test_reset_token_consume_records_the_latest_logic_id(store: Store, db_path: Path) -> None:
-    token_buckets.consume(store.buckets, C2, 7, 0)
-    token_buckets.consume(store.buckets, C2, 5, 1)  # renumbered (a driver reload): the bucket is the chip's
+    stored_tokens.consume(store.buckets, C2, 7, 0)
+    stored_tokens.consume(store.buckets, C2, 5, 1)  # renumbered (a driver reload): the bucket is the chip's
     with sqlite3.connect(db_path) as raw:
         assert raw.execute("SELECT logic_id, tokens FROM reset_buckets").fetchall() == [(5, 1)]
     raw.close()
 
 
 def test_reset_tokens_with_a_clock_stepped_back(store: Store) -> None:
-    assert token_buckets.consume(store.buckets, C0, 0, 10 * H)
+    assert stored_tokens.consume(store.buckets, C0, 0, 10 * H)
     # Before the last refill: nothing comes back, nothing breaks; the bucket is the same when time recovers.
-    assert token_buckets.consume(store.buckets, C0, 0, 3 * H)
-    assert token_buckets.consume(store.buckets, C0, 0, 3 * H)
-    assert token_buckets.consume(store.buckets, C0, 0, 4 * H) is False
-    assert token_buckets.tokens(store.buckets, C0, 16 * H - 1) == 0
-    assert token_buckets.tokens(store.buckets, C0, 16 * H) == 3
+    assert stored_tokens.consume(store.buckets, C0, 0, 3 * H)
+    assert stored_tokens.consume(store.buckets, C0, 0, 3 * H)
+    assert stored_tokens.consume(store.buckets, C0, 0, 4 * H) is False
+    assert stored_tokens.tokens(store.buckets, C0, 16 * H - 1) == 0
+    assert stored_tokens.tokens(store.buckets, C0, 16 * H) == 3
 
 
 def test_concurrent_resets_never_share_the_last_token(store: Store) -> None:
@@ -416,7 +416,7 @@ def test_concurrent_resets_never_share_the_last_token(store: Store) -> None:
 
     def reset() -> None:
         start.wait()
-        taken = token_buckets.consume(store.buckets, C0, 0, 1_000)
+        taken = stored_tokens.consume(store.buckets, C0, 0, 1_000)
         with lock:
             results.append(taken)
 
@@ -426,7 +426,7 @@ def test_concurrent_resets_never_share_the_last_token(store: Store) -> None:
     for t in threads:
         t.join()
     assert sorted(results) == [False] * 5 + [True] * 3
-    assert token_buckets.tokens(store.buckets, C0, 1_000) == 0
+    assert stored_tokens.tokens(store.buckets, C0, 1_000) == 0
 
 
 def test_policy_versions_keep_the_last_good_one(store: Store) -> None:
@@ -473,12 +473,12 @@ def test_prune_keeps_minimum_and_active_escalations(store: Store) -> None:
 
 def test_prune_keeps_reset_buckets(store: Store) -> None:
     for t in (0, 1, 2):
-        token_buckets.consume(store.buckets, C0, 0, 10 * H + t)
+        stored_tokens.consume(store.buckets, C0, 0, 10 * H + t)
     # An aggressive cutoff ("everything before now") must not hand out tokens again.
     result = store.retention.prune(older_than_ms=10 * H + 100, keep_min_per_chip=0)
     assert "reset_tokens" not in {f.name for f in dataclasses.fields(result)}
-    assert token_buckets.tokens(store.buckets, C0, 10 * H + 3) == 0
-    assert token_buckets.consume(store.buckets, C0, 0, 10 * H + 3) is False
+    assert stored_tokens.tokens(store.buckets, C0, 10 * H + 3) == 0
+    assert stored_tokens.consume(store.buckets, C0, 0, 10 * H + 3) is False
 
 
 def test_prune_stops_at_its_time_budget(store: Store) -> None:

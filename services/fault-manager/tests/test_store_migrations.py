@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_manager import token_buckets
+from fault_manager.hotreset import stored_tokens
 from fault_manager.store import CURRENT_VERSION, FaultEventRow, Store, StoreError
 from sqlalchemy import create_engine
 from sqlmodel import SQLModel
@@ -202,7 +202,7 @@ def test_v1_file_is_upgraded_in_place_without_losing_data(tmp_dir: Path) -> None
             ("Ascend910-5", True, "configmap", 3000)
         ]
         assert [(a.chips, a.reason) for a in s.resets.recent()] == [(("Ascend910-0", "Ascend910-1"), None)]
-        assert token_buckets.tokens_by_chip(s.buckets, 200) == {"Ascend910-0": 2}
+        assert stored_tokens.tokens_by_chip(s.buckets, 200) == {"Ascend910-0": 2}
         last_good = s.policies.last_good()
         assert last_good is not None
         assert last_good.digest == "abc"
@@ -301,10 +301,10 @@ def test_v2_reset_tokens_become_buckets(
     with Store(path) as s:
         # Until a bucket's refill the chip has what the sliding window left it; then it is full.
         for chip, (left, last) in buckets.items():
-            assert token_buckets.tokens(s.buckets, chip, N) == left, chip
-            assert token_buckets.tokens(s.buckets, chip, last + 6 * H - 1) == left, chip
-            assert token_buckets.tokens(s.buckets, chip, last + 6 * H) == 3, chip
-        assert token_buckets.tokens(s.buckets, "Ascend910-7", N) == 3
+            assert stored_tokens.tokens(s.buckets, chip, N) == left, chip
+            assert stored_tokens.tokens(s.buckets, chip, last + 6 * H - 1) == left, chip
+            assert stored_tokens.tokens(s.buckets, chip, last + 6 * H) == 3, chip
+        assert stored_tokens.tokens(s.buckets, "Ascend910-7", N) == 3
 
 
 def test_v2_file_upgrades_in_place(tmp_dir: Path) -> None:
@@ -315,10 +315,10 @@ def test_v2_file_upgrades_in_place(tmp_dir: Path) -> None:
             (2, ("Ascend910-2",), None, None, None, None),
             (1, ("Ascend910-0", "Ascend910-1"), "failed", -8012, 900, None),
         ]
-        assert token_buckets.tokens_by_chip(s.buckets, N) == {"Ascend910-0": 1}
+        assert stored_tokens.tokens_by_chip(s.buckets, N) == {"Ascend910-0": 1}
         # The first consume after the upgrade fills in the logic id and spends the converted bucket.
-        assert token_buckets.consume(s.buckets, "Ascend910-0", 0, N + 1) is True
-        assert token_buckets.consume(s.buckets, "Ascend910-0", 0, N + 2) is False
+        assert stored_tokens.consume(s.buckets, "Ascend910-0", 0, N + 1) is True
+        assert stored_tokens.consume(s.buckets, "Ascend910-0", 0, N + 2) is False
         assert s.resets.finish(2, "refused", None, N, reason="no reset token left") is True
         assert s.resets.recent(limit=1)[0].reason == "no reset token left"
     with sqlite3.connect(path) as raw:

@@ -1,8 +1,8 @@
 """Shared vocabulary of the Ascend node stack, in two layers.
 
 The domain, at the top of the package: chips, naming, fault policy (faults/), the API schemas
-(schemas/), the pod model (pods), the "in use" predicates (inuse), vNPUs, reset groups and the
-ConfigMap renderings (deviceinfo, resetinfo, node_reset_info, gojson). Pure code: it performs no
+(schemas/), the pod model (pods), the "in use" predicates (inuse), vNPUs, reset groups and Go's
+JSON encoding (gojson). Pure code: it performs no
 I/O and imports no I/O library (no Kubernetes client, gRPC, HTTP, server, database, socket,
 thread or event loop), so every rule in it is testable as a plain function.
 

@@ -19,14 +19,20 @@ from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
 
-from ascend_device_plugin.allocator import Allocator, NodeFacts
+from ascend_device_plugin.allocation.allocator import Allocator
+from ascend_device_plugin.allocation.containers import Containers
+from ascend_device_plugin.allocation.plain import PlainReport
+from ascend_device_plugin.allocation.report import NodeFacts, Report
+from ascend_device_plugin.allocation.vnpu import DynamicVnpu
+from ascend_device_plugin.kubelet.registrar import Registrar
+from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.ops import OpsRoutes, OpsServer
-from ascend_device_plugin.registrar import Registrar
-from ascend_device_plugin.resources import ResourceManager
-from ascend_device_plugin.server import DevicePluginService, ResourceServer
+from ascend_device_plugin.resources.manager import ResourceManager
+from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.settings import PluginSettings
-from ascend_device_plugin.views import ViewBoard
+from ascend_device_plugin.volcano.path import VolcanoPath
+from ascend_device_plugin.volcano.pods import VolcanoPods
 
 if TYPE_CHECKING:
     from ascend_device_plugin.kube import KubeBridge
@@ -64,21 +70,24 @@ class DevicePlugin:
             from ascend_device_plugin.kube import KubeBridge
 
             self.kube = KubeBridge.create(s, self._on_pods)
+        # Allocation, path by path; each keeps what its own concept needs (allocation/, volcano/).
+        containers = Containers(self.manager, runtime_mode=s.use_ascend_docker)
+        report = Report(self.manager, patcher=self.kube, node=self.kube.node_facts if self.kube else NodeFacts)
+        pods = VolcanoPods(self.kube)
         self.allocator = Allocator(
-            self.manager,
             self.board,
-            runtime_mode=s.use_ascend_docker,
-            volcano=s.volcano_type,
-            pods=self.kube,
-            patcher=self.kube,
-            exporter=self.exporter,
-            podresources_socket=s.podresources_socket,
-            node=self.kube.node_facts if self.kube else NodeFacts,
+            containers,
+            report,
+            PlainReport(report, pods=self.kube, podresources_socket=s.podresources_socket),
+            pods,
+            DynamicVnpu(containers, pods, report, exporter=self.exporter),
+            volcano=VolcanoPath(
+                self.board, containers, pods, report, taken_tries=s.retry_update_count,
+                taken_wait_s=s.update_pod_wait_time,
+            ) if s.volcano_type else None,
             preset_vnpu=s.preset_virtual_device,
-            taken_tries=s.retry_update_count,
-            taken_wait_s=s.update_pod_wait_time,
             slow_node=self.kube.slow_node_envs if self.kube is not None and s.enable_slow_node else None,
-        )
+        )  # fmt: skip
         self.registrar = Registrar(
             s.plugin_dir, lambda: self.servers, self._options, self.metrics, require_root=s.require_root_owned
         )

@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("cannot start", extra={"error": "--node-name is required with --kube api"})
         return 2
     from ascend_device_plugin.app import DevicePlugin, serve
-    from ascend_device_plugin.registrar import UnsafePath
+    from ascend_device_plugin.kubelet.registrar import UnsafePath
 
     try:
         plugin = DevicePlugin(settings)

@@ -28,12 +28,12 @@ from ascend_common.gojson import INT32
 from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
 from ascend_common.pods import SlimPod
 
-from ascend_device_plugin.allocator import NodeFacts
+from ascend_device_plugin.allocation.report import NodeFacts
 from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, slow_node_envs
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels
 from ascend_device_plugin.core.volcano import may_serve
-from ascend_device_plugin.inventory import InventorySource
+from ascend_device_plugin.resources.inventory import InventorySource
 from ascend_device_plugin.settings import PluginSettings
 
 log = logging.getLogger(__name__)

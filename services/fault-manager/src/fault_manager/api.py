@@ -19,17 +19,17 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from pydantic import BaseModel, ConfigDict, Field
 
-from fault_manager.hotreset import HotReset
-from fault_manager.policy import PolicyKeeper
+from fault_manager.hotreset.loop import HotReset
+from fault_manager.policy.keeper import PolicyKeeper
+from fault_manager.reactor.verdicts import VerdictBoard
 from fault_manager.store import FaultEventRow, ResetAttemptRow, in_store_thread
-from fault_manager.verdicts import VerdictBoard
 
 ChipName = Annotated[str, Path(pattern=r"^(Ascend910|Ascend310P|Ascend310|npu)-\d{1,4}$", max_length=32)]
 ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ApiError}, 409: {"model": ApiError}, 422: {"model": ApiError}}
 
 
 class NodeView(Protocol):
-    """What the API reads of the fault-manager's published state (fault_manager.published.Published)."""
+    """What the API reads of the fault-manager's published state (fault_manager.reactor.published.Published)."""
 
     @property
     def board(self) -> VerdictBoard: ...
@@ -38,7 +38,7 @@ class NodeView(Protocol):
 
 
 class Separations(Protocol):
-    """Operators' isolations, as inputs of the reactor (fault_manager.inputs.Inbox)."""
+    """Operators' isolations, as inputs of the reactor (fault_manager.reactor.inputs.Inbox)."""
 
     async def set_manual(self, chip: str, on: bool, by: str) -> None: ...
 

@@ -25,19 +25,20 @@ from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import first_token
 
 from fault_manager.api import create_api, create_ops_app
-from fault_manager.deviceinfo_writer import DeviceInfoWriter, configmap_name
-from fault_manager.engine import FaultEngine
-from fault_manager.hotreset import HotReset, NodeAnnotations
-from fault_manager.ingest import Ingest
-from fault_manager.inputs import Inbox
-from fault_manager.node_annotations import ApiNodeAnnotations, OfflineNodeAnnotations
-from fault_manager.policy import PolicyKeeper, build, read_policy_dir
-from fault_manager.published import NodeState, Published
-from fault_manager.reactor import Reactor
+from fault_manager.deviceinfo.writer import DeviceInfoWriter, configmap_name
+from fault_manager.hotreset.handoff import NodeAnnotations
+from fault_manager.hotreset.loop import HotReset
+from fault_manager.hotreset.node_annotations import ApiNodeAnnotations, OfflineNodeAnnotations
+from fault_manager.policy.engine import FaultEngine
+from fault_manager.policy.keeper import PolicyKeeper, build, read_policy_dir
+from fault_manager.reactor.ingest import Ingest
+from fault_manager.reactor.inputs import Inbox
+from fault_manager.reactor.published import NodeState, Published
+from fault_manager.reactor.reactor import Reactor
+from fault_manager.reactor.verdicts import VerdictBoard
 from fault_manager.retention import prune_forever
 from fault_manager.settings import FaultManagerSettings
 from fault_manager.store import Store, in_store_thread
-from fault_manager.verdicts import VerdictBoard
 
 log = logging.getLogger(__name__)
 

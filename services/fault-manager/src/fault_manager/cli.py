@@ -68,8 +68,8 @@ def replay_main(argv: Sequence[str], out: TextIO | None = None, stdin: TextIO | 
         return 2
     from ascend_common.faults import FaultPolicyError
 
-    from fault_manager.policy import build, read_policy_dir
-    from fault_manager.replay import Replayer, TimelineError, compare_store, parse_timeline
+    from fault_manager.policy.keeper import build, read_policy_dir
+    from fault_manager.policy.replay import Replayer, TimelineError, compare_store, parse_timeline
 
     try:
         if ns.policy_dir is not None and not ns.policy_dir.is_dir():

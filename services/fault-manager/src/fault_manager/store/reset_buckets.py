@@ -1,5 +1,5 @@
 """Each faulty chip's hot-reset token bucket, as stored; the rule that spends and refills them is hot
-reset's (fault_manager.reset_tokens, fault_manager.token_buckets)."""
+reset's (fault_manager.hotreset.tokens, fault_manager.hotreset.stored_tokens)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Row, select
 from sqlalchemy.dialects.sqlite import insert
 
-from fault_manager.reset_tokens import TokenBucket
+from fault_manager.hotreset.tokens import TokenBucket
 
 from .database import Database
 from .models import ResetBucketRow, columns_of

@@ -1,0 +1,44 @@
+"""The device-plugin's allocator wired as app.py wires it, over one pod source that is also the patcher."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ascend_common.adapters.clients.exporter import ExporterClient
+from ascend_device_plugin.allocation.allocator import Allocator
+from ascend_device_plugin.allocation.containers import Containers
+from ascend_device_plugin.allocation.plain import PlainReport
+from ascend_device_plugin.allocation.report import NodeFacts, Report
+from ascend_device_plugin.allocation.vnpu import DynamicVnpu
+from ascend_device_plugin.resources.manager import ResourceManager
+from ascend_device_plugin.resources.views import ViewBoard
+from ascend_device_plugin.volcano.path import VolcanoPath
+from ascend_device_plugin.volcano.pods import VolcanoPods
+
+from tests.support.pod_source import FakePods
+
+
+def wired_allocator(
+    manager: ResourceManager,
+    board: ViewBoard,
+    pods: FakePods,
+    node: Callable[[], NodeFacts],
+    *,
+    runtime_mode: bool = True,
+    volcano: bool = False,
+    exporter: ExporterClient | None = None,
+    dev_root: Path = Path("/"),
+    preset_vnpu: bool = True,
+    taken_tries: int = 3,
+    taken_wait_s: float = 0.2,
+) -> Allocator:
+    containers = Containers(manager, runtime_mode=runtime_mode, dev_root=dev_root)
+    report = Report(manager, patcher=pods, node=node)
+    cache = VolcanoPods(pods)
+    path = VolcanoPath(board, containers, cache, report, taken_tries=taken_tries, taken_wait_s=taken_wait_s)
+    return Allocator(
+        board, containers, report, PlainReport(report, pods=pods), cache,
+        DynamicVnpu(containers, cache, report, exporter=exporter), volcano=path if volcano else None,
+        preset_vnpu=preset_vnpu,
+    )  # fmt: skip
