@@ -1,8 +1,8 @@
 """The fault-manager's API (Unix socket), and what its ops endpoints (`ascend_common.adapters.ops`) report.
 
 Every body is bounded by FastAPI's `max_body_size` (`MAX_BODY_BYTES`; the policy's PUT declares
-more). The API has no tokens (the socket's mode and group say who may call), so it needs no
-`RequestGuard`: a route that declared `Bearer` would fail until one was added.
+more); `RequestGuard` refuses a declared length past it before the route runs. The API has no
+tokens: the socket's mode and group say who may call.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Annotated, Any, Protocol
 
-from ascend_common.adapters.guard import MAX_BODY_BYTES
+from ascend_common.adapters.guard import MAX_BODY_BYTES, RequestGuard
 from ascend_common.adapters.kube.configmaps import OfflineConfigMaps
 from ascend_common.adapters.ops import Readiness
 from ascend_common.faults import FaultPolicyError
@@ -147,6 +147,7 @@ def create_api(
         description="Verdicts, fault history and isolation of one node.",
         max_body_size=MAX_BODY_BYTES,
     )
+    app.add_middleware(RequestGuard, routes=lambda: app.routes)  # a declared length past the bound: 413 up front
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
