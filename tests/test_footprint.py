@@ -23,9 +23,9 @@ SERVICES = {
     "device-plugin": "ascend_device_plugin.cli, ascend_device_plugin.app, ascend_device_plugin.kube",
     "fault-manager": "fault_manager.cli, fault_manager.app",
 }
-# What a service loads of NEVER for a library it does use: uvicorn (the fault-manager's HTTP API) imports
+# What a service loads of NEVER for a library it does use: uvicorn (every service's HTTP servers) imports
 # its own command line, click, at import.
-NEEDED_BY = {"fault-manager": ("click",)}
+NEEDED_BY = {"fault-manager": ("click",), "device-plugin": ("click",)}
 
 
 def loaded_modules(service: str, source: str) -> list[str]:

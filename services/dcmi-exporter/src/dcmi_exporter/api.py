@@ -1,17 +1,19 @@
-"""The exporter's HTTP APIs: the local API (Unix socket) and the ops endpoints (TCP).
+"""The exporter's local API (Unix socket); its ops endpoints are `ascend_common.adapters.ops` (server.py).
 
 Handlers read the snapshot; the only ones that reach the library are the mutating calls,
-and those go through the call pool with a timeout.
+and those go through the call pool with a timeout. Mutating calls declare the token scope they
+need (`Bearer`), which `RequestGuard` checks before any byte of the body is read; every body is
+bounded by FastAPI's `max_body_size` (`MAX_BODY_BYTES`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from ascend_common import sse
+from ascend_common.adapters.guard import MAX_BODY_BYTES, Bearer, RequestGuard
 from ascend_common.schemas import sim as simreq
 from ascend_common.schemas.exporter import (
     ApiError,
@@ -32,12 +34,9 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Reques
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from dcmi_exporter.auth import bearer, require
 from dcmi_exporter.backends.errors import BadParameter, CallTimeout, DcmiError, NoSuchDevice
 from dcmi_exporter.jobs import ChannelUnsupported, ResetRefused
-from dcmi_exporter.metrics import build_registry
 from dcmi_exporter.poller import chip_key
 from dcmi_exporter.runtime import Exporter
 
@@ -73,7 +72,9 @@ def create_api(exporter: Exporter) -> FastAPI:
         title="dcmi-exporter",
         version="1",
         description="Chip inventory, health, events, resets and vNPUs of one Ascend node.",
+        max_body_size=MAX_BODY_BYTES,
     )
+    app.add_middleware(RequestGuard, routes=lambda: app.routes)
     poller = exporter.poller
 
     @app.exception_handler(RequestValidationError)
@@ -83,7 +84,7 @@ def create_api(exporter: Exporter) -> FastAPI:
         return JSONResponse({"detail": f"invalid request: {text}", "errors": errors}, status_code=422)
 
     def need(scope: Scope) -> Any:
-        return Depends(require(scope, lambda: exporter.tokens))
+        return Depends(Bearer(scope, lambda: exporter.tokens))
 
     def chip_or_404(logic_id: int) -> Chip:
         chip = poller.snapshot.by_logic.get(logic_id)
@@ -317,27 +318,4 @@ def _gap_frame(gap: GapData) -> bytes:
     return sse.encode("gap", gap.model_dump_json(), gap.resume_after)
 
 
-def create_ops_app(exporter: Exporter) -> FastAPI:
-    app = FastAPI(title="dcmi-exporter ops", docs_url=None, redoc_url=None, openapi_url=None)
-    registry = build_registry(lambda: exporter.poller.snapshot, exporter.stats)
-
-    @app.get("/healthz")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    @app.get("/readyz")
-    async def readyz() -> JSONResponse:
-        node = exporter.poller.snapshot.node
-        if not node.ready:
-            return JSONResponse({"status": "not ready", "reason": "chips not discovered and read yet"}, 503)
-        return JSONResponse({"status": "ready", "chips": node.chip_count})
-
-    @app.get("/metrics")
-    async def metrics() -> Response:
-        body = await asyncio.to_thread(generate_latest, registry)
-        return Response(body, media_type=CONTENT_TYPE_LATEST)
-
-    return app
-
-
-__all__ = ["bearer", "create_api", "create_ops_app"]
+__all__ = ["create_api"]

@@ -6,13 +6,22 @@ import asyncio
 import contextlib
 import logging
 
+from ascend_common.adapters.ops import ops_app
 from ascend_common.adapters.serving import bind_unix_socket, server
 from ascend_common.adapters.settings import parse_host_port
 
-from dcmi_exporter.api import create_api, create_ops_app
+from dcmi_exporter.api import create_api
+from dcmi_exporter.metrics import build_registry
 from dcmi_exporter.runtime import Exporter
 
 log = logging.getLogger(__name__)
+
+
+def readiness(exporter: Exporter) -> tuple[bool, dict[str, object]]:
+    node = exporter.poller.snapshot.node
+    if not node.ready:
+        return False, {"reason": "chips not discovered and read yet"}
+    return True, {"chips": node.chip_count}
 
 
 async def serve(exporter: Exporter) -> int:
@@ -23,7 +32,9 @@ async def serve(exporter: Exporter) -> int:
     api_sock = bind_unix_socket(settings.socket, group=settings.socket_group)
     host, port = parse_host_port(settings.metrics_addr)
     api = server(create_api(exporter))
-    ops = server(create_ops_app(exporter), host=host, port=port)
+    registry = build_registry(lambda: exporter.poller.snapshot, exporter.stats)
+    # The chip collector reads an immutable snapshot: it renders in a worker thread, off the loop.
+    ops = server(ops_app(lambda: readiness(exporter), registry, render_in_thread=True), host=host, port=port)
     servers = kit.scope("servers")
 
     def unlink_socket() -> None:

@@ -13,6 +13,8 @@ from ascend_common.adapters.clients.exporter import ExporterClient, InventoryFol
 from ascend_common.adapters.clients.verdicts import VerdictFollower
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.adapters.lifecycle import Lifecycle, freeze_heap
+from ascend_common.adapters.ops import ops_app
+from ascend_common.adapters.serving import bind_tcp_socket, server
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip
@@ -27,7 +29,6 @@ from ascend_device_plugin.allocation.vnpu import DynamicVnpu
 from ascend_device_plugin.kubelet.registrar import Registrar
 from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.ops import OpsRoutes, OpsServer
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.settings import PluginSettings
@@ -142,9 +143,9 @@ class DevicePlugin:
                     self.settings.max_streams,
                 )
 
-    def readiness(self) -> tuple[bool, str]:
+    def readiness(self) -> tuple[bool, dict[str, object]]:
         reason = self.lifecycle.not_ready()
-        return reason is None, reason or f"{len(self.servers)} resources registered"
+        return reason is None, {"reason": reason or f"{len(self.servers)} resources registered"}
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -193,14 +194,16 @@ async def serve(plugin: DevicePlugin) -> int:
     """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (adapters.lifecycle)."""
     kit = plugin.lifecycle
     host, port = parse_host_port(plugin.settings.metrics_addr)
-    ops = OpsServer(OpsRoutes(plugin.metrics, plugin.readiness))
+    ops = server(ops_app(plugin.readiness, plugin.metrics.registry))
 
     async def start() -> None:
-        await ops.start(host, port)  # first: an address in use stops the plugin before it registers anywhere
+        ops_sock = bind_tcp_socket(host, port)  # first: an address in use stops the plugin before it registers anywhere
+        serving = kit.scope("ops").essential(ops.serve(sockets=[ops_sock]), "ops")
 
         async def stop_serving() -> None:
             log.info("ascend-device-plugin stopping")
-            await ops.stop()
+            ops.should_exit = True
+            await asyncio.wait([serving], timeout=5)
 
         kit.on_stop(plugin.stop)
         kit.on_stop(stop_serving)  # last registered, first run: the ops port closes first, as before

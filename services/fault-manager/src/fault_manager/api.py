@@ -1,4 +1,9 @@
-"""The fault-manager's API (Unix socket) and ops endpoints (TCP)."""
+"""The fault-manager's API (Unix socket), and what its ops endpoints (`ascend_common.adapters.ops`) report.
+
+Every body is bounded by FastAPI's `max_body_size` (`MAX_BODY_BYTES`; the policy's PUT declares
+more); `RequestGuard` refuses a declared length past it before the route runs. The API has no
+tokens: the socket's mode and group say who may call.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,9 @@ import json
 from collections.abc import Callable
 from typing import Annotated, Any, Protocol
 
+from ascend_common.adapters.guard import MAX_BODY_BYTES, RequestGuard
 from ascend_common.adapters.kube.configmaps import OfflineConfigMaps
+from ascend_common.adapters.ops import Readiness
 from ascend_common.faults import FaultPolicyError
 from ascend_common.schemas.exporter import ApiError
 from ascend_common.schemas.verdict import VERDICT_EVENTS_PATH, VERDICTS_PATH, VerdictList
@@ -14,7 +21,7 @@ from fastapi import FastAPI, Header, HTTPException, Path, Query, Request, Respon
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,6 +33,8 @@ from fault_manager.store import FaultEventRow, ResetAttemptRow, in_store_thread
 
 ChipName = Annotated[str, Path(pattern=r"^(Ascend910|Ascend310P|Ascend310|npu)-\d{1,4}$", max_length=32)]
 ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ApiError}, 409: {"model": ApiError}, 422: {"model": ApiError}}
+# PolicyFiles: up to 4 files of up to 1 Mi characters each, which JSON escaping can double.
+POLICY_BODY_BYTES = 10 << 20
 
 
 class NodeView(Protocol):
@@ -131,7 +140,13 @@ def create_api(
     keeper: PolicyKeeper,
     hot_reset: HotReset | None = None,
 ) -> FastAPI:
-    app = FastAPI(title="fault-manager", version="1", description="Verdicts, fault history and isolation of one node.")
+    app = FastAPI(
+        title="fault-manager",
+        version="1",
+        description="Verdicts, fault history and isolation of one node.",
+        max_body_size=MAX_BODY_BYTES,
+    )
+    app.add_middleware(RequestGuard, routes=lambda: app.routes)  # a declared length past the bound: 413 up front
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -191,7 +206,7 @@ def create_api(
     async def get_policy() -> PolicyView:
         return policy_view()
 
-    @app.put("/v1/policy", response_model=PolicyView, responses=ERRORS)
+    @app.put("/v1/policy", response_model=PolicyView, responses=ERRORS, max_body_size=POLICY_BODY_BYTES)
     async def put_policy(body: PolicyFiles) -> PolicyView:
         if offline is None:
             raise HTTPException(
@@ -263,24 +278,16 @@ class _Stats(Collector):
         yield revision
 
 
-def create_ops_app(node: NodeView, ingested: Callable[[], int], not_ready: Callable[[], str | None]) -> FastAPI:
-    app = FastAPI(title="fault-manager ops", docs_url=None, redoc_url=None, openapi_url=None)
+def ops_registry(node: NodeView, ingested: Callable[[], int]) -> CollectorRegistry:
+    """What /metrics renders: events ingested, chips by fault level, the verdict revision."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Stats(node, ingested))
+    return registry
 
-    @app.get("/healthz")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
 
-    @app.get("/readyz")
-    async def readyz() -> JSONResponse:
+def readiness(node: NodeView, not_ready: Callable[[], str | None]) -> Readiness:
+    def ready() -> tuple[bool, dict[str, object]]:
         reason = not_ready()
-        if reason is not None:
-            return JSONResponse({"status": "not ready", "reason": reason}, 503)
-        return JSONResponse({"status": "ready", "chips": len(node.chips())})
+        return (False, {"reason": reason}) if reason is not None else (True, {"chips": len(node.chips())})
 
-    @app.get("/metrics")
-    async def metrics() -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
-
-    return app
+    return ready

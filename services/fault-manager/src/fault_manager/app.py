@@ -19,12 +19,13 @@ from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMaps, Of
 from ascend_common.adapters.kube.events import ApiEventSink, EventSink, FaultEvents, OfflineEventSink
 from ascend_common.adapters.kube.pod_watch import PodCache
 from ascend_common.adapters.lifecycle import Lifecycle, freeze_heap
+from ascend_common.adapters.ops import ops_app
 from ascend_common.adapters.serving import bind_unix_socket, server
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import first_token
 
-from fault_manager.api import create_api, create_ops_app
+from fault_manager.api import create_api, ops_registry, readiness
 from fault_manager.deviceinfo.writer import DeviceInfoWriter, configmap_name
 from fault_manager.hotreset.handoff import NodeAnnotations
 from fault_manager.hotreset.loop import HotReset
@@ -137,8 +138,8 @@ async def serve(service: Service) -> int:
     host, port = parse_host_port(s.metrics_addr)
     api = server(create_api(service.published, service.inbox, service.store.events, service.store.resets,
                             service.offline, service.keeper, service.hot_reset))  # fmt: skip
-    ops = server(create_ops_app(service.published, lambda: service.reactor.ingested, kit.not_ready), host=host,
-                 port=port)  # fmt: skip
+    ops_metrics = ops_registry(service.published, lambda: service.reactor.ingested)
+    ops = server(ops_app(readiness(service.published, kit.not_ready), ops_metrics), host=host, port=port)
     loops = kit.scope("fault-manager")
     servers = kit.scope("servers")
 
