@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.admission import TREE_ENV, Measured, Pacing, figures, kubeedge_tree
+from bench.admission import TREE_ENV, Measured, Pacing, figures, kubeedge_tree, share
 from bench.admission import run as admission_run
 from bench.figures import Figure, Section
 from bench.report import NO_MISS, splice_sections
@@ -49,6 +49,20 @@ def test_figures_set_our_percentiles_beside_the_stubs_and_judge_the_p99_ratio() 
 
     slow = figures(Pacing("back to back", 0.0), Measured([0.008] * 100, stub, {}))[1]
     assert slow.verdict.startswith("MISSED") and slow.ratio == "1.60x the stub's"
+
+
+def test_share_splits_our_excess_into_the_transport_and_our_work() -> None:
+    calls = {
+        "GetDevicePluginOptions": ([0.0005] * 9, [0.0001] * 9),
+        "GetPreferredAllocation": ([0.0006] * 9, [0.0001] * 9),
+        "Allocate": ([0.0007] * 9, [0.0001] * 9),
+    }
+    text = share(Pacing("20/s", 0.05), Measured([0.0023] * 9, [0.0012] * 9, calls))
+    assert text == (
+        "20/s: our admission p50 is 1.10 ms above the stub's; two empty calls account for 0.80 ms of it"
+        " (each 0.40 ms above the stub's), our two methods' work beyond an empty call for 0.30 ms"
+        " (the p50 of each method alone less the empty call's)."
+    )
 
 
 DOC = """# Benchmarks
