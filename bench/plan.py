@@ -18,6 +18,7 @@ class Plan:
     cached_pods: int  # pods in the node cache for the memory figure
     cold_starts: int
     history_events: int
+    admission_rounds: int  # admissions per plugin and pacing through the kubelet's device manager
 
 
 FULL = Plan(
@@ -32,6 +33,7 @@ FULL = Plan(
     cached_pods=10_000,
     cold_starts=5,
     history_events=1_000_000,
+    admission_rounds=500,
 )
 
 QUICK = Plan(
@@ -46,4 +48,5 @@ QUICK = Plan(
     cached_pods=10_000,  # the figure is about 10,000; loading them takes seconds, not minutes
     cold_starts=3,
     history_events=100_000,
+    admission_rounds=100,
 )

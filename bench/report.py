@@ -69,7 +69,7 @@ def table(section: Section) -> list[str]:
 def misses(sections: list[Section]) -> list[str]:
     found = [(s, f) for s in sections for f in s.figures if f.verdict.startswith("MISSED")]
     if not found:
-        return ["None: every figure with a target met it."]
+        return [NO_MISS]
     return [
         f"- {f.name} ({s.title}): {f.value}, target {f.target}. {f.verdict.removeprefix('MISSED').lstrip(': ')}"
         for s, f in found
@@ -103,6 +103,51 @@ class Run:
     others_after: str  # and when it ended
 
 
+def section_block(section: Section) -> list[str]:
+    """One scenario's heading, command, table and notes, ending with a blank line."""
+    lines = [
+        f"## {section.title}",
+        "",
+        f"Alone: {section.command} ({section.seconds:.0f} s in this run; load average {section.load} as it began).",
+        "",
+        *table(section),
+        "",
+    ]
+    if section.notes:
+        lines += [f"- {note}" for note in section.notes]
+        lines.append("")
+    return lines
+
+
+NO_MISS = "None: every figure with a target met it."
+KEPT_AFTER = "## Where the memory goes"  # a spliced section new to the doc goes before this
+
+
+def splice_sections(doc: str, sections: list[Section], when: str) -> str:
+    """`doc` (a rendered report) with each section's block replaced by a fresh one (inserted before
+    the memory part when the doc has none) and that section's lines of the misses list redone; the
+    rest of the doc is kept as it was. `when` says when the fresh figures were taken."""
+    lines = doc.splitlines()
+    for section in sections:
+        block = section_block(section)
+        block[2] += f" Taken {when}, apart from the rest of this report."
+        heading = f"## {section.title}"
+        if heading in lines:
+            start = lines.index(heading)
+            end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(("## ", "<!--"))), len(lines))
+        else:
+            start = end = lines.index(KEPT_AFTER) if KEPT_AFTER in lines else len(lines)
+        lines[start:end] = block
+        tag = f" ({section.title}): "
+        mine = [m for m in misses([section]) if m.startswith("- ")]
+        first, last = lines.index("## Misses") + 2, lines.index("## Misses") + 2
+        while last < len(lines) and lines[last].strip():
+            last += 1
+        kept = [m for m in lines[first:last] if m != NO_MISS and tag not in m]
+        lines[first:last] = (kept + mine) or [NO_MISS]
+    return "\n".join(lines) + "\n"
+
+
 def render(run: Run, sections: list[Section], memory: Footprint, general_notes: list[str]) -> str:
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.started))
     lines = [
@@ -125,17 +170,7 @@ def render(run: Run, sections: list[Section], memory: Footprint, general_notes: 
         "",
     ]
     for section in sections:
-        lines += [
-            f"## {section.title}",
-            "",
-            f"Alone: {section.command} ({section.seconds:.0f} s in this run; load average {section.load} as it began).",
-            "",
-            *table(section),
-            "",
-        ]
-        if section.notes:
-            lines += [f"- {note}" for note in section.notes]
-            lines.append("")
+        lines += section_block(section)
     lines += [
         "## Where the memory goes",
         "",

@@ -1,12 +1,13 @@
 """Benchmarks of the node stack; prints the report and writes docs/benchmarks.md.
 
-    ./dev bench            (or: .venv/bin/python -m bench.run [--quick] [--only SECTION,...] [--no-write])
+    ./dev bench            (or: .venv/bin/python -m bench.run [--quick] [--only SECTION,... [--splice]] [--no-write])
 
 Everything runs as real processes on real sockets (sim exporter, fault-manager, device-plugin)
 against the tests' fake kubelet and fake API server, on this machine; then, after every service
 has stopped, the fault-manager's history query over 1,000,000 events (bench/history.py). Each
 figure is set beside its target from the architecture doc and, where the reference documents a
-period for the same thing, the ratio to it. `--only` runs some sections and writes nothing.
+period for the same thing, the ratio to it. `--only` runs some sections and writes nothing; with
+`--splice` it replaces just those sections' blocks in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -19,15 +20,15 @@ from collections.abc import Awaitable, Callable
 
 import psutil
 
-from bench import cache, coldstart, history, node, scale, volcano
+from bench import admission, cache, coldstart, history, node, scale, volcano
 from bench.apiserver import ROOT
 from bench.figures import Section
 from bench.footprint import footprint, warm
 from bench.plan import FULL, QUICK, Plan
 from bench.realnode import kept_block, splice
-from bench.report import Machine, Run, load, render
+from bench.report import Machine, Run, load, render, splice_sections
 
-SECTIONS = ("node", "volcano", "scale", "cache", "coldstart", "history")
+SECTIONS = ("node", "volcano", "scale", "cache", "coldstart", "admission", "history")
 
 
 def scenarios(plan: Plan) -> dict[str, Callable[[], Awaitable[Section]]]:
@@ -43,6 +44,7 @@ def scenarios(plan: Plan) -> dict[str, Callable[[], Awaitable[Section]]]:
         "scale": lambda: scale.run(plan.fault_rounds // 2, scale_rounds, plan.idle_s),
         "cache": lambda: cache.run(plan.cached_pods, scale_rounds, plan.idle_s),
         "coldstart": lambda: coldstart.run(plan.cold_starts),
+        "admission": lambda: admission.run(plan.admission_rounds),
         "history": history_section,
     }
 
@@ -118,8 +120,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Benchmarks of the node stack (writes docs/benchmarks.md).")
     parser.add_argument("--quick", action="store_true", help="fewer rounds, shorter windows (a smoke run)")
     parser.add_argument("--no-write", action="store_true", help="print only; do not write docs/benchmarks.md")
-    parser.add_argument("--only", default="", help=f"comma-separated sections of {','.join(SECTIONS)} (no write)")
+    parser.add_argument(
+        "--only", default="", help=f"comma-separated sections of {','.join(SECTIONS)} (no write unless --splice)"
+    )
     parser.add_argument("--skip-history", action="store_true", help="leave out the history section")
+    parser.add_argument(
+        "--splice",
+        action="store_true",
+        help="with --only: replace those sections (and their misses) in docs/benchmarks.md, keep the rest",
+    )
     args = parser.parse_args()
     only = tuple(s for s in args.only.split(",") if s) or SECTIONS
     if unknown := set(only) - set(SECTIONS):
@@ -130,6 +139,7 @@ def main() -> None:
     command = ".venv/bin/python -m bench.run" + (" --quick" if args.quick else "")
     command += f" --only {args.only}" if args.only else ""
     command += " --skip-history" if args.skip_history else ""
+    command += " --splice" if args.splice else ""
 
     started, began = time.time(), time.monotonic()
     load_before, others = load(), other_load()
@@ -140,6 +150,10 @@ def main() -> None:
     report = Run(command, Machine.here(), started, seconds, load_before, load_after, others, other_load())
     text = render(report, sections, memory, GENERAL_NOTES)
     print(text)
+    if args.splice and args.only and not args.no_write:
+        doc = ROOT / "docs" / "benchmarks.md"
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) + f" (load average {load_before})"
+        doc.write_text(splice_sections(doc.read_text(), sections, when))
     if not args.no_write and not args.only:
         doc = ROOT / "docs" / "benchmarks.md"
         kept = kept_block(doc.read_text()) if doc.exists() else None  # bench.realnode's section

@@ -19,7 +19,7 @@ from ascend_common.chips import ChipFamily, ResourceType
 from ascend_device_plugin.core.annotations import ConfigDevice, config_devices, device_configuration
 from ascend_device_plugin.core.model import ChipInfo
 
-from tests.support.golang import GO, run_go
+from tests.support.golang import run_go
 
 GOLDEN = Path(__file__).resolve().parents[3] / "tests" / "golden"
 PROGRAM = GOLDEN / "rank_config_vectors.go"
@@ -105,7 +105,6 @@ def test_field_order_is_the_go_structs() -> None:
     assert [list(d) for d in instance["devices"]] == [["device_id", "device_ip", "super_device_id"]] * 2
 
 
-@pytest.mark.skipif(GO is None, reason="no `go` on PATH; the committed vectors are checked above")
 def test_committed_vectors_are_current(tmp_path: Path) -> None:
     assert run_go(PROGRAM, tmp_path) == VECTORS.read_text(encoding="utf-8"), (
         "tests/golden/rank_config_vectors.jsonl is stale: regenerate it with the command in rank_config_vectors.go"

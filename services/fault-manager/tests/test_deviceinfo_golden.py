@@ -34,7 +34,7 @@ from fault_manager.deviceinfo.configmap import (
 )
 from fault_manager.hotreset.reset_config import RankEntry, render_reset_config
 
-from tests.support.golang import GO, go_version, run_go
+from tests.support.golang import go_version, run_go
 
 GOLDEN = Path(__file__).resolve().parents[3] / "tests" / "golden"
 PROGRAM = GOLDEN / "gojson_vectors.go"
@@ -286,7 +286,6 @@ def test_render_950_pod_node_end_to_end() -> None:
     assert data["SwitchInfoCfg"] == _golden("switch_unwatched")["go_json"]
 
 
-@pytest.mark.skipif(GO is None, reason="no `go` on PATH; the committed vectors are checked above")
 def test_committed_vectors_are_current(tmp_path: Path) -> None:
     if go_version(tmp_path) < (1, 22):
         pytest.skip("the `go` on PATH is older than 1.22, whose escaping the vectors follow")

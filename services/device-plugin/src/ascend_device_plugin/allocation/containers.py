@@ -76,7 +76,8 @@ class Containers:
         try:
             alloc: ContainerAlloc = container_response(
                 devices, family=family, runtime_mode=self.runtime_mode, dynamic=dynamic,
-                host_dev_nodes=self._host_dev_nodes(), volcano=volcano,
+                # Device nodes are mounted only in direct-mount mode: no stat() of them per call otherwise.
+                host_dev_nodes=frozenset() if self.runtime_mode else self._host_dev_nodes(), volcano=volcano,
                 logic_by_phy={phy: chip.logic_id for phy, chip in inventory.chips.items()},
                 hccl_topo=hccl_topo_path(
                     family, first.board_id if first else None, inventory.main_board_id,

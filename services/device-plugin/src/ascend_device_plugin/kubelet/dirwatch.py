@@ -3,6 +3,10 @@
 The kubelet re-creates `kubelet.sock` when it restarts; inotify tells us within
 microseconds and costs nothing while idle. Where inotify is unavailable (another OS, a
 filesystem without it, the watch limit reached) callers fall back to polling.
+
+A caller may watch only some names: the kubelet writes its checkpoint into the same directory
+(a temporary file renamed over `kubelet_internal_checkpoint`) on every admission, and waking the
+registrar for each of those competed with the admission for a core.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import contextlib
 import ctypes
 import logging
 import os
+import struct
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -20,11 +26,28 @@ IN_DELETE = 0x00000200
 IN_MOVED_TO = 0x00000080
 IN_NONBLOCK = 0o4000
 IN_CLOEXEC = 0o2000000
+IN_Q_OVERFLOW = 0x00004000
+EVENT = struct.Struct("iIII")  # struct inotify_event without its name: wd, mask, cookie, len (inotify(7))
+
+
+def names_of(events: bytes) -> list[str] | None:
+    """The entry names in a read of inotify events; None after an overflow (events were lost)."""
+    names, offset = [], 0
+    while offset + EVENT.size <= len(events):
+        _, mask, _, length = EVENT.unpack_from(events, offset)
+        if mask & IN_Q_OVERFLOW:
+            return None
+        start = offset + EVENT.size
+        names.append(os.fsdecode(events[start : start + length].rstrip(b"\0")))
+        offset = start + length
+    return names
 
 
 class DirWatch:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, wanted: Callable[[str], bool] | None = None) -> None:
+        """`wanted`: the entry names whose creation or removal wakes us (None: every name)."""
         self.path = path
+        self.wanted = wanted
         self._fd: int | None = None
         self._event = asyncio.Event()
 
@@ -53,10 +76,14 @@ class DirWatch:
 
     def _readable(self) -> None:
         assert self._fd is not None
+        wanted, wake = self.wanted, self.wanted is None
         with contextlib.suppress(BlockingIOError):
-            while os.read(self._fd, 65536):
-                pass
-        self._event.set()
+            while events := os.read(self._fd, 65536):
+                if wanted is not None and not wake:
+                    names = names_of(events)
+                    wake = names is None or any(wanted(name) for name in names)
+        if wake:
+            self._event.set()
 
     async def wait(self, within: float) -> None:
         """Return after a change in the directory, or after `within` seconds."""

@@ -86,7 +86,8 @@ class Registrar:
 
     async def start(self) -> None:
         check_path(self.plugin_dir, self.require_root, want_dir=True)
-        self._dirwatch = DirWatch(self.plugin_dir)
+        # Sockets only: the kubelet's and ours (a vanished one is logged); not its checkpoint.
+        self._dirwatch = DirWatch(self.plugin_dir, wanted=lambda name: name.endswith(".sock"))
         self._dirwatch.start()
         self._task = asyncio.create_task(self._watch(), name="kubelet-watch")
 
