@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMapState, Conflict, WatchUnavailable
 
 from tests.support.fake_apiserver import FakeApiServer
@@ -24,8 +25,10 @@ def fake() -> Iterator[FakeApiServer]:
 
 
 @pytest.fixture
-def configmaps(fake: FakeApiServer) -> ApiConfigMaps:
-    return ApiConfigMaps(fake.api_client())
+async def configmaps(fake: FakeApiServer) -> AsyncIterator[ApiConfigMaps]:
+    api = await build_api_client(url=fake.url)
+    yield ApiConfigMaps(api)
+    await api.close()  # type: ignore[no-untyped-call]
 
 
 async def test_read_create_replace_and_delete(fake: FakeApiServer, configmaps: ApiConfigMaps) -> None:
@@ -65,8 +68,15 @@ async def test_cancelling_the_wait_closes_the_watch(fake: FakeApiServer, configm
     waiting.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await waiting
-    # The watch would run 60 s: the worker thread ends only because cancelling closed its stream.
-    await asyncio.wait_for(asyncio.get_running_loop().shutdown_default_executor(), WAIT_S)
+
+    # The watch would run 60 s: the fake's stream ends when a write fails, which it does only because
+    # cancelling closed the connection (the first write after the close may still be accepted: each
+    # poll writes again).
+    def changed_and_closed() -> bool:
+        fake.modify("configmaps", NAME, NS, lambda o: o["data"].update(a=str(fake.resource_version)))
+        return fake.live_watches == 0
+
+    await until(changed_and_closed, WAIT_S, "the watch's connection to close")
 
 
 async def test_a_refused_watch_is_watch_unavailable(fake: FakeApiServer, configmaps: ApiConfigMaps) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ascend_common.adapters.clients.exporter import ExporterClient, InventoryFollower
 from ascend_common.adapters.clients.verdicts import VerdictFollower
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
-from ascend_common.adapters.lifecycle import Lifecycle, freeze_heap
+from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip
@@ -145,7 +145,6 @@ class DevicePlugin:
             await self.verdicts.start()
         if self.kube is not None:
             await self.kube.start()
-            self.kube.cache.on_listed.append(freeze_heap)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(10):
                 await self.follower.synced.wait()

@@ -7,14 +7,13 @@ write names the resourceVersion it read, and a stale one raises Conflict.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ascend_common.adapters.kube.client import call, core_v1, get_json, status_of, typed_error
+from ascend_common.adapters.kube.client import ApiClient, core_v1, discard, json_of, status_of, typed_error
 from ascend_common.adapters.kube.watch import first_change
 
 
@@ -52,13 +51,13 @@ def _body(namespace: str, name: str, data: dict[str, str], labels: dict[str, str
 
 
 class ApiConfigMaps:
-    def __init__(self, api: Any, timeout: float = 10.0) -> None:
+    def __init__(self, api: ApiClient, timeout: float = 10.0) -> None:
         self._v1 = core_v1(api)
         self._timeout = timeout
 
     async def get(self, namespace: str, name: str) -> ConfigMapState | None:
         try:
-            obj = await call(get_json, self._v1.read_namespaced_config_map, name, namespace, timeout=self._timeout)
+            obj = await json_of(await self._v1.read_namespaced_config_map(name, namespace, timeout=self._timeout))
         except Exception as exc:
             if status_of(exc) == 404:
                 return None
@@ -74,13 +73,10 @@ class ApiConfigMaps:
         body = _body(namespace, name, data, labels, resource_version)
         try:
             if resource_version is None:
-                obj = await call(
-                    get_json, self._v1.create_namespaced_config_map, namespace, body, timeout=self._timeout
-                )
+                resp = await self._v1.create_namespaced_config_map(namespace, body, timeout=self._timeout)
             else:
-                obj = await call(
-                    get_json, self._v1.replace_namespaced_config_map, name, namespace, body, timeout=self._timeout
-                )
+                resp = await self._v1.replace_namespaced_config_map(name, namespace, body, timeout=self._timeout)
+            obj = await json_of(resp)
         except Exception as exc:
             if status_of(exc) == 409:
                 raise Conflict(f"configmap {namespace}/{name} changed since it was read") from exc
@@ -94,18 +90,17 @@ class ApiConfigMaps:
         A watch with a field selector on the name (watch.first_change: cancelling ends it at once).
         Errors end the wait early: the caller re-reads either way.
         """
-        since: dict[str, Any] = {"resource_version": resource_version} if resource_version else {}
         try:
             await first_change(
                 self._v1.list_namespaced_config_map, namespace, timeout_seconds=max(1, int(within)),
-                field_selector=f"metadata.name={name}", **since,
+                fieldSelector=f"metadata.name={name}", resourceVersion=resource_version or None,
             )  # fmt: skip
         except Exception as exc:  # the API may refuse watches: a plain poll takes over
             raise WatchUnavailable(str(exc)) from exc
 
     async def delete(self, namespace: str, name: str) -> None:
         try:
-            await call(get_json, self._v1.delete_namespaced_config_map, name, namespace, timeout=self._timeout)
+            await discard(await self._v1.delete_namespaced_config_map(name, namespace, timeout=self._timeout))
         except Exception as exc:
             if status_of(exc) != 404:
                 raise typed_error(exc, f"delete configmap {namespace}/{name}") from exc
@@ -113,7 +108,12 @@ class ApiConfigMaps:
 
 @dataclass
 class OfflineConfigMaps:
-    """Offline mode: objects kept in memory (served at /v1/kube/objects) and mirrored as files."""
+    """Offline mode: objects kept in memory (served at /v1/kube/objects) and mirrored as files.
+
+    The files are written on the event loop, without a thread: each is a few kilobytes to a
+    local disk, written at most once per --write-interval (the writers' pace), which costs less
+    than a thread hop and keeps a write and the next read of it in order without a lock.
+    """
 
     root: Path
     objects: dict[tuple[str, str], ConfigMapState] = field(default_factory=dict)
@@ -133,13 +133,12 @@ class OfflineConfigMaps:
         self._rv += 1
         state = ConfigMapState(dict(data), dict(labels), str(self._rv))
         self.objects[(namespace, name)] = state
-        await asyncio.to_thread(self._write_file, namespace, name, state)
+        self._write_file(namespace, name, state)
         return state.resource_version
 
     async def delete(self, namespace: str, name: str) -> None:
         self.objects.pop((namespace, name), None)
-        path = self.root / "configmaps" / namespace / f"{name}.json"
-        await asyncio.to_thread(lambda: path.unlink(missing_ok=True))
+        (self.root / "configmaps" / namespace / f"{name}.json").unlink(missing_ok=True)
 
     def _write_file(self, namespace: str, name: str, state: ConfigMapState) -> None:
         folder = self.root / "configmaps" / namespace
@@ -152,32 +151,22 @@ class OfflineConfigMaps:
 
     async def node_annotations(self, node: str) -> dict[str, str] | None:
         """The annotations of the node as the last run left them (None: no such file)."""
-        path = self.root / "nodes" / f"{node}.json"
-
-        def read() -> dict[str, str] | None:
-            try:
-                body = json.loads(path.read_text())
-            except FileNotFoundError:
-                return None
-            return {str(k): str(v) for k, v in (body.get("metadata", {}).get("annotations") or {}).items()}
-
-        annotations = await asyncio.to_thread(read)
-        if annotations is not None:
-            self.nodes[node] = {**annotations, **self.nodes.get(node, {})}
+        try:
+            body = json.loads((self.root / "nodes" / f"{node}.json").read_text())
+        except FileNotFoundError:
+            return None
+        annotations = {str(k): str(v) for k, v in (body.get("metadata", {}).get("annotations") or {}).items()}
+        self.nodes[node] = {**annotations, **self.nodes.get(node, {})}
         return annotations
 
     async def annotate_node(self, node: str, annotations: dict[str, str]) -> None:
         self.nodes.setdefault(node, {}).update(annotations)
         folder = self.root / "nodes"
         body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "annotations": self.nodes[node]}}
-
-        def write() -> None:
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = folder / f".{node}.json.tmp"
-            tmp.write_text(json.dumps(body, indent=2))
-            os.replace(tmp, folder / f"{node}.json")
-
-        await asyncio.to_thread(write)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{node}.json.tmp"
+        tmp.write_text(json.dumps(body, indent=2))
+        os.replace(tmp, folder / f"{node}.json")
 
     def listing(self) -> list[dict[str, Any]]:
         objects = [
