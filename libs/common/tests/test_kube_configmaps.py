@@ -8,8 +8,10 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from ascend_common.adapters.kube import watch as watch_module
 from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMapState, Conflict, WatchUnavailable
+from kubernetes.aio.watch import Watch
 
 from tests.support.fake_apiserver import FakeApiServer
 from tests.support.waiting import until
@@ -83,3 +85,24 @@ async def test_a_refused_watch_is_watch_unavailable(fake: FakeApiServer, configm
     fake.fail_next(1, 403, f"/api/v1/namespaces/{NS}/configmaps", "GET")
     with pytest.raises(WatchUnavailable):
         await asyncio.wait_for(configmaps.wait_change(NS, NAME, 5, None), WAIT_S)
+
+
+async def test_a_closed_watch_is_reused(
+    fake: FakeApiServer, configmaps: ApiConfigMaps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building a kubernetes.aio Watch costs ~25 ms of CPU (its own ApiClient's SSL context): one that
+    ended is taken again rather than built anew for every wait."""
+    built: list[object] = []
+
+    class Counted(Watch):
+        def __init__(self) -> None:
+            super().__init__()  # type: ignore[no-untyped-call]
+            built.append(self)
+
+    monkeypatch.setattr(watch_module, "Watch", Counted)
+    monkeypatch.setattr(watch_module, "_IDLE", watch_module._IdleWatches())
+    rv = await configmaps.put(NS, NAME, {"a": "1"}, {}, None)
+    for _ in range(3):
+        await asyncio.wait_for(configmaps.wait_change(NS, NAME, 1, rv), WAIT_S)
+    assert fake.count("GET", f"/api/v1/namespaces/{NS}/configmaps", watch=True) == 3
+    assert len(built) == 1

@@ -46,6 +46,28 @@ class _RawList:
         return resp
 
 
+class _IdleWatches:
+    """Closed Watch objects, for the next watch to reuse (Watch.stream starts one afresh).
+
+    A Watch builds an ApiClient of its own, for the models it could turn events into (ours are
+    left as dicts), and that ApiClient builds an SSL context: about 25 ms of CPU for each Watch,
+    which the pod informer's re-watch every few seconds would spend on the event loop. A closed
+    Watch holds no connection and no session, so any watch of any loop can take it.
+    """
+
+    def __init__(self) -> None:
+        self._idle: list[Watch] = []
+
+    def take(self) -> Watch:
+        return self._idle.pop() if self._idle else Watch()  # type: ignore[no-untyped-call]
+
+    def give(self, watch: Watch) -> None:
+        self._idle.append(watch)
+
+
+_IDLE = _IdleWatches()
+
+
 class RawWatch:
     """The events of one watch request, made with a CoreV1 list method (`query`: its query
     parameters, fieldSelector, resourceVersion, allowWatchBookmarks ...), until the server ends
@@ -57,7 +79,7 @@ class RawWatch:
 
     def __init__(self, list_fn: ListCall, *args: Any, timeout_seconds: int, **query: Any) -> None:
         self._raw = _RawList(list_fn)
-        self._watch = Watch()  # type: ignore[no-untyped-call]
+        self._watch = _IDLE.take()
         # With `timeout_seconds` given, the Watch ends where the server ends the watch, and leaves a
         # 410 to us (without it, it would reconnect on its own and retry a 410 once).
         self._events = self._watch.stream(  # type: ignore[no-untyped-call]
@@ -85,6 +107,7 @@ class RawWatch:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self._watch.close()  # type: ignore[no-untyped-call]
+        _IDLE.give(self._watch)
 
 
 async def first_change(list_fn: ListCall, *args: Any, timeout_seconds: int, **query: Any) -> None:
