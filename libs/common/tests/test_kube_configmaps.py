@@ -41,6 +41,8 @@ async def test_read_create_replace_and_delete(fake: FakeApiServer, configmaps: A
     assert replaced != created and fake.get_object("configmaps", NAME, NS)["data"] == {"a": "2"}  # type: ignore[index]
     with pytest.raises(Conflict):
         await configmaps.put(NS, NAME, {"a": "3"}, {}, None)  # it exists already
+    with pytest.raises(Conflict):
+        await configmaps.put(NS, NAME, {"a": "3"}, {}, created)  # a stale resourceVersion: 409
     await configmaps.delete(NS, NAME)
     await configmaps.delete(NS, NAME)  # gone already: not an error
     assert await configmaps.get(NS, NAME) is None
