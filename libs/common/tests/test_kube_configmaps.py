@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from ascend_common.adapters.kube import watch as watch_module
+from ascend_common.adapters.kube.client import KubeRetriesExhausted
 from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMapState, Conflict, WatchUnavailable
 from kubernetes.aio.watch import Watch
@@ -108,3 +109,31 @@ async def test_a_closed_watch_is_reused(
         await asyncio.wait_for(configmaps.wait_change(NS, NAME, 1, rv), WAIT_S)
     assert fake.count("GET", f"/api/v1/namespaces/{NS}/configmaps", watch=True) == 3
     assert len(built) == 1
+
+
+async def test_transient_failures_are_retried_and_a_conflict_is_not(fake: FakeApiServer) -> None:
+    """A read or write meets 429 (after its Retry-After) and 5xx again, a few times; a 409 on a write is a
+    Conflict at once, for the caller to re-read."""
+    api = await build_api_client(url=fake.url)
+    try:
+        configmaps = ApiConfigMaps(api, base_delay=0.01, max_delay=0.05)
+        rv = await configmaps.put(NS, NAME, {"a": "1"}, {}, None)
+        path = f"/api/v1/namespaces/{NS}/configmaps/{NAME}"
+        fake.fail_next(1, 429, path, "GET", retry_after=0)
+        fake.fail_next(2, 500, path, "GET")
+        state = await configmaps.get(NS, NAME)
+        assert state is not None and state.resource_version == rv
+        assert fake.count("GET", path) == 4
+        fake.fail_next(1, 503, path, "PUT")
+        rv = await configmaps.put(NS, NAME, {"a": "2"}, {}, rv)
+        assert fake.count("PUT", path) == 2
+        fake.fail_next(5, 409, path, "PUT")
+        with pytest.raises(Conflict):
+            await configmaps.put(NS, NAME, {"a": "3"}, {}, rv)
+        assert fake.count("PUT", path) == 3  # the 409 was not tried again
+        fake.fail_next(10, 500, path, "GET")
+        with pytest.raises(KubeRetriesExhausted):
+            await configmaps.get(NS, NAME)
+        assert fake.count("GET", path) == 4 + 4  # bounded: the first try and three more
+    finally:
+        await api.close()  # type: ignore[no-untyped-call]

@@ -234,12 +234,15 @@ async def retrying(
     *,
     max_delay: float = 5.0,
     max_retry_after: float = 30.0,
+    passthrough: tuple[type[Exception], ...] = (),
 ) -> T:
     """Await `fn()`; on a transient failure try again up to `retries` more times.
 
     Backoff is exponential with jitter; a 429's Retry-After is honoured (bounded by
     `max_retry_after`). 404 raises KubeNotFound at once, other refusals (400, 403, 422)
     KubeRejected; after the last try KubeRetriesExhausted. `what` names the call in logs.
+    An exception of a `passthrough` type is raised as it is, at once (the caller's own answer
+    to it, such as a re-read on a Conflict).
     """
     backoff = Backoff(base_delay, max_delay)
     attempt = 0
@@ -248,6 +251,8 @@ async def retrying(
         try:
             return await fn()
         except asyncio.CancelledError:
+            raise
+        except passthrough:
             raise
         except Exception as exc:
             if not is_transient(exc) or attempt > retries:

@@ -7,14 +7,26 @@ write names the resourceVersion it read, and a stale one raises Conflict.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from ascend_common.adapters.kube.client import ApiClient, core_v1, discard, json_of, status_of, typed_error
+from ascend_common.adapters.kube.client import (
+    ApiClient,
+    KubeNotFound,
+    core_v1,
+    discard,
+    json_of,
+    retrying,
+    status_of,
+)
 from ascend_common.adapters.kube.watch import first_change
+
+T = TypeVar("T")
 
 
 class WatchUnavailable(Exception):
@@ -51,17 +63,38 @@ def _body(namespace: str, name: str, data: dict[str, str], labels: dict[str, str
 
 
 class ApiConfigMaps:
-    def __init__(self, api: ApiClient, timeout: float = 10.0) -> None:
+    """ConfigMaps through the apiserver. Each call is retried on transient failures (429 after its
+    Retry-After, 5xx, timeouts, connection errors) a few times with backoff and jitter, each attempt
+    bounded by `timeout`; a 409 on a write is a Conflict at once (the caller re-reads)."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        timeout: float = 10.0,
+        *,
+        retries: int = 3,
+        base_delay: float = 0.2,
+        max_delay: float = 5.0,
+    ) -> None:
         self._v1 = core_v1(api)
         self._timeout = timeout
+        self._retries = retries
+        self._base_delay = base_delay
+        self._max_delay = max_delay
+
+    async def _retrying(self, fn: Callable[[], Awaitable[T]], what: str) -> T:
+        return await retrying(
+            fn, what, self._retries, self._base_delay, max_delay=self._max_delay, passthrough=(Conflict,)
+        )
 
     async def get(self, namespace: str, name: str) -> ConfigMapState | None:
+        async def read() -> Any:
+            return await json_of(await self._v1.read_namespaced_config_map(name, namespace, timeout=self._timeout))
+
         try:
-            obj = await json_of(await self._v1.read_namespaced_config_map(name, namespace, timeout=self._timeout))
-        except Exception as exc:
-            if status_of(exc) == 404:
-                return None
-            raise typed_error(exc, f"read configmap {namespace}/{name}") from exc
+            obj = await self._retrying(read, f"read configmap {namespace}/{name}")
+        except KubeNotFound:
+            return None
         meta = obj.get("metadata") or {}
         return ConfigMapState(
             dict(obj.get("data") or {}), dict(meta.get("labels") or {}), str(meta.get("resourceVersion") or "")
@@ -71,16 +104,22 @@ class ApiConfigMaps:
         self, namespace: str, name: str, data: dict[str, str], labels: dict[str, str], resource_version: str | None
     ) -> str:
         body = _body(namespace, name, data, labels, resource_version)
-        try:
-            if resource_version is None:
-                resp = await self._v1.create_namespaced_config_map(namespace, body, timeout=self._timeout)
-            else:
-                resp = await self._v1.replace_namespaced_config_map(name, namespace, body, timeout=self._timeout)
-            obj = await json_of(resp)
-        except Exception as exc:
-            if status_of(exc) == 409:
-                raise Conflict(f"configmap {namespace}/{name} changed since it was read") from exc
-            raise typed_error(exc, f"write configmap {namespace}/{name}") from exc
+
+        async def write() -> Any:
+            # A retry after a write that did land meets a 409 (the object exists, or its
+            # resourceVersion moved): a Conflict, and the caller re-reads what is there.
+            try:
+                if resource_version is None:
+                    resp = await self._v1.create_namespaced_config_map(namespace, body, timeout=self._timeout)
+                else:
+                    resp = await self._v1.replace_namespaced_config_map(name, namespace, body, timeout=self._timeout)
+                return await json_of(resp)
+            except Exception as exc:
+                if status_of(exc) == 409:
+                    raise Conflict(f"configmap {namespace}/{name} changed since it was read") from exc
+                raise
+
+        obj = await self._retrying(write, f"write configmap {namespace}/{name}")
         return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
     async def wait_change(self, namespace: str, name: str, within: float, resource_version: str | None) -> None:
@@ -99,11 +138,11 @@ class ApiConfigMaps:
             raise WatchUnavailable(str(exc)) from exc
 
     async def delete(self, namespace: str, name: str) -> None:
-        try:
+        async def delete() -> None:
             await discard(await self._v1.delete_namespaced_config_map(name, namespace, timeout=self._timeout))
-        except Exception as exc:
-            if status_of(exc) != 404:
-                raise typed_error(exc, f"delete configmap {namespace}/{name}") from exc
+
+        with contextlib.suppress(KubeNotFound):  # gone already
+            await self._retrying(delete, f"delete configmap {namespace}/{name}")
 
 
 @dataclass
