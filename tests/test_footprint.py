@@ -1,5 +1,11 @@
-"""A service's resident memory is mostly the code it loads: what the two Kubernetes-facing services must
-not load at start-up (ascend_common.adapters.lazy_packages, the lazy kubeconfig loader)."""
+"""A service's resident memory is mostly the code it loads: which service loads the Kubernetes client
+(and gRPC), checked in fresh interpreters as the services start.
+
+The Kubernetes services load the official client as its authors intend it (`kubernetes.aio`, which
+brings the whole package); the checks here are on what must stay out: the exporter loads neither
+the Kubernetes client nor gRPC, and a plugin without a cluster (--kube offline) no Kubernetes client.
+(tests/test_boundaries.py checks the same on the import graph; this is what a process really loads.)
+"""
 
 from __future__ import annotations
 
@@ -10,49 +16,47 @@ from pathlib import Path
 
 import pytest
 
-# Loaded by `import httpx` (its CLI) and by the __init__ of kubernetes and of its config and utils
-# packages unless lazy_packages keeps them out; none of them serves a node service.
-NEVER = (
-    "click", "rich", "pygments",
-    "kubernetes.dynamic", "kubernetes.stream", "kubernetes.watch", "kubernetes.leaderelection",
-    "kubernetes.informer", "kubernetes_validate", "jsonschema", "websocket", "kubernetes.utils.create_from_yaml",
-)  # fmt: skip
-# The kubeconfig loader: loaded for a kubeconfig only, never with a URL or in a pod with its service account.
-KUBECONFIG_ONLY = ("kubernetes.config.kube_config", "yaml", "requests", "oauthlib", "charset_normalizer")
+KUBERNETES = ("kubernetes", "aiohttp")
+GRPC = ("grpc", "google.protobuf")
+# What each service imports before it serves (its command line and its app).
 SERVICES = {
-    "device-plugin": "ascend_device_plugin.cli, ascend_device_plugin.app, ascend_device_plugin.kube",
+    "dcmi-exporter": "dcmi_exporter.cli, dcmi_exporter.backends.sim",
+    "device-plugin": "ascend_device_plugin.cli, ascend_device_plugin.app",
     "fault-manager": "fault_manager.cli, fault_manager.app",
 }
-# What a service loads of NEVER for a library it does use: uvicorn (every service's HTTP servers) imports
-# its own command line, click, at import.
-NEEDED_BY = {"fault-manager": ("click",), "device-plugin": ("click",)}
 
 
-def loaded_modules(service: str, source: str) -> list[str]:
+def loaded_modules(service: str, then: str = "") -> list[str]:
+    """The modules loaded after importing `service`'s modules and running `then` (Python, may await)."""
     code = (
-        f"import json, sys, {SERVICES[service]}\n"
-        "from ascend_common.adapters.kube.config import build_api_client\n"
-        f"build_api_client({source})\n"
+        f"import asyncio, json, sys, {SERVICES[service]}\n"
+        "async def then():\n"
+        f"    {then or 'pass'}\n"
+        "asyncio.run(then())\n"
         "print(json.dumps([m for m, v in sys.modules.items() if v is not None]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     loaded: list[str] = json.loads(out.stdout)
-    assert "kubernetes.client" in loaded
     return loaded
 
 
-def strays(loaded: list[str], names: tuple[str, ...], service: str) -> list[str]:
-    names = tuple(n for n in names if n not in NEEDED_BY.get(service, ()))
-    return sorted(m for m in loaded if any(m == name or m.startswith(name + ".") for name in names))
+def of(loaded: list[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in loaded if any(m == p or m.startswith(p + ".") for p in packages))
 
 
-@pytest.mark.parametrize("service", SERVICES)
-def test_a_service_with_an_apiserver_url_loads_no_library_code_it_does_not_run(service: str) -> None:
-    assert strays(loaded_modules(service, "'http://127.0.0.1:1'"), NEVER + KUBECONFIG_ONLY, service) == []
+def test_the_exporter_loads_neither_kubernetes_nor_grpc() -> None:
+    loaded = loaded_modules("dcmi-exporter")
+    assert "dcmi_exporter.cli" in loaded
+    assert of(loaded, KUBERNETES + GRPC) == []
 
 
-@pytest.mark.parametrize("service", SERVICES)
-def test_a_kubeconfig_loads_its_loader_and_nothing_more(service: str, tmp_path: Path) -> None:
+def test_a_plugin_without_a_cluster_loads_no_kubernetes_client() -> None:
+    """--kube offline: the bridge to the cluster, and the client with it, is imported only for --kube api."""
+    assert of(loaded_modules("device-plugin"), KUBERNETES) == []
+
+
+@pytest.mark.parametrize("service", ["device-plugin", "fault-manager"])
+def test_a_service_with_a_kubeconfig_loads_the_asyncio_client(service: str, tmp_path: Path) -> None:
     kubeconfig = tmp_path / "config"
     kubeconfig.write_text(
         json.dumps({
@@ -62,6 +66,9 @@ def test_a_kubeconfig_loads_its_loader_and_nothing_more(service: str, tmp_path: 
             "users": [{"name": "u", "user": {"token": "t"}}],
         })
     )  # fmt: skip
-    loaded = loaded_modules(service, f"kubeconfig={str(kubeconfig)!r}")
-    assert "kubernetes.config.kube_config" in loaded
-    assert strays(loaded, NEVER, service) == []
+    loaded = loaded_modules(
+        service,
+        "from ascend_common.adapters.kube.config import build_api_client; "
+        f"await (await build_api_client(kubeconfig={str(kubeconfig)!r})).close()",
+    )
+    assert {"kubernetes.aio.client", "kubernetes.aio.config.kube_config", "aiohttp"} <= set(loaded)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from ascend_common.adapters.kube.client import ApiClient
+from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.events import (
     REASON_ISOLATED,
     REASON_OCCURRED,
@@ -57,8 +59,15 @@ def fake() -> Iterator[FakeApiServer]:
         yield server
 
 
-def api_sink(fake: FakeApiServer, **kw: Any) -> ApiEventSink:
-    return ApiEventSink(fake.api_client(), base_delay=0.01, max_delay=0.05, **kw)
+@pytest.fixture
+async def api(fake: FakeApiServer) -> AsyncIterator[ApiClient]:
+    client = await build_api_client(url=fake.url)
+    yield client
+    await client.close()  # type: ignore[no-untyped-call]
+
+
+def api_sink(api: ApiClient, **kw: Any) -> ApiEventSink:
+    return ApiEventSink(api, base_delay=0.01, max_delay=0.05, **kw)
 
 
 def at(stamp: str) -> float:
@@ -68,9 +77,9 @@ def at(stamp: str) -> float:
 # -- the Event on the API server -----------------------------------------------------------------
 
 
-async def test_events_are_created_about_the_node_with_the_right_fields(fake: FakeApiServer) -> None:
+async def test_events_are_created_about_the_node_with_the_right_fields(fake: FakeApiServer, api: ApiClient) -> None:
     clock = FakeClock()
-    ev = FaultEvents(api_sink(fake), "node-a", clock, node_uid="uid-node-a")
+    ev = FaultEvents(api_sink(api), "node-a", clock, node_uid="uid-node-a")
     ev.occurred(C3, HBM, "RestartNPU")
     clock.t += 1
     ev.recovered(C3, HBM)
@@ -110,8 +119,8 @@ async def test_events_are_created_about_the_node_with_the_right_fields(fake: Fak
     assert fake.count("POST", EVENTS) == 4
 
 
-async def test_namespace_is_configurable_and_uid_defaults_to_the_node_name(fake: FakeApiServer) -> None:
-    ev = FaultEvents(api_sink(fake, namespace="default"), "node-b", FakeClock())
+async def test_namespace_is_configurable_and_uid_defaults_to_the_node_name(fake: FakeApiServer, api: ApiClient) -> None:
+    ev = FaultEvents(api_sink(api, namespace="default"), "node-b", FakeClock())
     ev.occurred(C3, HBM, "SeparateNPU")
     await ev.flush()
     [obj] = fake.objects("events")
@@ -123,9 +132,9 @@ async def test_namespace_is_configurable_and_uid_defaults_to_the_node_name(fake:
 # -- API failures ---------------------------------------------------------------------------------
 
 
-async def test_a_server_error_is_retried_and_the_event_created(fake: FakeApiServer) -> None:
+async def test_a_server_error_is_retried_and_the_event_created(fake: FakeApiServer, api: ApiClient) -> None:
     fake.fail_next(1, 500, EVENTS, "POST")
-    ev = FaultEvents(api_sink(fake), "node-a", FakeClock())
+    ev = FaultEvents(api_sink(api), "node-a", FakeClock())
     ev.occurred(C3, HBM, "RestartNPU")
     await ev.flush()
     assert fake.count("POST", EVENTS) == 2
@@ -134,10 +143,10 @@ async def test_a_server_error_is_retried_and_the_event_created(fake: FakeApiServ
 
 
 async def test_a_refusal_is_not_retried_logged_with_the_chip_and_dropped(
-    fake: FakeApiServer, caplog: pytest.LogCaptureFixture
+    fake: FakeApiServer, api: ApiClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     fake.fail_next(1, 403, EVENTS, "POST")
-    ev = FaultEvents(api_sink(fake), "node-a", FakeClock())
+    ev = FaultEvents(api_sink(api), "node-a", FakeClock())
     ev.occurred(C3, HBM, "RestartNPU")
     ev.occurred(C5, HBM, "RestartNPU")
     with caplog.at_level(logging.WARNING, logger="ascend_common.adapters.kube.events"):
@@ -150,9 +159,9 @@ async def test_a_refusal_is_not_retried_logged_with_the_chip_and_dropped(
     assert (getattr(record, "chip", None), getattr(record, "status", None)) == (C3, 403)
 
 
-async def test_retries_are_bounded(fake: FakeApiServer) -> None:
+async def test_retries_are_bounded(fake: FakeApiServer, api: ApiClient) -> None:
     fake.fail_next(10, 503, EVENTS, "POST")
-    ev = FaultEvents(ApiEventSink(fake.api_client(), retries=2, base_delay=0.01), "node-a", FakeClock())
+    ev = FaultEvents(ApiEventSink(api, retries=2, base_delay=0.01), "node-a", FakeClock())
     ev.occurred(C3, HBM, "RestartNPU")
     await ev.flush()
     assert fake.count("POST", EVENTS) == 3
@@ -298,9 +307,9 @@ async def test_the_background_sender_sends_and_summarises_when_the_bucket_refill
 # -- stop and bounds ------------------------------------------------------------------------------
 
 
-async def test_stop_flushes_the_queue_and_the_pending_summaries(fake: FakeApiServer) -> None:
+async def test_stop_flushes_the_queue_and_the_pending_summaries(fake: FakeApiServer, api: ApiClient) -> None:
     clock = FakeClock()
-    ev = FaultEvents(api_sink(fake), "node-a", clock, per_chip_per_minute=2, tick_s=60)
+    ev = FaultEvents(api_sink(api), "node-a", clock, per_chip_per_minute=2, tick_s=60)
     ev.start()
     await asyncio.sleep(0)  # one loop turn, not a time: the sender is now waiting, with an hour-long tick
     for _ in range(5):
@@ -360,10 +369,10 @@ def test_bad_limits_are_refused() -> None:
         FaultEvents(ListSink(), "node-a", FakeClock(), per_chip_per_minute=0)
 
 
-async def test_the_release_event_is_shaped_as_the_references(fake: FakeApiServer) -> None:
+async def test_the_release_event_is_shaped_as_the_references(fake: FakeApiServer, api: ApiClient) -> None:
     """WriteUpgradeReasonRemoveEvent: `<pod>.EventReleaseUpgradeFault.<ms>` about the writer's pod."""
     clock = FakeClock()
-    ev = FaultEvents(api_sink(fake), "node-a", clock, pod="fault-manager-x1")
+    ev = FaultEvents(api_sink(api), "node-a", clock, pod="fault-manager-x1")
     message = (
         '{"Ascend910-3":[{"upgrade_time":1,"fault_code":"80e01801","fault_level":"ManuallySeparateNPU",'
         '"upgrade_type":"FaultFrequency"}]}'

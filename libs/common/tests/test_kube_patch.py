@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from ascend_common.adapters.kube.patch import (
     remove_node_resources,
     resources_patch,
 )
-from kubernetes import client as k8s
+from kubernetes.aio.client.exceptions import ApiException
 
 from tests.support.fake_apiserver import FakeApiServer
 
@@ -39,10 +39,10 @@ def fake() -> Iterator[FakeApiServer]:
 
 
 @pytest.fixture
-def api(fake: FakeApiServer) -> Iterator[ApiClient]:
-    client = build_api_client(url=fake.url)
+async def api(fake: FakeApiServer) -> AsyncIterator[ApiClient]:
+    client = await build_api_client(url=fake.url)
     yield client
-    client.close()  # type: ignore[no-untyped-call]
+    await client.close()  # type: ignore[no-untyped-call]
 
 
 def pod_annotations(fake: FakeApiServer) -> dict[str, str]:
@@ -206,14 +206,14 @@ async def test_retrying_helper() -> None:
     async def flaky() -> str:
         calls.append(1)
         if len(calls) < 3:
-            raise k8s.ApiException(status=503, reason="busy")
+            raise ApiException(status=503, reason="busy")
         return "ok"
 
     assert await retrying(flaky, "flaky", retries=2, base_delay=0.01) == "ok"
     assert len(calls) == 3
 
     async def broken() -> str:
-        raise k8s.ApiException(status=403, reason="Forbidden")
+        raise ApiException(status=403, reason="Forbidden")
 
     with pytest.raises(KubeRejected):
         await retrying(broken, "broken", retries=5, base_delay=0.01)
@@ -226,14 +226,20 @@ async def test_retrying_helper() -> None:
     assert err.value.attempts == 2
 
 
-def test_build_api_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_build_api_client(fake: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(KubeConfigError):
-        build_api_client(environ={}, home=tmp_path)  # nothing configured (not even ~/.kube/config)
+        await build_api_client(environ={}, home=tmp_path)  # nothing configured (not even ~/.kube/config)
 
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
-    local: Any = build_api_client(url="http://127.0.0.1:1234/")
+    local: Any = await build_api_client(url="http://127.0.0.1:1234/")
     assert local.configuration.host == "http://127.0.0.1:1234" and local.configuration.proxy is None
-    local.close()
+    await local.close()
+    # A local apiserver is reached directly, whatever HTTP_PROXY says.
+    direct = await build_api_client(url=fake.url)
+    try:
+        assert (await get_node(direct, "node-a", retries=0)).name == "node-a"
+    finally:
+        await direct.close()  # type: ignore[no-untyped-call]
 
     kubeconfig = tmp_path / "config"
     kubeconfig.write_text(
@@ -246,8 +252,8 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 """
     )
-    remote: Any = build_api_client(kubeconfig=kubeconfig)
+    remote: Any = await build_api_client(kubeconfig=kubeconfig)
     assert remote.configuration.host == "https://10.0.0.1:6443"
-    remote.close()
+    await remote.close()
     with pytest.raises(KubeConfigError):
-        build_api_client(kubeconfig=tmp_path / "missing")
+        await build_api_client(kubeconfig=tmp_path / "missing")

@@ -5,17 +5,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
-from ascend_common.adapters.kube.client import ApiClient
+from ascend_common.adapters.kube.client import ApiClient, core_v1, json_of
 from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.pod_watch import PodCache
 from ascend_common.adapters.logs import JsonFormatter
 from ascend_common.pods import SlimPod
-from kubernetes import client as k8s
 
 from tests.support.fake_apiserver import FakeApiServer
 from tests.support.waiting import WAIT_S, until
@@ -31,10 +30,14 @@ def fake() -> Iterator[FakeApiServer]:
 
 
 @pytest.fixture
-def api(fake: FakeApiServer) -> Iterator[ApiClient]:
-    client = build_api_client(url=fake.url)
+async def api(fake: FakeApiServer) -> AsyncIterator[ApiClient]:
+    client = await build_api_client(url=fake.url)
     yield client
-    client.close()  # type: ignore[no-untyped-call]
+    await client.close()  # type: ignore[no-untyped-call]
+
+
+def pod_cache_tasks() -> list[str]:
+    return [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith(("pod-cache-", "pod-watch-"))]
 
 
 @pytest.fixture
@@ -53,8 +56,8 @@ async def make_cache(api: ApiClient) -> AsyncIterator[Callable[..., Awaitable[Po
     yield make
     for cache in caches:
         await cache.stop()
-    leftovers = [t.name for t in threading.enumerate() if t.name.startswith("pod-cache-")]
-    assert not leftovers, f"pod cache threads still running: {leftovers}"
+    leftovers = pod_cache_tasks()
+    assert not leftovers, f"pod cache tasks still running: {leftovers}"
 
 
 def names(cache: PodCache) -> set[str]:
@@ -115,7 +118,7 @@ async def test_deleting_flag_then_removal(
 ) -> None:
     fake.add_pod("p")
     cache = await make_cache()
-    await asyncio.to_thread(k8s.CoreV1Api(api).delete_namespaced_pod, "p", "default")
+    await json_of(await core_v1(api).request("DELETE", "/api/v1/namespaces/default/pods/p"))
     await until(lambda: (p := cache.get("default", "p")) is not None and p.deleting, what="deletionTimestamp")
     fake.remove("pods", "p", "default")
     await until(lambda: cache.get("default", "p") is None, what="removal")
@@ -231,21 +234,18 @@ async def test_relist_on_demand(fake: FakeApiServer, make_cache: Callable[..., A
     assert cache.lists == 2
 
 
-async def test_on_listed_runs_after_each_list_is_applied(fake: FakeApiServer, api: ApiClient) -> None:
-    """The services freeze their heap then (adapters.lifecycle.freeze_heap): the first list lands after
-    start-up and a re-list replaces every record, so each one must be told, once its pods are in."""
+async def test_relist_serves_a_pod_created_just_before_it(fake: FakeApiServer, api: ApiClient) -> None:
+    """Only a list that started after relist() was called answers it, so it brings every pod made before."""
     for i in range(3):
         fake.add_pod(f"p{i}")
     cache = PodCache(api, NODE, watch_timeout_s=30)
-    seen: list[int] = []
-    cache.on_listed.append(lambda: seen.append(len(cache)))
     await cache.start()
     try:
         assert await cache.wait_synced(5)
-        assert seen == [3]
+        assert len(cache) == 3
         fake.add_pod("p3")
         assert await cache.relist(timeout=5)
-        assert seen == [3, 4]
+        assert names(cache) == {"p0", "p1", "p2", "p3"} and cache.lists == 2
     finally:
         await cache.stop()
 
@@ -255,8 +255,14 @@ async def test_stop_ends_the_watch_promptly(fake: FakeApiServer, api: ApiClient)
     await cache.start()
     assert await cache.wait_synced(5)
     await until(lambda: fake.live_watches == 1, what="the watch is open")
-    await asyncio.wait_for(cache.stop(), WAIT_S)  # far less than the watch's 30 s: its socket is shut, not waited out
-    assert not [t for t in threading.enumerate() if t.name.startswith("pod-cache-")]
+    await asyncio.wait_for(cache.stop(), WAIT_S)  # far less than the watch's 30 s: its task is cancelled
+    assert not pod_cache_tasks()
+    # The fake's stream ends when a write fails, which it does once the client has closed the connection
+    # (the first write after the close may still be accepted: each poll writes again).
+    await until(
+        lambda: fake.add_pod(f"p{uuid.uuid4().hex[:8]}") and fake.live_watches == 0,
+        what="the watch's connection to close",
+    )
 
 
 async def test_wait_synced_times_out_while_the_apiserver_is_down(fake: FakeApiServer, api: ApiClient) -> None:

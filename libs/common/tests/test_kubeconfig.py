@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import certifi
 import pytest
 import yaml
 from ascend_common.adapters.kube.config import KubeConfigError, build_api_client, choose_source, merge_kubeconfigs
@@ -25,6 +26,10 @@ def kubeconfig(path: Path, server: str, *, name: str, current: str | None, ca: s
         doc["current-context"] = current
     path.write_text(yaml.safe_dump(doc))
     return path
+
+
+def ca_bundle() -> str:
+    return Path(certifi.where()).read_text()
 
 
 @pytest.mark.parametrize(
@@ -48,14 +53,14 @@ def test_the_first_configured_source_wins(
     assert (source.kind if source else None) == kind
 
 
-def test_kubeconfig_alone_reaches_the_server_it_names(tmp_path: Path) -> None:
+async def test_kubeconfig_alone_reaches_the_server_it_names(tmp_path: Path) -> None:
     path = kubeconfig(tmp_path / "a", "https://10.0.0.1:6443", name="a", current="a")
-    client: Any = build_api_client(environ={"KUBECONFIG": str(path)}, home=tmp_path)
+    client: Any = await build_api_client(environ={"KUBECONFIG": str(path)}, home=tmp_path)
     assert client.configuration.host == "https://10.0.0.1:6443"
-    client.close()
+    await client.close()
 
 
-def test_two_files_merge_as_kubectl_merges_them(tmp_path: Path) -> None:
+async def test_two_files_merge_as_kubectl_merges_them(tmp_path: Path) -> None:
     """The first file to name a cluster wins it, and the first to set current-context wins that (the
     Python client's own merger lets a later file's current-context win); a missing file is skipped; a
     relative certificate path is relative to its own file."""
@@ -72,18 +77,28 @@ def test_two_files_merge_as_kubectl_merges_them(tmp_path: Path) -> None:
         ("a", "https://first:6443"), ("b", "https://second:6443"),
     ]  # fmt: skip
     assert merged["clusters"][0]["cluster"]["certificate-authority"] == str(tmp_path / "one" / "ca.crt")
-    (tmp_path / "one" / "ca.crt").write_text("not used: the server is not contacted")
-    client: Any = build_api_client(environ={"KUBECONFIG": listed}, home=tmp_path)
+    # The client loads the CA when it is built (the server is not contacted): any valid bundle will do.
+    (tmp_path / "one" / "ca.crt").write_text(ca_bundle())
+    client: Any = await build_api_client(environ={"KUBECONFIG": listed}, home=tmp_path)
     assert client.configuration.host == "https://first:6443"
-    client.close()
-    reversed_: Any = build_api_client(environ={"KUBECONFIG": os.pathsep.join([str(second), str(first)])}, home=tmp_path)
+    await client.close()
+    reversed_: Any = await build_api_client(
+        environ={"KUBECONFIG": os.pathsep.join([str(second), str(first)])}, home=tmp_path
+    )
     assert reversed_.configuration.host == "https://second:6443"
-    reversed_.close()
+    await reversed_.close()
 
 
-def test_nothing_configured_names_every_source(tmp_path: Path) -> None:
+async def test_a_certificate_file_that_holds_none_is_a_clear_error(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path / "a", "https://10.0.0.1:6443", name="a", current="a", ca="ca.crt")
+    (tmp_path / "ca.crt").write_text("not a certificate")
+    with pytest.raises(KubeConfigError, match=r"ca\.crt"):
+        await build_api_client(kubeconfig=path, environ={}, home=tmp_path)
+
+
+async def test_nothing_configured_names_every_source(tmp_path: Path) -> None:
     with pytest.raises(KubeConfigError) as caught:
-        build_api_client(environ={}, home=tmp_path)
+        await build_api_client(environ={}, home=tmp_path)
     message = str(caught.value)
     for source in ("URL", "--kubeconfig", "KUBECONFIG", "KUBERNETES_SERVICE_HOST", str(tmp_path / ".kube" / "config")):
         assert source in message
@@ -97,13 +112,13 @@ def test_nothing_configured_names_every_source(tmp_path: Path) -> None:
         ("clusters: [", "not YAML"),
     ],
 )
-def test_a_bad_kubeconfig_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
+async def test_a_bad_kubeconfig_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bad"
     path.write_text(text)
     with pytest.raises(KubeConfigError, match=message):
-        build_api_client(kubeconfig=path, environ={}, home=tmp_path)
+        await build_api_client(kubeconfig=path, environ={}, home=tmp_path)
 
 
-def test_a_kubeconfig_list_of_missing_files_is_an_error_naming_them(tmp_path: Path) -> None:
+async def test_a_kubeconfig_list_of_missing_files_is_an_error_naming_them(tmp_path: Path) -> None:
     with pytest.raises(KubeConfigError, match="none of"):
-        build_api_client(environ={"KUBECONFIG": str(tmp_path / "gone")}, home=tmp_path)
+        await build_api_client(environ={"KUBECONFIG": str(tmp_path / "gone")}, home=tmp_path)

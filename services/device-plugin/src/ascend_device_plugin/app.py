@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ascend_common.adapters.clients.exporter import ExporterClient, InventoryFollower
 from ascend_common.adapters.clients.verdicts import VerdictFollower
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
-from ascend_common.adapters.lifecycle import Lifecycle, freeze_heap
+from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.adapters.ops import ops_app
 from ascend_common.adapters.serving import bind_tcp_socket, server
 from ascend_common.adapters.settings import parse_host_port
@@ -155,7 +155,6 @@ class DevicePlugin:
             await self.verdicts.start()
         if self.kube is not None:
             await self.kube.start()
-            self.kube.cache.on_listed.append(freeze_heap)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(10):
                 await self.follower.synced.wait()

@@ -12,8 +12,9 @@ import logging
 from collections import Counter
 from collections.abc import Callable, KeysView, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from ascend_common.adapters.kube.client import ApiClient, KubeApiError, call, core_v1, read_json
+from ascend_common.adapters.kube.client import ApiClient, KubeApiError, core_v1, json_of
 from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.patch import (
     SlimNode,
@@ -62,11 +63,13 @@ def pod_view(pod: SlimPod) -> PodView:
 
 @dataclass
 class KubeBridge:
-    api: ApiClient
+    # None until start() builds it from `kubeconfig` (the asyncio client's loader is a coroutine).
+    api: ApiClient | None
     node_name: str
     on_pods: Callable[[], None]
-    cache: PodCache = field(init=False)
+    cache: PodCache | None = field(init=False, default=None)  # once there is an ApiClient
     node: SlimNode | None = None
+    kubeconfig: str | Path | None = None
     _views: dict[str, PodView] = field(default_factory=dict)  # by pod uid, following the cache
     _list: list[PodView] | None = None
     # Kept up to date one pod event at a time, like the views: a pass over every cached pod per
@@ -87,13 +90,24 @@ class KubeBridge:
     _retire_task: asyncio.Task[None] | None = None
 
     def __post_init__(self) -> None:
-        self.cache = PodCache(self.api, self.node_name)
+        if self.api is not None:
+            self._follow_pods(self.api)
+
+    def _follow_pods(self, api: ApiClient) -> PodCache:
+        self.cache = PodCache(api, self.node_name)
         self.cache.on_change.append(self._pods_changed)
+        return self.cache
 
     @classmethod
     def create(cls, settings: PluginSettings, on_pods: Callable[[], None]) -> KubeBridge:
-        api = build_api_client(kubeconfig=settings.kubeconfig)
-        return cls(api, settings.node_name, on_pods)
+        return cls(None, settings.node_name, on_pods, kubeconfig=settings.kubeconfig)
+
+    @property
+    def _client(self) -> ApiClient:
+        """The ApiClient, for the calls made once start() has built it (the cache's included)."""
+        if self.api is None:
+            raise RuntimeError("KubeBridge is not started")
+        return self.api
 
     def _pods_changed(self, kind: str, pod: SlimPod) -> None:
         # Views are kept per pod, so an event costs one conversion, not one per cached pod;
@@ -159,21 +173,22 @@ class KubeBridge:
         return self._list
 
     async def refresh(self) -> None:
-        await self.cache.relist(timeout=2.0)
+        if self.cache is not None:
+            await self.cache.relist(timeout=2.0)
         self._flush()
 
     async def patch_pod(
         self, namespace: str, name: str, annotations: dict[str, str], *, retries: int = 3, base_delay: float = 0.2
     ) -> None:
-        await patch_pod_annotations(self.api, namespace, name, annotations, retries, base_delay=base_delay)
+        await patch_pod_annotations(self._client, namespace, name, annotations, retries, base_delay=base_delay)
 
     async def slow_node_envs(self) -> dict[str, str]:
         """PERF_DUMP_PATH / PERF_DUMP_CONFIG from ConfigMap kube-system/steptime-dtpgroup, read at each
         Allocate as the reference does; nothing when it is missing, unreadable or malformed."""
         namespace, name = SLOW_NODE_CONFIGMAP
-        read = core_v1(self.api).read_namespaced_config_map
+        read = core_v1(self._client).read_namespaced_config_map
         try:
-            body = read_json(await call(read, name, namespace, _preload_content=False, timeout=SLOW_NODE_READ_S))
+            body = await json_of(await read(name, namespace, timeout=SLOW_NODE_READ_S))
         except Exception as exc:  # a notice, not a condition of the allocation
             log.debug("no slow-node notice", extra={"configmap": f"{namespace}/{name}", "error": str(exc)})
             return {}
@@ -195,13 +210,15 @@ class KubeBridge:
         )
 
     async def start(self) -> None:
-        await self.cache.start()
+        if self.api is None:
+            self.api = await build_api_client(kubeconfig=self.kubeconfig)
+        await (self.cache or self._follow_pods(self.api)).start()
         self._tasks.append(asyncio.create_task(self._node_loop(), name="node-refresh"))
 
     async def _node_loop(self) -> None:
         while True:
             try:
-                self.node = await get_node(self.api, self.node_name)
+                self.node = await get_node(self._client, self.node_name)
             except KubeApiError as exc:
                 log.warning("cannot read the node", extra={"node": self.node_name, "error": str(exc)})
             self._retire_old_resources()  # a removal that failed is tried again with each refresh
@@ -225,7 +242,7 @@ class KubeBridge:
     async def _remove_old_resources(self, resources: tuple[str, ...]) -> None:
         node = self.node_name
         try:
-            removed = await remove_node_resources(self.api, node, resources)
+            removed = await remove_node_resources(self._client, node, resources)
         except KubeApiError as exc:
             log.error("cannot remove the old resource from the node", extra={"node": node, "error": str(exc)})
             return
@@ -263,7 +280,7 @@ class KubeBridge:
         if wanted == self._labels_written:
             return
         try:
-            self.node = await patch_node(self.api, self.node_name, labels=labels, annotations=annotations)
+            self.node = await patch_node(self._client, self.node_name, labels=labels, annotations=annotations)
             self._labels_written = wanted
         except KubeApiError as exc:
             log.warning("cannot label the node", extra={"node": self.node_name, "error": str(exc)})
@@ -274,8 +291,10 @@ class KubeBridge:
         for task in [*self._tasks, *(t for t in (self._label_task, self._retire_task) if t is not None)]:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.cache.stop()
-        await asyncio.to_thread(self.api.close)
+        if self.cache is not None:
+            await self.cache.stop()
+        if self.api is not None:
+            await self.api.close()  # type: ignore[no-untyped-call]  # its aiohttp session
 
 
 def _int(value: str | None, default: int) -> int:

@@ -18,7 +18,7 @@ from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
 from ascend_common.adapters.kube.events import ApiEventSink, EventSink, FaultEvents, OfflineEventSink
 from ascend_common.adapters.kube.pod_watch import PodCache
-from ascend_common.adapters.lifecycle import Lifecycle, freeze_heap
+from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.adapters.ops import ops_app
 from ascend_common.adapters.serving import bind_unix_socket, server
 from ascend_common.adapters.settings import parse_host_port
@@ -69,7 +69,7 @@ class Service:
     hot_reset: HotReset | None
 
     @classmethod
-    def build(cls, settings: FaultManagerSettings) -> Service:
+    async def build(cls, settings: FaultManagerSettings) -> Service:
         kit = Lifecycle()
         clock = SystemClock(time_scale=settings.time_scale)
         store = Store(settings.db)
@@ -87,7 +87,8 @@ class Service:
         else:
             from ascend_common.adapters.kube.config import build_api_client
 
-            api = build_api_client(kubeconfig=settings.kubeconfig)
+            api = await build_api_client(kubeconfig=settings.kubeconfig)
+            kit.on_stop(api.close)  # its aiohttp session; registered first, so it closes after its users stop
             configmaps = ApiConfigMaps(api)
             pods = PodCache(api, settings.node_name)
             sink = ApiEventSink(api)
@@ -154,7 +155,6 @@ async def serve(service: Service) -> int:
         if service.pods is not None:
             await service.pods.start()
             kit.on_stop(service.pods.stop)
-            service.pods.on_listed.append(freeze_heap)
         service.events.start()
         kit.on_stop(service.events.stop)
         await service.reactor.start()

@@ -34,12 +34,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from fault_manager.app import Service, serve
     from fault_manager.store import StoreError
 
-    try:
-        service = Service.build(settings)
-    except (FaultPolicyError, StoreError, OSError, ValueError) as exc:
-        log.error("cannot start", extra={"error": str(exc)})
-        return 2
-    return asyncio.run(serve(service))
+    async def run() -> int:
+        # One event loop for both: the Kubernetes client's loader is a coroutine, and its aiohttp
+        # session belongs to the loop that uses it.
+        try:
+            service = await Service.build(settings)
+        except (FaultPolicyError, StoreError, OSError, ValueError) as exc:
+            log.error("cannot start", extra={"error": str(exc)})
+            return 2
+        return await serve(service)
+
+    return asyncio.run(run())
 
 
 REPLAY_USAGE = """fault-manager replay [--policy-dir DIR] TIMELINE

@@ -7,10 +7,4 @@
 - settings, logs: a service's flags and environment, and its JSON log lines
 
 Adapters import the domain (the top of ascend_common), never the other way round.
-
-- lazy_packages: keeps httpx's CLI out of every service that imports an adapter (see there)
 """
-
-from ascend_common.adapters.lazy_packages import skip_httpx_cli
-
-skip_httpx_cli()

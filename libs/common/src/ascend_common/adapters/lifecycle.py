@@ -19,7 +19,6 @@ through their constructors and start their tasks there:
 from __future__ import annotations
 
 import asyncio
-import gc
 import inspect
 import logging
 import signal
@@ -146,7 +145,6 @@ class Lifecycle:
             self.stop()
         try:
             await start()
-            freeze_heap()
             await self._stop.wait()
         finally:
             self._running = False
@@ -165,19 +163,6 @@ class Lifecycle:
                 log.exception("stop step failed", extra={"step": getattr(hook, "__qualname__", repr(hook))})
         for scope in self._scopes:
             await scope.stop()
-
-
-def freeze_heap() -> None:
-    """Take what is alive now out of the collector's reach (gc.freeze).
-
-    What start-up built (every module, the first caches) lives as long as the process; left to the
-    collector, each full collection scans it again, which with 10,000 cached pods pauses the event
-    loop for 15-50 ms (measured in the plugin): an Allocate's whole budget. `Lifecycle.run` calls it
-    once the service has started; a pod cache calls it again after each list it applies (the first
-    lands after start-up, and a re-list replaces every record). Frozen objects are still freed when
-    nothing refers to them; only reference cycles among them are never collected.
-    """
-    gc.freeze()
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

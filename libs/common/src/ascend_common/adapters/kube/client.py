@@ -1,11 +1,13 @@
-"""How every verb calls the kube-apiserver: the official client's blocking calls in threads with
-timeouts, raw JSON instead of the client's models, typed errors and bounded retries (the ApiClient
+"""How every verb calls the kube-apiserver: the official asyncio client (`kubernetes.aio`, on
+aiohttp), raw JSON instead of the client's models, typed errors and bounded retries (the ApiClient
 itself comes from `config`).
 
 Why raw JSON: the client (37.x) validates every response into pydantic models, which for a
 10,000-pod list costs hundreds of megabytes and seconds of CPU, and turns any field it does not
-expect into a ValidationError after the write already happened. We ask for `_preload_content=False`
-and keep only the fields we need.
+expect into a ValidationError after the write already happened. `CoreV1` is the one place that
+builds requests: it asks the ApiClient to serialize and send a request for a path
+(`param_serialize` + `call_api`, as the client's own dynamic client does) and hands back the raw
+answer, which the verbs read as JSON and keep only the fields they need.
 """
 
 from __future__ import annotations
@@ -13,14 +15,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from email.utils import parsedate_to_datetime
 from time import time
 from typing import Any, TypeVar
 
-import urllib3
-from kubernetes import client as k8s
-from kubernetes.client import ApiClient as ApiClient  # re-exported: the type every helper here takes
+import aiohttp
+from kubernetes.aio.client import ApiClient as ApiClient  # re-exported: the type every helper here takes
+from kubernetes.aio.client.exceptions import ApiException
 
 from ascend_common.adapters.clients.backoff import Backoff
 
@@ -30,6 +32,7 @@ T = TypeVar("T")
 
 DEFAULT_TIMEOUT_S = 10.0
 RETRYABLE_STATUSES = frozenset({409, 429})  # plus every 5xx
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
 
 class KubeApiError(Exception):
@@ -58,87 +61,100 @@ class KubeRetriesExhausted(KubeApiError):
 class CoreV1:
     """The few core/v1 calls the node makes, as raw REST through the official ApiClient.
 
-    The generated CoreV1Api brings about 290 modules (every model it could return, ~21 MB of a
-    process's memory) to build requests we can spell in a line each, and we read every answer
-    as raw JSON anyway. Each method takes the generated method's arguments and returns the raw
-    response (the generated client's `_preload_content=False`); an error status raises the
-    client's ApiException, as the generated method does.
+    The generated CoreV1Api would validate each answer into models (and its arguments too: a
+    body typed as a model is rebuilt from it before it is sent); we read every answer as raw
+    JSON. `request` is the one place a request is built and sent; the named methods spell the
+    paths. An error status raises the client's ApiException (NotFoundException for a 404, ...),
+    as the generated methods do.
     """
 
     def __init__(self, api: ApiClient) -> None:
         self.api = api
 
-    def _request(
+    async def request(
         self,
         method: str,
         path: str,
         *,
+        query: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-        _request_timeout: Any = None,
-        _preload_content: bool = False,
-        **query: Any,
-    ) -> Any:
-        if _preload_content:
-            raise ValueError("CoreV1 answers raw responses only (_preload_content=False)")
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = content_type
-        method, url, header_params, data, post = self.api.param_serialize(
+        timeout: aiohttp.ClientTimeout | float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - aiohttp's, the body's reading included
+    ) -> aiohttp.ClientResponse:
+        """Send one request; the answer's body is left unread (see `json_of`, `discard`, watch.RawWatch).
+
+        `timeout` bounds the whole call, the body's reading included; a watch passes a
+        ClientTimeout whose read timeout outlasts its server-side timeoutSeconds instead.
+        `body` goes out as the JSON of what is given: a dict of JSON values is serialized as it is.
+        """
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        method, url, header_params, data, post = await self.api.param_serialize(
             method=method,
             resource_path=path,
-            query_params=[(_query_name(k), v) for k, v in query.items() if v is not None],
+            query_params=[(k, v) for k, v in (query or {}).items() if v is not None],
             header_params=headers,
             body=body,
             auth_settings=["BearerToken"],
         )
-        resp = self.api.call_api(method, url, header_params, data, post, _request_timeout=_request_timeout)
+        bound = timeout if isinstance(timeout, aiohttp.ClientTimeout) else aiohttp.ClientTimeout(total=timeout)
+        resp = await self.api.call_api(method, url, header_params, data, post, _request_timeout=bound)
         if not 200 <= resp.status <= 299:
-            resp.read()  # type: ignore[no-untyped-call]
-            raise k8s.ApiException.from_response(http_resp=resp, body=None, data=None)
-        return resp.response
+            await resp.read()  # type: ignore[no-untyped-call]  # the error's Status body, for the message
+            ApiException.from_response(http_resp=resp, body=None, data=None)  # raises
+        response: aiohttp.ClientResponse = resp.response
+        return response
 
-    def read_node(self, name: str, **kw: Any) -> Any:
-        return self._request("GET", f"/api/v1/nodes/{name}", **kw)
+    async def read_node(self, name: str, **kw: Any) -> Any:
+        return await self.request("GET", f"/api/v1/nodes/{name}", **kw)
 
-    def patch_node(self, name: str, body: Any, *, _content_type: str, **kw: Any) -> Any:
-        return self._request("PATCH", f"/api/v1/nodes/{name}", body=body, content_type=_content_type, **kw)
+    async def patch_node(self, name: str, body: Any, **kw: Any) -> Any:
+        return await self.request("PATCH", f"/api/v1/nodes/{name}", body=body, content_type=STRATEGIC_MERGE, **kw)
 
-    def patch_node_status(self, name: str, body: Any, *, _content_type: str, **kw: Any) -> Any:
-        return self._request("PATCH", f"/api/v1/nodes/{name}/status", body=body, content_type=_content_type, **kw)
+    async def patch_node_status(self, name: str, body: Any, **kw: Any) -> Any:
+        path = f"/api/v1/nodes/{name}/status"
+        return await self.request("PATCH", path, body=body, content_type=STRATEGIC_MERGE, **kw)
 
-    def patch_namespaced_pod(self, name: str, namespace: str, body: Any, *, _content_type: str, **kw: Any) -> Any:
+    async def patch_namespaced_pod(self, name: str, namespace: str, body: Any, **kw: Any) -> Any:
         path = f"/api/v1/namespaces/{namespace}/pods/{name}"
-        return self._request("PATCH", path, body=body, content_type=_content_type, **kw)
+        return await self.request("PATCH", path, body=body, content_type=STRATEGIC_MERGE, **kw)
 
-    def list_pod_for_all_namespaces(self, **kw: Any) -> Any:
-        return self._request("GET", "/api/v1/pods", **kw)
+    async def list_pod_for_all_namespaces(self, **kw: Any) -> Any:
+        return await self.request("GET", "/api/v1/pods", **kw)
 
-    def read_namespaced_config_map(self, name: str, namespace: str, **kw: Any) -> Any:
-        return self._request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}", **kw)
+    async def read_namespaced_config_map(self, name: str, namespace: str, **kw: Any) -> Any:
+        return await self.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}", **kw)
 
-    def list_namespaced_config_map(self, namespace: str, **kw: Any) -> Any:
-        return self._request("GET", f"/api/v1/namespaces/{namespace}/configmaps", **kw)
+    async def list_namespaced_config_map(self, namespace: str, **kw: Any) -> Any:
+        return await self.request("GET", f"/api/v1/namespaces/{namespace}/configmaps", **kw)
 
-    def create_namespaced_config_map(self, namespace: str, body: Any, **kw: Any) -> Any:
-        return self._request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body, **kw)
+    async def create_namespaced_config_map(self, namespace: str, body: Any, **kw: Any) -> Any:
+        return await self.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body, **kw)
 
-    def replace_namespaced_config_map(self, name: str, namespace: str, body: Any, **kw: Any) -> Any:
-        return self._request("PUT", f"/api/v1/namespaces/{namespace}/configmaps/{name}", body=body, **kw)
+    async def replace_namespaced_config_map(self, name: str, namespace: str, body: Any, **kw: Any) -> Any:
+        return await self.request("PUT", f"/api/v1/namespaces/{namespace}/configmaps/{name}", body=body, **kw)
 
-    def delete_namespaced_config_map(self, name: str, namespace: str, **kw: Any) -> Any:
-        return self._request("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}", **kw)
+    async def delete_namespaced_config_map(self, name: str, namespace: str, **kw: Any) -> Any:
+        return await self.request("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}", **kw)
 
-
-def _query_name(arg: str) -> str:
-    """The generated client's argument name -> the API's query parameter (field_selector ->
-    fieldSelector; `_continue` is spelled so only because `continue` is a Python keyword)."""
-    head, *rest = arg.lstrip("_").split("_")
-    return head + "".join(word.capitalize() for word in rest)
+    async def create_namespaced_event(self, namespace: str, body: Mapping[str, Any], **kw: Any) -> Any:
+        return await self.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body, **kw)
 
 
 def core_v1(api: ApiClient) -> CoreV1:
     return CoreV1(api)
+
+
+async def json_of(resp: aiohttp.ClientResponse) -> Any:
+    """The body of an answer as JSON (None when empty); the connection goes back to the pool."""
+    async with resp:
+        data = await resp.read()
+    return json.loads(data) if data else None
+
+
+async def discard(resp: aiohttp.ClientResponse) -> None:
+    """Read and drop an answer's body, so that its connection can be reused."""
+    async with resp:
+        await resp.read()
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -146,7 +162,7 @@ def core_v1(api: ApiClient) -> CoreV1:
 
 def status_of(exc: BaseException) -> int | None:
     """The HTTP status of a client error; None for transport errors and timeouts."""
-    if isinstance(exc, k8s.ApiException):
+    if isinstance(exc, ApiException):
         status = exc.status
         return status if isinstance(status, int) and status > 0 else None
     if isinstance(exc, KubeApiError):
@@ -157,7 +173,7 @@ def status_of(exc: BaseException) -> int | None:
 def retry_after_s(exc: BaseException) -> float | None:
     """Seconds the server asked us to wait (Retry-After, seconds or an HTTP date), if any."""
     headers = getattr(exc, "headers", None)
-    if not isinstance(exc, k8s.ApiException) or not headers:
+    if not isinstance(exc, ApiException) or not headers:
         return None
     raw = headers.get("Retry-After")
     if raw is None:
@@ -174,15 +190,15 @@ def retry_after_s(exc: BaseException) -> float | None:
 
 def is_transient(exc: BaseException) -> bool:
     """Worth another try: conflicts, throttling, server errors, timeouts and transport failures."""
-    if isinstance(exc, k8s.ApiException):
+    if isinstance(exc, ApiException):
         status = status_of(exc)
-        # status 0 is the client's own "could not even build/send the request" (e.g. TLS errors).
+        # status 0 is the client's own "could not even build/send the request".
         return status is None or status in RETRYABLE_STATUSES or status >= 500
-    return isinstance(exc, TimeoutError | urllib3.exceptions.HTTPError | ConnectionError | OSError)
+    return isinstance(exc, TimeoutError | aiohttp.ClientError | ConnectionError | OSError)
 
 
 def _message(exc: BaseException) -> str:
-    if isinstance(exc, k8s.ApiException):
+    if isinstance(exc, ApiException):
         body = exc.body
         if isinstance(body, str | bytes):
             try:
@@ -210,62 +226,6 @@ def typed_error(exc: BaseException, what: str, attempts: int = 1) -> KubeApiErro
 # -- calls ------------------------------------------------------------------------------------
 
 
-async def call(
-    fn: Callable[..., T],
-    *args: Any,
-    timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - the bound travels into the thread too
-    **kwargs: Any,
-) -> T:
-    """Run one blocking client API method in a thread, bounded twice.
-
-    `_request_timeout` makes the thread itself give up (so it is not left hanging), and
-    wait_for bounds the caller even if the thread is stuck somewhere the socket timeout misses.
-    """
-    kwargs.setdefault("_request_timeout", timeout)
-    return await asyncio.wait_for(asyncio.to_thread(fn, *args, **kwargs), timeout + 1.0)
-
-
-def read_json(resp: Any) -> Any:
-    """Body of a `_preload_content=False` response as JSON; the connection goes back to the pool."""
-    try:
-        return json.loads(resp.data)
-    finally:
-        resp.release_conn()
-
-
-def discard(resp: Any) -> None:
-    """Read and drop a `_preload_content=False` body so the connection can be reused."""
-    try:
-        resp.drain_conn()
-    finally:
-        resp.release_conn()
-
-
-def post_json(api: ApiClient, path: str, body: dict[str, Any], *, _request_timeout: float | None = None) -> Any:
-    """POST `body` to `path` as it is, and return the answer's JSON; ApiException for an error status.
-
-    For bodies the typed client would rewrite: its pydantic models turn a MicroTime such as an
-    Event's eventTime into datetime.isoformat(), which drops the fraction when it is zero
-    (".000000Z" becomes "+00:00"), and the apiserver then refuses the Event (400)."""
-    method, url, headers, data, post = api.param_serialize(
-        method="POST",
-        resource_path=path,
-        header_params={"Accept": "application/json", "Content-Type": "application/json"},
-        body=body,
-        auth_settings=["BearerToken"],
-    )
-    resp = api.call_api(method, url, headers, data, post, _request_timeout=_request_timeout)
-    resp.read()  # type: ignore[no-untyped-call]
-    if not 200 <= resp.status < 300:
-        raise k8s.ApiException(http_resp=resp)
-    return json.loads(resp.data) if resp.data else None
-
-
-def get_json(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call a client API method without the client's model validation and return its JSON."""
-    return read_json(fn(*args, _preload_content=False, **kwargs))
-
-
 async def retrying(
     fn: Callable[[], Awaitable[T]],
     what: str,
@@ -274,12 +234,15 @@ async def retrying(
     *,
     max_delay: float = 5.0,
     max_retry_after: float = 30.0,
+    passthrough: tuple[type[Exception], ...] = (),
 ) -> T:
     """Await `fn()`; on a transient failure try again up to `retries` more times.
 
     Backoff is exponential with jitter; a 429's Retry-After is honoured (bounded by
     `max_retry_after`). 404 raises KubeNotFound at once, other refusals (400, 403, 422)
     KubeRejected; after the last try KubeRetriesExhausted. `what` names the call in logs.
+    An exception of a `passthrough` type is raised as it is, at once (the caller's own answer
+    to it, such as a re-read on a Conflict).
     """
     backoff = Backoff(base_delay, max_delay)
     attempt = 0
@@ -288,6 +251,8 @@ async def retrying(
         try:
             return await fn()
         except asyncio.CancelledError:
+            raise
+        except passthrough:
             raise
         except Exception as exc:
             if not is_transient(exc) or attempt > retries:

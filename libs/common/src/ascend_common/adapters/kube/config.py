@@ -10,6 +10,11 @@ kubectl's merge (client-go clientcmd `LoadingRules.Load`): files in order, a mis
 for clusters, users and contexts, the first file that names one wins it; the first file that sets
 `current-context` wins it. A relative file path in a file (certificate-authority, client-certificate,
 client-key, tokenFile) is relative to that file's folder.
+
+The client's own loader (kubernetes.aio.config) merges a KUBECONFIG list too, but lets the last file
+that sets `current-context` win it, and reads KUBECONFIG once, when it is imported. So the files are
+merged here, by kubectl's rule, and the merged kubeconfig goes to its `load_kube_config_from_dict`,
+which does the rest (TLS files and data, tokens, exec plugins) as the client's authors do.
 """
 
 from __future__ import annotations
@@ -18,15 +23,16 @@ import copy
 import ipaddress
 import logging
 import os
+import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubernetes import client as k8s
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.config.incluster_config import load_incluster_config
+import yaml
+from kubernetes.aio import client as k8s
+from kubernetes.aio.config import ConfigException, load_incluster_config, load_kube_config_from_dict
 
 from ascend_common.adapters.kube.client import ApiClient
 
@@ -118,8 +124,6 @@ def _absolute(item: str, entry: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 def read_kubeconfigs(files: Sequence[Path], *, skip_missing: bool) -> list[tuple[Path, Mapping[str, Any]]]:
     """The files parsed, in order; a missing one skipped (KUBECONFIG) or an error (--kubeconfig)."""
-    import yaml  # only for a kubeconfig: an in-cluster plugin never loads it
-
     documents: list[tuple[Path, Mapping[str, Any]]] = []
     for path in files:
         try:
@@ -148,7 +152,7 @@ class KubeConfigError(Exception):
     """No usable apiserver configuration (none of the sources above)."""
 
 
-def build_api_client(
+async def build_api_client(
     url: str | None = None,
     kubeconfig: str | Path | None = None,
     *,
@@ -157,9 +161,10 @@ def build_api_client(
     environ: Mapping[str, str] | None = None,
     home: Path | None = None,
 ) -> ApiClient:
-    """An ApiClient from the first configured source: an explicit URL, `--kubeconfig`, KUBECONFIG
-    (merged as kubectl merges it), the pod's service account, ~/.kube/config.
-    The source is logged; with none, KubeConfigError names every source looked at."""
+    """An ApiClient (kubernetes.aio) from the first configured source: an explicit URL, `--kubeconfig`,
+    KUBECONFIG (merged as kubectl merges it), the pod's service account, ~/.kube/config.
+    The source is logged; with none, KubeConfigError names every source looked at. The caller
+    closes it (`await api.close()`): it holds an aiohttp session once it has sent a request."""
     environ = os.environ if environ is None else environ
     home = Path.home() if home is None else home
     source = choose_source(url=url, kubeconfig=kubeconfig, environ=environ, home=home)
@@ -170,26 +175,28 @@ def build_api_client(
         if url:
             cfg.host = url.rstrip("/")
             if token:
-                cfg.api_key = {"authorization": token}
-                cfg.api_key_prefix = {"authorization": "Bearer"}
+                cfg.api_key = {"BearerToken": token}
+                cfg.api_key_prefix = {"BearerToken": "Bearer"}
             if _is_loopback(url):
-                # The client picks HTTP(S)_PROXY from the environment; a local apiserver is never behind one.
-                cfg.proxy = None
+                # The client's aiohttp session picks HTTP(S)_PROXY from the environment (trust_env);
+                # a local apiserver is never behind one.
+                cfg.client_session_kwargs = {"trust_env": False}
         elif source.kind == "in-cluster":
             load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
-            # Its module brings requests, oauthlib and their charset detection (4-5 MB resident, for
-            # OIDC refresh): loaded for a kubeconfig only, never by a pod using its service account.
-            from kubernetes.config.kube_config import load_kube_config_from_dict
-
             documents = read_kubeconfigs(source.files, skip_missing=source.kind == "KUBECONFIG")
-            load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+            await load_kube_config_from_dict(  # type: ignore[no-untyped-call]
                 merge_kubeconfigs(documents), context=context, client_configuration=cfg
             )
     except (ConfigException, ValueError) as exc:
         raise KubeConfigError(f"cannot load the Kubernetes configuration ({source.detail}): {exc}") from exc
+    try:
+        api = k8s.ApiClient(cfg)  # loads the TLS files it names now (ssl.create_default_context)
+    except (OSError, ssl.SSLError) as exc:
+        files = ", ".join(str(f) for f in (cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file) if f)
+        raise KubeConfigError(f"cannot load the TLS files of {source.detail} ({files}): {exc}") from exc
     log.info("apiserver configuration", extra={"source": source.kind, "from": source.detail, "server": cfg.host})
-    return k8s.ApiClient(cfg)
+    return api
 
 
 def _is_loopback(url: str) -> bool:

@@ -7,15 +7,26 @@ write names the resourceVersion it read, and a stale one raises Conflict.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from ascend_common.adapters.kube.client import call, core_v1, get_json, status_of, typed_error
+from ascend_common.adapters.kube.client import (
+    ApiClient,
+    KubeNotFound,
+    core_v1,
+    discard,
+    json_of,
+    retrying,
+    status_of,
+)
 from ascend_common.adapters.kube.watch import first_change
+
+T = TypeVar("T")
 
 
 class WatchUnavailable(Exception):
@@ -52,17 +63,38 @@ def _body(namespace: str, name: str, data: dict[str, str], labels: dict[str, str
 
 
 class ApiConfigMaps:
-    def __init__(self, api: Any, timeout: float = 10.0) -> None:
+    """ConfigMaps through the apiserver. Each call is retried on transient failures (429 after its
+    Retry-After, 5xx, timeouts, connection errors) a few times with backoff and jitter, each attempt
+    bounded by `timeout`; a 409 on a write is a Conflict at once (the caller re-reads)."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        timeout: float = 10.0,
+        *,
+        retries: int = 3,
+        base_delay: float = 0.2,
+        max_delay: float = 5.0,
+    ) -> None:
         self._v1 = core_v1(api)
         self._timeout = timeout
+        self._retries = retries
+        self._base_delay = base_delay
+        self._max_delay = max_delay
+
+    async def _retrying(self, fn: Callable[[], Awaitable[T]], what: str) -> T:
+        return await retrying(
+            fn, what, self._retries, self._base_delay, max_delay=self._max_delay, passthrough=(Conflict,)
+        )
 
     async def get(self, namespace: str, name: str) -> ConfigMapState | None:
+        async def read() -> Any:
+            return await json_of(await self._v1.read_namespaced_config_map(name, namespace, timeout=self._timeout))
+
         try:
-            obj = await call(get_json, self._v1.read_namespaced_config_map, name, namespace, timeout=self._timeout)
-        except Exception as exc:
-            if status_of(exc) == 404:
-                return None
-            raise typed_error(exc, f"read configmap {namespace}/{name}") from exc
+            obj = await self._retrying(read, f"read configmap {namespace}/{name}")
+        except KubeNotFound:
+            return None
         meta = obj.get("metadata") or {}
         return ConfigMapState(
             dict(obj.get("data") or {}), dict(meta.get("labels") or {}), str(meta.get("resourceVersion") or "")
@@ -72,19 +104,22 @@ class ApiConfigMaps:
         self, namespace: str, name: str, data: dict[str, str], labels: dict[str, str], resource_version: str | None
     ) -> str:
         body = _body(namespace, name, data, labels, resource_version)
-        try:
-            if resource_version is None:
-                obj = await call(
-                    get_json, self._v1.create_namespaced_config_map, namespace, body, timeout=self._timeout
-                )
-            else:
-                obj = await call(
-                    get_json, self._v1.replace_namespaced_config_map, name, namespace, body, timeout=self._timeout
-                )
-        except Exception as exc:
-            if status_of(exc) == 409:
-                raise Conflict(f"configmap {namespace}/{name} changed since it was read") from exc
-            raise typed_error(exc, f"write configmap {namespace}/{name}") from exc
+
+        async def write() -> Any:
+            # A retry after a write that did land meets a 409 (the object exists, or its
+            # resourceVersion moved): a Conflict, and the caller re-reads what is there.
+            try:
+                if resource_version is None:
+                    resp = await self._v1.create_namespaced_config_map(namespace, body, timeout=self._timeout)
+                else:
+                    resp = await self._v1.replace_namespaced_config_map(name, namespace, body, timeout=self._timeout)
+                return await json_of(resp)
+            except Exception as exc:
+                if status_of(exc) == 409:
+                    raise Conflict(f"configmap {namespace}/{name} changed since it was read") from exc
+                raise
+
+        obj = await self._retrying(write, f"write configmap {namespace}/{name}")
         return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
     async def wait_change(self, namespace: str, name: str, within: float, resource_version: str | None) -> None:
@@ -94,26 +129,30 @@ class ApiConfigMaps:
         A watch with a field selector on the name (watch.first_change: cancelling ends it at once).
         Errors end the wait early: the caller re-reads either way.
         """
-        since: dict[str, Any] = {"resource_version": resource_version} if resource_version else {}
         try:
             await first_change(
                 self._v1.list_namespaced_config_map, namespace, timeout_seconds=max(1, int(within)),
-                field_selector=f"metadata.name={name}", **since,
+                fieldSelector=f"metadata.name={name}", resourceVersion=resource_version or None,
             )  # fmt: skip
         except Exception as exc:  # the API may refuse watches: a plain poll takes over
             raise WatchUnavailable(str(exc)) from exc
 
     async def delete(self, namespace: str, name: str) -> None:
-        try:
-            await call(get_json, self._v1.delete_namespaced_config_map, name, namespace, timeout=self._timeout)
-        except Exception as exc:
-            if status_of(exc) != 404:
-                raise typed_error(exc, f"delete configmap {namespace}/{name}") from exc
+        async def delete() -> None:
+            await discard(await self._v1.delete_namespaced_config_map(name, namespace, timeout=self._timeout))
+
+        with contextlib.suppress(KubeNotFound):  # gone already
+            await self._retrying(delete, f"delete configmap {namespace}/{name}")
 
 
 @dataclass
 class OfflineConfigMaps:
-    """Offline mode: objects kept in memory (served at /v1/kube/objects) and mirrored as files."""
+    """Offline mode: objects kept in memory (served at /v1/kube/objects) and mirrored as files.
+
+    The files are written on the event loop, without a thread: each is a few kilobytes to a
+    local disk, written at most once per --write-interval (the writers' pace), which costs less
+    than a thread hop and keeps a write and the next read of it in order without a lock.
+    """
 
     root: Path
     objects: dict[tuple[str, str], ConfigMapState] = field(default_factory=dict)
@@ -133,13 +172,12 @@ class OfflineConfigMaps:
         self._rv += 1
         state = ConfigMapState(dict(data), dict(labels), str(self._rv))
         self.objects[(namespace, name)] = state
-        await asyncio.to_thread(self._write_file, namespace, name, state)
+        self._write_file(namespace, name, state)
         return state.resource_version
 
     async def delete(self, namespace: str, name: str) -> None:
         self.objects.pop((namespace, name), None)
-        path = self.root / "configmaps" / namespace / f"{name}.json"
-        await asyncio.to_thread(lambda: path.unlink(missing_ok=True))
+        (self.root / "configmaps" / namespace / f"{name}.json").unlink(missing_ok=True)
 
     def _write_file(self, namespace: str, name: str, state: ConfigMapState) -> None:
         folder = self.root / "configmaps" / namespace
@@ -152,32 +190,22 @@ class OfflineConfigMaps:
 
     async def node_annotations(self, node: str) -> dict[str, str] | None:
         """The annotations of the node as the last run left them (None: no such file)."""
-        path = self.root / "nodes" / f"{node}.json"
-
-        def read() -> dict[str, str] | None:
-            try:
-                body = json.loads(path.read_text())
-            except FileNotFoundError:
-                return None
-            return {str(k): str(v) for k, v in (body.get("metadata", {}).get("annotations") or {}).items()}
-
-        annotations = await asyncio.to_thread(read)
-        if annotations is not None:
-            self.nodes[node] = {**annotations, **self.nodes.get(node, {})}
+        try:
+            body = json.loads((self.root / "nodes" / f"{node}.json").read_text())
+        except FileNotFoundError:
+            return None
+        annotations = {str(k): str(v) for k, v in (body.get("metadata", {}).get("annotations") or {}).items()}
+        self.nodes[node] = {**annotations, **self.nodes.get(node, {})}
         return annotations
 
     async def annotate_node(self, node: str, annotations: dict[str, str]) -> None:
         self.nodes.setdefault(node, {}).update(annotations)
         folder = self.root / "nodes"
         body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "annotations": self.nodes[node]}}
-
-        def write() -> None:
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = folder / f".{node}.json.tmp"
-            tmp.write_text(json.dumps(body, indent=2))
-            os.replace(tmp, folder / f"{node}.json")
-
-        await asyncio.to_thread(write)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{node}.json.tmp"
+        tmp.write_text(json.dumps(body, indent=2))
+        os.replace(tmp, folder / f"{node}.json")
 
     def listing(self) -> list[dict[str, Any]]:
         objects = [

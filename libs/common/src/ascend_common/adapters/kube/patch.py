@@ -19,14 +19,11 @@ from ascend_common.adapters.kube.client import (
     DEFAULT_TIMEOUT_S,
     ApiClient,
     KubeApiError,
-    call,
     core_v1,
     discard,
-    read_json,
+    json_of,
     retrying,
 )
-
-STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +80,7 @@ async def patch_pod_annotations(
     retries: int = 3,
     *,
     base_delay: float = 0.2,
-    timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - per attempt, enforced in the worker thread too
+    timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - per attempt, the body's reading included
 ) -> None:
     """Set (str) or delete (None) pod annotations with one strategic-merge patch.
 
@@ -96,16 +93,8 @@ async def patch_pod_annotations(
     v1 = core_v1(api)
 
     async def attempt() -> None:
-        resp = await call(
-            v1.patch_namespaced_pod,
-            name,
-            namespace,
-            body,
-            _content_type=STRATEGIC_MERGE,
-            _preload_content=False,
-            timeout=timeout,
-        )
-        discard(resp)  # the patched pod is not needed: the watch brings it to the cache
+        # The patched pod is not needed: the watch brings it to the cache.
+        await discard(await v1.patch_namespaced_pod(name, namespace, body, timeout=timeout))
 
     await retrying(attempt, what, retries, base_delay)
 
@@ -118,7 +107,7 @@ async def patch_node(
     annotations: Mapping[str, str | None] | None = None,
     retries: int = 3,
     base_delay: float = 0.2,
-    timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - per attempt, enforced in the worker thread too
+    timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - per attempt, the body's reading included
 ) -> SlimNode:
     """Set or delete (None) node labels and annotations in one strategic-merge patch; returns the node."""
     what = f"patch node {node}"
@@ -126,10 +115,7 @@ async def patch_node(
     v1 = core_v1(api)
 
     async def attempt() -> SlimNode:
-        resp = await call(
-            v1.patch_node, node, body, _content_type=STRATEGIC_MERGE, _preload_content=False, timeout=timeout
-        )
-        return slim_node(read_json(resp))
+        return slim_node(await json_of(await v1.patch_node(node, body, timeout=timeout)))
 
     return await retrying(attempt, what, retries, base_delay)
 
@@ -140,14 +126,13 @@ async def get_node(
     *,
     retries: int = 3,
     base_delay: float = 0.2,
-    timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - per attempt, enforced in the worker thread too
+    timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - per attempt, the body's reading included
 ) -> SlimNode:
     """Read a node (labels, annotations, addresses); KubeNotFound when it does not exist."""
     v1 = core_v1(api)
 
     async def attempt() -> SlimNode:
-        resp = await call(v1.read_node, name, _preload_content=False, timeout=timeout)
-        return slim_node(read_json(resp))
+        return slim_node(await json_of(await v1.read_node(name, timeout=timeout)))
 
     return await retrying(attempt, f"get node {name}", retries, base_delay)
 
@@ -170,7 +155,7 @@ async def remove_node_resources(
     *,
     retries: int = 3,
     base_delay: float = 0.2,
-    timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - per attempt, enforced in the worker thread too
+    timeout: float = DEFAULT_TIMEOUT_S,  # noqa: ASYNC109 - per attempt, the body's reading included
 ) -> list[str]:
     """Delete extended resources the node no longer offers from its capacity and allocatable (a
     resource the kubelet stays aware of is never taken off them otherwise); returns the ones removed,
@@ -180,7 +165,7 @@ async def remove_node_resources(
 
     async def read() -> Any:
         # resourceVersion 0: the apiserver's cache is fresh enough, as the reference reads it.
-        return read_json(await call(v1.read_node, node, resource_version="0", _preload_content=False, timeout=timeout))
+        return await json_of(await v1.read_node(node, query={"resourceVersion": "0"}, timeout=timeout))
 
     obj = await retrying(read, f"get node {node}", retries, base_delay)
     status = obj.get("status") if isinstance(obj, Mapping) else None
@@ -191,10 +176,7 @@ async def remove_node_resources(
     what = f"patch node {node} status"
 
     async def attempt() -> Any:
-        resp = await call(
-            v1.patch_node_status, node, body, _content_type=STRATEGIC_MERGE, _preload_content=False, timeout=timeout
-        )
-        return read_json(resp)
+        return await json_of(await v1.patch_node_status(node, body, timeout=timeout))
 
     patched = (await retrying(attempt, what, retries, base_delay)).get("status") or {}
     removed = list(body["status"]["capacity"])

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from ascend_common.adapters.clients.backoff import Backoff
-from ascend_common.adapters.kube.client import ApiClient, core_v1, get_json, status_of
-from ascend_common.adapters.kube.watch import WatchStream, open_watch, watch_error
+from ascend_common.adapters.kube.client import ApiClient, core_v1, json_of, status_of
+from ascend_common.adapters.kube.watch import RawWatch
 from ascend_common.pods import InvalidPod, SlimPod, raw_identity, slim_pod
 
 log = logging.getLogger(__name__)
@@ -23,17 +21,13 @@ ChangeKind = Literal["ADDED", "MODIFIED", "DELETED"]
 OnChange = Callable[[str, "SlimPod"], None]
 
 
-class _RelistRequested(Exception):
-    pass
-
-
 class PodCache:
     """One list+watch of a node's pods (fieldSelector spec.nodeName=<node>), kept as SlimPods by uid.
 
-    The blocking list and watch run in one thread that parses and slims; the records are
-    applied on the event loop, so readers (`pods`, `get`, `by_uid`) and `on_change` callbacks
-    run on the loop and need no lock. After a watch error or a 410 the cache re-lists (with
-    backoff and jitter once failures repeat) and reports the difference as ADDED/MODIFIED/DELETED.
+    One task on the event loop lists (in pages, read as raw JSON and slimmed page by page) and
+    watches, so readers (`pods`, `get`, `by_uid`) and `on_change` callbacks need no lock. After a
+    watch error or a 410 the cache re-lists (with backoff and jitter once failures repeat) and
+    reports the difference as ADDED/MODIFIED/DELETED.
     """
 
     def __init__(
@@ -57,9 +51,6 @@ class PodCache:
         self._backoff_base_s = backoff_base_s
         self._backoff_max_s = backoff_max_s
         self.on_change: list[OnChange] = []
-        # Run on the loop once each list has been applied (every record replaced), after its changes.
-        self.on_listed: list[Callable[[], None]] = []
-        # State owned by the event loop.
         self._by_uid: dict[str, SlimPod] = {}
         self._by_key: dict[tuple[str, str], SlimPod] = {}
         self._resource_version = ""
@@ -72,15 +63,11 @@ class PodCache:
         self.skipped_over_cap = 0
         self.skipped_invalid = 0
         self.lists = 0
-        # Shared with the watching thread.
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._stream: WatchStream | None = None
-        self._relist_served_by_thread = 0  # thread-only: the newest request its current list serves
-        self._invalid_seen: dict[str, str] = {}  # thread-only: uid or ns/name -> reason already logged
+        self._task: asyncio.Task[None] | None = None
+        self._watching: asyncio.Task[tuple[str, int]] | None = None  # the watch now open, cancelled by relist()
+        self._invalid_seen: dict[str, str] = {}  # uid or ns/name -> reason already logged
 
-    # -- readers (event loop) --------------------------------------------------------------
+    # -- readers ---------------------------------------------------------------------------
 
     @property
     def synced(self) -> bool:
@@ -113,42 +100,34 @@ class PodCache:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._loop = asyncio.get_running_loop()
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name=f"pod-cache-{self.node_name}", daemon=True)
-        self._thread.start()
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"pod-cache-{self.node_name}")
 
-    async def stop(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - bounds a thread join
-        """End the watch promptly: the socket of a live watch is shut down, not waited out."""
-        thread, self._thread = self._thread, None
-        if thread is None:
+    async def stop(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - bounds the wait for the task
+        """End the list+watch at once: its task is cancelled, and a live watch's connection closed with it."""
+        task, self._task = self._task, None
+        if task is None:
             return
-        self._stop.set()
-        stream = self._stream
-        if stream is not None:
-            stream.close()
-        await asyncio.to_thread(thread.join, timeout)
-        if thread.is_alive():
-            # Only a request stuck before its own timeout gets here; the daemon thread ends with it.
-            log.warning("pod cache thread did not stop in time", extra={"node": self.node_name, "timeout_s": timeout})
-        self._loop = None
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
+            log.warning("pod cache task did not stop in time", extra={"node": self.node_name, "timeout_s": timeout})
+        elif not task.cancelled() and task.exception() is not None:
+            log.error("pod cache task failed", extra={"node": self.node_name}, exc_info=task.exception())
 
     async def relist(self, timeout: float = 10.0) -> bool:  # noqa: ASYNC109 - a bounded wait is the API
         """Re-list now (a cold cache on the allocation path) and wait for it; False on timeout.
 
         Only a list that started after this call counts, so a pod created just before it is seen.
         """
-        if self._thread is None:
+        if self._task is None:
             raise RuntimeError("PodCache is not started")
         self._relist_requests += 1
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (self._relist_requests, waiter)
         self._relist_waiters.append(entry)
-        stream = self._stream
-        if stream is not None:
-            stream.close()  # the thread sees the request when its read fails, and lists
+        if self._watching is not None:
+            self._watching.cancel()  # the loop sees the request when the watch ends, and lists
         try:
             await asyncio.wait_for(asyncio.shield(waiter), timeout)
         except TimeoutError:
@@ -159,30 +138,31 @@ class PodCache:
         return True
 
     def _relist_pending(self) -> bool:
-        return self._relist_requests > self._relist_served_by_thread
+        return self._relist_requests > self._relist_served
 
-    # -- the watching thread ---------------------------------------------------------------
+    # -- the list+watch loop ---------------------------------------------------------------
 
-    def _post(self, fn: Callable[..., None], *args: Any) -> None:
-        loop = self._loop
-        if loop is None or self._stop.is_set():
-            return
-        with contextlib.suppress(RuntimeError):  # loop closed under us: we are shutting down
-            loop.call_soon_threadsafe(fn, *args)
-
-    def _run(self) -> None:
+    async def _run(self) -> None:
         backoff = Backoff(self._backoff_base_s, self._backoff_max_s)
         rv = ""
         need_list = True
-        while not self._stop.is_set():
+        while True:
             try:
-                if need_list or self._relist_pending():
-                    rv = self._list()
+                while need_list or self._relist_pending():  # a relist() asked for during a list needs another
+                    rv = await self._list()
                     need_list = False
                 started = time.monotonic()
-                rv, events = self._watch(rv)
-                if self._stop.is_set():
-                    break
+                self._watching = asyncio.create_task(self._watch(rv), name=f"pod-watch-{self.node_name}")
+                try:
+                    rv, events = await self._watching
+                except asyncio.CancelledError:
+                    current = asyncio.current_task()
+                    if current is not None and current.cancelling():
+                        raise  # stop(): this task itself is cancelled
+                    need_list = True  # relist() ended the watch
+                    continue
+                finally:
+                    self._watching = None
                 if events or time.monotonic() - started >= self._watch_timeout_s / 2:
                     backoff.reset()  # a watch that delivered events or ran its course is a healthy one
                     continue
@@ -192,12 +172,10 @@ class PodCache:
                     "pod watch ended early",
                     extra={"node": self.node_name, "failures": backoff.attempts, "delay_s": round(delay, 3)},
                 )
-                self._stop.wait(delay)
-            except _RelistRequested:
-                need_list = True
+                await asyncio.sleep(delay)
+            except asyncio.CancelledError:
+                raise
             except Exception as exc:
-                if self._stop.is_set():
-                    break
                 need_list = True
                 gone = status_of(exc) == 410
                 delay = backoff.next()
@@ -218,26 +196,24 @@ class PodCache:
                     },
                 )
                 if delay:
-                    self._stop.wait(delay)
+                    await asyncio.sleep(delay)
 
-    def _list(self) -> str:
+    async def _list(self) -> str:
         v1 = core_v1(self._api)
         snapshot: dict[str, SlimPod] = {}
         over_cap: list[str] = []
         cont: str | None = None
         rv = ""
         serves = self._relist_requests  # read before the first page: this list is newer than those requests
-        self._relist_served_by_thread = serves
         while True:
-            # Pages keep the peak memory of a 10,000-pod list to one page of JSON at a time.
-            kwargs: dict[str, Any] = {"limit": self._page_size, "_request_timeout": self._request_timeout_s}
+            # Pages keep the peak memory of a 10,000-pod list to one page of JSON at a time; each
+            # page is slimmed at once, so the raw JSON of one page at most is alive.
+            query: dict[str, Any] = {"limit": self._page_size}
             if cont:
-                kwargs["_continue"] = cont
+                query["continue"] = cont
             else:
-                kwargs["field_selector"] = f"spec.nodeName={self.node_name}"
-            page = get_json(v1.list_pod_for_all_namespaces, **kwargs)
-            if self._stop.is_set():
-                raise _RelistRequested()
+                query["fieldSelector"] = f"spec.nodeName={self.node_name}"
+            page = await json_of(await v1.list_pod_for_all_namespaces(query=query, timeout=self._request_timeout_s))
             meta = page.get("metadata") or {}
             if not cont:
                 rv = str(meta.get("resourceVersion") or "")
@@ -249,6 +225,7 @@ class PodCache:
                     over_cap.append(f"{pod.namespace}/{pod.name}")
                     continue
                 snapshot[pod.uid] = pod
+            del page
             cont = meta.get("continue") or None
             if not cont:
                 break
@@ -262,32 +239,23 @@ class PodCache:
                     "sample": over_cap[:5],
                 },
             )
-        self._post(self._apply_list, snapshot, rv, len(over_cap), serves)
+        self._apply_list(snapshot, rv, len(over_cap), serves)
         return rv
 
-    def _watch(self, rv: str) -> tuple[str, int]:
+    async def _watch(self, rv: str) -> tuple[str, int]:
         """Follow changes from `rv` until the server ends the watch; returns the last rv and the event count."""
-        v1 = core_v1(self._api)
-        stream = open_watch(
-            v1.list_pod_for_all_namespaces,
-            field_selector=f"spec.nodeName={self.node_name}",
-            resource_version=rv or None,
-            allow_watch_bookmarks=True,
-            timeout_seconds=self._watch_timeout_s,
-        )
-        self._stream = stream
         count = 0
-        try:
-            # stop() or relist() may have run before the stream was published.
-            if self._stop.is_set():
-                return rv, count
-            if self._relist_pending():
-                raise _RelistRequested()
-            for event in stream:
-                kind = event.get("type")
+        watch = RawWatch(
+            core_v1(self._api).list_pod_for_all_namespaces,
+            timeout_seconds=self._watch_timeout_s,
+            fieldSelector=f"spec.nodeName={self.node_name}",
+            resourceVersion=rv or None,
+            allowWatchBookmarks="true",
+        )
+        async with watch as events:
+            async for event in events:
+                kind = event["type"]
                 obj = event.get("object")
-                if kind == "ERROR":
-                    raise watch_error(obj)
                 meta = obj.get("metadata") if isinstance(obj, Mapping) else None
                 if isinstance(meta, Mapping) and isinstance(meta.get("resourceVersion"), str):
                     rv = meta["resourceVersion"]
@@ -299,30 +267,14 @@ class PodCache:
                 count += 1
                 if kind == "DELETED":
                     pod = self._slim(obj, deleted=True)
-                    uid = pod.uid if pod is not None else raw_identity(obj)[2]
-                    self._post(self._apply_delete, uid, rv)
+                    self._apply_delete(pod.uid if pod is not None else raw_identity(obj)[2], rv)
                 else:
                     pod = self._slim(obj)
                     if pod is not None:
-                        self._post(self._apply_upsert, pod)
+                        self._apply_upsert(pod)
                     else:
                         # A cached pod that became invalid leaves the cache: stale data is no better.
-                        self._post(self._apply_delete, raw_identity(obj)[2], rv)
-                if self._stop.is_set():
-                    break
-        except _RelistRequested:
-            raise
-        except Exception:
-            if self._stop.is_set():
-                return rv, count
-            if self._relist_pending():  # our own close() from relist() broke the read
-                raise _RelistRequested() from None
-            raise
-        finally:
-            self._stream = None
-            stream.close()
-        if self._relist_pending():
-            raise _RelistRequested()
+                        self._apply_delete(raw_identity(obj)[2], rv)
         return rv, count
 
     def _slim(self, obj: Any, *, deleted: bool = False) -> SlimPod | None:
@@ -353,7 +305,7 @@ class PodCache:
             self._invalid_seen.pop(pod.uid, None)
         return pod
 
-    # -- state changes (event loop) --------------------------------------------------------
+    # -- state changes ---------------------------------------------------------------------
 
     def _notify(self, kind: ChangeKind, pod: SlimPod) -> None:
         for callback in list(self.on_change):
@@ -363,8 +315,6 @@ class PodCache:
                 log.exception("pod cache callback failed", extra={"namespace": pod.namespace, "pod": pod.name})
 
     def _apply_list(self, snapshot: dict[str, SlimPod], rv: str, skipped: int, serves: int) -> None:
-        if self._stop.is_set():
-            return
         old = self._by_uid
         self._by_uid = snapshot
         self._by_key = {pod.key: pod for pod in snapshot.values()}
@@ -381,19 +331,12 @@ class PodCache:
             elif before.resource_version != pod.resource_version:
                 self._notify("MODIFIED", pod)
         self._synced.set()
-        for callback in list(self.on_listed):
-            try:
-                callback()
-            except Exception:
-                log.exception("pod cache callback failed", extra={"node": self.node_name})
         self._relist_served = max(self._relist_served, serves)
         for request, waiter in self._relist_waiters:
             if request <= self._relist_served and not waiter.done():
                 waiter.set_result(None)
 
     def _apply_upsert(self, pod: SlimPod) -> None:
-        if self._stop.is_set():
-            return
         before = self._by_uid.get(pod.uid)
         if before is None and len(self._by_uid) >= self._max_pods:
             self.skipped_over_cap += 1
@@ -419,8 +362,6 @@ class PodCache:
         self._notify("ADDED" if before is None else "MODIFIED", pod)
 
     def _apply_delete(self, uid: str, rv: str) -> None:
-        if self._stop.is_set():
-            return
         self._resource_version = rv or self._resource_version
         pod = self._by_uid.pop(uid, None)
         if pod is None:

@@ -1,122 +1,128 @@
-"""Watches: one watch request read as raw JSON events in a blocking thread, closable from any thread.
+"""Watches through the asyncio client's own Watch (kubernetes.aio.watch), with raw JSON events.
 
 The pod informer (pod_watch) follows a node's pods with them; `first_change` waits for the next
-change of one object (the ConfigMaps).
+change of one object (the ConfigMaps). A watch is ended by cancelling the task that reads it:
+the Watch then releases its response, and aiohttp drops a connection whose body was not read
+to its end, so nothing is left streaming.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: Watch reads _RawList's return annotation at run time,
+# and it must be typing.Any itself (see there).
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Self
 
-import asyncio
-import contextlib
-import json
-import threading
-from collections.abc import Callable, Iterator
-from typing import Any
+import aiohttp
+from kubernetes.aio.client.exceptions import ApiException
+from kubernetes.aio.watch import Watch
 
-from kubernetes import client as k8s
-
-MAX_EVENT_BYTES = 16 * 1024 * 1024  # etcd caps an object at 1.5 MiB; anything far larger is garbage
 # BOOKMARK is the only other type: progress, not a change.
-CHANGE_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "ERROR"})
+CHANGE_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
+CONNECT_TIMEOUT_S = 5.0
+ListCall = Callable[..., Awaitable[aiohttp.ClientResponse]]
 
 
-class WatchStream:
-    """The events of one watch request, read as raw JSON lines from a blocking thread.
+class _RawList:
+    """A CoreV1 list method as Watch.stream calls one: `watch` and `_preload_content` among its
+    arguments, the (unread) response as its result.
 
-    close() may be called from any thread: it shuts the socket down so that a read blocked in
-    the watching thread returns at once (the client's own Watch.stop only sets a flag checked
-    between events, and it turns ERROR events into exceptions while dropping the status).
+    Its return annotation is Any and no docstring names a model, so Watch finds no type to turn
+    the events' objects into (it skips Any): each event's "object" stays the dict parsed from its line.
     """
 
-    def __init__(self, resp: Any) -> None:
-        self._resp = resp
-        self._lock = threading.Lock()
-        self._closed = False
+    def __init__(self, list_fn: ListCall) -> None:
+        self._list = list_fn
+        self.opened = False
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        buffer = b""
+    async def __call__(
+        self, *args: Any, watch: bool, timeout_seconds: int, _preload_content: bool = False, **query: Any
+    ) -> Any:
+        # The read timeout outlasts the server-side one, so a server that silently stops
+        # talking cannot hold the watch forever.
+        bound = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT_S, sock_read=timeout_seconds + 5.0)
+        query.update(watch="true" if watch else "false", timeoutSeconds=timeout_seconds)
+        resp = await self._list(*args, query=query, timeout=bound)
+        self.opened = True
+        return resp
+
+
+class _IdleWatches:
+    """Closed Watch objects, for the next watch to reuse (Watch.stream starts one afresh).
+
+    A Watch builds an ApiClient of its own, for the models it could turn events into (ours are
+    left as dicts), and that ApiClient builds an SSL context: about 25 ms of CPU for each Watch,
+    which the pod informer's re-watch every few seconds would spend on the event loop. A closed
+    Watch holds no connection and no session, so any watch of any loop can take it.
+    """
+
+    def __init__(self) -> None:
+        self._idle: list[Watch] = []
+
+    def take(self) -> Watch:
+        return self._idle.pop() if self._idle else Watch()  # type: ignore[no-untyped-call]
+
+    def give(self, watch: Watch) -> None:
+        self._idle.append(watch)
+
+
+_IDLE = _IdleWatches()
+
+
+class RawWatch:
+    """The events of one watch request, made with a CoreV1 list method (`query`: its query
+    parameters, fieldSelector, resourceVersion, allowWatchBookmarks ...), until the server ends
+    it after `timeout_seconds`; use it as `async with RawWatch(...) as events: async for ...`.
+
+    An ERROR event raises the client's ApiException with its status code (410: re-list; `opened`
+    tells it from a refused request); a line that is not an event raises ValueError.
+    """
+
+    def __init__(self, list_fn: ListCall, *args: Any, timeout_seconds: int, **query: Any) -> None:
+        self._raw = _RawList(list_fn)
+        self._watch = _IDLE.take()
+        # With `timeout_seconds` given, the Watch ends where the server ends the watch, and leaves a
+        # 410 to us (without it, it would reconnect on its own and retry a 410 once).
+        self._events = self._watch.stream(  # type: ignore[no-untyped-call]
+            self._raw, *args, timeout_seconds=max(1, int(timeout_seconds)), **query
+        )
+
+    @property
+    def opened(self) -> bool:
+        """The request was answered 200: what fails from now on is the stream, not the request."""
+        return self._raw.opened
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        event = await self._events.__anext__()
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise ValueError(f"not a watch event: {str(event)[:200]!r}")
+        return event
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._watch.close()  # type: ignore[no-untyped-call]
+        _IDLE.give(self._watch)
+
+
+async def first_change(list_fn: ListCall, *args: Any, timeout_seconds: int, **query: Any) -> None:
+    """Open a watch with a CoreV1 list method and return at its first change (ADDED, MODIFIED,
+    DELETED, or an ERROR event: the history it watched from is gone), or when the server ends it
+    after `timeout_seconds`.
+
+    Cancelling the caller ends the watch at once. Failing to open or read the watch raises.
+    """
+    async with RawWatch(list_fn, *args, timeout_seconds=timeout_seconds, **query) as events:
         try:
-            for chunk in self._resp.stream(amt=None, decode_content=True):
-                buffer += chunk
-                if len(buffer) > MAX_EVENT_BYTES:
-                    raise ValueError(f"watch event larger than {MAX_EVENT_BYTES} bytes")
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        event = json.loads(line)
-                        if not isinstance(event, dict):
-                            raise ValueError("watch event is not a JSON object")
-                        yield event
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        # Already released or never connected: then nothing blocks on it.
-        with contextlib.suppress(OSError, ValueError, RuntimeError, AttributeError):
-            self._resp.shutdown()
-        # Closed before release: the pool then drops the connection instead of reusing a half-read one.
-        with contextlib.suppress(Exception):
-            self._resp.close()
-        with contextlib.suppress(Exception):
-            self._resp.release_conn()
-
-
-def open_watch(
-    fn: Callable[..., Any], *args: Any, timeout_seconds: int, connect_timeout: float = 5.0, **kwargs: Any
-) -> WatchStream:
-    """Start a watch with a client list method (`watch=True`); the server ends it after `timeout_seconds`.
-
-    The read timeout is a little longer than the server-side timeout, so a server that
-    silently stops talking cannot hang the watching thread forever.
-    """
-    resp = fn(
-        *args,
-        watch=True,
-        timeout_seconds=int(timeout_seconds),
-        _preload_content=False,
-        _request_timeout=(connect_timeout, float(timeout_seconds) + 5.0),
-        **kwargs,
-    )
-    return WatchStream(resp)
-
-
-def watch_error(obj: Any) -> Exception:
-    """An ERROR watch event as a client ApiException carrying its status code (410: re-list)."""
-    code = obj.get("code") if isinstance(obj, dict) else None
-    message = obj.get("message") if isinstance(obj, dict) else None
-    return k8s.ApiException(status=code if isinstance(code, int) else 500, reason=str(message or "watch error")[:300])
-
-
-async def first_change(fn: Callable[..., Any], *args: Any, timeout_seconds: int, **kwargs: Any) -> None:
-    """Open a watch with a client list method and return at its first change (ADDED, MODIFIED,
-    DELETED or ERROR), or when the server ends it after `timeout_seconds`.
-
-    The watch runs in a thread; cancelling the caller closes the stream, so the thread ends at once.
-    Failing to open or read the watch raises.
-    """
-    holder: list[WatchStream] = []
-    cancelled = threading.Event()
-
-    def follow() -> None:
-        stream = open_watch(fn, *args, timeout_seconds=timeout_seconds, **kwargs)
-        holder.append(stream)
-        if cancelled.is_set():  # cancelled while the watch was being opened
-            stream.close()
-            return
-        for event in stream:
-            if event.get("type") in CHANGE_TYPES:
-                break
-        stream.close()
-
-    task = asyncio.ensure_future(asyncio.to_thread(follow))
-    try:
-        await task
-    except asyncio.CancelledError:
-        cancelled.set()
-        for stream in holder:
-            stream.close()
-        raise
+            async for event in events:
+                if event["type"] in CHANGE_TYPES:
+                    return
+        except ApiException:
+            if events.opened:
+                return  # an ERROR event: the caller re-reads, as after any change
+            raise
