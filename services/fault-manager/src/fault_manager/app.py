@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
-from ascend_common.adapters.kube.events import ApiEventSink, EventSink, FaultEvents, OfflineEventSink
+from ascend_common.adapters.kube.events import ApiEventSink, EventSink, OfflineEventSink
 from ascend_common.adapters.kube.pod_watch import PodCache
 from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.adapters.ops import ops_app
@@ -27,6 +27,7 @@ from ascend_common.tokens import first_token
 
 from fault_manager.api import create_api, ops_registry, readiness
 from fault_manager.deviceinfo.writer import DeviceInfoWriter, configmap_name
+from fault_manager.events.fault_events import FaultEvents
 from fault_manager.hotreset.handoff import NodeAnnotations
 from fault_manager.hotreset.loop import HotReset
 from fault_manager.hotreset.node_annotations import ApiNodeAnnotations, OfflineNodeAnnotations

@@ -17,12 +17,13 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from ascend_common.adapters.kube.configmaps import ConfigMaps, Conflict
-from ascend_common.adapters.kube.events import MAX_MESSAGE, FaultEvents
+from ascend_common.adapters.kube.events import MAX_MESSAGE
 from ascend_common.clock import Clock
 
 from fault_manager.deviceinfo.configmap import MANUALLY_SEPARATE_KEY, parse_manually_separated, upgrade_reasons_json
 from fault_manager.deviceinfo.faultlist import upgrade_reasons
 from fault_manager.deviceinfo.reports import DeviceInfo, device_info
+from fault_manager.events.fault_events import FaultEvents
 from fault_manager.reactor.published import Published
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,6 @@ import json
 import logging
 from collections.abc import Mapping
 
-from ascend_common.adapters.kube.events import FaultEvents
 from ascend_common.clock import Clock
 from ascend_common.faults import FaultLevel, normalize_code
 
@@ -23,6 +22,7 @@ from fault_manager.deviceinfo.configmap import (
     parse_upgrade_reasons,
 )
 from fault_manager.deviceinfo.faultlist import Reason, fix_manually_separate_reasons
+from fault_manager.events.fault_events import FaultEvents
 from fault_manager.policy.engine import BY_ADOPTION, UPGRADE_AUTOFILL, Escalation, FaultEngine
 from fault_manager.reactor.published import Published
 from fault_manager.store import EscalationRow, Store, in_store_thread

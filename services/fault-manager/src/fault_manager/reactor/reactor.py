@@ -13,7 +13,6 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
-from ascend_common.adapters.kube.events import FaultEvents
 from ascend_common.chips import ChipFamily
 from ascend_common.clock import Clock
 from ascend_common.inuse import chips_in_use_for_allocation, chips_in_use_for_health
@@ -22,6 +21,7 @@ from ascend_common.superpod import super_pod
 
 from fault_manager.deviceinfo.configmap import UNWATCHED_SWITCH, SwitchReport, UnwatchedSwitch
 from fault_manager.deviceinfo.faultlist import Reason
+from fault_manager.events.fault_events import FaultEvents
 from fault_manager.policy.engine import BY_RELEASE, BY_RULE, ChipFaults, Evaluation, FaultEngine, Policy
 from fault_manager.reactor.chips_in_use import ChipsInUse
 from fault_manager.reactor.ingest import reconcile_rows
