@@ -8,6 +8,10 @@ import os
 import pytest
 from hypothesis import settings
 
+# `fake` (the fake API server) and `api` (an asyncio client of the official library on it), for the
+# kube adapters' tests; a module that needs objects in the server first defines its own `fake`.
+pytest_plugins = ("tests.support.kube_fixtures",)
+
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from tests.support.exporter import ExporterProc
 from tests.support.misbehaving import (
-    CLOSE_BOUND_S,
-    misbehave_on_ops_port,
+    assert_ops_port_holds,
     tracebacks,
     unauthenticated_upload,
 )
@@ -19,13 +18,7 @@ MB = 1 << 20
 
 
 async def test_the_ops_port_holds_against_bad_requests(exporter: ExporterProc) -> None:
-    report = await misbehave_on_ops_port(exporter.metrics_url)
-    assert report.huge_length_status is None or 400 <= report.huge_length_status < 500, report
-    assert report.readyz_status == 200 and report.readyz_s < 1.0, report
-    assert report.never_status == 200 and report.never_closed_s < CLOSE_BOUND_S, report
-    assert report.trickle_closed_s < CLOSE_BOUND_S, report
-    assert report.half_open_closed_s < CLOSE_BOUND_S, report
-    assert not tracebacks(exporter.log_path)
+    await assert_ops_port_holds(exporter.metrics_url, exporter.log_path)
 
 
 async def test_an_unauthenticated_300_mb_post_is_refused_before_it_is_read(exporter: ExporterProc) -> None:

@@ -198,3 +198,16 @@ async def misbehave_on_ops_port(url: str) -> OpsReport:
     finally:
         half.close()
     return OpsReport(huge, readyz_status, readyz_s, never_status, never_s, trickle_s, max(half_s))
+
+
+async def assert_ops_port_holds(url: str, log_path: Path) -> None:
+    """What every service's ops port must show against those clients (issue 22): a huge
+    Content-Length answered 4xx or closed, /readyz within 1 s beside HALF_OPEN half-open connections,
+    every stalled connection closed within the request deadline, and no traceback in the log."""
+    report = await misbehave_on_ops_port(url)
+    assert report.huge_length_status is None or 400 <= report.huge_length_status < 500, report
+    assert report.readyz_status == 200 and report.readyz_s < 1.0, report
+    assert report.never_status == 200 and report.never_closed_s < CLOSE_BOUND_S, report
+    assert report.trickle_closed_s < CLOSE_BOUND_S, report
+    assert report.half_open_closed_s < CLOSE_BOUND_S, report
+    assert not tracebacks(log_path)

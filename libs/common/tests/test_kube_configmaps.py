@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from ascend_common.adapters.kube import watch as watch_module
@@ -19,12 +19,6 @@ from tests.support.waiting import until
 
 NS, NAME = "kube-system", "mindx-dl-deviceinfo-node-a"
 WAIT_S = 10.0  # generous: the machine may be shared
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeApiServer]:
-    with FakeApiServer() as server:
-        yield server
 
 
 @pytest.fixture

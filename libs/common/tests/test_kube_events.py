@@ -5,33 +5,18 @@ with it: services/fault-manager/tests/test_fault_events.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ascend_common.adapters.kube.client import ApiClient, KubeRejected, KubeRetriesExhausted
-from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.events import MAX_MESSAGE, ApiEventSink, OfflineEventSink, event_body, micro_time
 
 from tests.support.fake_apiserver import FakeApiServer
 
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 EVENTS = "/api/v1/namespaces/kube-system/events"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeApiServer]:
-    with FakeApiServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def api(fake: FakeApiServer) -> AsyncIterator[ApiClient]:
-    client = await build_api_client(url=fake.url)
-    yield client
-    await client.close()  # type: ignore[no-untyped-call]
 
 
 def api_sink(api: ApiClient, **kw: Any) -> ApiEventSink:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +36,6 @@ def fake() -> Iterator[FakeApiServer]:
         server.add_pod("p", annotations={"keep": "1", "drop": "2"})
         server.add_node("node-a", labels={"old": "x"}, internal_ip="10.1.2.3")
         yield server
-
-
-@pytest.fixture
-async def api(fake: FakeApiServer) -> AsyncIterator[ApiClient]:
-    client = await build_api_client(url=fake.url)
-    yield client
-    await client.close()  # type: ignore[no-untyped-call]
 
 
 def pod_annotations(fake: FakeApiServer) -> dict[str, str]:

@@ -6,12 +6,11 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
 from ascend_common.adapters.kube.client import ApiClient, core_v1, json_of
-from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.pod_watch import PodCache
 from ascend_common.adapters.logs import JsonFormatter
 from ascend_common.pods import SlimPod
@@ -21,19 +20,6 @@ from tests.support.waiting import WAIT_S, until
 
 NODE = "node-a"
 NPU = "huawei.com/Ascend910"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeApiServer]:
-    with FakeApiServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def api(fake: FakeApiServer) -> AsyncIterator[ApiClient]:
-    client = await build_api_client(url=fake.url)
-    yield client
-    await client.close()  # type: ignore[no-untyped-call]
 
 
 def pod_cache_tasks() -> list[str]:

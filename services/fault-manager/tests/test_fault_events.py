@@ -7,14 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ascend_common.adapters.kube.client import ApiClient
-from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.events import ApiEventSink, OfflineEventSink
 from fault_manager.events.fault_events import (
     REASON_ISOLATED,
@@ -51,19 +49,6 @@ class ListSink:
 
     def of(self, chip: str) -> list[dict[str, Any]]:
         return [e for e in self.events if chip in e["message"]]
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeApiServer]:
-    with FakeApiServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def api(fake: FakeApiServer) -> AsyncIterator[ApiClient]:
-    client = await build_api_client(url=fake.url)
-    yield client
-    await client.close()  # type: ignore[no-untyped-call]
 
 
 def api_sink(api: ApiClient, **kw: Any) -> ApiEventSink:
