@@ -20,6 +20,7 @@
 #define DCMI_MAX_ERROR_CODES 128
 #define DCMI_MAX_PROCS 32
 #define DCMI_SPOD_RESERVE_LEN 6
+#define DCMI_DIE_ID_COUNT 5
 
 /* dcmi_get_device_info main command and sub command of the super-pod information */
 #define DCMI_MAIN_CMD_CHIP_INF 12
@@ -86,6 +87,16 @@ struct dcmi_spod_info {
     unsigned int super_pod_type; /* A5 */
     unsigned int reserve[DCMI_SPOD_RESERVE_LEN];
 };
+
+/* dcmi_get_device_die_v2 / dcmiv2_get_device_die_id: one die's id */
+struct dcmi_die_id {
+    unsigned int soc_die[DCMI_DIE_ID_COUNT];
+};
+
+/* enum dcmi_die_type; DDIE is the v2 library's (the 950) */
+#define DCMI_NDIE 0
+#define DCMI_VDIE 1
+#define DCMI_DDIE 2
 
 /* dcmi_create_vdevice input; 0xFFFFFFFF ids let the library choose */
 struct dcmi_create_vdev_res_stru {

@@ -62,6 +62,8 @@ int main(void)
     FIELD(struct, dcmi_spod_info, chassis_id);
     FIELD(struct, dcmi_spod_info, super_pod_type);
     FIELD(struct, dcmi_spod_info, reserve);
+    SIZE(struct, dcmi_die_id);
+    FIELD(struct, dcmi_die_id, soc_die);
 
     SIZE(struct, dcmi_create_vdev_res_stru);
     FIELD(struct, dcmi_create_vdev_res_stru, vdev_id);

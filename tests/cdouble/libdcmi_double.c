@@ -133,6 +133,8 @@ enum fn {
     FN_V2_OUTBAND_STATE,
     FN_V2_PRE_RESET,
     FN_V2_RESCAN,
+    FN_DIE_ID,
+    FN_V2_DIE_ID,
     FN_COUNT
 };
 
@@ -195,6 +197,8 @@ static const char *const FN_NAMES[FN_COUNT] = {
     "dcmiv2_get_device_outband_channel_state",
     "dcmiv2_pre_reset_device",
     "dcmiv2_rescan_device",
+    "dcmi_get_device_die_v2",
+    "dcmiv2_get_device_die_id",
 };
 
 struct vdev {
@@ -229,6 +233,8 @@ struct chip {
     int unit_type; /* enum dcmi_unit_type: 0 NPU */
     struct dcmi_spod_info spod;
     unsigned int mainboard_id;
+    unsigned int vdie[DCMI_DIE_ID_COUNT]; /* VDIE: every chip */
+    unsigned int ddie[DCMI_DIE_ID_COUNT]; /* DDIE: asked through v2 only */
     char affinity[64];
     int ip_type; /* -1: no address configured */
     unsigned char ip[16];
@@ -335,6 +341,14 @@ static void chip_defaults(struct chip *c, int card, int dev, int logic, int phy)
     c->spod.super_pod_id = 0;
     c->spod.server_id = 0;
     c->mainboard_id = 0x0A; /* any value: the reference names no 910B main board */
+    /* Die ids unique per chip, as the simulator's (sim/profiles.py die_id_words): phy 0 (logic 2
+     * of the default layout) gets the issue's example, 00000001-0000ABCD-00000000-00000000-00000012. */
+    c->vdie[0] = 0x1;
+    c->vdie[1] = 0xABCD;
+    c->vdie[4] = 0x12 + (unsigned int)phy;
+    c->ddie[0] = 0x2;
+    c->ddie[1] = 0xDD1E;
+    c->ddie[4] = 0x12 + (unsigned int)phy;
     snprintf(c->affinity, sizeof(c->affinity), "%d-%d", (phy / 2) * 16, (phy / 2) * 16 + 15);
     c->ip_type = 0;
     c->ip[0] = 192;
@@ -684,6 +698,12 @@ static int set_int_field(struct chip *c, const char *field, long long v)
         c->spod.super_pod_type = (unsigned int)v;
     } else if (strcmp(field, "mainboard_id") == 0) {
         c->mainboard_id = (unsigned int)v;
+    } else if (strncmp(field, "vdie", 4) == 0 && field[4] >= '0' && field[4] < '0' + DCMI_DIE_ID_COUNT &&
+               field[5] == '\0') { /* vdie0 .. vdie4: one word */
+        c->vdie[field[4] - '0'] = (unsigned int)v;
+    } else if (strncmp(field, "ddie", 4) == 0 && field[4] >= '0' && field[4] < '0' + DCMI_DIE_ID_COUNT &&
+               field[5] == '\0') { /* ddie0 .. ddie4 */
+        c->ddie[field[4] - '0'] = (unsigned int)v;
     } else if (strcmp(field, "outband_state") == 0) {
         c->outband_state = (int)v;
     } else if (strcmp(field, "next_vfg_id") == 0) {
@@ -1246,6 +1266,27 @@ static int mainboard_locked(const struct chip *c, unsigned int *mainboard_id)
     return RC_OK;
 }
 
+/* NDIE is not modelled (no caller asks it); DDIE only through v2, as the reference's v1
+ * DcGetDieID refuses it. */
+static int die_id_locked(const struct chip *c, int die_type, int v2, struct dcmi_die_id *die_id)
+{
+    const unsigned int *words;
+    if (die_id == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    if (die_type == DCMI_VDIE) {
+        words = c->vdie;
+    } else if (die_type == DCMI_DDIE && v2) {
+        words = c->ddie;
+    } else if (die_type == DCMI_NDIE) {
+        return RC_NOT_SUPPORTED;
+    } else {
+        return RC_BAD_PARAMETER;
+    }
+    memcpy(die_id->soc_die, words, sizeof(die_id->soc_die));
+    return RC_OK;
+}
+
 static int affinity_locked(const struct chip *c, char *affinity_cpu, int *length)
 {
     if (affinity_cpu == NULL || length == NULL) {
@@ -1575,6 +1616,12 @@ EXPORT int dcmi_get_mainboard_id(int card_id, int device_id, unsigned int *mainb
     ANSWER(mainboard_locked(c, mainboard_id));
 }
 
+EXPORT int dcmi_get_device_die_v2(int card_id, int device_id, int input_type, struct dcmi_die_id *die_id)
+{
+    CHIP_CALL(FN_DIE_ID, card_id, device_id);
+    ANSWER(die_id_locked(c, input_type, 0, die_id));
+}
+
 EXPORT int dcmi_get_affinity_cpu_info_by_device_id(int card_id, int device_id, char *affinity_cpu, int *length)
 {
     CHIP_CALL(FN_AFFINITY, card_id, device_id);
@@ -1662,6 +1709,12 @@ EXPORT int dcmiv2_get_mainboard_id(int dev_id, unsigned int *mainboard_id)
 {
     LOGIC_CALL(FN_V2_MAINBOARD_ID, dev_id);
     ANSWER(mainboard_locked(c, mainboard_id));
+}
+
+EXPORT int dcmiv2_get_device_die_id(int dev_id, int input_type, struct dcmi_die_id *die_id)
+{
+    LOGIC_CALL(FN_V2_DIE_ID, dev_id);
+    ANSWER(die_id_locked(c, input_type, 1, die_id));
 }
 
 EXPORT int dcmiv2_get_affinity_cpu_info_by_dev_id(int dev_id, char *affinity_cpu, int *len)

@@ -93,6 +93,7 @@ async def test_dcmi_backend_process_on_a_950_node_speaks_v2(
         "str chip_name * Ascend950PR\nint board_id * 0x50\nint mainboard_id * 0x03\n"
         "int super_pod_id * 5\nint server_id * 1\nint chassis_id * 3\nint super_pod_type * 2\nint scale_type * 8192\n"
         "codes 1 80E01801\n"
+        "int ddie1 1 0xABCD\nrc dcmiv2_get_device_die_id 0 -8005\n"
     )
     args = ("--library", str(dcmi_double_path))
     with running_exporter(tmp_path / "run", *args, backend="dcmi", env={"DCMI_DOUBLE_CONFIG": str(config)}) as ep:
@@ -109,5 +110,12 @@ async def test_dcmi_backend_process_on_a_950_node_speaks_v2(
     fields = ("super_pod_id", "server_index", "rack_id", "super_pod_type", "scale_type", "main_board_id")
     assert [static[f]["value"] for f in fields] == [5, 1, 3, 2, 8192, 0x03]
     assert static["product_type"]["status"] == "unsupported"
+    # Die ids through dcmiv2_get_device_die_id: the VDIE and the 950's DDIE as text; chip 0's reads
+    # fail, so its ids are null and the chip is served all the same.
+    assert (static["vdie_id"], static["ddie_id"]) == (
+        "00000001-0000ABCD-00000000-00000000-00000017",
+        "00000002-0000ABCD-00000000-00000000-00000017",
+    )
+    assert (chips[0]["static"]["vdie_id"], chips[0]["static"]["ddie_id"], chips[0]["state"]) == (None, None, "ok")
     assert chips[1]["dynamic"]["error_codes"]["value"] == ["80E01801"]
     assert any(e.get("event") == "chip library initialised" and e.get("api") == "dcmiv2" for e in ep.logs())

@@ -61,3 +61,26 @@ def test_a_request_with_an_unknown_field_is_refused(
 def test_an_unknown_field_does_not_hide_a_missing_one() -> None:
     with pytest.raises(ValidationError):
         NodeInfo.model_validate({"added_later": 1})
+
+
+def test_a_chip_static_from_an_exporter_without_die_ids_reads_as_none() -> None:
+    """An exporter older than issue 23 sends no vdie_id / ddie_id: the chip reads, the die ids are None."""
+    listing = ChipList(last_event_id="r-1", chips=[exporter_chip(0, 0)])
+    body = listing.model_dump(mode="json")
+    for chip in body["chips"]:
+        del chip["static"]["vdie_id"], chip["static"]["ddie_id"]
+    read = ChipList.model_validate(body)
+    assert read == listing
+    assert read.chips[0].static.vdie_id is None and read.chips[0].static.ddie_id is None
+
+
+def test_a_chip_static_with_die_ids_round_trips() -> None:
+    chip = exporter_chip(0, 0)
+    vdie, ddie = "00000001-0000ABCD-00000000-00000000-00000012", "00000002-00000D1E-00000000-00000000-00000000"
+    static = chip.static.model_copy(update={"vdie_id": vdie, "ddie_id": ddie})
+    listing = ChipList(last_event_id="r-1", chips=[chip.model_copy(update={"static": static})])
+    body = listing.model_dump(mode="json")
+    assert body["chips"][0]["static"]["vdie_id"] == vdie and body["chips"][0]["static"]["ddie_id"] == ddie
+    read = ChipList.model_validate(_with_added_fields(body))
+    assert read == listing
+    assert read.chips[0].static.vdie_id == vdie and read.chips[0].static.ddie_id == ddie

@@ -268,6 +268,49 @@ def test_main_board_id_failure_is_a_field_error(dcmi_double: Control) -> None:
     assert backend.read_static(chip(1)).main_board_id.value == 0x19
 
 
+EXAMPLE_DIE_ID = "00000001-0000ABCD-00000000-00000000-00000012"  # issue 23's words [0x1, 0xABCD, 0, 0, 0x12]
+
+
+def test_vdie_id_is_read_and_formatted_as_the_reference(dcmi_double: Control) -> None:
+    for i, word in enumerate((0xDEADBEEF, 0xCAFE, 0xA, 0xB0B, 0x7FFFFFFF)):
+        dcmi_double.set_int(f"vdie{i}", 1, word)
+    backend = make_backend(dcmi_double)
+    static = backend.read_static(chip(1))
+    assert static.vdie_id == "DEADBEEF-0000CAFE-0000000A-00000B0B-7FFFFFFF"
+    assert static.ddie_id is None  # a 910B on the v1 library: no DDIE, not even asked
+    # The double's default words of phy 0 (logic 2) are the issue's example; phy 2 differs in its last word.
+    assert backend.read_static(chip(2)).vdie_id == EXAMPLE_DIE_ID
+    assert backend.read_static(chip(0)).vdie_id == "00000001-0000ABCD-00000000-00000000-00000014"
+    # One v1 call per read, by (card, device); never the v2 symbol.
+    assert dcmi_double.call_count("dcmi_get_device_die_v2", 1) == 1
+    assert dcmi_double.call_count("dcmiv2_get_device_die_id") == 0
+
+
+def test_a_failed_die_read_is_none_logged_once_and_the_chip_still_reads(
+    dcmi_double: Control, caplog: pytest.LogCaptureFixture
+) -> None:
+    dcmi_double.set_rc("dcmi_get_device_die_v2", 0, -8005)
+    backend = make_backend(dcmi_double)
+    with caplog.at_level("WARNING", logger="dcmi_exporter.backends.dcmi.backend"):
+        first, again = backend.read_static(chip(0)), backend.read_static(chip(0))
+    assert first.vdie_id is None and again.vdie_id is None
+    assert first.chip_name.value == "910B3" and first.board_id.is_ok and first.main_board_id.is_ok
+    warnings = [r for r in caplog.records if r.getMessage() == "die id unreadable"]
+    assert len(warnings) == 1
+    assert (getattr(warnings[0], "logic_id", None), getattr(warnings[0], "rc", None)) == (0, -8005)
+    assert backend.read_static(chip(1)).vdie_id == "00000001-0000ABCD-00000000-00000000-00000015"
+    assert dcmi_double.call_count("dcmi_get_device_die_v2", 0) == 2  # asked again: the driver may recover
+    dcmi_double.set_rc("dcmi_get_device_die_v2", 0, 0)
+    assert backend.read_static(chip(0)).vdie_id == "00000001-0000ABCD-00000000-00000000-00000014"
+
+
+def test_an_unsupported_die_call_reads_none(dcmi_double: Control) -> None:
+    """A driver that does not support the call (-8255; a missing symbol is the same NotSupported)."""
+    dcmi_double.set_rc("dcmi_get_device_die_v2", -1, -8255)
+    static = make_backend(dcmi_double).read_static(chip(3))
+    assert static.vdie_id is None and static.chip_name.is_ok
+
+
 # --------------------------------------------------------------------------------- dynamic state
 
 
@@ -806,6 +849,38 @@ def test_v2_read_static_reports_what_the_double_returns(dcmi_double: Control, nu
     assert dcmi_double.call_count("dcmiv2_get_device_chip_info", 1) == 1
     assert dcmi_double.call_count("dcmi_get_device_info") == 0
     assert dcmi_double.call_count("dcmi_get_device_chip_info_v2") == 0
+
+
+def test_v2_reads_the_vdie_and_the_ddie_of_a_950(dcmi_double: Control) -> None:
+    a5_double(dcmi_double)
+    dcmi_double.set_int("ddie1", 3, 0xABCD)
+    dcmi_double.set_int("ddie4", 3, 0xFFFFFFFF)
+    backend = make_backend(dcmi_double)
+    static = backend.read_static(a5_chip(3))  # phy 1
+    assert static.vdie_id == "00000001-0000ABCD-00000000-00000000-00000013"
+    assert static.ddie_id == "00000002-0000ABCD-00000000-00000000-FFFFFFFF"
+    assert backend.read_static(a5_chip(2)).ddie_id == "00000002-0000DD1E-00000000-00000000-00000012"
+    # Asked through the v2 call by logic id, once per die type; never the v1 symbol.
+    assert dcmi_double.call_count("dcmiv2_get_device_die_id", 3) == 2
+    assert dcmi_double.call_count("dcmi_get_device_die_v2") == 0
+
+
+def test_v2_failed_die_reads_are_none_and_the_chip_still_reads(dcmi_double: Control) -> None:
+    a5_double(dcmi_double)
+    dcmi_double.set_rc("dcmiv2_get_device_die_id", 0, -8005)  # the double fails every die type of chip 0
+    backend = make_backend(dcmi_double)
+    static = backend.read_static(a5_chip(0))
+    assert static.vdie_id is None and static.ddie_id is None
+    assert static.chip_name.value == "Ascend950PR" and static.super_pod_id.is_ok
+    assert backend.read_static(a5_chip(1)).ddie_id == "00000002-0000DD1E-00000000-00000000-00000015"
+
+
+def test_v2_other_families_are_not_asked_their_ddie(dcmi_double: Control) -> None:
+    """The reference's plugin asks the DDIE of the 950 alone; a v2 chip that is no 950 reads none."""
+    dcmi_double.set_rc("dcmi_init", -1, -8255)  # a v2 library, chips left 910B3
+    static = make_backend(dcmi_double).read_static(a5_chip(0))
+    assert static.vdie_id == "00000001-0000ABCD-00000000-00000000-00000014" and static.ddie_id is None
+    assert dcmi_double.call_count("dcmiv2_get_device_die_id", 0) == 1
 
 
 def test_v2_super_pod_uint32_values_stay_unsigned(dcmi_double: Control) -> None:

@@ -950,3 +950,26 @@ def test_sim_switch_fault_rejects_bad_arguments(make: Factory, kwargs: dict[str,
     args: dict[str, Any] = {"alarm_id": 0x00F1FEF5, "fault_id": 155913, "position": "cpu"} | kwargs
     with pytest.raises(ValueError, match=match):
         make("a3-16").switch_fault(**args)
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_sim_die_ids_are_deterministic_and_distinct_per_chip(make: Factory, profile: str) -> None:
+    """A VDIE on every chip, a DDIE on the 950 alone; the same words in every run (phy 0: the issue's example)."""
+    backend, again = make(profile), make(profile, seed=7)
+    vdies, ddies = set(), set()
+    for address in backend.discover():
+        static = backend.read_static(address)
+        assert static == again.read_static(address)
+        last = f"{0x12 + address.phy_id:08X}"
+        assert static.vdie_id == f"00000001-0000ABCD-00000000-00000000-{last}"
+        if backend.layout.family is ChipFamily.ASCEND950:
+            assert static.ddie_id == f"00000002-0000DD1E-00000000-00000000-{last}"
+        else:
+            assert static.ddie_id is None
+        vdies.add(static.vdie_id)
+        ddies.add(static.ddie_id)
+    assert len(vdies) == backend.layout.chip_count
+    if backend.layout.family is ChipFamily.ASCEND950:
+        assert len(ddies) == backend.layout.chip_count
+    phy0 = next(a for a in backend.discover() if a.phy_id == 0)
+    assert backend.read_static(phy0).vdie_id == "00000001-0000ABCD-00000000-00000000-00000012"

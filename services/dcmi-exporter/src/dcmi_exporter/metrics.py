@@ -21,7 +21,9 @@ LABELS = ["id", "model_name", "vdie_id", "pcie_bus_info"]
 
 def _labels(chip: Chip) -> list[str]:
     name = chip.static.chip_name.value if chip.static.chip_name.is_ok else ""
-    return [str(chip.phy_id), f"Ascend{name}" if name else "", "", ""]
+    # vdie_id: the chip's VDIE on every family, "" when unread (npu-exporter setVdieID leaves it
+    # empty then). pcie_bus_info stays "": not read.
+    return [str(chip.phy_id), f"Ascend{name}" if name else "", chip.static.vdie_id or "", ""]
 
 
 def health_value(chip: Chip) -> int:

@@ -104,6 +104,14 @@ class ChipStatic(Frozen):
     rack_id: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)
     super_pod_type: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)
     scale_type: Reading[int] = Reading[int].error(RC_NOT_SUPPORTED)
+    # Die ids as the reference's DcGetDieID writes them (five uint32, "%08s" hex, "-", upper case:
+    # `00000001-0000ABCD-00000000-00000000-00000012`): the VDIE of every chip
+    # (dcmi_get_device_die_v2 / dcmiv2_get_device_die_id type 1; the metrics label `vdie_id`) and
+    # the DDIE of the 950 (type 2, v2 library; the soft-share `shm-id` there). None when the read
+    # failed, the family has no such die, or the exporter predates the fields: a consumer that
+    # needs one refuses, it never guesses.
+    vdie_id: str | None = None
+    ddie_id: str | None = None
 
 
 class ChipDynamic(Frozen):

@@ -43,6 +43,7 @@ from dcmi_exporter.backends.base import EventSink, RawFaultEvent
 from dcmi_exporter.backends.dcmi import structs as s
 from dcmi_exporter.backends.dcmi.generations import NO_CARD, V1, V2, Generation
 from dcmi_exporter.backends.dcmi.library import DEFAULT_LIB_PATH, DcmiLibrary
+from dcmi_exporter.backends.dieid import DieType, format_die_id
 from dcmi_exporter.backends.errors import (
     RC_INTERNAL,
     RC_NOT_READY,
@@ -152,6 +153,7 @@ def _family(chip_name: Reading[str], board_id: Reading[int]) -> ChipFamily | Non
 # The families whose chips have a super pod to report, and the one that reports its rack too.
 SUPER_POD_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
 RACK_FAMILY = ChipFamily.ASCEND950
+DDIE_FAMILY = ChipFamily.ASCEND950  # the reference's plugin asks the DDIE of the 950 ("npu") alone
 
 
 class DcmiBackend:
@@ -183,6 +185,10 @@ class DcmiBackend:
         # which are out of scope here, so ChipDynamic.vnpus reports this registry.
         self._vnpus: dict[int, dict[int, Vnpu]] = {}
         self._vnpu_mutex = threading.Lock()  # guards _vnpus only; never held across a call
+        # (logic id, die type) whose die-id read failed and was logged: static facts are re-read,
+        # and a driver without the call would otherwise log the same warning on every refresh.
+        self._die_failures: set[tuple[int, DieType]] = set()
+        self._die_mutex = threading.Lock()  # guards _die_failures only
 
     @property
     def library(self) -> DcmiLibrary:
@@ -281,7 +287,10 @@ class DcmiBackend:
             chip_type, chip_name, chip_version = (Reading.ok(v) for v in info[:3])
             aicore = Reading.ok(info[3])
         board_id = _read(lambda: self._board_id(chip))
-        pod = self._super_pod(chip, _family(chip_name, board_id))
+        family = _family(chip_name, board_id)
+        pod = self._super_pod(chip, family)
+        # The DDIE exists on the v2 library only (the reference's v1 DcGetDieID refuses the type).
+        ask_ddie = family is DDIE_FAMILY and self._gen.by_logic_id
         return ChipStatic(
             chip_type=chip_type,
             chip_name=chip_name,
@@ -293,6 +302,8 @@ class DcmiBackend:
             numa_node=_read(lambda: self._numa_node(chip)),
             device_ip=_read(lambda: self._device_ip(chip)),
             main_board_id=_read(lambda: self._main_board_id(chip)),
+            vdie_id=self._die_id(chip, DieType.VDIE),
+            ddie_id=self._die_id(chip, DieType.DDIE) if ask_ddie else None,
             **pod,
         )
 
@@ -369,6 +380,27 @@ class DcmiBackend:
             ctypes.byref(size),
         )
         return info
+
+    def _die_id(self, chip: ChipAddress, die_type: DieType) -> str | None:
+        """The die id as the reference's DcGetDieID writes it; None (logged once per chip and type)
+        when the library cannot answer: the chip works on without it, its consumers refuse."""
+        op = "dcmi_get_device_die_v2"
+        die = s.DcmiDieId()
+        try:
+            self._call(op, chip, int(die_type), ctypes.byref(die))
+        except DcmiError as exc:
+            with self._die_mutex:
+                first = (chip.logic_id, die_type) not in self._die_failures
+                self._die_failures.add((chip.logic_id, die_type))
+            if first:
+                log.warning(
+                    "die id unreadable",
+                    extra={"logic_id": chip.logic_id, "die_type": die_type.name, "op": exc.op, "rc": exc.code},
+                )
+            return None
+        with self._die_mutex:
+            self._die_failures.discard((chip.logic_id, die_type))
+        return format_die_id(list(die.soc_die))
 
     def _main_board_id(self, chip: ChipAddress) -> int:
         value = ctypes.c_uint(0)

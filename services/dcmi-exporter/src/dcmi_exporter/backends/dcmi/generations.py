@@ -47,6 +47,7 @@ V2_SYMBOLS: Final[Mapping[str, str | None]] = {
     "dcmi_get_device_outband_channel_state": "dcmiv2_get_device_outband_channel_state",
     "dcmi_pre_reset_soc": "dcmiv2_pre_reset_device",
     "dcmi_rescan_soc": "dcmiv2_rescan_device",
+    "dcmi_get_device_die_v2": "dcmiv2_get_device_die_id",  # same struct dcmi_die_id; v2 also knows DDIE
     "dcmi_create_vdevice": None,  # DeviceManagerV2.CreateVirtualDevice: not supported
     "dcmi_set_destroy_vdevice": None,
 }

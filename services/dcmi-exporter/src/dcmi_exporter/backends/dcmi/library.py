@@ -84,6 +84,8 @@ SIGNATURES: dict[str, Sequence[Any]] = {
     "dcmi_get_device_outband_channel_state": (_int, _int, _pint),
     "dcmi_pre_reset_soc": (_int, _int),
     "dcmi_rescan_soc": (_int, _int),
+    # (card, dev, enum dcmi_die_type: 0 NDIE, 1 VDIE, out)
+    "dcmi_get_device_die_v2": (_int, _int, _int, ctypes.POINTER(s.DcmiDieId)),
     # v2: the chip is its logic id (`int dev_id`); every struct is the v1 one.
     "dcmiv2_init": (),
     "dcmiv2_get_dcmi_version": (ctypes.c_char_p, _int),
@@ -109,6 +111,7 @@ SIGNATURES: dict[str, Sequence[Any]] = {
     "dcmiv2_get_device_outband_channel_state": (_int, _pint),
     "dcmiv2_pre_reset_device": (_int,),
     "dcmiv2_rescan_device": (_int,),
+    "dcmiv2_get_device_die_id": (_int, _int, ctypes.POINTER(s.DcmiDieId)),  # (logic, enum dcmi_die_type, out)
 }
 
 

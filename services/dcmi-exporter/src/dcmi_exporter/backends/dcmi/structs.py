@@ -23,6 +23,7 @@ EVENT_RESV_LEN = 32  # DCMI_MAX_EVENT_RESV_LENGTH
 MAX_ERROR_CODES = 128  # the reference's MaxErrorCodeCount
 MAX_PROCS = 32  # processes dcmi_get_device_resource_info may write
 SPOD_RESERVE_LEN = 6  # dcmi_spod_info.reserve (the reference's DcmiSpodReserveLen)
+DIE_ID_COUNT = 5  # DIE_ID_COUNT: the words of struct dcmi_die_id (the reference's DieIDCount)
 
 IP_TYPE_V4 = 0
 IP_TYPE_V6 = 1
@@ -106,6 +107,12 @@ class DcmiSpodInfo(ctypes.Structure):
     ]
 
 
+class DcmiDieId(ctypes.Structure):
+    """dcmi_get_device_die_v2 / dcmiv2_get_device_die_id: one die's id, five words."""
+
+    _fields_ = [("soc_die", ctypes.c_uint * DIE_ID_COUNT)]
+
+
 class DcmiCreateVdevResStru(ctypes.Structure):
     """dcmi_create_vdevice input; 0xFFFFFFFF ids let the library choose."""
 
@@ -185,6 +192,7 @@ C_TYPES: dict[str, type[ctypes.Structure] | type[ctypes.Union]] = {
     "dcmi_proc_mem_info": DcmiProcMemInfo,
     "dcmi_board_info": DcmiBoardInfo,
     "dcmi_spod_info": DcmiSpodInfo,
+    "dcmi_die_id": DcmiDieId,
     "dcmi_create_vdev_res_stru": DcmiCreateVdevResStru,
     "dcmi_create_vdev_out": DcmiCreateVdevOut,
     "dcmi_event_filter": DcmiEventFilter,

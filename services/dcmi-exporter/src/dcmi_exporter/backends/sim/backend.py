@@ -31,6 +31,7 @@ from ascend_common.schemas.reading import Reading
 from ascend_common.vnpu import TEMPLATES, template_allowed
 
 from dcmi_exporter.backends.base import EventSink, RawFaultEvent, RawSwitchEvent
+from dcmi_exporter.backends.dieid import DieType, format_die_id
 from dcmi_exporter.backends.errors import (
     RC_NOT_SUPPORTED,
     RC_RESET_FAILED,
@@ -77,6 +78,10 @@ def _int_or_unsupported(value: int | None) -> Reading[int]:
 
 def _str_or_unsupported(value: str | None) -> Reading[str]:
     return Reading[str].ok(value) if value is not None else Reading[str].error(RC_NOT_SUPPORTED)
+
+
+def _die_id(words: tuple[int, ...] | None) -> str | None:
+    return format_die_id(words) if words is not None else None
 
 
 class SimBackend:
@@ -137,6 +142,8 @@ class SimBackend:
             rack_id=_int_or_unsupported(lay.rack_id),
             super_pod_type=_int_or_unsupported(lay.super_pod_type),
             scale_type=_int_or_unsupported(lay.scale_type),
+            vdie_id=_die_id(lay.die_id_words(phy, DieType.VDIE)),
+            ddie_id=_die_id(lay.die_id_words(phy, DieType.DDIE)),
         )
 
     def read_dynamic(self, chip: ChipAddress) -> ChipDynamic:

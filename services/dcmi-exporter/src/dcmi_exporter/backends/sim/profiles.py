@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from ascend_common.chips import A3_BOARD_IDS, ChipAddress, ChipFamily, detect_family, is_910_family
 from ascend_common.products import ProductType
 
+from dcmi_exporter.backends.dieid import DieType
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -110,6 +112,16 @@ class Profile:
     def numa_node(self, phy_id: int) -> int:
         # Two-socket hosts: the first half of the chips hang off socket 0.
         return 0 if phy_id < self.chip_count // 2 else 1
+
+    def die_id_words(self, phy_id: int, die_type: DieType) -> tuple[int, ...] | None:
+        """The chip's die id (struct dcmi_die_id): a VDIE on every chip, a DDIE on the 950 alone (the
+        v2 library's type); deterministic and distinct per chip. Phy 0 answers the issue-23 example
+        [0x1, 0xABCD, 0, 0, 0x12], the C double (tests/cdouble) the same words."""
+        if die_type is DieType.VDIE:
+            return (0x1, 0xABCD, 0, 0, 0x12 + phy_id)
+        if die_type is DieType.DDIE and self.library_v2:
+            return (0x2, 0xDD1E, 0, 0, 0x12 + phy_id)
+        return None
 
     def device_ip(self, phy_id: int) -> str | None:
         """The RoCE IP of a 910 chip; the v2 library has no IP call."""
