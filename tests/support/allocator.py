@@ -32,6 +32,7 @@ def wired_allocator(
     preset_vnpu: bool = True,
     taken_tries: int = 3,
     taken_wait_s: float = 0.2,
+    soft_share: bool = False,
 ) -> Allocator:
     containers = Containers(manager, runtime_mode=runtime_mode, dev_root=dev_root)
     report = Report(manager, patcher=pods, node=node)
@@ -40,5 +41,5 @@ def wired_allocator(
     return Allocator(
         board, containers, report, PlainReport(report, pods=pods), cache,
         DynamicVnpu(containers, cache, report, exporter=exporter), volcano=path if volcano else None,
-        preset_vnpu=preset_vnpu,
+        preset_vnpu=preset_vnpu, soft_share=soft_share,
     )  # fmt: skip

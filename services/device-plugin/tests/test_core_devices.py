@@ -83,7 +83,10 @@ def test_device_list_takes_only_chips_of_the_resource_type() -> None:
 
 
 def test_shared_copies_carry_the_chip_health() -> None:
-    chips = [chip(1, rtype=R310P, family=ChipFamily.ASCEND310P, healthy=False), chip(0, rtype=R310P)]
+    chips = [
+        chip(1, rtype=R310P, family=ChipFamily.ASCEND310P, healthy=False),
+        chip(0, rtype=R310P, family=ChipFamily.ASCEND310P),
+    ]
     devices = physical_devices(chips, R310P, share_count=3)
     assert [d.id for d in devices] == [
         "Ascend310P-0-0",

@@ -42,6 +42,10 @@ log = logging.getLogger(__name__)
 GRACE_CHECK_S = 0.5
 
 
+class SoftShareRefused(ValueError):
+    """Soft share is on and the node's chips cannot take it (core/softshare.soft_share_refusal)."""
+
+
 @dataclass
 class DevicePlugin:
     settings: PluginSettings
@@ -56,7 +60,7 @@ class DevicePlugin:
         self.exporter = ExporterClient(s.exporter_socket, token=token)
         self.manager = ResourceManager(
             self.board, default_fault_code_table(), self.metrics,
-            share_count=s.share_dev_count, preset_virtual_device=s.preset_virtual_device,
+            share_count=s.share_dev_count, soft_share=s.soft_share, preset_virtual_device=s.preset_virtual_device,
         )  # fmt: skip
         kit = self.lifecycle
         self.follower = InventoryFollower(self.exporter, self._on_chips, kit.scope("exporter-follower"))
@@ -87,6 +91,7 @@ class DevicePlugin:
                 taken_wait_s=s.update_pod_wait_time,
             ) if s.volcano_type else None,
             preset_vnpu=s.preset_virtual_device,
+            soft_share=s.soft_share,
             slow_node=self.kube.slow_node_envs if self.kube is not None and s.enable_slow_node else None,
         )  # fmt: skip
         self.registrar = Registrar(
@@ -97,11 +102,20 @@ class DevicePlugin:
         kit.ready_when(lambda: None if self.servers else "no chips yet")
         kit.ready_when(lambda: None if self.registrar.all_registered() else "not registered with the kubelet")
         self._unmappable: set[str] = set()  # pods whose kltDev/AscendReal could not be read (logged once)
+        self._started = False  # start() checked the chips it saw; later chips are checked as they come
+        self._refused = False
 
     # ---- inputs ------------------------------------------------------------------------------
 
     def _on_chips(self, changed: Mapping[int, Chip]) -> None:
         self.manager.set_chips(changed)
+        if (reason := self.manager.soft_share_refusal()) is not None:
+            # Before start() has checked, it refuses (exit 2); after, the plugin stops (exit 1) and
+            # serves nothing of these chips meanwhile.
+            if self._started and not self._refused:
+                self._refused = True
+                self._loops.essential(_refuse(reason), "soft-share-check")
+            return
         if self.kube is not None and self.settings.volcano_type:
             self.manager.restore_volcano(self.kube.allocated())
         self._ensure_servers()
@@ -158,6 +172,9 @@ class DevicePlugin:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(10):
                 await self.follower.synced.wait()
+        if (reason := self.manager.soft_share_refusal()) is not None:
+            raise SoftShareRefused(reason)
+        self._started = True
         await self.registrar.start()
         self._loops.essential(self._grace_watch(), "exporter-grace")
         if not self.settings.preset_virtual_device and self.kube is not None:
@@ -187,6 +204,10 @@ class DevicePlugin:
         if self.kube is not None:
             await self.kube.stop()
         await self.exporter.close()
+
+
+async def _refuse(reason: str) -> None:
+    raise SoftShareRefused(reason)
 
 
 async def serve(plugin: DevicePlugin) -> int:

@@ -21,13 +21,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if settings.kube == "api" and not settings.node_name:
         log.error("cannot start", extra={"error": "--node-name is required with --kube api"})
         return 2
-    from ascend_device_plugin.app import DevicePlugin, serve
+    from ascend_device_plugin.app import DevicePlugin, SoftShareRefused, serve
     from ascend_device_plugin.kubelet.registrar import UnsafePath
 
     try:
         plugin = DevicePlugin(settings)
         return asyncio.run(serve(plugin))
-    except (TokenFileError, UnsafePath, OSError) as exc:
+    except (TokenFileError, UnsafePath, OSError, SoftShareRefused) as exc:
         log.error("cannot start", extra={"error": str(exc)})
         return 2
 

@@ -7,12 +7,14 @@ shareDevCount, listWatchPeriod, useAscendDocker) in kebab case.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 from ascend_common.adapters.kubelet.constants import DEFAULT_PLUGIN_DIR, DEFAULT_PODRESOURCES_SOCKET
 from ascend_common.adapters.settings import HostPort, service_config
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, CliImplicitFlag
+
+from ascend_device_plugin.core.softshare import check_switch, soft_share_on
 
 
 class PluginSettings(BaseSettings):
@@ -54,7 +56,19 @@ class PluginSettings(BaseSettings):
         le=5,
         description="Volcano: seconds between those tries, growing with jitter (UpdatePodWaitTime).",
     )
-    share_dev_count: int = Field(1, ge=1, le=100, description="310P/310B sharing: advertise each chip N times.")
+    share_dev_count: int = Field(
+        1,
+        ge=1,
+        le=100,
+        description="310P/310B sharing: advertise each chip N times (other families: once, with a warning); "
+        "100 with --soft-share-dev-config-dir: soft share.",
+    )
+    soft_share_dev_config_dir: Path | None = Field(
+        None,
+        description="Soft share (Volcano chip1softsharedev; the reference's softShareDevConfigDir): with "
+        "--share-dev-count 100 and --volcano-type, each chip is offered as 100 ids <name>-<phy>-0..99. "
+        "An absolute path whose parent exists.",
+    )
     use_ascend_docker: bool = Field(True, description="Ascend Docker Runtime mode; false: mount /dev/davinci*.")
     token_file: Path | None = Field(None, description="Holds the plugin's `vnpu` token (dynamic vNPU mode).")
     list_watch_period: float = Field(
@@ -71,3 +85,23 @@ class PluginSettings(BaseSettings):
     max_message_bytes: int = Field(4 << 20, ge=64 << 10, le=64 << 20, description="gRPC message size cap.")
     max_streams: int = Field(16, ge=1, le=1024, description="Concurrent gRPC streams per connection.")
     log_level: str = Field("INFO", description="Log level.")
+
+    @model_validator(mode="after")
+    def _check_share(self) -> Self:
+        """The reference's start checks of the share flags (main.go), so that a bad set exits 2."""
+        reason = check_switch(
+            self.share_dev_count, self.soft_share_dev_config_dir, volcano_type=self.volcano_type,
+            preset_virtual_device=self.preset_virtual_device,
+        )  # fmt: skip
+        if reason is not None:
+            raise ValueError(reason)
+        directory = self.soft_share_dev_config_dir
+        # The reference's RealDirChecker on the parent: the directory itself is made when first needed.
+        if directory is not None and not directory.parent.is_dir():
+            raise ValueError(f"--soft-share-dev-config-dir {str(directory)!r}: its parent is not a directory")
+        return self
+
+    @property
+    def soft_share(self) -> bool:
+        """Soft share is on (the reference's common.IsSupportSoftShareDevice)."""
+        return soft_share_on(self.share_dev_count, self.soft_share_dev_config_dir)

@@ -15,6 +15,7 @@ from ascend_common.vnpu import TEMPLATE_BY_SUFFIX
 
 from ascend_device_plugin.core.model import ChipInfo
 from ascend_device_plugin.core.ordering import natural_key
+from ascend_device_plugin.core.softshare import ids_per_chip
 
 MAX_SHARE_COUNT = 100  # the reference's MaxShareDevCount (pkg/common/constants.go)
 
@@ -25,12 +26,16 @@ class DeviceEntry(NamedTuple):
     numa: int | None
 
 
-def physical_devices(chips: Iterable[ChipInfo], rtype: ResourceType, *, share_count: int = 1) -> list[DeviceEntry]:
-    """The physical resource `huawei.com/<rtype>`: one device per chip, or `share_count` copies.
+def physical_devices(
+    chips: Iterable[ChipInfo], rtype: ResourceType, *, share_count: int = 1, soft_share: bool = False
+) -> list[DeviceEntry]:
+    """The physical resource `huawei.com/<rtype>`: one device per chip, or copies of it.
 
-    Shared copies (`<type>-<phy>-<idx>`, idx 0..N-1) carry the chip's health: a broken chip
-    takes all its copies down. A chip cut into vNPUs is offered only as those (the reference
-    lists a chip as physical when its VDevNum is 0), or it could be handed out twice.
+    How many ids a chip is comes from its family (core/softshare.ids_per_chip): `share_count` on
+    the 310P/310B, 100 under soft share, else one. Copies (`<type>-<phy>-<idx>`, idx 0..N-1) carry
+    the chip's health and NUMA node: a broken chip takes all its copies down. A chip cut into
+    vNPUs is offered only as those (the reference lists a chip as physical when its VDevNum is 0),
+    or it could be handed out twice.
     """
     if not 1 <= share_count <= MAX_SHARE_COUNT:
         raise ValueError(f"share count {share_count} is outside 1..{MAX_SHARE_COUNT}")
@@ -38,12 +43,13 @@ def physical_devices(chips: Iterable[ChipInfo], rtype: ResourceType, *, share_co
     for chip in chips:
         if chip.rtype is not rtype or chip.vnpus:
             continue
-        if share_count == 1:
+        copies = ids_per_chip(chip.family, share_count, soft_share)
+        if copies == 1:
             out.append(DeviceEntry(chip_name(rtype, chip.phy_id), chip.healthy, chip.numa_node))
         else:
             out.extend(
                 DeviceEntry(shared_device_id(rtype, chip.phy_id, idx), chip.healthy, chip.numa_node)
-                for idx in range(share_count)
+                for idx in range(copies)
             )
     return sorted(out, key=lambda d: natural_key(d.id))
 

@@ -24,6 +24,7 @@ from ascend_common.superpod import NO_SUPER_POD, SuperPod, main_board_id, super_
 
 from ascend_device_plugin.core.devices import DeviceEntry, physical_devices, vnpu_devices
 from ascend_device_plugin.core.model import ChipInfo, PodView
+from ascend_device_plugin.core.softshare import ignored_share_count, soft_share_refusal
 from ascend_device_plugin.core.vnpu_cores import core_health, core_ids
 from ascend_device_plugin.core.volcano import kubelet_map
 from ascend_device_plugin.resources.health import HealthDecision, HealthSource, decide
@@ -65,12 +66,15 @@ class ResourceManager:
         listener: InventoryListener,
         *,
         share_count: int = 1,
+        soft_share: bool = False,
         preset_virtual_device: bool = True,
     ) -> None:
         self._board = board
         self._table = table
         self._listener = listener
         self._share_count = share_count
+        self._soft_share = soft_share
+        self._share_warned = False  # the ignored --share-dev-count is logged once
         self._preset_virtual_device = preset_virtual_device
         self._chips: dict[int, Chip] = {}  # by logic id
         self._verdicts: dict[str, ChipVerdict] = {}
@@ -93,6 +97,10 @@ class ResourceManager:
     @property
     def inventory(self) -> Inventory:
         return self._inventory
+
+    def soft_share_refusal(self) -> str | None:
+        """Why soft share cannot run on the chips known so far (core/softshare), or None."""
+        return soft_share_refusal((c.family for c in self._inventory.chips.values()), self._soft_share)
 
     # ---- inputs ------------------------------------------------------------------------------
 
@@ -210,7 +218,15 @@ class ResourceManager:
         if rtype is None:
             return
         chips = list(inventory.chips.values())
-        self._publish(rtype.value, self._remap(physical_devices(chips, rtype, share_count=self._share_count)))
+        if not self._share_warned and chips:
+            warning = ignored_share_count((c.family for c in chips), self._share_count, self._soft_share)
+            if warning is not None:
+                log.warning("share count ignored", extra={"reason": warning})
+            self._share_warned = True
+        physical = physical_devices(chips, rtype, share_count=self._share_count, soft_share=self._soft_share)
+        # Soft-share ids are anonymous (the reference maps real -> real): a chip's 100 ids report
+        # the chip, whichever pod Volcano placed on it.
+        self._publish(rtype.value, physical if self._soft_share else self._remap(physical))
         if self._preset_virtual_device:
             for suffix in sorted({v.suffix for c in chips for v in c.vnpus}):
                 self._publish(f"{rtype.value}-{suffix}", vnpu_devices(chips, suffix))
