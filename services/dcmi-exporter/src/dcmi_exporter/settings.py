@@ -25,7 +25,16 @@ class ExporterSettings(BaseSettings):
     library: Path = Field(Path("/usr/local/dcmi/libdcmi.so"), description="Path of libdcmi.so (dcmi backend).")
     time_scale: float = Field(1.0, gt=0, le=10_000, description="Simulated time runs this many times faster.")
     seed: int = Field(0, description="Seed of the simulator's telemetry.")
-    poll_period: float = Field(1.0, ge=0.05, le=60, description="Seconds between two reads of every chip.")
+    poll_period: float = Field(
+        1.0,
+        ge=0.05,
+        le=60,
+        description=(
+            "Seconds between two reads of every chip. Every chip is read on the same ticks, one period apart"
+            " (one wake-up for all); a read an event or a command asks for does not move them, so the next tick"
+            " may follow it sooner than a period."
+        ),
+    )
     call_timeout: float = Field(2.0, gt=0, le=60, description="Seconds before a library call is abandoned.")
     event_buffer: int = Field(MIN_EVENT_BUFFER, ge=MIN_EVENT_BUFFER, le=1_000_000, description="Events kept.")
     reset_timeout: float = Field(180.0, gt=0, le=3600, description="Seconds a reset may take to reach boot 16.")
