@@ -10,6 +10,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
+from ascend_common.chips import ChipFamily
 from ascend_common.clock import ManualClock
 from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
 from ascend_common.inuse import (
@@ -267,6 +268,16 @@ def test_get_chip_memory(name: str, first: Reading[Hbm] | None, expected: int) -
     chips = [with_hbm(exporter_chip(1, 1), hbm_ok(32768)), with_hbm(exporter_chip(0, 0), first)]
     assert first_chip_hbm_mb(ChipList(last_event_id=None, chips=chips)) == expected, name
     assert first_chip_hbm_mb(ChipList(last_event_id=None, chips=[])) == 0
+
+
+def test_the_hbm_size_is_read_on_the_families_with_on_chip_memory_only() -> None:
+    """common.HasOnChipMemory: 910A, 910B, A3, 950; a 310P's memory is no HBM, whatever the reading says."""
+    chip = with_hbm(exporter_chip(0, 0, name="310P3"), hbm_ok(HBM_MB))
+    assert chip.family is ChipFamily.ASCEND310P
+    assert first_chip_hbm_mb(ChipList(last_event_id=None, chips=[chip])) == 0
+    a5 = with_hbm(exporter_chip(0, 0, name="Ascend950DT", board=0x20, card_id=-1), hbm_ok(131072))
+    assert a5.family is ChipFamily.ASCEND950
+    assert first_chip_hbm_mb(ChipList(last_event_id=None, chips=[a5])) == 131072
 
 
 # ---- the reactor ------------------------------------------------------------------------------
