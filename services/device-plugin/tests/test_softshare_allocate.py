@@ -441,3 +441,28 @@ async def test_handle_soft_share_pod_delete_when_the_remove_fails(
     assert (enpu / "default.job1" / "0_0").is_dir()
     [record] = [r for r in caplog.records if r.getMessage() == "soft-share directory not removed"]
     assert record.__dict__["dir"] == "default.job1/0_0"
+
+
+# ---- the host refusing a write ------------------------------------------------------------------
+
+
+async def test_a_failed_write_refuses_naming_the_pod_and_leaves_none_of_its_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alloc, pods, enpu, _ = setup(tmp_path, [ss_pod()])
+    real_open = os.open
+
+    def failing_open(path: str | os.PathLike[str], flags: int, mode: int = 0o777, **kw: int | None) -> int:
+        if str(path).endswith("npu_info.config"):
+            raise OSError(28, "No space left on device")
+        return real_open(path, flags, mode, **kw)  # shutil.rmtree passes dir_fd
+
+    monkeypatch.setattr(os, "open", failing_open)
+    with pytest.raises(AllocationError) as err:
+        await alloc.allocate(R, request(ids(0, 30)))
+    assert err.value.kind is Refusal.SOFT_SHARE
+    assert err.value.message.startswith("pod default/p1: soft share: cannot write its quota file:")
+    assert "No space left on device" in err.value.message
+    assert list(enpu.iterdir()) == []  # neither the pod's dir nor the job's (this call made both)
+    assert pods.patches == [("default", "p1", {"predicate-time": TAKEN})]  # marked taken first, as Volcano pods are
+    await alloc.stop()
