@@ -23,9 +23,15 @@ SOFT_SHARE = ("--share-dev-count", "100", "--volcano-type")
 
 
 async def test_soft_share_lists_100_ids_per_chip_and_a_fault_takes_exactly_its_100(workdir: Path) -> None:
-    n = await make_node(workdir, *SOFT_SHARE, "--soft-share-dev-config-dir", str(workdir / "ss"))
+    missing = workdir / "no-enpu"
+    n = await make_node(
+        workdir, *SOFT_SHARE, "--soft-share-dev-config-dir", str(workdir / "ss"),
+        "--soft-share-npu-info-dir", str(missing),
+    )  # fmt: skip
     try:
         await wait_ready(n.plugin)
+        log = n.plugin.log_path.read_text()
+        assert "the npu-info directory is missing" in log and str(missing) in log  # told at start, not fatal
         every = {f"Ascend910-{p}-{i}" for p in range(8) for i in range(100)}
         msg = await n.kubelet.wait_for(R, lambda m: set(m.devices) == every)
         assert msg.healthy == every
