@@ -6,11 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from ascend_common.inuse import (
-    AICORE_QUOTA,
-    HBM_QUOTA,
     POD_ANNOTATION_MAX_LENGTH,
-    SCHEDULING_POLICIES,
-    SCHEDULING_POLICY,
     VOLCANO_KEYS,
     QuotaUse,
     allocation_share,
@@ -18,11 +14,17 @@ from ascend_common.inuse import (
     chips_in_use_for_allocation,
     chips_in_use_for_health,
     chips_named,
-    go_atoi,
     health_share,
-    is_soft_share,
     quota_use,
     volcano_named,
+)
+from ascend_common.softshare import (
+    AICORE_QUOTA,
+    HBM_QUOTA,
+    SCHEDULING_POLICIES,
+    SCHEDULING_POLICY,
+    go_atoi,
+    is_soft_share,
 )
 
 VOLCANO = "huawei.com/Ascend910"
@@ -202,8 +204,8 @@ def test_a_soft_share_pod_holds_its_ascend_real_chip_only(pod: Pod, health: set[
 
 
 def test_a_soft_share_pod_is_one_with_an_aicore_quota() -> None:
-    assert is_soft_share(Pod("Running", {AICORE_QUOTA: "x"}))
-    assert not is_soft_share(Pod("Running", {HBM_QUOTA: "1", SCHEDULING_POLICY: "elastic"}))
+    assert is_soft_share({AICORE_QUOTA: "x"})
+    assert not is_soft_share({HBM_QUOTA: "1", SCHEDULING_POLICY: "elastic"})
 
 
 @pytest.mark.parametrize(

@@ -13,13 +13,10 @@ from pathlib import PurePosixPath
 import pytest
 from ascend_common.chips import ChipFamily
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV
+from ascend_common.softshare import AICORE_QUOTA, HBM_QUOTA, SCHEDULING_POLICY, VNPU_ID
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.softshare_cleanup import PodDir, held_dirs, job_of, pod_dir_of, removals
 from ascend_device_plugin.core.softshare_pod import (
-    AICORE_QUOTA,
-    HBM_QUOTA,
-    POLICY,
-    VNPU_ID,
     Quota,
     atoi,
     is_job_dir,
@@ -36,7 +33,7 @@ from ascend_device_plugin.core.softshare_pod import (
 )
 
 DIE = "00000001-0000ABCD-00000000-00000000-00000012"  # the die words [0x1,0xABCD,0,0,0x12]
-QUOTAS = {AICORE_QUOTA: "30", HBM_QUOTA: "16384", POLICY: "elastic"}
+QUOTAS = {AICORE_QUOTA: "30", HBM_QUOTA: "16384", SCHEDULING_POLICY: "elastic"}
 
 
 # ---- the Allocate vector -----------------------------------------------------------------
@@ -79,7 +76,7 @@ def test_must_show_refusals() -> None:
     with pytest.raises(ValueError, match="none of the job labels"):  # no job label -> refused
         job_name({})
     with pytest.raises(ValueError, match="'gold' is not one of"):  # policy gold -> refused
-        parse_quota({**QUOTAS, POLICY: "gold"})
+        parse_quota({**QUOTAS, SCHEDULING_POLICY: "gold"})
 
 
 # ---- TestGetJobNameOfPod (pkg/common/common_test.go) ---------------------------------------------
@@ -154,20 +151,20 @@ def test_write_npu_config_file_skips_empty_values() -> None:
     ("policy", "number"), [("fixed-share", 1), ("elastic", 2), ("best-effort", 3)]
 )  # fmt: skip
 def test_convert_scheduling_policy_to_int_str(policy: str, number: int) -> None:
-    assert parse_quota({**QUOTAS, POLICY: policy}).policy == number
+    assert parse_quota({**QUOTAS, SCHEDULING_POLICY: policy}).policy == number
 
 
 @pytest.mark.parametrize(
     ("annotations", "message"),
     [
         ({}, "missing or empty annotations"),  # pod has no annotations
-        ({**QUOTAS, POLICY: ""}, "missing or empty annotations: huawei.com/scheduler.softShareDev.policy"),
+        ({**QUOTAS, SCHEDULING_POLICY: ""}, "missing or empty annotations: huawei.com/scheduler.softShareDev.policy"),
         (
-            {AICORE_QUOTA: "30", POLICY: "elastic"},
+            {AICORE_QUOTA: "30", SCHEDULING_POLICY: "elastic"},
             "missing or empty annotations: huawei.com/scheduler.softShareDev.hbm",
         ),
         # ours (the reference's bug 4): values are checked
-        ({**QUOTAS, POLICY: "gold"}, "is not one of fixed-share, elastic, best-effort"),
+        ({**QUOTAS, SCHEDULING_POLICY: "gold"}, "is not one of fixed-share, elastic, best-effort"),
         ({**QUOTAS, AICORE_QUOTA: "0"}, "aicoreQuota 0 is not in 1..100"),
         ({**QUOTAS, AICORE_QUOTA: "101"}, "aicoreQuota 101 is not in 1..100"),
         ({**QUOTAS, AICORE_QUOTA: "3O"}, "is not an integer"),

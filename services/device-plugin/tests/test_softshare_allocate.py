@@ -22,6 +22,7 @@ from ascend_common.chips import ResourceType
 from ascend_common.faults import default_fault_code_table
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV
 from ascend_common.schemas.exporter import Chip
+from ascend_common.softshare import AICORE_QUOTA, HBM_QUOTA, SCHEDULING_POLICY, VNPU_ID
 from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.report import NodeFacts
@@ -29,7 +30,6 @@ from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
 from ascend_device_plugin.allocation.softshare_files import HostFiles
 from ascend_device_plugin.core.annotations import CONFIG_910_KEY
 from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.softshare_pod import AICORE_QUOTA, HBM_QUOTA, POLICY, VNPU_ID
 from ascend_device_plugin.core.volcano import TAKEN, kubelet_map, pick_pod
 from ascend_device_plugin.kubelet.server import status_of
 from ascend_device_plugin.metrics import PluginMetrics
@@ -42,7 +42,7 @@ from tests.support.pod_source import FakePods
 
 DIE = "00000001-0000ABCD-00000000-00000000-00000012"
 DIE1 = "00000002-00000000-00000000-00000000-00000001"
-QUOTAS = {AICORE_QUOTA: "30", HBM_QUOTA: "16384", POLICY: "elastic"}
+QUOTAS = {AICORE_QUOTA: "30", HBM_QUOTA: "16384", SCHEDULING_POLICY: "elastic"}
 JOB1 = {"volcano.sh/job-name": "job1"}
 R = "Ascend910"
 
@@ -167,9 +167,9 @@ async def test_must_show_quota_30_request_29_is_not_a_candidate(tmp_path: Path) 
     ("pod", "cause"),
     [
         (ss_pod(labels={}), "the pod has none of the job labels"),  # no job label
-        (ss_pod(quotas={**QUOTAS, POLICY: "gold"}), "policy 'gold' is not one of"),  # policy gold
+        (ss_pod(quotas={**QUOTAS, SCHEDULING_POLICY: "gold"}), "policy 'gold' is not one of"),  # policy gold
         (ss_pod(quotas={**QUOTAS, HBM_QUOTA: "0"}), "hbmQuota 0 is not at least 1"),
-        (ss_pod(quotas={AICORE_QUOTA: "30", POLICY: "elastic"}), "missing or empty annotations"),
+        (ss_pod(quotas={AICORE_QUOTA: "30", SCHEDULING_POLICY: "elastic"}), "missing or empty annotations"),
         (ss_pod(chip="Ascend910-0,Ascend910-1"), "soft share gives a pod one chip; huawei.com/Ascend910 names 2"),
         (ss_pod(chip="Ascend910-2"), "Volcano chose chip Ascend910-2, which this node does not have"),
     ],

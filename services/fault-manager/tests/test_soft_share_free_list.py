@@ -13,20 +13,11 @@ import pytest
 from ascend_common.chips import ChipFamily
 from ascend_common.clock import ManualClock
 from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
-from ascend_common.inuse import (
-    AICORE_QUOTA,
-    ASCEND_REAL,
-    HBM_QUOTA,
-    KLT_DEV,
-    SCHEDULING_POLICY,
-    allocation_share,
-    chips_in_use_for_allocation,
-    is_soft_share,
-    quota_use,
-)
+from ascend_common.inuse import ASCEND_REAL, KLT_DEV, allocation_share, chips_in_use_for_allocation, quota_use
 from ascend_common.pods import SlimPod
 from ascend_common.schemas.exporter import Chip, ChipList, Hbm
 from ascend_common.schemas.reading import Reading
+from ascend_common.softshare import AICORE_QUOTA, HBM_QUOTA, SCHEDULING_POLICY, is_soft_share
 from fault_manager.deviceinfo.reports import device_info, kept_from_free_list
 from fault_manager.hotreset.jobs import TrainingJobs
 from fault_manager.policy.engine import FaultEngine, Policy
@@ -71,13 +62,13 @@ def use_of(pods: Iterable[SlimPod]) -> PodUse:
     pods = list(pods)
     sums: dict[str, QuotaSum] = {}
     for pod in pods:
-        use = quota_use(pod) if is_soft_share(pod) and allocation_share(pod) else None
+        use = quota_use(pod) if is_soft_share(pod.annotations) and allocation_share(pod) else None
         if use is not None:
             old = sums.get(use.chip, QuotaSum())
             sums[use.chip] = QuotaSum(old.aicore + use.aicore, old.hbm_mb + use.hbm_mb)
     return PodUse(
-        frozenset(chips_in_use_for_allocation(p for p in pods if not is_soft_share(p))),
-        frozenset(chips_in_use_for_allocation(p for p in pods if is_soft_share(p))),
+        frozenset(chips_in_use_for_allocation(p for p in pods if not is_soft_share(p.annotations))),
+        frozenset(chips_in_use_for_allocation(p for p in pods if is_soft_share(p.annotations))),
         sums,
     )
 

@@ -24,14 +24,20 @@ event at a time.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.naming import NPU_CORE, parse_device_id
 from ascend_common.pods import FINISHED_PHASES, PENDING, RUNNING, PodLike
+from ascend_common.softshare import (
+    AICORE_QUOTA,
+    HBM_QUOTA,
+    SCHEDULING_POLICIES,
+    SCHEDULING_POLICY,
+    go_atoi,
+    is_soft_share,
+)
 
 ASCEND_REAL = "huawei.com/AscendReal"
 KLT_DEV = "huawei.com/kltDev"
@@ -42,16 +48,6 @@ ALLOCATION_PHASES = (PENDING, RUNNING)
 VOLCANO_KEYS: tuple[str, ...] = tuple(RESOURCE_PREFIX + t.value for t in (ResourceType.ASCEND910, ResourceType.NPU))
 # Reference common.PodAnnotationMaxLength: a longer value is skipped whole (Go counts bytes).
 POD_ANNOTATION_MAX_LENGTH = 1024 * 1024
-
-# Soft share: Volcano (`setSchedulerShareAnnoToPod`) copies the job's quotas onto the pod.
-AICORE_QUOTA = "huawei.com/scheduler.softShareDev.aicoreQuota"  # percent of the chip's AI cores, 1-100
-HBM_QUOTA = "huawei.com/scheduler.softShareDev.hbmQuota"  # MB
-SCHEDULING_POLICY = "huawei.com/scheduler.softShareDev.policy"
-# common.ConvertSchedulingPolicyToIntStr; any other value (a number too) is no policy.
-SCHEDULING_POLICIES: Mapping[str, int] = MappingProxyType({"fixed-share": 1, "elastic": 2, "best-effort": 3})
-MAX_AICORE_QUOTA = 100  # api.SoftShareDeviceMaxAICoreQuota: the whole chip
-_GO_INT = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: ASCII digits, an optional sign, nothing else
-_INT64 = range(-(1 << 63), 1 << 63)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -94,19 +90,6 @@ def volcano_named(value: str) -> frozenset[str]:
     if not value or _too_long(value):
         return frozenset()
     return _volcano_named(value)
-
-
-def is_soft_share(pod: PodLike) -> bool:
-    """A soft-share pod: Volcano gave it an AI-core quota (the plugin lane's candidate test reads the same key)."""
-    return AICORE_QUOTA in pod.annotations
-
-
-def go_atoi(text: str) -> int | None:
-    """Go's strconv.Atoi on a 64-bit platform, None where it errs (no spaces, `_` or non-ASCII digits)."""
-    if not _GO_INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if value in _INT64 else None
 
 
 def annotation_int(annotations: Mapping[str, str], key: str) -> int | None:
@@ -165,7 +148,7 @@ def allocation_share(pod: PodLike, phases: tuple[str, ...] = ALLOCATION_PHASES) 
         return frozenset()
     annotations = pod.annotations
     real, klt = annotations.get(ASCEND_REAL), annotations.get(KLT_DEV)
-    if is_soft_share(pod):
+    if is_soft_share(annotations):
         return chips_named(real) if real is not None else frozenset()
     if klt is None:
         return chips_named(real) if real is not None else frozenset()

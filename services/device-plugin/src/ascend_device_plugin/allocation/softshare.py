@@ -18,6 +18,7 @@ from pathlib import Path
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.chips import RESOURCE_PREFIX
 from ascend_common.naming import parse_device_id
+from ascend_common.softshare import VNPU_ID
 
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
@@ -25,16 +26,7 @@ from ascend_device_plugin.allocation.report import Report
 from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
 from ascend_device_plugin.core.allocate import AllocDevice
 from ascend_device_plugin.core.model import ChipInfo, PodView
-from ascend_device_plugin.core.softshare_pod import (
-    VNPU_ID,
-    Quota,
-    job_dir,
-    job_name,
-    mounts,
-    npu_info_text,
-    parse_quota,
-    shm_id,
-)
+from ascend_device_plugin.core.softshare_pod import Quota, job_dir, job_name, mounts, npu_info_text, parse_quota, shm_id
 from ascend_device_plugin.core.volcano import annotation_key
 from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods

@@ -16,18 +16,10 @@ from dataclasses import dataclass
 from ascend_common.inuse import ASCEND_REAL
 from ascend_common.naming import parse_device_id
 from ascend_common.pods import FINISHED_PHASES
+from ascend_common.softshare import VNPU_ID, is_soft_share
 
 from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.softshare_pod import (
-    VNPU_ID,
-    atoi,
-    is_job_dir,
-    is_pod_dir,
-    is_soft_share_pod,
-    job_dir,
-    job_name,
-    pod_dir_name,
-)
+from ascend_device_plugin.core.softshare_pod import atoi, is_job_dir, is_pod_dir, job_dir, job_name, pod_dir_name
 
 # What the host's npu-info directory holds: each entry's name -> (for a directory) each of its
 # entries' names -> whether that entry is a directory. Plain files at the top are not listed.
@@ -47,7 +39,7 @@ class PodDir:
 
 def job_of(pod: PodView) -> str | None:
     """`<namespace>.<job>` of a soft-share pod; None for another pod or one without a job label."""
-    if not is_soft_share_pod(pod.annotations):
+    if not is_soft_share(pod.annotations):
         return None
     try:
         return job_dir(pod.namespace, job_name(pod.labels))

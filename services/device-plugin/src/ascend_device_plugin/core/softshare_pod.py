@@ -19,17 +19,15 @@ from dataclasses import dataclass
 from pathlib import PurePath, PurePosixPath
 
 from ascend_common.chips import ChipFamily
+from ascend_common.softshare import (
+    AICORE_QUOTA,
+    HBM_QUOTA,
+    MAX_AICORE_QUOTA,
+    SCHEDULING_POLICIES,
+    SCHEDULING_POLICY,
+    go_atoi,
+)
 
-# Volcano copies the job's labels onto the pod as these annotations (ascend-for-volcano
-# `setSchedulerShareAnnoToPod`); the plugin records the vid it chose in the fourth (defined by the
-# reference's api package and Volcano, written by neither).
-AICORE_QUOTA = "huawei.com/scheduler.softShareDev.aicoreQuota"
-HBM_QUOTA = "huawei.com/scheduler.softShareDev.hbmQuota"
-POLICY = "huawei.com/scheduler.softShareDev.policy"
-VNPU_ID = "huawei.com/scheduler.softShareDev.vnpuId"
-
-# The reference's scheduling policies and the numbers the runtime reads (api.SoftShareDeviceSchedulingPolicy*).
-POLICIES: Mapping[str, int] = {"fixed-share": 1, "elastic": 2, "best-effort": 3}
 # The job labels, in the reference's order of preference (`GetJobNameOfPod`).
 JOB_LABELS = ("volcano.sh/job-name", "training.kubeflow.org/job-name", "deploy-name")
 
@@ -37,11 +35,7 @@ NPU_INFO_FILE = "npu_info.config"  # api.SoftShareDeviceConfigFileName
 SHM_CONTAINER_DIR = "/dev/shm/"  # common.SoftShareDevConfigDirContainerPath
 NPU_INFO_CONTAINER_DIR = "/etc/enpu/vcann-rt/"  # common.SoftShareDevNPUInfoConfigDirContainerPath
 MAX_VID = 99  # common.maxVnpuID: the highest vid the lowest-free search tries
-MAX_AICORE_QUOTA = 100
-GO_INT_MAX = 2**63 - 1
 
-# Go's strconv.Atoi: an optional sign, then ASCII digits (fullmatch: `$` would take a trailing newline).
-_ATOI = re.compile(r"[+-]?[0-9]+")
 # A Kubernetes label value, which is what a job name is: it can never be `.`, `..` or hold a `/`,
 # but the API server is not the only writer of our cache (a fake one in tests, a bad admission
 # webhook), and this name becomes a path component on the host.
@@ -53,12 +47,10 @@ _JOB_DIR = re.compile(r"[^./][^/]*\.[^/]*")  # `<namespace>.<job>`
 
 def atoi(value: str, what: str) -> int:
     """Go's strconv.Atoi on a 64-bit build; ValueError naming `what` otherwise."""
-    if not _ATOI.fullmatch(value):
-        raise ValueError(f"{what} {value[:40]!r} is not an integer")
-    digits = value.lstrip("+-").lstrip("0") or "0"
-    if len(digits) > 19 or int(digits) > GO_INT_MAX + (value.startswith("-")):
-        raise ValueError(f"{what} {value[:40]!r} is out of the int range")
-    return int(value)
+    number = go_atoi(value)
+    if number is None:
+        raise ValueError(f"{what} {value[:40]!r} is not an integer (or is out of the int range)")
+    return number
 
 
 def aicore_quota(annotations: Mapping[str, str]) -> int | None:
@@ -66,11 +58,6 @@ def aicore_quota(annotations: Mapping[str, str]) -> int | None:
     carries no quota (not a soft-share pod); ValueError when it is not an integer."""
     value = annotations.get(AICORE_QUOTA)
     return None if value is None else atoi(value, AICORE_QUOTA)
-
-
-def is_soft_share_pod(annotations: Mapping[str, str]) -> bool:
-    """A soft-share pod carries the AI-core quota (its kltDev ids are then anonymous)."""
-    return AICORE_QUOTA in annotations
 
 
 @dataclass(frozen=True)
@@ -84,7 +71,7 @@ class Quota:
 
 def parse_quota(annotations: Mapping[str, str]) -> Quota:
     """The three soft-share annotations; ValueError naming the first that is missing or wrong."""
-    missing = [k for k in (AICORE_QUOTA, HBM_QUOTA, POLICY) if not annotations.get(k)]
+    missing = [k for k in (AICORE_QUOTA, HBM_QUOTA, SCHEDULING_POLICY) if not annotations.get(k)]
     if missing:
         raise ValueError(f"missing or empty annotations: {', '.join(missing)}")
     aicore = atoi(annotations[AICORE_QUOTA], AICORE_QUOTA)
@@ -93,10 +80,10 @@ def parse_quota(annotations: Mapping[str, str]) -> Quota:
     hbm = atoi(annotations[HBM_QUOTA], HBM_QUOTA)
     if hbm < 1:
         raise ValueError(f"{HBM_QUOTA} {hbm} is not at least 1 (MB)")
-    policy = annotations[POLICY]
-    if policy not in POLICIES:
-        raise ValueError(f"{POLICY} {policy[:40]!r} is not one of {', '.join(POLICIES)}")
-    return Quota(aicore, hbm, POLICIES[policy])
+    policy = annotations[SCHEDULING_POLICY]
+    if policy not in SCHEDULING_POLICIES:
+        raise ValueError(f"{SCHEDULING_POLICY} {policy[:40]!r} is not one of {', '.join(SCHEDULING_POLICIES)}")
+    return Quota(aicore, hbm, SCHEDULING_POLICIES[policy])
 
 
 def job_name(labels: Mapping[str, str]) -> str:

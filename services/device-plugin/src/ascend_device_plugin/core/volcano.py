@@ -25,10 +25,11 @@ from ascend_common.chips import RESOURCE_PREFIX, ChipFamily, ResourceType
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV
 from ascend_common.naming import NPU_CORE, chip_name, parse_device_id
 from ascend_common.pods import FINISHED_PHASES
+from ascend_common.softshare import AICORE_QUOTA, is_soft_share
 from ascend_common.vnpu import TEMPLATES, template_allowed
 
 from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.softshare_pod import AICORE_QUOTA, aicore_quota, is_soft_share_pod
+from ascend_device_plugin.core.softshare_pod import aicore_quota
 
 PREDICATE_TIME = "predicate-time"
 UINT64_MAX = 2**64 - 1
@@ -136,7 +137,7 @@ def kubelet_map(annotations: Mapping[str, str], rtype: ResourceType) -> dict[str
     ValueError when they are malformed or do not pair up one to one. None for a soft-share pod:
     its kubelet ids are anonymous (100 per chip, any of them for any pod of the chip), and each
     reports its own chip's health anyway."""
-    if is_soft_share_pod(annotations):
+    if is_soft_share(annotations):
         return None
     klt, real = annotations.get(KLT_DEV), annotations.get(ASCEND_REAL)
     if klt is None and real is None:
@@ -272,7 +273,7 @@ def pick_pod(
         raw_time = pod.annotations.get(PREDICATE_TIME)
         if raw_time == TAKEN:
             continue  # handed out already; its annotation no longer matters
-        if soft_share and not is_soft_share_pod(pod.annotations):
+        if soft_share and not is_soft_share(pod.annotations):
             continue  # under soft share Volcano counts 100 per chip: only a quota can match a request
         devices: tuple[str, ...] = ()
         request: DynamicRequest | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ascend_common.faults import is_network_code
-from ascend_common.inuse import MAX_AICORE_QUOTA
+from ascend_common.softshare import MAX_AICORE_QUOTA
 from ascend_common.superpod import SuperPod
 
 from fault_manager.deviceinfo.configmap import (

@@ -15,18 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from ascend_common.inuse import (
-    AICORE_QUOTA,
-    ASCEND_REAL,
-    HBM_QUOTA,
-    SCHEDULING_POLICY,
-    QuotaUse,
-    allocation_share,
-    chips_in_use_for_allocation,
-    is_soft_share,
-    quota_use,
-)
+from ascend_common.inuse import ASCEND_REAL, QuotaUse, allocation_share, chips_in_use_for_allocation, quota_use
 from ascend_common.pods import SlimPod
+from ascend_common.softshare import AICORE_QUOTA, HBM_QUOTA, SCHEDULING_POLICY, is_soft_share
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +95,7 @@ class FreeListUse:
         old = self._quotas.pop(pod.uid, None)
         if old is not None:
             self._add(old, -1)
-        if kind == "DELETED" or not allocation_share(pod) or not is_soft_share(pod):
+        if kind == "DELETED" or not allocation_share(pod) or not is_soft_share(pod.annotations):
             self._unparsed.discard(pod.uid)
             return
         use = quota_use(pod)
@@ -136,11 +127,11 @@ class FreeListUse:
 
 
 def _whole_holders(pods: Iterable[SlimPod]) -> set[str]:
-    return chips_in_use_for_allocation(p for p in pods if not is_soft_share(p))
+    return chips_in_use_for_allocation(p for p in pods if not is_soft_share(p.annotations))
 
 
 def _soft_share_holders(pods: Iterable[SlimPod]) -> set[str]:
-    return chips_in_use_for_allocation(p for p in pods if is_soft_share(p))
+    return chips_in_use_for_allocation(p for p in pods if is_soft_share(p.annotations))
 
 
 def _quota_annotations(pod: SlimPod) -> dict[str, str]:
