@@ -4,6 +4,7 @@ that fails does not end detection; the config file is read once at start."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from pathlib import Path
 
@@ -38,7 +39,7 @@ async def test_rounds_start_one_interval_after_start_and_survive_a_failure(
     finally:
         await exp.stop()
     assert times[0] - started >= INTERVAL * 0.9
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert all(INTERVAL * 0.5 < g < INTERVAL * 3 for g in gaps), gaps
     assert any("round failed" in r.getMessage() for r in caplog.records)
 
