@@ -174,3 +174,14 @@ async def test_a_stuck_tool_makes_only_that_rounds_traffic_unknown(exporter: Exp
     for _ in range(4):
         await sample(exporter)
     assert [f.assertion for f in hang_faults(exporter, 0)] == [Assertion.OCCUR]  # at sample 9
+
+
+async def test_a_pid_missing_from_the_host_proc_is_warned_once(
+    exporter: Exporter, dcmi_double: Control, caplog: pytest.LogCaptureFixture
+) -> None:
+    dcmi_double.set_procs(2, [(999, 1 << 20)])  # not in the fake /proc: as without hostPID
+    with caplog.at_level(logging.WARNING, logger="dcmi_exporter.backends.dcmi.hang_probe"):
+        for _ in range(3):
+            await sample(exporter)
+    lines = [r for r in caplog.records if r.name == "dcmi_exporter.backends.dcmi.hang_probe"]
+    assert len(lines) == 1 and "hostPID" in lines[0].getMessage() and lines[0].__dict__["pids"] == [999]

@@ -290,7 +290,7 @@ def test_cpu_seconds_sums_pids_and_a_missing_pid_adds_nothing(tmp_path: Path) ->
     for pid, ticks in ((42, 250), (77, 530)):
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "stat").write_text(f"{pid} (python) S 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0\n")
-    assert procstat.cpu_seconds(tmp_path, [42, 77, 99], 100) == 2 + 5
+    assert procstat.cpu_seconds(tmp_path, [42, 77, 99], 100) == (2 + 5, [99])
 
 
 def test_after_an_unreadable_round_a_busy_job_still_recovers() -> None:

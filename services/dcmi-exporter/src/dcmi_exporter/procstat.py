@@ -27,13 +27,14 @@ def parse(text: str, clk_tck: int) -> int:
     return (int(fields[UTIME_AFTER_COMM]) + int(fields[STIME_AFTER_COMM])) // clk_tck
 
 
-def cpu_seconds(proc_root: Path, pids: Iterable[int], clk_tck: int) -> int:
-    """The sum over `pids`; blocking (call it in a thread). A pid that has gone, or whose stat
-    cannot be parsed, adds 0, as in the reference (`collectCPUTime` skips it)."""
-    total = 0
+def cpu_seconds(proc_root: Path, pids: Iterable[int], clk_tck: int) -> tuple[int, list[int]]:
+    """The sum over `pids`, and the pids that could not be read; blocking (call it in a thread).
+    An unreadable pid adds 0, as in the reference (`collectCPUTime` skips it)."""
+    total, missing = 0, []
     for pid in pids:
         try:
             total += parse((proc_root / str(pid) / "stat").read_text(errors="replace"), clk_tck)
         except (OSError, ValueError) as exc:
+            missing.append(pid)
             log.debug("no CPU time for a chip process", extra={"pid": pid, "error": str(exc)})
-    return total
+    return total, missing
