@@ -270,6 +270,20 @@ def _sim_routes(app: FastAPI, exporter: Exporter, auth: Any, chip_or_404: Any) -
         exporter.poller.refresh_soon(logic_id)
         return Response(status_code=204)
 
+    @app.put("/v1/sim/chips/{logic_id}/idle-job", status_code=204, **kw)
+    async def idle_job(logic_id: LogicId, body: simreq.IdleJob) -> Response:
+        chip_or_404(logic_id)
+        run(sim().start_idle_job, logic_id, body.pids)
+        exporter.poller.refresh_soon(logic_id)
+        return Response(status_code=204)
+
+    @app.delete("/v1/sim/chips/{logic_id}/idle-job", status_code=204, **kw)
+    async def end_idle_job(logic_id: LogicId) -> Response:
+        chip_or_404(logic_id)
+        run(sim().end_idle_job, logic_id)
+        exporter.poller.refresh_soon(logic_id)
+        return Response(status_code=204)
+
     @app.post("/v1/sim/chips/{logic_id}/reset-failure", status_code=204, **kw)
     async def reset_failure(logic_id: LogicId, body: simreq.ResetFailure) -> Response:
         chip_or_404(logic_id)

@@ -89,6 +89,9 @@ class ChipPoller:
         # (logic id, code) -> monotonic time the subscription last changed it
         self._sub_touched: dict[tuple[int, str], float] = {}
         self._switch: dict[str, SwitchFaultData] = {}
+        # Codes the exporter raises itself (hang detection), per chip: no poll reports them, so
+        # each poll's list gets them back instead of clearing them.
+        self._derived: dict[int, list[str]] = {}
         self._wake: dict[int, asyncio.Event] = {}
         self._tasks = tasks
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -230,7 +233,9 @@ class ChipPoller:
             new = chip_unknown(prev)
         else:
             new = chip_ok(self._addr[logic], self._static[logic], result, now)
-            new = with_codes(new, merge_codes(codes_of(prev), codes_of(new), self._touched_since(logic, started)))
+            codes = merge_codes(codes_of(prev), codes_of(new), self._touched_since(logic, started))
+            codes += [c for c in self._derived.get(logic, ()) if c not in codes]
+            new = with_codes(new, codes)
         self._first_read.add(logic)
         self._commit(prev, new)
 
@@ -238,6 +243,23 @@ class ChipPoller:
         return {code for (chip, code), at in self._sub_touched.items() if chip == logic and at >= started}
 
     # ---- commits and events ----------------------------------------------------------------
+
+    def set_derived(self, logic: int, fault: FaultEventData) -> None:
+        """Raise (OCCUR) or clear (RECOVER) a code the exporter derives itself, and publish it.
+        The caller checks that the chip is OK: an UNKNOWN chip's codes publish no events."""
+        derived = self._derived.setdefault(logic, [])
+        occur = fault.assertion is Assertion.OCCUR
+        if occur == (fault.code in derived):
+            return  # already so
+        if occur:
+            derived.append(fault.code)
+        else:
+            derived.remove(fault.code)
+        prev = self._chips.get(logic)
+        if prev is None:
+            return
+        codes = [c for c in codes_of(prev) if c != fault.code] + ([fault.code] if occur else [])
+        self._commit(prev, with_codes(prev, codes), fault)
 
     def _commit(self, prev: Chip, new: Chip, origin: FaultEventData | None = None) -> None:
         """Replace one chip, publish what changed, then publish the snapshot that includes it.

@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import TokenTable, load_token_file
 
-from dcmi_exporter.backends.base import Backend
+from dcmi_exporter.backends.base import Backend, HangProbe
 from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.events import EventLog
+from dcmi_exporter.hang import HangConfig
+from dcmi_exporter.hang_task import HangTask
 from dcmi_exporter.jobs import ResetJobs
 from dcmi_exporter.poller import ChipPoller
 from dcmi_exporter.settings import ExporterSettings
@@ -30,6 +33,30 @@ def make_backend(settings: ExporterSettings, clock: Clock) -> Backend:
     from dcmi_exporter.backends.dcmi import DcmiBackend
 
     return DcmiBackend(settings.library)
+
+
+def make_hang_probe(settings: ExporterSettings, backend: Backend) -> HangProbe:
+    if settings.backend == "sim":
+        from dcmi_exporter.backends.sim.backend import SimBackend
+        from dcmi_exporter.backends.sim.hang_probe import SimHangProbe
+
+        assert isinstance(backend, SimBackend)
+        return SimHangProbe(backend)
+    from dcmi_exporter.backends.dcmi.hang_probe import DcmiHangProbe
+
+    return DcmiHangProbe(settings.hccn_tool, settings.host_proc)
+
+
+def load_hang_config(path: Path | None) -> HangConfig:
+    """Read once at start, as the reference does; an unreadable file gives the defaults."""
+    if path is None:
+        return HangConfig()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        log.error("hang detection config unreadable; using the defaults", extra={"path": str(path), "error": str(exc)})
+        return HangConfig()
+    return HangConfig.load(data)
 
 
 def _load_scenario(settings: ExporterSettings) -> Any:
@@ -52,6 +79,7 @@ class Exporter:
     guard: CallGuard = field(init=False)
     poller: ChipPoller = field(init=False)
     jobs: ResetJobs = field(init=False)
+    hang: HangTask | None = None
     stream_clients: int = 0
 
     def __post_init__(self) -> None:
@@ -76,13 +104,24 @@ class Exporter:
     def from_settings(cls, settings: ExporterSettings, clock: Clock | None = None) -> Exporter:
         clock = clock or SystemClock(time_scale=settings.time_scale)
         tokens = load_token_file(settings.token_file) if settings.token_file else TokenTable()
-        exporter = cls(settings, make_backend(settings, clock), clock, tokens)
+        backend = make_backend(settings, clock)
+        exporter = cls(settings, backend, clock, tokens)
+        exporter.hang = HangTask(
+            exporter.poller,
+            make_hang_probe(settings, backend),
+            load_hang_config(settings.hang_config),
+            settings.hang_interval,
+            clock,
+            exporter.lifecycle.scope("hang"),
+        )
         if settings.scenario is not None:
             exporter._scenario_plan = _load_scenario(settings)  # fail at start-up, not later
         return exporter
 
     async def start(self) -> None:
         await self.poller.start()
+        if self.hang is not None:
+            await self.hang.start()
         if self._scenario_plan is not None:
             self._scenario_task = asyncio.create_task(self._start_scenario(self._scenario_plan), name="scenario")
 
@@ -106,6 +145,8 @@ class Exporter:
         if release is not None:
             release()
         await self.jobs.stop()
+        if self.hang is not None:
+            await self.hang.stop()
         await self.poller.stop()
         try:
             await self.guard.call("node", self.backend.close)

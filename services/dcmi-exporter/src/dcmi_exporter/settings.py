@@ -10,6 +10,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings
 
 MIN_EVENT_BUFFER = 16_384
+DEFAULT_HCCN_TOOL = Path("/usr/local/Ascend/driver/tools/hccn_tool")  # the path the reference runs
 
 
 class ExporterSettings(BaseSettings):
@@ -39,4 +40,21 @@ class ExporterSettings(BaseSettings):
     event_buffer: int = Field(MIN_EVENT_BUFFER, ge=MIN_EVENT_BUFFER, le=1_000_000, description="Events kept.")
     reset_timeout: float = Field(180.0, gt=0, le=3600, description="Seconds a reset may take to reach boot 16.")
     reset_poll_period: float = Field(1.0, gt=0, le=10, description="Seconds between boot-status reads in a reset.")
+    hang_config: Path | None = Field(
+        None,
+        description=(
+            "Hung-job detection config (the reference's hangDetectionConfig.json); none: the built-in"
+            " defaults, detection on. An unreadable file or bad JSON: the defaults, logged."
+        ),
+    )
+    hang_interval: float = Field(
+        60.0,
+        ge=0.01,
+        le=3600,
+        description="Seconds between two hung-job detection rounds (the thresholds are per round).",
+    )
+    host_proc: Path = Field(
+        Path("/proc"), description="The host's /proc, for the CPU time of chip processes (hostPID)."
+    )
+    hccn_tool: Path = Field(DEFAULT_HCCN_TOOL, description="Path of hccn_tool, for network traffic (dcmi backend).")
     log_level: str = Field("INFO", description="Log level.")

@@ -38,6 +38,7 @@ class Assertion(StrEnum):
 class EventSource(StrEnum):
     SUBSCRIPTION = "subscription"  # the library's fault-event callback
     POLL = "poll"  # a code that appeared in, or vanished from, the polled error-code list
+    HANG = "hang"  # the exporter's own hung-job detection (code 200001002)
 
 
 class Frozen(BaseModel):

@@ -51,6 +51,12 @@ class Processes(Body):
     processes: Annotated[list[SimProcess], Field(max_length=64)]
 
 
+class IdleJob(Body):
+    """A hung job: these pids hold the chip, AI core 0, network counters and CPU time still."""
+
+    pids: Annotated[list[Annotated[int, Field(ge=1, le=4_194_304)]], Field(min_length=1, max_length=32)]
+
+
 class ResetFailure(Body):
     mode: Literal["error", "stuck"] = "error"
     code: Annotated[int, Field(ge=-8255, le=-8001)] = -8015

@@ -8,13 +8,14 @@ across one. Errors are raised as `DcmiError` subclasses; per-field failures are 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from ascend_common.chips import ChipAddress
 from ascend_common.schemas.exporter import (
     Assertion,
+    Chip,
     ChipDynamic,
     ChipStatic,
     ResetChannel,
@@ -82,3 +83,14 @@ class Backend(Protocol):
     def destroy_vnpu(self, chip: ChipAddress, vdev_id: int) -> None: ...
 
     def close(self) -> None: ...
+
+
+class HangProbe(Protocol):
+    """What hung-job detection reads besides the snapshot: network traffic and host CPU time.
+    Async, and never in the DCMI call pool: the dcmi backend runs a tool and reads /proc."""
+
+    async def traffic(self, chip: Chip) -> tuple[int, int] | None:
+        """(tx, rx) counters of the chip's network; None when they cannot be read this round."""
+
+    async def cpu_seconds(self, pids: Sequence[int]) -> int:
+        """CPU seconds (user + system) used so far by the host processes `pids`."""

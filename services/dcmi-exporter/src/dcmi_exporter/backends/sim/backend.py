@@ -58,6 +58,7 @@ from dcmi_exporter.backends.sim.state import (
     ActiveFault,
     FailNextReset,
     Hang,
+    IdleJob,
     ResetFailMode,
     ResetProgress,
     SimChip,
@@ -66,6 +67,9 @@ from dcmi_exporter.backends.sim.state import (
 log = logging.getLogger(__name__)
 
 HANG_POLL_S = 0.05  # a hung call re-checks its deadline this often (a ManualClock moves without notice)
+IDLE_JOB_PROCESS_BYTES = 2 << 30  # each process of an idle job holds 2 GiB of HBM, as a real job would
+TRAFFIC_PKTS_PER_S = 10_000  # network packets a busy chip moves per sim second (tx and rx each)
+CPU_S_PER_S = 8  # CPU seconds a chip's process uses per sim second (a data loader's few cores)
 FIRST_AUTO_VDEV_ID = 100  # the driver numbers vNPUs from 100 so they never collide with phy ids
 MAX_VNPU_ID = 65535
 
@@ -154,11 +158,12 @@ class SimBackend:
             health = st.health()
             network_down = st.network_down
             processes = list(st.processes)
+            idle = st.idle_job is not None
             vnpus = sorted(st.vnpus.values(), key=lambda v: v.vdev_id)
             boot = st.boot_status(now, self.clock.time_scale)
         lay = self.layout
         t = (now - self._origin) * self.clock.time_scale
-        util = telemetry.aicore_util(st.traits, t, len(processes))
+        util = 0 if idle else telemetry.aicore_util(st.traits, t, len(processes))
         used = telemetry.hbm_used_mb(st.traits, lay.hbm_mb, [p.memory_bytes for p in processes])
         hbm_pct = round(100 * used / lay.hbm_mb) if processes else 0
         temp = telemetry.temperature_c(st.traits, t, util)
@@ -411,6 +416,44 @@ class SimBackend:
             raise ValueError("duplicate pid")
         with self._lock:
             st.processes = procs
+            st.idle_job = None  # another process list is another job
+
+    def start_idle_job(self, logic_id: int, pids: Iterable[int]) -> None:
+        """A hung job on the chip: it lists `pids`, its AI core reads 0, and its network counters
+        and the processes' CPU time stop moving (what hung-job detection looks for)."""
+        pid_list = list(pids)
+        if not pid_list:
+            raise ValueError("an idle job needs at least one pid")
+        self.set_processes(logic_id, [(pid, IDLE_JOB_PROCESS_BYTES) for pid in pid_list])
+        st = self._control_chip(logic_id)
+        with self._lock:
+            st.idle_job = IdleJob(pids=frozenset(pid_list), since=self._sim_seconds())
+
+    def end_idle_job(self, logic_id: int) -> None:
+        """The idle job ends: its processes are gone, AI core and counters are back to normal."""
+        st = self._control_chip(logic_id)
+        with self._lock:
+            st.idle_job = None
+            st.processes = []
+
+    def traffic(self, logic_id: int) -> tuple[int, int]:
+        """(tx, rx) packet counters of the chip's network: moving, or still during an idle job."""
+        st = self._control_chip(logic_id)
+        with self._lock:
+            idle = st.idle_job
+        t = idle.since if idle is not None else self._sim_seconds()
+        base = int(t * TRAFFIC_PKTS_PER_S)
+        return base + 7 * logic_id, base + 3 * logic_id
+
+    def cpu_seconds(self, pids: Iterable[int]) -> int:
+        """CPU seconds of host processes: the pids of an idle job stopped; any other pid runs."""
+        with self._lock:
+            stopped = {pid: job.since for st in self._chips.values() if (job := st.idle_job) for pid in job.pids}
+        now = self._sim_seconds()
+        return sum(int(stopped.get(pid, now) * CPU_S_PER_S) for pid in pids)
+
+    def _sim_seconds(self) -> float:
+        return (self.clock.monotonic() - self._origin) * self.clock.time_scale
 
     def fail_next_reset(self, logic_id: int, mode: ResetFailMode | str = "error", code: int = RC_RESET_FAILED) -> None:
         """Arm a one-shot failure: error -> reset() raises the error for `code` (ResetFailed for

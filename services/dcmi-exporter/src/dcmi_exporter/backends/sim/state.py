@@ -46,6 +46,14 @@ class FailNextReset:
     code: int
 
 
+@dataclass(frozen=True)
+class IdleJob:
+    """A job that holds the chip and does nothing: its counters stop at `since` (sim seconds)."""
+
+    pids: frozenset[int]
+    since: float
+
+
 @dataclass
 class SimChip:
     addr: ChipAddress
@@ -57,6 +65,7 @@ class SimChip:
     reset: ResetProgress | None = None
     fail_next_reset: FailNextReset | None = None
     hang: Hang | None = None
+    idle_job: IdleJob | None = None
 
     def boot_status(self, now: float, time_scale: float) -> int:
         progress = self.reset

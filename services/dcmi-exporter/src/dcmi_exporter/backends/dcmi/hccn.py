@@ -1,0 +1,228 @@
+"""Network traffic counters from Huawei's `hccn_tool`, for hung-job detection.
+
+The reference runs the tool (devmanager/hccn/hccn_tool.go) with a minimal environment and a
+1 MiB cap on its output. We run it as an asyncio subprocess, outside the DCMI call pool, at most
+two at a time, and kill it after a timeout: a stuck tool costs one round's traffic of one chip,
+nothing more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from ascend_common.chips import ChipFamily
+from ascend_common.schemas.exporter import Chip
+
+log = logging.getLogger(__name__)
+
+OUTPUT_LIMIT = 1024 * 1024  # the reference's limitSize
+STDERR_KEPT = 4096  # enough for an error message in a log line
+TIMEOUT_S = 10.0
+CONCURRENCY = 2
+ROCE_TX, ROCE_RX = "roce_tx_all_pkt_num", "roce_rx_all_pkt_num"
+UB_TX, UB_RX = "tx_busi_flit_num", "rx_busi_flit_num"
+_ATOI = re.compile(r"[+-]?[0-9]+")  # Go's strconv.Atoi: no spaces, no underscores
+_NOT_A_NUMBER = ("NA", "not supported")
+
+
+class HccnError(Exception):
+    """The tool could not be run, failed, hung, or printed what we cannot read."""
+
+
+# ---------------------------------------------------------------------- parsers
+
+
+def _atoi(text: str) -> int | None:
+    return int(text) if _ATOI.fullmatch(text) else None
+
+
+def parse_stat(text: str) -> dict[str, int]:
+    """`hccn_tool -i <phy> -stat -g`: `key:value` lines, neither side trimmed, as `GetNPUStatInfo`
+    reads them; a line that is not exactly one `:` and a number is skipped."""
+    out: dict[str, int] = {}
+    for line in text.split("\n"):
+        parts = line.split(":")
+        if len(parts) != 2 or parts[1] == "":
+            continue
+        if (value := _atoi(parts[1])) is not None:
+            out[parts[0]] = value
+    return out
+
+
+def roce_traffic(stat: Mapping[str, int]) -> tuple[int, int]:
+    """(tx, rx) packets of a `-stat -g` output. The reference reads a missing counter as 0, which
+    a round later looks like traffic; for us the output is unreadable."""
+    try:
+        return stat[ROCE_TX], stat[ROCE_RX]
+    except KeyError as exc:
+        raise HccnError(f"no {exc.args[0]} in the -stat output") from None
+
+
+def parse_dev_info(text: str) -> dict[int, list[int]]:
+    """`hccn_tool -g -dev_info -i <logic>` (950): udie id -> port ids, from the first table's data
+    rows (`parseDeviceTable`: rows between its second and third `+-` separator; a row needs at
+    least 5 columns with a port type and link status, and integer udie and port ids)."""
+    out: dict[int, list[int]] = {}
+    separators = 0
+    for line in text.split("\n"):
+        row = line.strip()
+        if not row:
+            continue
+        if row.startswith("+-"):
+            separators += 1
+            if separators == 3:
+                break
+            continue
+        if separators != 2 or not row.startswith("|"):
+            continue
+        columns = [c.strip() for c in row.removeprefix("|").removesuffix("|").split("|")]
+        if len(columns) < 5 or not columns[3] or not columns[4]:
+            log.warning("hccn_tool -dev_info: row skipped", extra={"row": row})
+            continue
+        udie, port = _atoi(columns[0]), _atoi(columns[1])
+        if udie is None or port is None:
+            log.warning("hccn_tool -dev_info: row skipped", extra={"row": row})
+            continue
+        out.setdefault(udie, []).append(port)
+    if not out:
+        raise HccnError("no port rows in the -dev_info output")
+    return out
+
+
+def parse_ub_stat(text: str) -> dict[str, str]:
+    """`hccn_tool -g -stat -i <logic> -u <udie> -p <port>` (950): `key : value` lines, trimmed
+    (`GetNPUUbStatInfo`)."""
+    out: dict[str, str] = {}
+    for line in text.split("\n"):
+        parts = line.split(":")
+        if len(parts) == 2:
+            out[parts[0].strip()] = parts[1].strip()
+    return out
+
+
+def ub_counter(value: str | None) -> int:
+    """A flit counter as `collectUBTraffic` adds it: NA, "not supported", missing, unparsable or
+    <= 0 adds nothing."""
+    if not value or any(bad in value for bad in _NOT_A_NUMBER):
+        return 0
+    number = _atoi(value)
+    return number if number is not None and number > 0 else 0
+
+
+# ---------------------------------------------------------------------- the runner
+
+
+class HccnTool:
+    """Runs `hccn_tool`: env PATH and LD_LIBRARY_PATH only, stdout capped, a timeout, then kill."""
+
+    def __init__(self, path: Path, timeout_s: float = TIMEOUT_S, concurrency: int = CONCURRENCY) -> None:
+        self.path = path
+        self.timeout_s = timeout_s
+        self._slots = asyncio.Semaphore(concurrency)
+
+    async def run(self, *args: str) -> str:
+        async with self._slots:
+            return await self._run(args)
+
+    async def _run(self, args: tuple[str, ...]) -> str:
+        env = {name: os.environ.get(name, "") for name in ("PATH", "LD_LIBRARY_PATH")}
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                self.path,
+                *args,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+            )
+        except OSError as exc:
+            raise HccnError(f"cannot run {self.path}: {exc}") from None
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                out, err, rc = await asyncio.gather(
+                    _read_capped(proc.stdout, OUTPUT_LIMIT), _read_capped(proc.stderr, STDERR_KEPT), proc.wait()
+                )
+        except TimeoutError:
+            raise HccnError(f"{self.path} {' '.join(args)}: no answer in {self.timeout_s:g} s, killed") from None
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        if rc != 0:
+            message = err.decode(errors="replace").strip() or out[:200].decode(errors="replace").strip()
+            raise HccnError(f"{self.path} {' '.join(args)}: exit {rc}: {message}")
+        return out.decode(errors="replace")
+
+
+async def _read_capped(stream: asyncio.StreamReader, limit: int) -> bytes:
+    """Everything up to `limit` bytes; the rest is read and dropped so the tool never blocks on a
+    full pipe."""
+    kept = bytearray()
+    while chunk := await stream.read(65536):
+        if len(kept) < limit:
+            kept += chunk[: limit - len(kept)]
+    return bytes(kept)
+
+
+class HccnTraffic:
+    """(tx, rx) of a chip, or None when the tool cannot tell this round.
+
+    A chip whose traffic cannot be read is logged once, not every round; it is logged again
+    only after it was readable in between.
+    """
+
+    def __init__(self, tool: HccnTool) -> None:
+        self.tool = tool
+        self._ports: dict[int, list[int]] | None = None  # the 950's port table, shared by every chip
+        self._failing: set[int] = set()
+
+    async def traffic(self, chip: Chip) -> tuple[int, int] | None:
+        try:
+            if chip.family is ChipFamily.ASCEND950:
+                value = await self._ub_traffic(chip.logic_id)
+            else:
+                value = roce_traffic(parse_stat(await self.tool.run("-i", str(chip.phy_id), "-stat", "-g")))
+        except HccnError as exc:
+            if chip.logic_id not in self._failing:
+                self._failing.add(chip.logic_id)
+                log.warning(
+                    "no network traffic for hang detection; AI core, HBM and CPU decide until it is back",
+                    extra={"logic_id": chip.logic_id, "chip": chip.name, "error": str(exc)},
+                )
+            return None
+        if chip.logic_id in self._failing:
+            self._failing.discard(chip.logic_id)
+            log.info("network traffic for hang detection is back", extra={"logic_id": chip.logic_id, "chip": chip.name})
+        return value
+
+    async def _ub_traffic(self, logic: int) -> tuple[int, int]:
+        if self._ports is None:
+            # Read once, from the first chip that answers (the reference's getNpuDevNetPortInfos).
+            self._ports = parse_dev_info(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
+            log.info("950 port table read", extra={"logic_id": logic, "ports": self._ports})
+        tx = rx = 0
+        answered = False
+        for udie, ports in self._ports.items():
+            for port in ports:
+                try:
+                    out = await self.tool.run("-g", "-stat", "-i", str(logic), "-u", str(udie), "-p", str(port))
+                except HccnError as exc:
+                    log.debug(
+                        "UB port stat failed", extra={"logic_id": logic, "udie": udie, "port": port, "error": str(exc)}
+                    )
+                    continue
+                stat = parse_ub_stat(out)
+                tx += ub_counter(stat.get(UB_TX))
+                rx += ub_counter(stat.get(UB_RX))
+                answered = True
+        if not answered:
+            raise HccnError("no UB port answered")
+        return tx, rx

@@ -1,0 +1,21 @@
+"""The sim backend's HangProbe: traffic and CPU time from the simulator's state."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ascend_common.schemas.exporter import Chip
+
+from dcmi_exporter.backends.sim.backend import SimBackend
+
+
+class SimHangProbe:
+    def __init__(self, backend: SimBackend) -> None:
+        self.backend = backend
+
+    async def traffic(self, chip: Chip) -> tuple[int, int] | None:
+        # A short lock, no I/O: no thread needed.
+        return self.backend.traffic(chip.logic_id)
+
+    async def cpu_seconds(self, pids: Sequence[int]) -> int:
+        return self.backend.cpu_seconds(pids)

@@ -1,0 +1,223 @@
+"""hccn_tool: the parsers (issue 24's rows, and hccn_tool_test.go's tables named after their Go
+tests) and the runner over fake tools (scripts in a tmp dir)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+from ascend_common.chips import ChipAddress
+from ascend_common.schemas.exporter import Chip
+from ascend_common.schemas.reading import Reading
+from dcmi_exporter.backends.dcmi.hccn import (
+    OUTPUT_LIMIT,
+    HccnError,
+    HccnTool,
+    HccnTraffic,
+    parse_dev_info,
+    parse_stat,
+    parse_ub_stat,
+    roce_traffic,
+    ub_counter,
+)
+from dcmi_exporter.snapshot import chip_discovered, placeholder_static
+
+SEPARATOR = "+--------+--------+--------+----------+-------------+------------+"
+HEADER = "| UdieID | PortID | Speed  | PortType | Link Status | Media Type |"
+
+
+def table(*rows: str) -> str:
+    """hccnToolTable: separator, header, separator, rows, separator."""
+    return "\n".join([SEPARATOR, HEADER, SEPARATOR, *rows, SEPARATOR])
+
+
+SAMPLE_DEV_INFO = table(
+    "| 0      | 4      | 200    | ETH      | DOWN        | Electrical |",
+    "| 0      | 5      | 200    | ETH      | UP          | Electrical |",
+    "| 1      | 8      | 200    | UB       | DOWN        | Optical    |",
+    "| 1      | 9      | 200    | UB       | UP          | Optical    |",
+)
+
+
+# ---------------------------------------------------------------------- parsers
+
+
+def test_roce_stat_issue_row() -> None:
+    assert roce_traffic(parse_stat("roce_tx_all_pkt_num:120\nroce_rx_all_pkt_num:30")) == (120, 30)
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("a:1\nb:2\n", {"a": 1, "b": 2}),
+        ("a: 1\n", {}),  # no trim: Atoi refuses " 1"
+        (" a:1\n", {" a": 1}),  # nor is the key trimmed
+        ("a:\nb:x\nc:1:2\nd:-3\ne:+4\nf:1_0\n", {"d": -3, "e": 4}),
+        ("", {}),
+    ],
+)
+def test_get_npu_stat_info(text: str, parsed: dict[str, int]) -> None:  # GetNPUStatInfo's loop
+    assert parse_stat(text) == parsed
+
+
+def test_roce_stat_without_a_counter_is_unreadable() -> None:
+    with pytest.raises(HccnError, match="roce_rx_all_pkt_num"):
+        roce_traffic(parse_stat("roce_tx_all_pkt_num:120\n"))
+
+
+def test_dev_info_issue_row() -> None:
+    assert parse_dev_info(table("| 0 | 4 | 200 | ETH | DOWN | Electrical |")) == {0: [4]}
+
+
+@pytest.mark.parametrize(  # TestParseDeviceTable
+    ("name", "text", "want"),
+    [
+        ("parse mixed ETH and UB ports", SAMPLE_DEV_INFO, {0: [4, 5], 1: [8, 9]}),
+        (
+            "stop at third separator",
+            table("| 0 | 4 | 200 | ETH | DOWN | Electrical |") + "\n| 1 | 8 | 2 | UB | UP | O |",
+            {0: [4]},
+        ),
+        ("empty lines", "", None),
+        ("only header no data", table(), None),
+        ("too few columns", table("| 0      | 4      | ETH      | DOWN        |"), None),
+        ("non-integer UdieID", table("| ab     | 4      | 200    | ETH      | DOWN        | Electrical |"), None),
+    ],
+)
+def test_parse_device_table(name: str, text: str, want: dict[int, list[int]] | None) -> None:
+    if want is None:
+        with pytest.raises(HccnError):
+            parse_dev_info(text)
+    else:
+        assert parse_dev_info(text) == want, name
+
+
+def test_ub_stat_na_is_skipped() -> None:
+    stat = parse_ub_stat("tx_busi_flit_num : NA\nrx_busi_flit_num : 250\n")
+    assert stat == {"tx_busi_flit_num": "NA", "rx_busi_flit_num": "250"}
+    assert ub_counter(stat["tx_busi_flit_num"]) == 0
+    assert ub_counter(stat["rx_busi_flit_num"]) == 250
+
+
+@pytest.mark.parametrize(
+    ("value", "counted"),
+    [("12", 12), ("0", 0), ("-5", 0), ("not supported", 0), ("", 0), (None, 0), ("1.5", 0), ("NA", 0)],
+)
+def test_get_int_data_from_str(value: str | None, counted: int) -> None:  # GetIntDataFromStr, then > 0
+    assert ub_counter(value) == counted
+
+
+# ---------------------------------------------------------------------- fake tools
+
+
+def tool(tmp_path: Path, body: str, name: str = "hccn_tool") -> Path:
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def chip(logic: int, phy: int, chip_name: str = "Ascend910B3") -> Chip:
+    static = placeholder_static(-8005).model_copy(update={"chip_name": Reading[str].ok(chip_name)})
+    return chip_discovered(ChipAddress(card_id=logic, device_id=0, logic_id=logic, phy_id=phy), static)
+
+
+ROCE = 'echo "roce_tx_all_pkt_num:1000"; echo "roce_rx_all_pkt_num:500"\n'
+
+
+async def test_roce_traffic_runs_the_tool_with_the_phy_id(tmp_path: Path) -> None:
+    log_file = tmp_path / "args"
+    path = tool(tmp_path, f'echo "$@" >> {log_file}\n{ROCE}')
+    traffic = HccnTraffic(HccnTool(path))
+    assert await traffic.traffic(chip(0, 6)) == (1000, 500)
+    assert log_file.read_text() == "-i 6 -stat -g\n"
+
+
+async def test_the_tool_sees_path_and_ld_library_path_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/x")
+    monkeypatch.setenv("SECRET_TOKEN", "s3cr3t")
+    path = tool(tmp_path, "env\n")
+    out = await HccnTool(path).run()
+    names = {line.split("=", 1)[0] for line in out.splitlines()} - {"PWD", "SHLVL", "_"}  # the shell's own
+    assert names == {"PATH", "LD_LIBRARY_PATH"}
+    assert "LD_LIBRARY_PATH=/opt/x" in out.splitlines()
+
+
+async def test_stdout_is_capped_at_1_mib(tmp_path: Path) -> None:
+    path = tool(tmp_path, "head -c 3000000 /dev/zero | tr '\\0' 'a'\n")
+    out = await HccnTool(path).run()
+    assert len(out) == OUTPUT_LIMIT
+
+
+async def test_a_stuck_tool_is_killed_and_only_that_rounds_traffic_is_unknown(tmp_path: Path) -> None:
+    marker = tmp_path / "stuck"
+    pid_file = tmp_path / "pid"
+    path = tool(tmp_path, f"if [ -e {marker} ]; then echo $$ > {pid_file}; exec sleep 30; fi\n{ROCE}")
+    traffic = HccnTraffic(HccnTool(path, timeout_s=0.3))
+    assert await traffic.traffic(chip(0, 0)) == (1000, 500)
+    marker.touch()
+    started = time.monotonic()
+    assert await traffic.traffic(chip(0, 0)) is None
+    assert time.monotonic() - started < 5
+    stuck_pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left to sleep
+        os.kill(stuck_pid, 0)
+    marker.unlink()
+    assert await traffic.traffic(chip(0, 0)) == (1000, 500)
+
+
+@pytest.mark.parametrize("body", ["echo garbage; echo more:garbage\n", "echo 'hccn_tool: device busy' >&2; exit 3\n"])
+async def test_garbage_or_failure_is_logged_once_per_chip(
+    tmp_path: Path, body: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    traffic = HccnTraffic(HccnTool(tool(tmp_path, body)))
+    chips = [chip(0, 2), chip(1, 3)]
+    with caplog.at_level(logging.INFO, logger="dcmi_exporter.backends.dcmi.hccn"):
+        for _ in range(4):  # four rounds
+            assert [await traffic.traffic(c) for c in chips] == [None, None]
+    lines = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert sorted(r.__dict__["logic_id"] for r in lines) == [0, 1]
+    if "exit 3" in body:
+        assert "device busy" in lines[0].__dict__["error"]
+
+
+async def test_a_missing_tool_is_unknown_traffic(tmp_path: Path) -> None:
+    traffic = HccnTraffic(HccnTool(tmp_path / "absent"))
+    assert await traffic.traffic(chip(0, 0)) is None
+
+
+async def test_at_most_two_run_at_once(tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    path = tool(tmp_path, f"echo start >> {trace}; sleep 0.3; echo end >> {trace}\n")
+    runner = HccnTool(path)
+    await asyncio.gather(*(runner.run() for _ in range(6)))
+    running = peak = 0
+    for line in trace.read_text().split():
+        running += 1 if line == "start" else -1
+        peak = max(peak, running)
+    assert peak == 2
+
+
+async def test_950_port_table_read_once_then_ub_stat_per_port(tmp_path: Path) -> None:
+    log_file = tmp_path / "args"
+    dev_info = "\n".join(f"echo '{line}'" for line in SAMPLE_DEV_INFO.split("\n"))
+    body = f"""echo "$@" >> {log_file}
+case "$*" in
+  *-dev_info*) {dev_info.replace(chr(10), "; ")} ;;
+  *"-p 4"*) echo "tx_busi_flit_num : 100"; echo "rx_busi_flit_num : NA" ;;
+  *"-p 5"*) exit 1 ;;
+  *) echo "tx_busi_flit_num : 10"; echo "rx_busi_flit_num : 20" ;;
+esac
+"""
+    traffic = HccnTraffic(HccnTool(tool(tmp_path, body)))
+    chips = [chip(0, 0, "Ascend950PR"), chip(1, 1, "Ascend950PR")]
+    assert await traffic.traffic(chips[0]) == (100 + 10 + 10, 0 + 20 + 20)
+    assert await traffic.traffic(chips[1]) == (120, 40)
+    calls = log_file.read_text().splitlines()
+    assert calls.count("-g -dev_info -i 0") == 1 and not any("dev_info -i 1" in c for c in calls)
+    assert "-g -stat -i 1 -u 1 -p 9" in calls
