@@ -3,6 +3,8 @@ the Kubernetes 1.30 schemas (strict, offline) and keeps the stack's security pro
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -355,6 +357,114 @@ def test_shared_host_paths(rendered: dict[str, Path], overlay: str) -> None:
         assert "/run/ascend" in host_paths(service)
     assert host_paths(PLUGIN) == {"/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources", "/run/ascend"}
     assert host_paths(FAULT_MANAGER) == {"/run/ascend", "/var/lib/ascend", "/user/restore/reset"}
+
+
+# --- Hung-job detection (issue 24) ---------------------------------------------------------
+
+HANG_CONFIG_MAP = "dcmi-exporter-hang-config"
+HANG_CONFIG_FILE = "hangDetectionConfig.json"
+# The reference's shipped build/hangDetectionConfig.json (the built-in defaults, written out).
+REFERENCE_HANG_CONFIG = {
+    "HangDetection": {
+        "Enabled": True,
+        "Threshold": {
+            "AICoreUtilization": 5,
+            "HbmMemoryDelta": 0,
+            "TrafficDelta": 100,
+            "CPUTimeDelta": 5,
+            "DetectDuration": 5,
+        },
+    }
+}
+DRIVER_LIBS = ("/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/lib64/driver")
+
+
+def _exporter_settings(ds: Manifest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The exporter's settings as its own parser reads the DaemonSet's args (no environment)."""
+    from ascend_common.adapters.settings import load_settings
+    from dcmi_exporter.settings import ExporterSettings
+
+    for name in [n for n in os.environ if n.startswith("DCMI_EXPORTER_")]:
+        monkeypatch.delenv(name)
+    (c,) = ds["spec"]["template"]["spec"]["containers"]
+    return load_settings(ExporterSettings, c["args"], prog="dcmi-exporter")
+
+
+def _mount_of(ds: Manifest, path: Path) -> tuple[Manifest, Manifest]:
+    """The container mount that holds `path`, and its volume (the deepest mount wins)."""
+    (c,) = ds["spec"]["template"]["spec"]["containers"]
+    volumes = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
+    holding = [m for m in c["volumeMounts"] if path.is_relative_to(m["mountPath"])]
+    assert holding, f"nothing mounted at or above {path}"
+    mount = max(holding, key=lambda m: len(m["mountPath"]))
+    return mount, volumes[mount["name"]]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_only_the_exporter_sees_host_pids(rendered: dict[str, Path], overlay: str) -> None:
+    """The chip processes DCMI lists are host pids: their /proc/<pid>/stat needs hostPID."""
+    dss = _daemonsets(_docs(rendered[overlay]))
+    assert {s for s, ds in dss.items() if ds["spec"]["template"]["spec"].get("hostPID")} == {EXPORTER}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_hang_config_is_the_references_file_from_a_configmap(
+    rendered: dict[str, Path], overlay: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dcmi_exporter.hang import HangConfig
+
+    docs = _docs(rendered[overlay])
+    (cm,) = [d for d in _of_kind(docs, "ConfigMap") if d["metadata"]["name"].startswith(HANG_CONFIG_MAP)]
+    assert cm["metadata"]["namespace"] == "ascend-system"
+    assert cm["metadata"]["name"] != HANG_CONFIG_MAP, "hash-suffixed: a new config rolls the exporter"
+    assert set(cm["data"]) == {HANG_CONFIG_FILE}
+    assert json.loads(cm["data"][HANG_CONFIG_FILE]) == REFERENCE_HANG_CONFIG
+    # It loads without a warning-worthy gap, to the built-in defaults (detection on).
+    assert HangConfig.load(cm["data"][HANG_CONFIG_FILE].encode()) == HangConfig()
+
+    ds = _daemonsets(docs)[EXPORTER]
+    settings = _exporter_settings(ds, monkeypatch)
+    assert settings.hang_config == Path("/etc/ascend/hang") / HANG_CONFIG_FILE
+    mount, volume = _mount_of(ds, settings.hang_config)
+    assert mount["mountPath"] == str(settings.hang_config.parent)
+    assert mount["readOnly"] is True
+    assert volume["configMap"]["name"] == cm["metadata"]["name"]
+    assert "items" not in volume["configMap"]  # the file keeps its key's name
+    assert settings.hang_interval == 60  # the reference's round; the thresholds are per round
+    assert settings.host_proc == Path("/proc")  # with hostPID, the host's
+
+
+@pytest.mark.parametrize("overlay", [o for o in OVERLAYS if o != "simulated"])
+def test_real_exporter_runs_the_hosts_hccn_tool(
+    rendered: dict[str, Path], overlay: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = _daemonsets(_docs(rendered[overlay]))[EXPORTER]
+    settings = _exporter_settings(ds, monkeypatch)
+    assert settings.backend == "dcmi"
+    tool = settings.hccn_tool
+    assert tool == Path("/usr/local/Ascend/driver/tools/hccn_tool")
+    mount, volume = _mount_of(ds, tool)
+    assert mount["readOnly"] is True
+    # Mounted at the host's own path, so the tool is where the driver installed it.
+    host_tool = Path(volume["hostPath"]["path"]) / tool.relative_to(mount["mountPath"])
+    assert host_tool == tool
+    # The tool links against the driver's libraries (the reference's image sets the same path);
+    # the exporter hands the tool its PATH and LD_LIBRARY_PATH only.
+    (c,) = ds["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in c.get("env", [])}
+    libs = env["LD_LIBRARY_PATH"].split(":")
+    assert set(DRIVER_LIBS) <= set(libs)
+    for lib in libs:
+        assert _mount_of(ds, Path(lib))[0]["name"] == mount["name"]
+
+
+def test_simulated_exporter_has_no_hccn_tool(rendered: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    ds = _daemonsets(_docs(rendered["simulated"]))[EXPORTER]
+    settings = _exporter_settings(ds, monkeypatch)
+    assert settings.backend == "sim"
+    (c,) = ds["spec"]["template"]["spec"]["containers"]
+    assert not any(Path(m["mountPath"]).is_relative_to("/usr/local/Ascend") for m in c["volumeMounts"])
+    assert "env" not in c
 
 
 # --- File access by uid -------------------------------------------------------------------
