@@ -69,6 +69,17 @@ def test_append_is_idempotent(store: Store) -> None:
     assert store.events.append([]) == 0
 
 
+@pytest.mark.parametrize("source", ["subscription", "poll", "hang", "reconcile"])
+def test_every_exporter_source_is_stored(store: Store, source: str) -> None:
+    # `hang` (issue 24's hung-job detection) was once refused, which stopped the reactor.
+    event = ev(7, C1, severity=None, source=source)
+    if source == "reconcile":
+        event = dataclasses.replace(event, event_id="anchor-r-Ascend910-1-200001002-occur")
+    assert store.events.append([event]) == 1
+    (row,) = store.events.page(C1)
+    assert row.source == source
+
+
 def test_stored_event_round_trips(store: Store) -> None:
     original = ev(5, C2, t=12_345, code="8c1fa006", severity=None, source="poll", assertion="once")
     store.events.append([original])

@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ascend_common.schemas.exporter import EventSource
 from sqlalchemy import Column, Index, text
 from sqlalchemy.orm import class_mapper
 from sqlalchemy.sql.base import ReadOnlyColumnCollection
@@ -26,7 +27,9 @@ from sqlmodel import Field, SQLModel
 
 # Values the contract allows; checked before anything is written so a bad batch changes nothing.
 ASSERTIONS = frozenset({"occur", "recover", "once"})
-SOURCES = frozenset({"subscription", "poll", "reconcile"})
+# Every source the exporter may send (derived, so a new one, such as `hang`, is not refused and
+# does not stop the reactor), and the fault-manager's own reconcile.
+SOURCES = frozenset({*(s.value for s in EventSource), "reconcile"})
 # How a reset attempt ended; "refused": it never started (a job's reset ConfigMap refused the write: see its reason).
 RESET_OUTCOMES = frozenset({"succeeded", "failed", "refused"})
 
