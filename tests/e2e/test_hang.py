@@ -80,6 +80,10 @@ async def test_hung_job_is_listed_then_separated_by_policy_then_recovers(tmp_pat
         assert after is not None
         assert hang_faults(after, chip) == [] and chip in after.healthy, after.raw
         assert (await s.verdicts())[chip]["fault_level"] == "NormalNPU"
-        # The occur and its recover, each stored once.
+        # The occur and its recover, each stored once, and the history says where they came from.
         assert s.event_count(f"code = '{HANG_CODE}'") == 2
+        async with s.fm.client() as client:
+            history = (await client.get("/v1/faults", params={"chip": chip})).json()["faults"]
+        hang = sorted((f["assertion"], f["source"]) for f in history if f["code"] == HANG_CODE)
+        assert hang == [("occur", "hang"), ("recover", "hang")], history
         assert await s.no_event_lost() >= 2
