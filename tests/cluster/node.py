@@ -147,3 +147,14 @@ class Exporter:
                 headers={"Authorization": f"Bearer {self.sim_token}"},
             )
         assert r.status_code in (200, 204), f"inject {code} {assertion} on {logic_id}: {r.status_code} {r.text}"
+
+    def idle_job(self, logic_id: int, pids: list[int] | None) -> None:
+        """A job that holds the chip and makes no progress (`pids`), or its end (None)."""
+        with self._client() as client:
+            path = f"/v1/sim/chips/{logic_id}/idle-job"
+            headers = {"Authorization": f"Bearer {self.sim_token}"}
+            if pids is None:
+                r = client.delete(path, headers=headers)
+            else:
+                r = client.put(path, json={"pids": pids}, headers=headers)
+        assert r.status_code in (200, 204), f"idle job {pids} on {logic_id}: {r.status_code} {r.text}"

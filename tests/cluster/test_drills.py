@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import calendar
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -33,6 +34,8 @@ SEPARATE_NPU = "80E3A201"  # SeparateNPU: Unhealthy until it recovers, never hot
 HBM_TWICE_A_DAY = "80E01801"  # FaultFrequency: 2 occurrences in a day -> ManuallySeparateNPU
 TAKEN = "18446744073709551615"  # predicate-time once the plugin has taken a Volcano pod
 ROUNDS = 10
+HANG_CODE = "200001002"  # the exporter's hung-job detection (NotHandleFault in the packaged policy)
+HANG_ROUNDS = ("--hang-interval", "1")
 IMAGE = "ascend-node-stack:latest"
 ROLLOUT_IMAGE = "ascend-node-stack:rollout"
 CHECKPOINT = Path("/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint")
@@ -434,6 +437,52 @@ def test_volcano_path_without_volcano(stack: Stack) -> None:
         "vc-0 marked taken",
     )
     assert marked["huawei.com/AscendReal"] == ",".join(chosen)
+    train_a_unchanged(stack, train)
+
+
+def hang_faults(stack: Stack, chip: str) -> list[dict[str, Any]]:
+    faults = json.loads(stack.cluster.device_list().get(f"{RESOURCE}-Fault") or "[]")
+    return [f for f in faults if f["npu_name"] == chip and f["fault_code"] == HANG_CODE]
+
+
+def test_hung_job_reaches_the_fault_list(stack: Stack) -> None:
+    """Issue 24 on a real node: the exporter runs with hostPID and reads the mounted hang config;
+    an idle job on a free chip reaches the device-info ConfigMap's -Fault list (NotHandleFault,
+    the chip still offered), and the job ending clears it."""
+    train = stack.cluster.get("pod", "train-a", "-n", "default")
+    ds = stack.cluster.get("daemonset", "dcmi-exporter-sim", "-n", "ascend-system")
+    assert ds["spec"]["template"]["spec"]["hostPID"] is True
+    # 1 s rounds instead of 60 (an operator's tuning, rolled out like any argument): with the
+    # mounted config's DetectDuration 5 the fault comes about 6 s after the job goes idle.
+    args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
+    faster = [{"op": "replace", "path": "/spec/template/spec/containers/0/args", "value": [*args, *HANG_ROUNDS]}]
+    record("rolling_update_exporter_argument_s", round(rollout(stack, {"dcmi-exporter-sim": faster}), 1))
+    train_a_unchanged(stack, train)
+
+    (exporter,) = stack.cluster.pods(selector="app.kubernetes.io/name=dcmi-exporter")
+    assert exporter["spec"]["hostPID"] is True
+    name = exporter["metadata"]["name"]
+    # With hostPID the container sees the host's processes: this test's own /proc/<pid>/stat,
+    # which is what the hang probe reads for a chip's processes.
+    stat = stack.cluster.kubectl("exec", "-n", "ascend-system", name, "--", "cat", f"/proc/{os.getpid()}/stat")
+    assert stat.startswith(f"{os.getpid()} ("), stat[:80]
+    log = stack.cluster.kubectl("logs", "-n", "ascend-system", name)
+    assert "hang detection config loaded" in log, log[-2000:]
+    assert "hang detection config unreadable" not in log
+
+    pods = stack.cluster.pods(namespace="default")
+    taken = {c for p in pods for c in names(p["metadata"].get("annotations", {}).get("huawei.com/AscendReal", ""))}
+    chip = next(c for c in stack.exporter.chips() if c["name"] not in taken)
+    t0 = time.monotonic()
+    stack.exporter.idle_job(chip["logic_id"], [31337, 31338])
+    [fault] = until_sync(lambda: hang_faults(stack, chip["name"]), 60, f"{HANG_CODE} on {chip['name']} in -Fault", 0.2)
+    record("idle_job_to_configmap_fault_s", round(time.monotonic() - t0, 1))
+    assert fault["fault_level"] == "NotHandleFault", fault
+    assert listed_healthy(stack, chip["name"]) and stack.cluster.allocatable() == 8
+
+    stack.exporter.idle_job(chip["logic_id"], None)
+    until_sync(lambda: not hang_faults(stack, chip["name"]), 60, f"{HANG_CODE} gone from -Fault", 0.2)
+    assert listed_healthy(stack, chip["name"])
     train_a_unchanged(stack, train)
 
 
