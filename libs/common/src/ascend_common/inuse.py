@@ -2,7 +2,12 @@
 
 - In use for the free list and reset (`chips_in_use_for_allocation`): a Pending or Running pod
   names the chip, a vNPU on it (maybe with a `_<vfgID>` suffix) or a shared copy of it, in
-  `huawei.com/AscendReal` or `huawei.com/kltDev` - what our plugin writes after Allocate.
+  `huawei.com/AscendReal` or `huawei.com/kltDev` - what our plugin writes after Allocate. A
+  soft-share pod (one carrying Volcano's `huawei.com/scheduler.softShareDev.aicoreQuota`) names
+  its chip in AscendReal only: its kltDev ids `Ascend910-1-0..29` are anonymous slots of 100 per
+  chip that name no chip (the reference's `GetPodsUsedNPUByKlt` reads AscendReal alone).
+  Whether a chip soft-share pods hold is still free is the fault-manager's quota rule, from
+  `quota_use`.
 - In use for health (`chips_in_use_for_health`): the chip a PreSeparateNPU (or, with
   GraceToleranceOn, a FreeRestartNPU) fault leaves Healthy so the job on it is not disturbed.
   Reference pkg/device/ascendcommon.go `npuIsUsedNow`: an active pod (any phase but Succeeded or
@@ -19,7 +24,10 @@ event at a time.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 
 from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.naming import NPU_CORE, parse_device_id
@@ -34,6 +42,16 @@ ALLOCATION_PHASES = (PENDING, RUNNING)
 VOLCANO_KEYS: tuple[str, ...] = tuple(RESOURCE_PREFIX + t.value for t in (ResourceType.ASCEND910, ResourceType.NPU))
 # Reference common.PodAnnotationMaxLength: a longer value is skipped whole (Go counts bytes).
 POD_ANNOTATION_MAX_LENGTH = 1024 * 1024
+
+# Soft share: Volcano (`setSchedulerShareAnnoToPod`) copies the job's quotas onto the pod.
+AICORE_QUOTA = "huawei.com/scheduler.softShareDev.aicoreQuota"  # percent of the chip's AI cores, 1-100
+HBM_QUOTA = "huawei.com/scheduler.softShareDev.hbmQuota"  # MB
+SCHEDULING_POLICY = "huawei.com/scheduler.softShareDev.policy"
+# common.ConvertSchedulingPolicyToIntStr; any other value (a number too) is no policy.
+SCHEDULING_POLICIES: Mapping[str, int] = MappingProxyType({"fixed-share": 1, "elastic": 2, "best-effort": 3})
+MAX_AICORE_QUOTA = 100  # api.SoftShareDeviceMaxAICoreQuota: the whole chip
+_GO_INT = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: ASCII digits, an optional sign, nothing else
+_INT64 = range(-(1 << 63), 1 << 63)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -78,12 +96,77 @@ def volcano_named(value: str) -> frozenset[str]:
     return _volcano_named(value)
 
 
+def is_soft_share(pod: PodLike) -> bool:
+    """A soft-share pod: Volcano gave it an AI-core quota (the plugin lane's candidate test reads the same key)."""
+    return AICORE_QUOTA in pod.annotations
+
+
+def go_atoi(text: str) -> int | None:
+    """Go's strconv.Atoi on a 64-bit platform, None where it errs (no spaces, `_` or non-ASCII digits)."""
+    if not _GO_INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if value in _INT64 else None
+
+
+def annotation_int(annotations: Mapping[str, str], key: str) -> int | None:
+    """Reference manager.go `parseAnnotationIntValue`: the annotation as an integer, the policy by its
+    name; None when it is absent or does not parse."""
+    value = annotations.get(key)
+    if value is None:
+        return None
+    if key == SCHEDULING_POLICY:
+        return SCHEDULING_POLICIES.get(value)
+    return go_atoi(value)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaUse:
+    """What one soft-share pod takes of its chip."""
+
+    chip: str
+    aicore: int
+    hbm_mb: int
+    policy: int  # 1 fixed-share, 2 elastic, 3 best-effort
+
+
+def _is_chip_name(value: str) -> bool:
+    try:
+        return parse_device_id(value).chip == value
+    except ValueError:
+        return False
+
+
+def quota_use(pod: PodLike) -> QuotaUse | None:
+    """A soft-share pod's quota use (reference `calculateCardUsedResourceQuota`, one pod), or None.
+
+    None when the pod has no AscendReal yet, or when its aicore, HBM or policy annotation does
+    not parse: such a pod is not summed, as the reference skips it. Two deliberate differences,
+    both leaving the pod out where the reference would sum it: AscendReal must be exactly one
+    chip's name (the reference keys its sums by the whole value, so a value naming two chips, or
+    a padded one, matches no chip and is never read: the same outcome, said outright), and a
+    negative quota does not count (summed, it would make a full chip look free).
+    """
+    annotations = pod.annotations
+    real = annotations.get(ASCEND_REAL)
+    if real is None or not _is_chip_name(real):
+        return None
+    aicore, hbm = annotation_int(annotations, AICORE_QUOTA), annotation_int(annotations, HBM_QUOTA)
+    policy = annotation_int(annotations, SCHEDULING_POLICY)
+    if aicore is None or hbm is None or policy is None or aicore < 0 or hbm < 0:
+        return None
+    return QuotaUse(real, aicore, hbm, policy)
+
+
 def allocation_share(pod: PodLike, phases: tuple[str, ...] = ALLOCATION_PHASES) -> frozenset[str]:
-    """The chips one pod holds for the free list and reset: its AscendReal/kltDev chips if its phase is in `phases`."""
+    """The chips one pod holds for the free list and reset, if its phase is in `phases`: its
+    AscendReal/kltDev chips, a soft-share pod's AscendReal chips only."""
     if pod.phase not in phases:
         return frozenset()
     annotations = pod.annotations
     real, klt = annotations.get(ASCEND_REAL), annotations.get(KLT_DEV)
+    if is_soft_share(pod):
+        return chips_named(real) if real is not None else frozenset()
     if klt is None:
         return chips_named(real) if real is not None else frozenset()
     return chips_named(klt) if real is None else chips_named(real) | chips_named(klt)

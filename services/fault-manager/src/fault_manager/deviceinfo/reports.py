@@ -2,7 +2,8 @@
 
 The chips' reports (`-Fault` entries, health, in use, recovering), ManuallySeparateNPU and
 UpgradeFaultReason come from the evaluations, not the store: a reason goes out in the same
-write as the verdict it explains.
+write as the verdict it explains. Whether a chip pods hold is kept off the free list is
+`kept_from_free_list`, the soft-share quota rule.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ascend_common.faults import is_network_code
+from ascend_common.inuse import MAX_AICORE_QUOTA
 from ascend_common.superpod import SuperPod
 
 from fault_manager.deviceinfo.configmap import (
@@ -21,7 +23,27 @@ from fault_manager.deviceinfo.configmap import (
     render_device_info,
 )
 from fault_manager.deviceinfo.faultlist import Reason, fault_entries, upgrade_reasons
+from fault_manager.reactor.chips_in_use import NO_QUOTA, PodUse
 from fault_manager.reactor.published import NodeState
+
+
+def kept_from_free_list(chip: str, pods: PodUse, hbm_mb: int) -> bool:
+    """Whether the pods holding `chip` keep it off the free list (`huawei.com/Ascend910`).
+
+    A pod holding it whole does. Soft-share pods alone do once their quotas fill it: Σaicore
+    reaches 100 or ΣHBM the HBM size of the node's first chip (reference `filterSoftShareDevices`,
+    with `updateQuota`'s sums); while the HBM size is unknown (0) they always do, as there. The
+    reference frees a chip under the quotas even when a whole-chip pod holds it too (its rule
+    looks at the sums alone); ours keeps that chip used, as the pod has all of it.
+    """
+    if chip in pods.whole:
+        return True
+    if chip not in pods.shared:
+        return False
+    if hbm_mb <= 0:
+        return True
+    used = pods.quotas.get(chip, NO_QUOTA)
+    return used.aicore >= MAX_AICORE_QUOTA or used.hbm_mb >= hbm_mb
 
 
 @dataclass(frozen=True)
@@ -62,7 +84,7 @@ def device_info(state: NodeState) -> DeviceInfo:
             ChipReport(
                 chip.name,
                 healthy=ev.verdict.schedulable,
-                in_use=chip.name in state.in_use,
+                in_use=kept_from_free_list(chip.name, state.pods, state.hbm_mb),
                 network_unhealthy=not ev.verdict.network_healthy,
                 recovering=ev.verdict.resetting,
                 faults=tuple(faults),

@@ -18,6 +18,7 @@ from ascend_common.superpod import NO_SUPER_POD, SuperPod
 from fault_manager.deviceinfo.configmap import SwitchReport, UnwatchedSwitch
 from fault_manager.deviceinfo.faultlist import Reason
 from fault_manager.policy.engine import Evaluation, Policy
+from fault_manager.reactor.chips_in_use import PodUse
 from fault_manager.reactor.verdicts import VerdictBoard
 
 
@@ -33,7 +34,8 @@ class NodeState:
     policy: Policy
     rtype: str = "Ascend910"
     chips: tuple[ChipEntry, ...] = ()  # every evaluated chip, by logic id
-    in_use: frozenset[str] = frozenset()  # for the free list (chips_in_use_for_allocation)
+    pods: PodUse = field(default_factory=PodUse)  # what the node's pods hold, for the free list
+    hbm_mb: int = 0  # the HBM size of the node's first chip (lowest logic id); 0: unknown
     switch: SwitchReport | UnwatchedSwitch | None = None  # SwitchInfoCfg: A3 and 950 nodes only
     super_pod: SuperPod = NO_SUPER_POD
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ascend_common.chips import ChipFamily
 from ascend_common.clock import Clock
-from ascend_common.inuse import chips_in_use_for_allocation, chips_in_use_for_health
+from ascend_common.inuse import chips_in_use_for_health
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState
 from ascend_common.superpod import super_pod
 
@@ -23,7 +23,7 @@ from fault_manager.deviceinfo.configmap import UNWATCHED_SWITCH, SwitchReport, U
 from fault_manager.deviceinfo.faultlist import Reason
 from fault_manager.events.fault_events import FaultEvents
 from fault_manager.policy.engine import BY_RELEASE, BY_RULE, ChipFaults, Evaluation, FaultEngine, Policy
-from fault_manager.reactor.chips_in_use import ChipsInUse
+from fault_manager.reactor.chips_in_use import ChipsInUse, FreeListUse
 from fault_manager.reactor.ingest import reconcile_rows
 from fault_manager.reactor.inputs import (
     AdminEdits,
@@ -52,6 +52,17 @@ POD_SETTLE_S = 0.05  # a burst of pod events (a re-list, a patch storm) becomes 
 IDLE_WAKE_S = 60.0
 
 
+def first_chip_hbm_mb(listing: ChipList) -> int:
+    """Reference manager.go `getChipMemory`: the HBM size (MB) of the node's first chip, by logic
+    id; 0 when it has none or it was not read."""
+    if not listing.chips:
+        return 0
+    first = min(listing.chips, key=lambda c: c.logic_id)
+    if first.dynamic is None or not first.dynamic.hbm.is_ok or first.dynamic.hbm.value is None:
+        return 0
+    return first.dynamic.hbm.value.total_mb
+
+
 class Reactor:
     def __init__(
         self,
@@ -72,7 +83,7 @@ class Reactor:
         self.isolations = IsolationKeeper(engine, store, clock, published, events, configmap)
         self.switches = SwitchFaults()
         self.in_use_for_health = ChipsInUse(chips_in_use_for_health)
-        self.in_use_for_allocation = ChipsInUse(chips_in_use_for_allocation)
+        self.free_list_use = FreeListUse()
         self.evaluations: dict[str, Evaluation] = {}
         self.ingested = 0  # fault events stored since start
         self._dirty: set[str] = set()
@@ -84,6 +95,8 @@ class Reactor:
         self._rtype = "Ascend910"
         self._switch_family: ChipFamily | None = None  # A3 or 950: a node that writes SwitchInfoCfg
         self._super_pod = published.state.super_pod
+        self._hbm_mb = 0  # the first chip's HBM size, for the soft-share quota rule; 0 until read
+        self._hbm_unknown_logged = False
 
     async def start(self) -> None:
         """Rebuild the engine from SQLite and publish it (before `run`)."""
@@ -168,7 +181,7 @@ class Reactor:
             case PodChanged(kind, pod):
                 # Which chips are in use changed: every verdict (running-pod rule) and the free list may too.
                 self.in_use_for_health.changed(kind, pod)
-                self.in_use_for_allocation.changed(kind, pod)
+                self.free_list_use.changed(kind, pod)
                 if self._pods_due is None:
                     self._pods_due = asyncio.get_running_loop().time() + POD_SETTLE_S
             case PolicyChanged(policy):
@@ -215,10 +228,17 @@ class Reactor:
 
     def _learn_node(self, listing: ChipList) -> None:
         """The node's super pod (DeviceInfoCfg SuperPodID / ServerIndex), as the plugin reads it: the
-        first chip by logic id that answered."""
+        first chip by logic id that answered; and the first chip's HBM size."""
         pod = super_pod(c.static for c in sorted(listing.chips, key=lambda c: c.logic_id))
         if pod != self._super_pod:
             self._super_pod = pod
+            self._node_changed = True
+            self.published.write_wanted.set()
+        # A size once read is kept: it never changes, and a later listing taken while the chip
+        # does not answer would otherwise take every soft-share chip off the free list.
+        hbm = first_chip_hbm_mb(listing)
+        if hbm and hbm != self._hbm_mb:
+            self._hbm_mb = hbm
             self._node_changed = True
             self.published.write_wanted.set()
 
@@ -351,6 +371,13 @@ class Reactor:
 
     def _publish(self) -> None:
         self._node_changed = False
+        pods = self.free_list_use.use()
+        if pods.shared and not self._hbm_mb and not self._hbm_unknown_logged:
+            self._hbm_unknown_logged = True  # once, not on every pod event: a size once read is kept
+            log.warning(
+                "the first chip's HBM size is unknown: chips soft-share pods hold are kept off the free list",
+                extra={"chips": sorted(pods.shared)},
+            )
         chips = sorted(self.engine.chips.values(), key=lambda c: c.logic_id)
         policy = self.engine.policy
         self.published.state = NodeState(
@@ -359,7 +386,8 @@ class Reactor:
             chips=tuple(
                 ChipEntry(c.name, c.manual, self.evaluations[c.name]) for c in chips if c.name in self.evaluations
             ),
-            in_use=self.in_use_for_allocation.chips(),
+            pods=pods,
+            hbm_mb=self._hbm_mb,
             switch=self._switch_info(policy),
             super_pod=self._super_pod,
         )
