@@ -397,3 +397,65 @@ async def test_device_info_carries_the_nodes_super_pod(tmp_path: Path, profile: 
     async with writing_over(tmp_path, profile) as (api, _, _):
         written = json.loads(configmap(api)["DeviceInfoCfg"])
         assert (written["SuperPodID"], written["ServerIndex"]) == (pod, index)
+
+
+def _free(api: FakeApiServer, resource: str = "huawei.com/Ascend910") -> set[str]:
+    """The free list: DeviceInfoCfg's `huawei.com/Ascend910` (`huawei.com/npu` on a 950 node)."""
+    data = configmap(api)
+    if "DeviceInfoCfg" not in data:
+        return set()
+    return set(str(json.loads(data["DeviceInfoCfg"])["DeviceInfo"]["DeviceList"][resource]).split(","))
+
+
+@pytest.mark.parametrize(
+    ("profile", "resource", "hbm_mb"), [("910b-8", "huawei.com/Ascend910", 65536), ("a5-8", "huawei.com/npu", 131072)]
+)
+async def test_a_soft_shared_chip_stays_free_until_the_quotas_reach_100(
+    tmp_path: Path, profile: str, resource: str, hbm_mb: int
+) -> None:
+    """Issue 23: pods Volcano packs on one chip by quota leave it on the free list while Σaicore < 100 and
+    ΣHBM < the first chip's HBM (the sim's profile size); their kltDev slots, spelled with another chip's
+    number, name none."""
+    async with writing_over(tmp_path, profile) as (api, exporter, _):
+        async with exporter.client() as client:
+            chips = (await client.get("/v1/chips")).json()["chips"]
+        shared, spelled, *markers = [c["name"] for c in chips]
+        slots = ",".join(f"{spelled}-{i}" for i in range(30))
+
+        def free() -> set[str]:
+            return _free(api, resource)
+
+        def soft(name: str, aicore: int, hbm: int, policy: str = "elastic") -> None:
+            api.add_pod(name, "ml", annotations={
+                "huawei.com/AscendReal": shared, "huawei.com/kltDev": slots, resource: shared,
+                "huawei.com/scheduler.softShareDev.aicoreQuota": str(aicore),
+                "huawei.com/scheduler.softShareDev.hbmQuota": str(hbm),
+                "huawei.com/scheduler.softShareDev.policy": policy,
+            })  # fmt: skip
+
+        async def seen(marker: str) -> None:
+            """Until the fault-manager has taken in every pod added so far: a whole-chip pod added after them
+            takes `marker` off the free list (pod events are applied in order)."""
+            api.add_pod(f"marker-{marker.lower()}", "ml", annotations={
+                "huawei.com/AscendReal": marker, "huawei.com/kltDev": marker})  # fmt: skip
+            await until(lambda: marker not in free(), what=f"{marker} used by its whole-chip pod")
+
+        await until(lambda: {shared, spelled} <= free(), what="both chips free before any pod")
+        soft("infer-a", 30, 16384)
+        await seen(markers[0])
+        assert {shared, spelled} <= free(), "(30, 16384): room left; the slots name no chip"
+
+        soft("infer-b", 40, 16384)
+        soft("infer-gold", 70, 8192, policy="gold")  # its quotas do not parse: not counted
+        await seen(markers[1])
+        assert {shared, spelled} <= free(), "(30) + (40): room left"
+
+        soft("infer-c", 30, 8192)
+        await until(lambda: shared not in free(), what="the shared chip full at Σaicore 100")
+        assert spelled in free()
+
+        api.remove("pods", "infer-c", "ml")
+        await until(lambda: shared in free(), what="the shared chip free again once a pod is gone")
+
+        soft("infer-big", 0, hbm_mb - 2 * 16384)  # ΣHBM reaches the chip's size
+        await until(lambda: shared not in free(), what=f"the shared chip full at ΣHBM {hbm_mb}")

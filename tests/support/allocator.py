@@ -10,6 +10,9 @@ from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
 from ascend_device_plugin.allocation.report import NodeFacts, Report
+from ascend_device_plugin.allocation.softshare import SoftSharePath
+from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
+from ascend_device_plugin.allocation.softshare_files import HostFiles
 from ascend_device_plugin.allocation.vnpu import DynamicVnpu
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
@@ -33,13 +36,18 @@ def wired_allocator(
     taken_tries: int = 3,
     taken_wait_s: float = 0.2,
     soft_share: bool = False,
+    npu_info_dir: Path = Path("/nonexistent/enpu"),
+    soft_share_dir: Path = Path("/nonexistent/ss"),
 ) -> Allocator:
     containers = Containers(manager, runtime_mode=runtime_mode, dev_root=dev_root)
     report = Report(manager, patcher=pods, node=node)
     cache = VolcanoPods(pods)
     path = VolcanoPath(board, containers, cache, report, taken_tries=taken_tries, taken_wait_s=taken_wait_s)
+    # Soft share writes under `npu_info_dir` and `soft_share_dir` (tests give tmp dirs).
+    dirs = SoftShareDirs(HostFiles(npu_info_dir, soft_share_dir), pods=pods.pods)
+    shared = SoftSharePath(containers, cache, report, path, dirs, soft_share_dir) if soft_share else None
     return Allocator(
         board, containers, report, PlainReport(report, pods=pods), cache,
         DynamicVnpu(containers, cache, report, exporter=exporter), volcano=path if volcano else None,
-        preset_vnpu=preset_vnpu, soft_share=soft_share,
+        preset_vnpu=preset_vnpu, soft_share=shared,
     )  # fmt: skip

@@ -25,6 +25,8 @@ def exporter_chip(
     vnpus: list[Vnpu] | None = None,
     product: str = "Atlas 800T A2",
     ip: str | None = None,
+    vdie: str | None = None,
+    ddie: str | None = None,
 ) -> Chip:
     family = detect_family(name, board)
     rtype = resource_type(family)
@@ -39,6 +41,8 @@ def exporter_chip(
         partner_card=err_i,
         numa_node=Reading[int].ok(numa) if numa is not None else err_i,
         device_ip=Reading[str].ok(ip or f"192.168.100.{phy_id + 1}"),
+        vdie_id=vdie,
+        ddie_id=ddie,
     )
     dynamic = ChipDynamic(
         health=Reading[int].ok(0 if healthy else 2),

@@ -6,13 +6,21 @@ from dataclasses import dataclass, field
 
 import pytest
 from ascend_common.inuse import (
+    AICORE_QUOTA,
+    HBM_QUOTA,
     POD_ANNOTATION_MAX_LENGTH,
+    SCHEDULING_POLICY,
     VOLCANO_KEYS,
+    QuotaUse,
     allocation_share,
+    annotation_int,
     chips_in_use_for_allocation,
     chips_in_use_for_health,
     chips_named,
+    go_atoi,
     health_share,
+    is_soft_share,
+    quota_use,
     volcano_named,
 )
 
@@ -150,3 +158,120 @@ def test_chips_in_use_counts_pending_and_running_pods_only() -> None:
     assert chips_in_use_for_allocation(pods) == {"Ascend910-0", "Ascend910-1"}
     assert chips_in_use_for_allocation(pods, phases=("Running",)) == {"Ascend910-0"}
     assert chips_in_use_for_health(pods) == {"Ascend910-0", "Ascend910-4"}
+
+
+# ---- soft share ----------------------------------------------------------------------------
+
+# The 30 kubelet ids a soft-share pod gets: anonymous slots, `Ascend910-1-...` whatever its chip.
+SLOTS_1 = ",".join(f"Ascend910-1-{i}" for i in range(30))
+
+
+def soft(phase: str = "Running", real: str | None = "Ascend910-0", klt: str | None = SLOTS_1, **quota: str) -> Pod:
+    """A soft-share pod as Volcano and our plugin leave it; quotas 30 / 16384 / elastic unless given."""
+    annotations = {AICORE_QUOTA: "30", HBM_QUOTA: "16384", SCHEDULING_POLICY: "elastic"}
+    keys = {"aicore": AICORE_QUOTA, "hbm": HBM_QUOTA, "policy": SCHEDULING_POLICY}
+    annotations.update({keys[k]: v for k, v in quota.items()})
+    if real is not None:
+        annotations[REAL] = real
+    if klt is not None:
+        annotations[KLT] = klt
+    return Pod(phase, annotations)
+
+
+@pytest.mark.parametrize(
+    ("pod", "health", "allocation"),
+    [
+        # The issue's case: kltDev Ascend910-1-0..29 with AscendReal Ascend910-0 holds chip 0, never chip 1.
+        (soft(), {"Ascend910-0"}, {"Ascend910-0"}),
+        (soft("Pending"), set(), {"Ascend910-0"}),
+        (Pod("Pending", {VOLCANO: "Ascend910-0", AICORE_QUOTA: "30", KLT: SLOTS_1}), {"Ascend910-0"}, set()),
+        (soft("Succeeded"), set(), set()),
+        (soft(real=None), set(), set()),  # before Allocate wrote AscendReal: its slots name nothing
+        (soft(policy="gold"), {"Ascend910-0"}, {"Ascend910-0"}),  # its quotas do not count; it still holds
+        (soft(real="Ascend910-0,Ascend910-1"), {"Ascend910-0", "Ascend910-1"}, {"Ascend910-0", "Ascend910-1"}),
+        # The same ids without the quota annotation are a 310P shared copy: they name chip 1.
+        (Pod("Running", {REAL: "Ascend910-0", KLT: SLOTS_1}), {"Ascend910-0", "Ascend910-1"},
+         {"Ascend910-0", "Ascend910-1"}),
+    ],
+)  # fmt: skip
+def test_a_soft_share_pod_holds_its_ascend_real_chip_only(pod: Pod, health: set[str], allocation: set[str]) -> None:
+    assert allocation_share(pod) == allocation
+    assert chips_in_use_for_allocation([pod]) == allocation
+    assert health_share(pod) == health
+
+
+def test_a_soft_share_pod_is_one_with_an_aicore_quota() -> None:
+    assert is_soft_share(Pod("Running", {AICORE_QUOTA: "x"}))
+    assert not is_soft_share(Pod("Running", {HBM_QUOTA: "1", SCHEDULING_POLICY: "elastic"}))
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("30", 30), ("+30", 30), ("-5", -5), ("007", 7), ("0", 0),
+        (str((1 << 63) - 1), (1 << 63) - 1), (str(-(1 << 63)), -(1 << 63)),
+        (str(1 << 63), None),  # out of range: Atoi errs
+        ("", None), ("+", None), (" 30", None), ("30 ", None), ("3_0", None), ("0x1e", None), ("30.0", None),
+        ("\u0663", None),  # a non-ASCII digit Python's int() takes
+        ("1e3", None),
+    ],
+)  # fmt: skip
+def test_go_atoi(text: str, value: int | None) -> None:
+    assert go_atoi(text) == value
+
+
+# Reference pkg/server/manager_test.go TestParseAnnotationIntValue (its desc argument only words
+# the error; ours answers None).
+@pytest.mark.parametrize(
+    ("name", "annotations", "key", "expected"),
+    [
+        ("TC1 - Annotations is nil", {}, "test-key", None),
+        ("TC2 - Annotation key not found", {"other-key": "value"}, "test-key", None),
+        ("TC3 - Special key with valid value", {SCHEDULING_POLICY: "fixed-share"}, SCHEDULING_POLICY, 1),
+        ("TC4 - Normal key with invalid value", {AICORE_QUOTA: "aa"}, "normal-key", None),
+        # Ours: the policy names (common.ConvertSchedulingPolicyToIntStr), and what is no policy.
+        ("elastic", {SCHEDULING_POLICY: "elastic"}, SCHEDULING_POLICY, 2),
+        ("best-effort", {SCHEDULING_POLICY: "best-effort"}, SCHEDULING_POLICY, 3),
+        ("a policy is a name, never its number", {SCHEDULING_POLICY: "1"}, SCHEDULING_POLICY, None),
+        ("policy gold", {SCHEDULING_POLICY: "gold"}, SCHEDULING_POLICY, None),
+        ("empty policy", {SCHEDULING_POLICY: ""}, SCHEDULING_POLICY, None),
+        ("case matters", {SCHEDULING_POLICY: "Elastic"}, SCHEDULING_POLICY, None),
+        ("aicore", {AICORE_QUOTA: "30"}, AICORE_QUOTA, 30),
+        ("aicore invalid", {AICORE_QUOTA: "aa"}, AICORE_QUOTA, None),
+    ],
+)
+def test_parse_annotation_int_value(name: str, annotations: dict[str, str], key: str, expected: int | None) -> None:
+    assert annotation_int(annotations, key) == expected, name
+
+
+@pytest.mark.parametrize(
+    ("pod", "use"),
+    [
+        (soft(), QuotaUse("Ascend910-0", 30, 16384, 2)),
+        (soft(aicore="70", hbm="8192", policy="fixed-share"), QuotaUse("Ascend910-0", 70, 8192, 1)),
+        (soft(real="npu-3", klt="npu-3-0", policy="best-effort"), QuotaUse("npu-3", 30, 16384, 3)),
+        (soft(aicore="0", hbm="0"), QuotaUse("Ascend910-0", 0, 0, 2)),
+        (soft(aicore="150"), QuotaUse("Ascend910-0", 150, 16384, 2)),  # over the chip: summed, fills it
+        # The phase is the holder's business (allocation_share), not the quota's.
+        (soft("Succeeded"), QuotaUse("Ascend910-0", 30, 16384, 2)),
+        # Not summed: a quota or the policy that does not parse, as the reference...
+        (soft(policy="gold"), None),
+        (soft(aicore="aa"), None),
+        (soft(hbm="16G"), None),
+        (soft(hbm=" 16384"), None),
+        (Pod("Running", {REAL: "Ascend910-0", AICORE_QUOTA: "30", HBM_QUOTA: "16384"}), None),  # no policy
+        (Pod("Running", {REAL: "Ascend910-0", AICORE_QUOTA: "30", SCHEDULING_POLICY: "elastic"}), None),  # no HBM
+        (soft(real=None), None),  # no AscendReal (calculateCardUsedResourceQuota3's first case)
+        # ... and, ours, a negative quota, which would make a full chip look free.
+        (soft(aicore="-30"), None),
+        (soft(hbm="-1"), None),
+        # AscendReal naming no one chip: the reference's whole-value key matches no chip.
+        (soft(real="Ascend910-0,Ascend910-1"), None),
+        (soft(real=" Ascend910-0"), None),
+        (soft(real="Ascend910-1-3"), None),
+        (soft(real="Ascend910-01"), None),
+        (soft(real="card-0"), None),
+    ],
+)
+def test_quota_use(pod: Pod, use: QuotaUse | None) -> None:
+    assert quota_use(pod) == use

@@ -221,11 +221,13 @@ def test_soft_share_refusal_is_reported_by_the_manager_for_310p_chips() -> None:
     )
 
 
-# ---- Allocate of soft-share ids: a clear refusal until it is built -------------------------------------
+# ---- Allocate of soft-share ids: the soft-share path, whatever the count ------------------------------
 
 
 @pytest.mark.parametrize("volcano", [True, False])
-async def test_allocate_of_soft_share_ids_is_refused_with_failed_precondition(volcano: bool) -> None:
+async def test_allocate_of_soft_share_ids_without_a_quota_pod_is_refused_with_failed_precondition(
+    volcano: bool,
+) -> None:
     board = ViewBoard()
     manager = ResourceManager(board, default_fault_code_table(), PluginMetrics(), share_count=100, soft_share=True)
     manager.set_chips(node_910b())
@@ -233,12 +235,11 @@ async def test_allocate_of_soft_share_ids_is_refused_with_failed_precondition(vo
     ids = [f"Ascend910-1-{i}" for i in range(30)]
     with pytest.raises(AllocationError) as err:
         await alloc.allocate("Ascend910", _request(ids))
-    assert err.value.kind is Refusal.NOT_SUPPORTED
+    assert err.value.kind is Refusal.NO_POD
     assert status_of(err.value) is grpc.StatusCode.FAILED_PRECONDITION
-    assert "soft-share ids is not supported yet" in err.value.message
-    assert "refused 30 ids: Ascend910-1-0, Ascend910-1-1, Ascend910-1-2, Ascend910-1-3 and 26 more" in err.value.message
-    # Eight ids on an eight-chip node are not the whole node under soft share: still refused.
-    with pytest.raises(AllocationError, match="not supported yet"):
+    assert "no active soft-share pod annotated by Volcano with an AI-core quota of 30" in err.value.message
+    # Eight ids on an eight-chip node are not the whole node under soft share: the soft-share path still.
+    with pytest.raises(AllocationError, match="AI-core quota of 8"):
         await alloc.allocate("Ascend910", _request([f"Ascend910-0-{i}" for i in range(8)]))
     await alloc.stop()
 

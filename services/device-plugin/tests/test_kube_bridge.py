@@ -59,3 +59,21 @@ async def test_counts_follow_every_event_as_a_full_pass_would() -> None:
         assert chips_in_use_for_allocation(holders) == chips_in_use_for_allocation(bridge.pods())
     if bridge._pending is not None:
         bridge._pending.cancel()
+
+
+async def test_on_pod_gone_is_told_of_a_deletion_and_of_a_first_finished_phase_once() -> None:
+    gone: list[tuple[str, str]] = []
+    bridge = KubeBridge(cast(Any, None), "node-a", lambda: None)
+    bridge.on_pod_gone = lambda view: gone.append((view.uid, view.phase))
+    bridge._pods_changed("ADDED", slim("a", "Running", [], 1))
+    bridge._pods_changed("ADDED", slim("b", "Pending", [], 2))
+    assert gone == []
+    bridge._pods_changed("MODIFIED", slim("a", "Succeeded", [], 3))
+    bridge._pods_changed("MODIFIED", slim("a", "Succeeded", [], 4))  # still finished: told once
+    bridge._pods_changed("DELETED", slim("b", "Running", ["Ascend910-1"], 5))
+    assert gone == [("a", "Succeeded"), ("b", "Running")]
+    # A deleted pod's last state is what is handed on (soft share reads its directory from it).
+    bridge._pods_changed("DELETED", slim("a", "Succeeded", [], 6))
+    assert gone[-1] == ("a", "Succeeded")
+    if bridge._pending is not None:
+        bridge._pending.cancel()

@@ -25,6 +25,9 @@ from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
 from ascend_device_plugin.allocation.report import NodeFacts, Report
+from ascend_device_plugin.allocation.softshare import SoftSharePath
+from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
+from ascend_device_plugin.allocation.softshare_files import HostFiles
 from ascend_device_plugin.allocation.vnpu import DynamicVnpu
 from ascend_device_plugin.kubelet.registrar import Registrar
 from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
@@ -79,6 +82,21 @@ class DevicePlugin:
         containers = Containers(self.manager, runtime_mode=s.use_ascend_docker)
         report = Report(self.manager, patcher=self.kube, node=self.kube.node_facts if self.kube else NodeFacts)
         pods = VolcanoPods(self.kube)
+        volcano = VolcanoPath(
+            self.board, containers, pods, report, taken_tries=s.retry_update_count, taken_wait_s=s.update_pod_wait_time
+        )
+        self.soft_share_dirs: SoftShareDirs | None = None
+        soft_share: SoftSharePath | None = None
+        if s.soft_share and s.soft_share_dev_config_dir is not None:
+            self.soft_share_dirs = SoftShareDirs(
+                HostFiles(s.soft_share_npu_info_dir, s.soft_share_dev_config_dir),
+                pods=self.kube.pods if self.kube is not None else list,
+            )
+            soft_share = SoftSharePath(
+                containers, pods, report, volcano, self.soft_share_dirs, s.soft_share_dev_config_dir
+            )
+            if self.kube is not None:
+                self.kube.on_pod_gone = self.soft_share_dirs.pod_gone
         self.allocator = Allocator(
             self.board,
             containers,
@@ -86,12 +104,9 @@ class DevicePlugin:
             PlainReport(report, pods=self.kube, podresources_socket=s.podresources_socket),
             pods,
             DynamicVnpu(containers, pods, report, exporter=self.exporter),
-            volcano=VolcanoPath(
-                self.board, containers, pods, report, taken_tries=s.retry_update_count,
-                taken_wait_s=s.update_pod_wait_time,
-            ) if s.volcano_type else None,
+            volcano=volcano if s.volcano_type else None,
             preset_vnpu=s.preset_virtual_device,
-            soft_share=s.soft_share,
+            soft_share=soft_share,
             slow_node=self.kube.slow_node_envs if self.kube is not None and s.enable_slow_node else None,
         )  # fmt: skip
         self.registrar = Registrar(
@@ -136,6 +151,8 @@ class DevicePlugin:
             self.kube.pods(), in_use_for_health=self.kube.in_use_for_health(), holding=self.kube.holding()
         )
         self.allocator.forget(self.kube.uids())
+        if self.soft_share_dirs is not None:
+            self.soft_share_dirs.forget(self.kube.uids())
 
     def _options(self, resource: str) -> pb.DevicePluginOptions:
         return pb.DevicePluginOptions(
@@ -177,6 +194,9 @@ class DevicePlugin:
         self._started = True
         await self.registrar.start()
         self._loops.essential(self._grace_watch(), "exporter-grace")
+        if self.soft_share_dirs is not None and self.kube is not None:
+            # After the first pod list: the directories of pods deleted while the plugin was away.
+            self._loops.spawn(self.soft_share_dirs.sweep_when(self.kube.wait_synced), "soft-share-sweep")
         if not self.settings.preset_virtual_device and self.kube is not None:
             self._loops.essential(self._vnpu_gc(), "vnpu-gc")
 
@@ -198,6 +218,8 @@ class DevicePlugin:
         await self._loops.stop()
         await self.registrar.shutdown()
         await self.allocator.stop()
+        if self.soft_share_dirs is not None:
+            await self.soft_share_dirs.stop()
         await self.follower.stop()
         if self.verdicts is not None:
             await self.verdicts.stop()

@@ -27,7 +27,7 @@ from ascend_common.adapters.kube.pod_watch import PodCache
 from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.gojson import INT32
 from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
-from ascend_common.pods import SlimPod
+from ascend_common.pods import FINISHED_PHASES, SlimPod
 
 from ascend_device_plugin.allocation.report import NodeFacts
 from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, slow_node_envs
@@ -56,6 +56,7 @@ def pod_view(pod: SlimPod) -> PodView:
         phase=pod.phase,
         annotations=pod.annotations,
         requests=pod.requests,
+        labels=pod.labels,
         deleting=pod.deleting,
         created=pod.created,
     )
@@ -88,6 +89,8 @@ class KubeBridge:
     _retire: tuple[str, ...] = ()  # RETIRED_RESOURCES of the node's type, once its chips are known
     _retired: bool = False
     _retire_task: asyncio.Task[None] | None = None
+    # Told when a pod is deleted or reaches a finished phase (soft share frees its directory then).
+    on_pod_gone: Callable[[PodView], None] | None = None
 
     def __post_init__(self) -> None:
         if self.api is not None:
@@ -115,12 +118,18 @@ class KubeBridge:
         old = self._views.get(pod.uid)
         if old is not None:
             self._count(old, -1)
+        view: PodView | None = None
         if kind == "DELETED":
             self._views.pop(pod.uid, None)
         else:
             view = pod_view(pod)
             self._views[pod.uid] = view
             self._count(view, 1)
+        if self.on_pod_gone is not None:
+            if view is None:
+                self.on_pod_gone(pod_view(pod))  # the deleted object's last state
+            elif view.phase in FINISHED_PHASES and (old is None or old.phase not in FINISHED_PHASES):
+                self.on_pod_gone(view)
         self._list = None
         if self._pending is None:
             self._pending = asyncio.get_running_loop().call_later(POD_DEBOUNCE_S, self._flush)
@@ -171,6 +180,10 @@ class KubeBridge:
         if self._list is None:
             self._list = list(self._views.values())
         return self._list
+
+    async def wait_synced(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bounded wait is the API
+        """True once the pod cache has its first list (False: not within `timeout` s)."""
+        return self.cache is not None and await self.cache.wait_synced(timeout)
 
     async def refresh(self) -> None:
         if self.cache is not None:

@@ -69,6 +69,12 @@ class PluginSettings(BaseSettings):
         "--share-dev-count 100 and --volcano-type, each chip is offered as 100 ids <name>-<phy>-0..99. "
         "An absolute path whose parent exists.",
     )
+    soft_share_npu_info_dir: Path = Field(
+        Path("/etc/enpu"),
+        description="Soft share: the host directory of the pods' quota files, "
+        "<dir>/<namespace>.<job>/<phy>_<vid>/npu_info.config (the reference hard-codes /etc/enpu). It must "
+        "exist; each pod's directory is mounted read-only at /etc/enpu/vcann-rt/ in its containers.",
+    )
     use_ascend_docker: bool = Field(True, description="Ascend Docker Runtime mode; false: mount /dev/davinci*.")
     token_file: Path | None = Field(None, description="Holds the plugin's `vnpu` token (dynamic vNPU mode).")
     list_watch_period: float = Field(

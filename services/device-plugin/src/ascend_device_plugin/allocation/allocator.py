@@ -1,8 +1,9 @@
 """Allocate and GetPreferredAllocation: the kubelet's request -> what the container gets.
 
 Paths (contract sections 3-5): plain (the kubelet's ids), Volcano (the devices Volcano wrote
-on the oldest pending pod, which is marked taken), static vNPU, dynamic vNPU (`npu-core`:
-the vNPU the pod's annotation names is created through the exporter) and 310P sharing. Reads
+on the oldest pending pod, which is marked taken), soft share (softshare.py: Volcano's chip with a
+quota file and two mounts), static vNPU, dynamic vNPU (`npu-core`: the vNPU the pod's annotation
+names is created through the exporter) and 310P sharing. Reads
 come from the pod cache. The Volcano path writes the pod twice: marked taken inside the call
 (the kubelet's admission waits for it, as in the reference), then the allocation report once the
 kubelet has its answer; the other paths write only the report, after the answer.
@@ -22,8 +23,8 @@ from ascend_common.naming import NPU_CORE
 
 from ascend_device_plugin.allocation.containers import Containers, alloc_devices, invalid
 from ascend_device_plugin.allocation.plain import PlainReport
-from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.report import Report, physical
+from ascend_device_plugin.allocation.softshare import SoftSharePath
 from ascend_device_plugin.allocation.vnpu import DynamicVnpu
 from ascend_device_plugin.core.allocate import validate_request
 from ascend_device_plugin.core.preferred import preferred_allocation
@@ -34,16 +35,6 @@ from ascend_device_plugin.volcano.pods import VolcanoPods
 
 MAX_DEVICES_PER_CONTAINER = 128
 MAX_CONTAINERS = 64
-
-
-def soft_share_unsupported(containers: list[list[str]]) -> AllocationError:
-    """The refusal of a soft-share request: its Allocate (quota files, mounts) is not built yet."""
-    ids = [i for c in containers for i in c]
-    shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
-    return AllocationError(
-        Refusal.NOT_SUPPORTED,
-        f"soft share: Allocate of soft-share ids is not supported yet (issue 23); refused {len(ids)} ids: {shown}",
-    )
 
 
 @dataclass
@@ -57,7 +48,7 @@ class Allocator:
     volcano: VolcanoPath | None = None  # --volcano-type
     preset_vnpu: bool = True  # --preset-virtual-device
     slow_node: Callable[[], Awaitable[dict[str, str]]] | None = None  # the slow-node notice's envs
-    soft_share: bool = False  # --soft-share-dev-config-dir with --share-dev-count 100
+    soft_share: SoftSharePath | None = None  # --soft-share-dev-config-dir with --share-dev-count 100
 
     # ---- GetPreferredAllocation --------------------------------------------------------------
 
@@ -116,10 +107,10 @@ class Allocator:
         # Under preset vNPU, a request for every chip of the node is served by the kubelet's ids (the
         # reference's Allocate: there is only one way to give them all).
         resources = self.containers.resources
-        if self.soft_share and resource == physical(resources):
-            # Soft-share ids are anonymous: neither the Volcano path (it matches a pod by the count of
-            # its chips) nor the plain one (it would hand out chip <phy> of each id) serves them right.
-            raise soft_share_unsupported(containers)
+        if self.soft_share is not None and resource == physical(resources):
+            # Soft-share ids are anonymous quota units: neither the Volcano path (it matches a pod by the
+            # count of its chips) nor the plain one (it would hand out chip <phy> of each id) serves them.
+            return await self.soft_share.allocate(resource, containers)
         whole_node = self.preset_vnpu and sum(map(len, containers)) == len(resources.inventory.chips)
         if self.volcano is not None and resource == physical(resources) and not whole_node:
             return await self.volcano.allocate(resource, containers)

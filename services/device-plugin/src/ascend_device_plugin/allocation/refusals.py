@@ -12,7 +12,7 @@ class Refusal(StrEnum):
     NO_INVENTORY = "no-inventory"  # no chip known yet
     API_SERVER = "api-server"  # the API server did not take the write the allocation depends on
     NO_CAPACITY = "no-capacity"  # the chip cannot hold the vNPU the pod asks for
-    NOT_SUPPORTED = "not-supported"  # a path the plugin does not serve yet (soft-share Allocate)
+    SOFT_SHARE = "soft-share"  # a soft-share pod whose quota file cannot be written as asked (nothing written)
 
 
 class AllocationError(Exception):

@@ -38,6 +38,10 @@ class ChipInfo:
     # which the rank configuration writes as 0, as the reference does.
     super_device_id: int | None = None
     vnpus: tuple[Vnpu, ...] = ()
+    # Die ids as the exporter serves them (ChipStatic): the soft-share shm id is the VDIE, the DDIE on
+    # the 950; None when the exporter could not read it (a soft-share Allocate then refuses).
+    vdie_id: str | None = None
+    ddie_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +55,7 @@ class PodView:
     # Left out of the hash (mappings are not hashable) but not out of equality, so pods can go in sets.
     annotations: Mapping[str, str] = field(hash=False)
     requests: Mapping[str, int] = field(hash=False)  # "huawei.com/Ascend910" -> count, summed over containers
+    labels: Mapping[str, str] = field(hash=False, default_factory=dict)  # soft share: the job labels
     deleting: bool = False
     created: float = 0.0  # unix seconds of the creation timestamp
 

@@ -28,6 +28,7 @@ from ascend_common.pods import FINISHED_PHASES
 from ascend_common.vnpu import TEMPLATES, template_allowed
 
 from ascend_device_plugin.core.model import PodView
+from ascend_device_plugin.core.softshare_pod import AICORE_QUOTA, aicore_quota, is_soft_share_pod
 
 PREDICATE_TIME = "predicate-time"
 UINT64_MAX = 2**64 - 1
@@ -132,7 +133,11 @@ def _parse_real_devices(value: str, rtype: ResourceType) -> tuple[str, ...]:
 def kubelet_map(annotations: Mapping[str, str], rtype: ResourceType) -> dict[str, str] | None:
     """The kubelet id -> real chip map a Volcano allocation wrote on its pod (`kltDev`,
     `AscendReal`), to rebuild after a plugin restart; None when the pod carries neither;
-    ValueError when they are malformed or do not pair up one to one."""
+    ValueError when they are malformed or do not pair up one to one. None for a soft-share pod:
+    its kubelet ids are anonymous (100 per chip, any of them for any pod of the chip), and each
+    reports its own chip's health anyway."""
+    if is_soft_share_pod(annotations):
+        return None
     klt, real = annotations.get(KLT_DEV), annotations.get(ASCEND_REAL)
     if klt is None and real is None:
         return None
@@ -227,6 +232,7 @@ def pick_pod(
     count: int,
     *,
     chip_aicore: int | None = None,
+    soft_share: bool = False,
 ) -> VolcanoChoice:
     """Choose the pod this Allocate of `count` devices of `resource_name` is for.
 
@@ -236,6 +242,11 @@ def pick_pod(
     Smallest predicate-time wins; ties by creation time, then namespace/name, so the choice
     does not depend on the order of the pod cache. Only pods that pass `may_serve` can be chosen,
     so callers may hand in just those.
+
+    `soft_share` (a physical resource under soft share, `checkAnnotationAllocateValid`): only pods
+    with an AI-core quota are candidates, and the quota (Atoi) is what must equal `count`, not the
+    number of annotated chips; a quota Atoi rejects makes the pod a reject. That the pod names
+    exactly one chip is for the caller to check, so the refusal can name the pod.
     """
     dynamic = resource_name == NPU_CORE_RESOURCE
     rtype: ResourceType | None = None
@@ -261,12 +272,20 @@ def pick_pod(
         raw_time = pod.annotations.get(PREDICATE_TIME)
         if raw_time == TAKEN:
             continue  # handed out already; its annotation no longer matters
+        if soft_share and not is_soft_share_pod(pod.annotations):
+            continue  # under soft share Volcano counts 100 per chip: only a quota can match a request
         devices: tuple[str, ...] = ()
         request: DynamicRequest | None = None
         try:
             if rtype is not None:
                 devices = _parse_real_devices(annotation, rtype)
                 annotated = len(devices)
+                if soft_share:
+                    try:
+                        annotated = aicore_quota(pod.annotations) or 0
+                    except ValueError as exc:
+                        rejects.append(Reject(pod, f"annotation {AICORE_QUOTA}: {exc}"))
+                        continue
             else:
                 request = parse_npu_core(annotation)
                 annotated = request.core_count(chip_aicore or 0)

@@ -40,7 +40,7 @@ STATUS = {
     Refusal.NO_INVENTORY: grpc.StatusCode.UNAVAILABLE,
     Refusal.API_SERVER: grpc.StatusCode.UNAVAILABLE,
     Refusal.NO_CAPACITY: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    Refusal.NOT_SUPPORTED: grpc.StatusCode.FAILED_PRECONDITION,
+    Refusal.SOFT_SHARE: grpc.StatusCode.FAILED_PRECONDITION,
 }
 
 

@@ -55,6 +55,8 @@ def chip_info(chip: Chip, healthy: bool) -> ChipInfo | None:
         partner_card=s.partner_card.value if s.partner_card.is_ok else None,
         super_device_id=super_device_id(s),
         vnpus=tuple(d.vnpus.value or ()) if d is not None and d.vnpus.is_ok else (),
+        vdie_id=s.vdie_id,
+        ddie_id=s.ddie_id,
     )
 
 

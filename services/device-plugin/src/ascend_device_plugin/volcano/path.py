@@ -50,7 +50,7 @@ class VolcanoPath:
         known = {d.id for d in view.devices} if view is not None else set()
         if unknown := [r for r in real if r not in known]:
             raise invalid(f"Volcano chose devices this node does not have: {','.join(unknown)}", pod)
-        await self._mark_taken(pod)
+        await self.mark_taken(pod)
         # Serve the containers in order with the pod's real devices.
         responses, offset = [], 0
         for ids in containers:
@@ -67,7 +67,7 @@ class VolcanoPath:
         self.report.after_answer(pod, settle)
         return pb.AllocateResponse(container_responses=responses)
 
-    async def _mark_taken(self, pod: PodView) -> None:
+    async def mark_taken(self, pod: PodView) -> None:
         """Set the pod's predicate-time to the maximum on the API server before anything is handed out
         (the reference's getOldestPod -> TryUpdatePodCacheAnnotation): Volcano reads it to know the
         chips are in use. Transient failures are retried (taken_tries, taken_wait_s); when it cannot be

@@ -15,13 +15,15 @@ class VolcanoPods:
     source: PodSource | None = None
     taken: set[str] = field(default_factory=set)  # pod uids marked taken, before the cache sees it
 
-    async def choose(self, resource_name: str, count: int, aicore: int | None = None) -> VolcanoChoice:
+    async def choose(
+        self, resource_name: str, count: int, aicore: int | None = None, *, soft_share: bool = False
+    ) -> VolcanoChoice:
         """The pod from the cache; if none fits, re-list once (a cold cache) and look again."""
         assert self.source is not None
         for attempt in range(2):
             # The taken ones are left out here: pick_pod parses only what is left.
             pods = [p for p in self.source.servable() if p.uid not in self.taken]
-            choice = pick_pod(pods, resource_name, count, chip_aicore=aicore)
+            choice = pick_pod(pods, resource_name, count, chip_aicore=aicore, soft_share=soft_share)
             if choice.pod is not None or attempt:
                 return choice
             await self.source.refresh()
