@@ -23,9 +23,15 @@ SOFT_SHARE = ("--share-dev-count", "100", "--volcano-type")
 
 
 async def test_soft_share_lists_100_ids_per_chip_and_a_fault_takes_exactly_its_100(workdir: Path) -> None:
-    n = await make_node(workdir, *SOFT_SHARE, "--soft-share-dev-config-dir", str(workdir / "ss"))
+    missing = workdir / "no-enpu"
+    n = await make_node(
+        workdir, *SOFT_SHARE, "--soft-share-dev-config-dir", str(workdir / "ss"),
+        "--soft-share-npu-info-dir", str(missing),
+    )  # fmt: skip
     try:
         await wait_ready(n.plugin)
+        log = n.plugin.log_path.read_text()
+        assert "the npu-info directory is missing" in log and str(missing) in log  # told at start, not fatal
         every = {f"Ascend910-{p}-{i}" for p in range(8) for i in range(100)}
         msg = await n.kubelet.wait_for(R, lambda m: set(m.devices) == every)
         assert msg.healthy == every
@@ -77,6 +83,7 @@ QUOTAS = {
     "huawei.com/scheduler.softShareDev.policy": "elastic",
 }
 VNPU_ID = "huawei.com/scheduler.softShareDev.vnpuId"
+NPU = "huawei.com/npu"
 
 
 @dataclass
@@ -223,3 +230,35 @@ async def test_deleting_a_then_b_removes_a_dir_then_the_job_dir(ss_node: SoftSha
     s.api.remove("pods", "b", "default")
     await until(lambda: not job.exists(), what="the job dir to go")
     assert listing(s.enpu) == ["README"]
+
+
+async def test_the_950_mounts_its_ddie(workdir: Path, apiserver: FakeApiServer) -> None:
+    enpu, ss = workdir / "enpu", workdir / "ss"
+    enpu.mkdir()
+    apiserver.add_pod(
+        "infer", "default", phase="Pending", requests={NPU: 30},
+        annotations={NPU: "npu-1", "predicate-time": "1", **QUOTAS},
+        labels={"deploy-name": "infer"},
+    )  # fmt: skip
+    n = await make_node(
+        workdir, *SOFT_SHARE, "--soft-share-dev-config-dir", str(ss), "--soft-share-npu-info-dir", str(enpu),
+        "--kubeconfig", str(write_kubeconfig(workdir / "kubeconfig", apiserver.url)), profile="a5-8", kube="api",
+    )  # fmt: skip
+    try:
+        await wait_ready(n.plugin)
+        await n.kubelet.wait_for(NPU, lambda m: len(m.devices) == 800)
+        await pods_cached(apiserver)
+        transport = httpx.AsyncHTTPTransport(uds=str(n.exporter.socket))
+        async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+            chips = (await client.get("/v1/chips")).json()["chips"]
+        static = next(c for c in chips if c["phy_id"] == 1)["static"]
+        ddie, vdie = static["ddie_id"], static["vdie_id"]
+        assert isinstance(ddie, str) and ddie and ddie != vdie
+        resp = await n.kubelet.allocate(NPU, [[f"npu-4-{i}" for i in range(30)]])
+        [c] = resp.container_responses
+        assert [m.container_path for m in c.mounts] == [f"/dev/shm/{ddie}", "/etc/enpu/vcann-rt/"]
+        config = (enpu / "default.infer" / "1_0" / "npu_info.config").read_text()
+        assert config.startswith("physical-npu-id=1\nvirtual-npu-id=0\n")
+        assert f"\nshm-id={ddie}\n" in config
+    finally:
+        await close_node(n)

@@ -9,6 +9,7 @@ from ascend_common.inuse import (
     AICORE_QUOTA,
     HBM_QUOTA,
     POD_ANNOTATION_MAX_LENGTH,
+    SCHEDULING_POLICIES,
     SCHEDULING_POLICY,
     VOLCANO_KEYS,
     QuotaUse,
@@ -275,3 +276,18 @@ def test_parse_annotation_int_value(name: str, annotations: dict[str, str], key:
 )
 def test_quota_use(pod: Pod, use: QuotaUse | None) -> None:
     assert quota_use(pod) == use
+
+
+# Reference pkg/common/common_test.go TestConvertSchedulingPolicyToIntStr ("" there is no policy, None here).
+@pytest.mark.parametrize(
+    ("name", "policy", "expected"),
+    [
+        ("TC001 - Empty input", "", None),
+        ("TC002 - Valid input 'fixed-share'", "fixed-share", 1),
+        ("TC003 - Valid input 'elastic'", "elastic", 2),
+        ("TC004 - Valid input 'best-effort'", "best-effort", 3),
+        ("TC005 - Invalid input 'unknown-policy'", "unknown-policy", None),
+    ],
+)
+def test_convert_scheduling_policy_to_int_str(name: str, policy: str, expected: int | None) -> None:
+    assert SCHEDULING_POLICIES.get(policy) == expected, name

@@ -368,3 +368,101 @@ async def test_a_symlinked_pod_dir_is_not_followed(tmp_path: Path) -> None:
     await dirs.clean()
     assert (outside / "keep").is_dir()
     assert (enpu / "ns.job" / "0_1").is_symlink()
+
+
+# ---- TestHandleSoftSharePodDelete / TestIsJobNameStillInUse (pkg/server/plugin_test.go) ------------
+
+
+def on_disk(enpu: Path, *dirs: str) -> None:
+    for d in dirs:
+        (enpu / d).mkdir(parents=True)
+        (enpu / d / "npu_info.config").write_text("x")
+
+
+@pytest.mark.parametrize(
+    ("others", "left"),
+    [
+        # "soft share pod deleted, should call RemoveSoftShareDeviceFileAndDir"
+        ([], []),
+        # "job still in use by other pod, should not remove dir" (ours: the deleted pod's own dir goes)
+        ([("default", "pod2", "job1", 1)], ["default.job1", "default.job1/0_1", "default.job1/0_1/npu_info.config"]),
+        # "job still in use by multiple other pods"
+        ([("default", "pod2", "job1", 1), ("default", "pod3", "job1", 2)],
+         ["default.job1", "default.job1/0_1", "default.job1/0_1/npu_info.config", "default.job1/0_2",
+          "default.job1/0_2/npu_info.config"]),
+        # "different job name in other pods, should remove dir"
+        ([("default", "pod2", "job2", 1)], ["default.job2", "default.job2/0_1", "default.job2/0_1/npu_info.config"]),
+        # "same job name in different namespace, should remove dir"
+        ([("other", "pod2", "job1", 1)], ["other.job1", "other.job1/0_1", "other.job1/0_1/npu_info.config"]),
+    ],
+)  # fmt: skip
+async def test_handle_soft_share_pod_delete(
+    tmp_path: Path, others: list[tuple[str, str, str, int]], left: list[str]
+) -> None:
+    enpu = tmp_path / "enpu"
+    deleted = reported(ss_pod("pod1"), 0)
+    living = [
+        replace(reported(ss_pod(name, labels={"volcano.sh/job-name": job}), vid), namespace=ns, uid=f"u-{ns}-{name}")
+        for ns, name, job, vid in others
+    ]
+    on_disk(enpu, "default.job1/0_0", *(f"{p.namespace}.{p.labels['volcano.sh/job-name']}/0_{v}"
+                                       for p, (_, _, _, v) in zip(living, others, strict=True)))  # fmt: skip
+    dirs = SoftShareDirs(HostFiles(enpu, tmp_path / "ss"), pods=lambda: living)
+    dirs.pod_gone(deleted)
+    await dirs.drain()
+    assert sorted(str(p.relative_to(enpu)) for p in enpu.rglob("*")) == left
+
+
+async def test_handle_soft_share_pod_delete_of_another_pod_removes_nothing(tmp_path: Path) -> None:
+    # "pod not in softShareJobs, should return directly": a pod without a quota.
+    enpu = tmp_path / "enpu"
+    on_disk(enpu, "default.job1/0_0")
+    dirs = SoftShareDirs(HostFiles(enpu, tmp_path / "ss"), pods=list)
+    plain = replace(ss_pod("pod1"), annotations={f"huawei.com/{R}": "Ascend910-0"})
+    dirs.pod_gone(plain)
+    await dirs.drain()
+    assert (enpu / "default.job1" / "0_0" / "npu_info.config").is_file()
+
+
+class FailingRemove(HostFiles):
+    def remove_pod_dir(self, found: object) -> None:
+        raise PermissionError("read-only file system")
+
+
+async def test_handle_soft_share_pod_delete_when_the_remove_fails(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # "RemoveSoftShareDeviceFileAndDir returns error": logged; the job dir (not empty) stays.
+    enpu = tmp_path / "enpu"
+    on_disk(enpu, "default.job1/0_0")
+    dirs = SoftShareDirs(FailingRemove(enpu, tmp_path / "ss"), pods=list)
+    with caplog.at_level(logging.ERROR):
+        assert await dirs.clean() == []
+    assert (enpu / "default.job1" / "0_0").is_dir()
+    [record] = [r for r in caplog.records if r.getMessage() == "soft-share directory not removed"]
+    assert record.__dict__["dir"] == "default.job1/0_0"
+
+
+# ---- the host refusing a write ------------------------------------------------------------------
+
+
+async def test_a_failed_write_refuses_naming_the_pod_and_leaves_none_of_its_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alloc, pods, enpu, _ = setup(tmp_path, [ss_pod()])
+    real_open = os.open
+
+    def failing_open(path: str | os.PathLike[str], flags: int, mode: int = 0o777, **kw: int | None) -> int:
+        if str(path).endswith("npu_info.config"):
+            raise OSError(28, "No space left on device")
+        return real_open(path, flags, mode, **kw)  # shutil.rmtree passes dir_fd
+
+    monkeypatch.setattr(os, "open", failing_open)
+    with pytest.raises(AllocationError) as err:
+        await alloc.allocate(R, request(ids(0, 30)))
+    assert err.value.kind is Refusal.SOFT_SHARE
+    assert err.value.message.startswith("pod default/p1: soft share: cannot write its quota file:")
+    assert "No space left on device" in err.value.message
+    assert list(enpu.iterdir()) == []  # neither the pod's dir nor the job's (this call made both)
+    assert pods.patches == [("default", "p1", {"predicate-time": TAKEN})]  # marked taken first, as Volcano pods are
+    await alloc.stop()

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
+from ascend_common.chips import ChipFamily
 from ascend_common.clock import ManualClock
 from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
 from ascend_common.inuse import (
@@ -27,6 +28,7 @@ from ascend_common.pods import SlimPod
 from ascend_common.schemas.exporter import Chip, ChipList, Hbm
 from ascend_common.schemas.reading import Reading
 from fault_manager.deviceinfo.reports import device_info, kept_from_free_list
+from fault_manager.hotreset.jobs import TrainingJobs
 from fault_manager.policy.engine import FaultEngine, Policy
 from fault_manager.reactor.chips_in_use import FreeListUse, PodUse, QuotaSum
 from fault_manager.reactor.inputs import Inbox, Snapshot
@@ -268,6 +270,16 @@ def test_get_chip_memory(name: str, first: Reading[Hbm] | None, expected: int) -
     assert first_chip_hbm_mb(ChipList(last_event_id=None, chips=[])) == 0
 
 
+def test_the_hbm_size_is_read_on_the_families_with_on_chip_memory_only() -> None:
+    """common.HasOnChipMemory: 910A, 910B, A3, 950; a 310P's memory is no HBM, whatever the reading says."""
+    chip = with_hbm(exporter_chip(0, 0, name="310P3"), hbm_ok(HBM_MB))
+    assert chip.family is ChipFamily.ASCEND310P
+    assert first_chip_hbm_mb(ChipList(last_event_id=None, chips=[chip])) == 0
+    a5 = with_hbm(exporter_chip(0, 0, name="Ascend950DT", board=0x20, card_id=-1), hbm_ok(131072))
+    assert a5.family is ChipFamily.ASCEND950
+    assert first_chip_hbm_mb(ChipList(last_event_id=None, chips=[a5])) == 131072
+
+
 # ---- the reactor ------------------------------------------------------------------------------
 
 
@@ -332,3 +344,18 @@ async def test_the_reactor_publishes_the_quota_rule_with_the_first_chips_hbm(
         await settled(inbox)
         assert published.state.hbm_mb == HBM_MB and "Ascend910-0" in free(published)
         assert sum("HBM size is unknown" in r.getMessage() for r in caplog.records) == 1
+
+
+# ---- hot reset ------------------------------------------------------------------------------
+
+
+async def test_hot_reset_counts_a_soft_share_pod_on_its_ascend_real_chip_only() -> None:
+    """A chip soft-share pods hold is in use for reset whatever their quotas (any holder); the chip their
+    kltDev slots spell is not."""
+    engine = FaultEngine(
+        Policy(default_fault_code_table(), default_fault_customization(), default_switch_fault_table())
+    )
+    jobs = TrainingJobs(Published(VerdictBoard(), NodeState(engine.policy)), ManualClock())
+    pods = [soft("a", 10)]  # no job label: a group it uses cannot be reset in place
+    assert await jobs.of_group([exporter_chip(1, 1)], pods) == ({}, None)
+    assert await jobs.of_group([exporter_chip(0, 0)], pods) == ({}, "pod ml/pod-a uses the group and belongs to no job")

@@ -194,6 +194,12 @@ class DevicePlugin:
         self._started = True
         await self.registrar.start()
         self._loops.essential(self._grace_watch(), "exporter-grace")
+        if self.soft_share_dirs is not None and not await self.soft_share_dirs.ready():
+            # Not fatal: the admin may create it later; until then every soft-share Allocate is refused.
+            log.warning(
+                "soft share: the npu-info directory is missing; soft-share pods are refused until it exists",
+                extra={"dir": str(self.settings.soft_share_npu_info_dir)},
+            )
         if self.soft_share_dirs is not None and self.kube is not None:
             # After the first pod list: the directories of pods deleted while the plugin was away.
             self._loops.spawn(self.soft_share_dirs.sweep_when(self.kube.wait_synced), "soft-share-sweep")

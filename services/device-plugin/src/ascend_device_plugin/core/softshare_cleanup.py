@@ -90,20 +90,20 @@ def held_dirs(pods: Iterable[PodView], handed_out: Iterable[PodDir]) -> set[PodD
 def removals(listing: Listing, held: Iterable[PodDir]) -> tuple[list[PodDir], list[str]]:
     """What to remove from the npu-info directory: every `<x>.<y>/<phy>_<vid>` directory no one
     holds, then every `<x>.<y>` directory left empty by that. Anything else (a plain file, a
-    directory of another shape, a job directory with such a thing in it) is never touched."""
+    directory of another shape, a job directory with such a thing in it, a `<x>.<y>` that was
+    empty already) is never touched."""
     kept = set(held)
     pods: list[PodDir] = []
     jobs: list[str] = []
     for job in sorted(listing):
         if not is_job_dir(job):
             continue
-        stays = False
-        for name, is_dir in sorted(listing[job].items()):
-            found = PodDir(job, name)
-            if is_dir and is_pod_dir(name) and found not in kept:
-                pods.append(found)
-            else:
-                stays = True
-        if not stays:
+        stale = [
+            PodDir(job, name)
+            for name, is_dir in sorted(listing[job].items())
+            if is_dir and is_pod_dir(name) and PodDir(job, name) not in kept
+        ]
+        pods.extend(stale)
+        if stale and len(stale) == len(listing[job]):
             jobs.append(job)
     return pods, jobs

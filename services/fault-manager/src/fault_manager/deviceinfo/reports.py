@@ -28,7 +28,7 @@ from fault_manager.reactor.published import NodeState
 
 
 def kept_from_free_list(chip: str, pods: PodUse, hbm_mb: int) -> bool:
-    """Whether the pods holding `chip` keep it off the free list (`huawei.com/Ascend910`).
+    """Whether the pods holding `chip` keep it off the free list (DeviceInfoCfg `huawei.com/<type>`).
 
     A pod holding it whole does. Soft-share pods alone do once their quotas fill it: Σaicore
     reaches 100 or ΣHBM the HBM size of the node's first chip (reference `filterSoftShareDevices`,

@@ -52,15 +52,20 @@ POD_SETTLE_S = 0.05  # a burst of pod events (a re-list, a patch storm) becomes 
 IDLE_WAKE_S = 60.0
 
 
+# common.HasOnChipMemory: the families whose HBM size getChipMemory reads (the 310s have DDR).
+ON_CHIP_MEMORY = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
+
+
 def first_chip_hbm_mb(listing: ChipList) -> int:
     """Reference manager.go `getChipMemory`: the HBM size (MB) of the node's first chip, by logic
-    id; 0 when it has none or it was not read."""
+    id; 0 when its family has none (common.HasOnChipMemory) or it was not read."""
     if not listing.chips:
         return 0
     first = min(listing.chips, key=lambda c: c.logic_id)
-    if first.dynamic is None or not first.dynamic.hbm.is_ok or first.dynamic.hbm.value is None:
+    hbm = first.dynamic.hbm if first.dynamic is not None else None
+    if first.family not in ON_CHIP_MEMORY or hbm is None or not hbm.is_ok or hbm.value is None:
         return 0
-    return first.dynamic.hbm.value.total_mb
+    return hbm.value.total_mb
 
 
 class Reactor:
