@@ -34,8 +34,16 @@ from tests.support.waiting import until_sync
 
 OVERLAY = ROOT / "deploy" / "kustomize" / "overlays" / "simulated"
 POOL_LABEL = "ascend.pool=simulated"
-# The stack's host paths: made by the kubelet for the DaemonSets, removed when the tier ends.
-HOST_PATHS = (Path("/run/ascend"), Path("/var/lib/ascend"), Path("/user/restore/reset"), Path("/user/restore"))
+# The stack's host paths: made by the kubelet for the DaemonSets (the last two by the soft-share
+# component's), removed when the tier ends.
+HOST_PATHS = (
+    Path("/run/ascend"),
+    Path("/var/lib/ascend"),
+    Path("/user/restore/reset"),
+    Path("/user/restore"),
+    Path("/etc/enpu"),
+    Path("/share_device"),
+)
 
 
 _UP: list[Cluster] = []  # the session's cluster, for the failure report below

@@ -24,7 +24,7 @@ from ascend_common.adapters.kubelet import podresources_pb2 as pr
 from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 
 from tests.cluster.conftest import Stack, stack_pods_ready
-from tests.cluster.node import RESOURCE, Cluster, names, ready, restarts
+from tests.cluster.node import RESOURCE, ROOT, Cluster, names, ready, restarts
 from tests.support.realnode import record
 from tests.support.waiting import until_sync
 
@@ -45,10 +45,21 @@ REGISTERED = re.compile(r'registration request from device plugin with resource 
 # A 403 as an HTTP status (not a digit run inside a number), a Kubernetes Forbidden, a traceback.
 BAD_LOG = re.compile(r"(?<![\w.:-])403(?![\w.:])|Forbidden|Traceback")
 DAEMONSETS = ("dcmi-exporter-sim", "ascend-device-plugin-sim", "fault-manager-sim")
+SOFT_SHARE = "huawei.com/scheduler.softShareDev"  # the prefix of Volcano's soft-share annotations
+SOFT_SHARE_LABEL = "huawei.com/scheduler.chip1softsharedev.enable"
+SOFT_SHARE_COMPONENT = ROOT / "deploy" / "kustomize" / "components" / "soft-share"
+ENPU = Path("/etc/enpu")
+SHARE_DEVICE = Path("/share_device")  # the component's --soft-share-dev-config-dir
 LOGS: dict[str, str] = {}  # pod uid -> its containers' logs, kept before pods are replaced
 
 
-def workload(name: str, chips: int, annotations: dict[str, str] | None = None, node: str | None = None) -> str:
+def workload(
+    name: str,
+    chips: int,
+    annotations: dict[str, str] | None = None,
+    node: str | None = None,
+    labels: dict[str, str] | None = None,
+) -> str:
     spec: dict[str, Any] = {
         "terminationGracePeriodSeconds": 1,
         "containers": [
@@ -64,6 +75,8 @@ def workload(name: str, chips: int, annotations: dict[str, str] | None = None, n
     if node:
         spec["nodeName"] = node  # bound by the test, as Volcano's binder would
     meta: dict[str, Any] = {"name": name, "namespace": "default", "annotations": annotations or {}}
+    if labels:
+        meta["labels"] = labels
     return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
 
 
@@ -483,6 +496,81 @@ def test_hung_job_reaches_the_fault_list(stack: Stack) -> None:
     stack.exporter.idle_job(chip["logic_id"], None)
     until_sync(lambda: not hang_faults(stack, chip["name"]), 60, f"{HANG_CODE} gone from -Fault", 0.2)
     assert listed_healthy(stack, chip["name"])
+    train_a_unchanged(stack, train)
+
+
+def soft_share_overlay(directory: Path, user_overlay: Path) -> None:
+    """The operator's overlay with the soft-share component added (docs/operations.md)."""
+    (directory / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+        "kind: Kustomization\n"
+        f"resources: [{os.path.relpath(user_overlay, directory)}]\n"
+        f"components: [{os.path.relpath(SOFT_SHARE_COMPONENT, directory)}]\n"
+    )
+
+
+def exec_in(cluster: Cluster, pod: str, *command: str) -> str:
+    return cluster.kubectl("exec", "-n", "default", pod, "--", *command)
+
+
+def test_soft_share_two_pods_on_one_chip(stack: Stack, tmp_path: Path) -> None:
+    """Volcano packs two pods on one chip by AI-core quota (issue 23); the pods carry Volcano's
+    annotations and labels themselves and the kubelet asks for as many ids as the quota. Each
+    container reads its own npu_info.config at /etc/enpu/vcann-rt/ and both share the chip's
+    /dev/shm/<die id>; deleting both removes the job's dir on the host."""
+    cluster = stack.cluster
+    train = cluster.get("pod", "train-a", "-n", "default")
+    harvest_logs(cluster)
+    cluster.kubectl("label", "node", cluster.node, f"{SOFT_SHARE_LABEL}=true", "--overwrite")
+    soft_share_overlay(tmp_path, stack.overlay)
+    t0 = time.monotonic()
+    cluster.kubectl("apply", "-k", str(tmp_path), timeout=120)
+    cluster.kubectl(
+        "rollout", "status", "daemonset/ascend-device-plugin-sim", "-n", "ascend-system", "--timeout=180s", timeout=200
+    )
+    until_sync(lambda: stack_pods_ready(cluster), 120, "every stack pod Ready after soft share is switched on")
+    until_sync(lambda: cluster.allocatable() == 800, 60, "allocatable 800: 8 chips as 100 ids each")
+    record("rolling_update_soft_share_s", round(time.monotonic() - t0, 1))
+    train_a_unchanged(stack, train)
+
+    held = set(train["metadata"]["annotations"]["huawei.com/AscendReal"].split(","))
+    held |= set(cluster.get("pod", "vc-0", "-n", "default")["metadata"]["annotations"][RESOURCE].split(","))
+    chip = sorted(names(cluster.device_list().get(RESOURCE, "")) - held)[0]
+    phy = int(chip.rsplit("-", 1)[1])
+    (die,) = [c["static"]["vdie_id"] for c in stack.exporter.chips() if c["name"] == chip]
+    pods = {  # name: (aicore quota, hbm quota MB, policy, its scheduling-policy, its vid)
+        "ss-a": (30, 4096, "elastic", 2, 0),
+        "ss-b": (20, 2048, "fixed-share", 1, 1),
+    }
+    for name, (aicore, hbm, policy, _, _) in pods.items():
+        annotations = {
+            RESOURCE: chip,
+            "predicate-time": str(time.time_ns()),
+            f"{SOFT_SHARE}.aicoreQuota": str(aicore),
+            f"{SOFT_SHARE}.hbmQuota": str(hbm),
+            f"{SOFT_SHARE}.policy": policy,
+        }
+        manifest = workload(name, aicore, annotations, node=cluster.node, labels={"volcano.sh/job-name": "ssjob"})
+        start(cluster, manifest, name)
+
+    for name, (aicore, hbm, _, scheduling, vid) in pods.items():
+        assert exec_in(cluster, name, "cat", "/etc/enpu/vcann-rt/npu_info.config") == (
+            f"physical-npu-id={phy}\nvirtual-npu-id={vid}\naicore-quota={aicore}\nmemory-quota={hbm}\n"
+            f"shm-id={die}\nscheduling-policy={scheduling}"
+        ), name
+        assert visible(cluster, name) == [str(phy)]
+        annotations = cluster.get("pod", name, "-n", "default")["metadata"]["annotations"]
+        assert (annotations["huawei.com/AscendReal"], annotations[f"{SOFT_SHARE}.vnpuId"]) == (chip, str(vid))
+        assert annotations["predicate-time"] == TAKEN
+        assert (ENPU / f"default.ssjob/{phy}_{vid}" / "npu_info.config").is_file()
+    # One shared-memory file for the chip: what one container writes, the other reads.
+    exec_in(cluster, "ss-a", "sh", "-c", f"echo from-ss-a > /dev/shm/{die}")
+    assert exec_in(cluster, "ss-b", "cat", f"/dev/shm/{die}") == "from-ss-a\n"
+    assert (SHARE_DEVICE / str(phy) / die).read_text() == "from-ss-a\n"
+
+    cluster.kubectl("delete", "pod", "ss-a", "ss-b", "-n", "default", "--wait=true", timeout=90)
+    until_sync(lambda: not (ENPU / "default.ssjob").exists(), 30, "the job dir /etc/enpu/default.ssjob removed")
+    assert ENPU.is_dir()
     train_a_unchanged(stack, train)
 
 
