@@ -43,6 +43,9 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("kubelet_restart_to_allocatable_restored_s", "kubelet restarted -> fresh node status, allocatable 8", "s"),
     ("rolling_update_image_tag_s", "rolling update, new image tag, 3 DaemonSets -> all Ready", "s"),
     ("rolling_update_plugin_argument_s", "rolling update, plugin argument (`--volcano-type`) -> Ready", "s"),
+    ("rolling_update_exporter_argument_s", "rolling update, exporter argument (`--hang-interval 1`) -> Ready", "s"),
+    ("idle_job_to_configmap_fault_s", "sim idle job (1 s rounds, DetectDuration 5) -> `200001002` in `-Fault`", "s"),
+    ("rolling_update_soft_share_s", "rolling update, soft-share component applied -> Ready, allocatable 800", "s"),
     ("compose_up_to_all_ready_s", "`podman-compose up -d` -> all three /readyz 200", "s"),
     ("compose_fault_to_verdict_ms", "compose: fault injected -> fault-manager verdict", "ms"),
 )
