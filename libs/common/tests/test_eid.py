@@ -137,7 +137,7 @@ def test_the_device_fields_come_from_its_first_eid_and_the_pg_eid_is_the_last() 
 def test_an_eid_that_is_not_32_lower_case_hex_digits_is_refused(bad: str) -> None:
     with pytest.raises(ValueError, match="not 32 lower-case hex digits"):
         check_eid(bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not 32 lower-case hex digits"):
         UrmaDevice(0, (bad,))
 
 

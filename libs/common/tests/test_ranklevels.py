@@ -90,8 +90,9 @@ NIC_ADDRESSES: Mapping[str, Sequence[str]] = {"ens1f0": ("fe80::1",), "ens1f2": 
 def test_must_show_1d_pod_phy1() -> None:
     levels = level_list(POD_1D, 1, POD_DEVICES)
     assert [(lv.level, lv.key, lv.net_instance_id, lv.net_type) for lv in levels] == [
-        (0, UB, "5_2", "TOPO_FILE_DESC"), (1, UB, "5", "CLOS"),
-    ]  # fmt: skip  -- no level 2: a pod's UBG level has no builder
+        (0, UB, "5_2", "TOPO_FILE_DESC"),
+        (1, UB, "5", "CLOS"),
+    ]  # no level 2: a pod's UBG level has no builder
     assert levels[0].rank_addr_list == (RankAddr("EID", "00000000000502000000000000000000", ("0/5",), "0"),)
     assert levels[1].rank_addr_list == (
         RankAddr("EID", eid(1, 0x3F, 2), ("1/0", "1/1", "1/2", "1/3", "1/5", "1/6"), "0"),
@@ -291,7 +292,9 @@ def test_get_ports_list_card_level0() -> None:  # TestGetPortsList "04", TestNpu
         ({}, None),  # all nics empty
     ],
 )  # fmt: skip
-def test_get_interface_ips_by_priority(addresses: Mapping[str, Sequence[str]], expected: tuple[str, str] | None) -> None:
+def test_get_interface_ips_by_priority(
+    addresses: Mapping[str, Sequence[str]], expected: tuple[str, str] | None
+) -> None:
     facts = node(npu_nics={0: ("eth0", "eth1")}, nic_addresses=addresses)
     got = roce_level3(facts, 8)
     assert got == ([] if expected is None else [RankAddr(expected[0], expected[1], ("d2h",), "CLUSTER")])

@@ -181,4 +181,3 @@ def card_plane_id(eid: str) -> str:
     if _LOGIC_LOWER <= value <= _LOGIC_UPPER:
         return str((value - _LOGIC_LOWER) // _LOGIC_PORTS_PER_DIE % _DIES_PER_CHIP)
     return "0"
-

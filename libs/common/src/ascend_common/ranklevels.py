@@ -340,7 +340,9 @@ def rank_addrs(node: NodeFacts, level: int, phy_id: int, devices: Sequence[UrmaD
     if not parsed:
         return []
     if node.is_pod:
-        return pod_level0(node, phy_id, parsed) if level == 0 else pod_level1(node, phy_id, parsed) if level == 1 else []
+        if level == 0:
+            return pod_level0(node, phy_id, parsed)
+        return pod_level1(node, phy_id, parsed) if level == 1 else []  # a pod's UBG level has no builder
     if level == 0:
         return server_level0(parsed)
     if level == 1:
