@@ -108,6 +108,26 @@ func main() {
 		level(3, "ROCE", "CLUSTER1", "CLOS",
 			rankAddr{"IPV4", "10.0.0.7", []string{"d2h"}, "CLUSTER"}),
 	})
+	// A server in a super pod (super pod 7, server index 1, size 16, main board 0x25): level 1 from the
+	// PG EID of its (die 0, fe 3) device, ports 1..8; no npu-nic-mapping, so no level 3.
+	add("super_server", "level_list", []rankLevel{
+		level(0, "UB", "7_1", "TOPO_FILE_DESC",
+			rankAddr{"EID", "00000000004103000000000000000000", []string{"1/1"}, "1"}),
+		level(1, "UB", "7", "CLOS",
+			rankAddr{"EID", "00000000003f03000000000000000000",
+				[]string{"0/1", "0/2", "0/3", "0/4", "0/5", "0/6", "0/7", "0/8"}, "0"}),
+		level(2, "UBOE", "CLUSTER1", "CLOS",
+			rankAddr{"IPV4", "10.20.0.1", []string{"1/8"}, "CLUSTER"}),
+	})
+	// An Atlas 350 4P card, phy 1 (the card reading): its fe-0 EID ending 0a is die 0, port 1, plane 1
+	// (byte 10: physical port 10, the second die's); the topology file's PEER2NET level-0 edge of
+	// chip 1 adds 0/2 and 0/3 (1/3 is the other die's). Level 3 through eth0.
+	add("card_4p", "level_list", []rankLevel{
+		level(0, "UB", "10.0.0.9", "TOPO_FILE_DESC",
+			rankAddr{"EID", "0000000000000000000000000000000a", []string{"0/1", "0/2", "0/3"}, "1"}),
+		level(3, "ROCE", "CLUSTER1", "CLOS",
+			rankAddr{"IPV4", "10.0.1.9", []string{"d2h"}, "CLUSTER"}),
+	})
 	// An Atlas 350 1P card with an IPv6-only mapped NIC: only level 3.
 	add("card_1p_ipv6", "level_list", []rankLevel{
 		level(3, "ROCE", "CLUSTER1", "CLOS",

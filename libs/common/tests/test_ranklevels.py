@@ -252,6 +252,7 @@ def test_a_super_server_has_levels_0_1_2() -> None:
     assert [(lv.level, lv.key, lv.net_instance_id) for lv in levels] == [
         (0, UB, "7_1"), (1, UB, "7"), (2, UBOE, "CLUSTER1"),
     ]  # fmt: skip
+    assert level_list_json(levels) == ALL["super_server"]["go_json"]
 
 
 def test_get_ports_list_card_level0() -> None:  # TestGetPortsList "04", TestNpuBaseMethodGetEidListByFeIDAndRankLevel
@@ -273,6 +274,16 @@ def test_get_ports_list_card_level0() -> None:  # TestGetPortsList "04", TestNpu
     assert [(lv.level, lv.key, lv.net_instance_id, lv.net_type) for lv in levels] == [
         (0, UB, "10.0.0.5", "TOPO_FILE_DESC")
     ]
+
+
+def test_a_4p_card_level_list() -> None:
+    card = node(
+        card_type="300I-Atlas350-4p", main_board_id=0x6C, internal_ip="10.0.0.9",
+        topo_edges=(TopoEdge(1, ("0/2", "0/3", "1/3"), 0, "PEER2NET"),),
+        npu_nics={1: ("eth0",)}, nic_addresses={"eth0": ("10.0.1.9",)},
+    )  # fmt: skip
+    levels = level_list(card, 1, [UrmaDevice(0, ("0" * 30 + "0a",))])
+    assert level_list_json(levels) == ALL["card_4p"]["go_json"]
 
 
 # --- manager_v2_test.go ----------------------------------------------------------------------------
