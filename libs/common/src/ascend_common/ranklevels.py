@@ -314,8 +314,8 @@ def _usable_ip(text: str, nic: str) -> str | None:
 
 
 def roce_level3(node: NodeFacts, phy_id: int) -> list[RankAddr]:
-    """`getROCEAddrList`: the first usable address of the first mapped NIC that has one, on port "d2h".
-    None without a mapping, an NPU not in it, or no NIC with an address."""
+    """`getROCEAddrList`: the first usable address of the first mapped NIC that has one, on port "d2h";
+    nothing without a mapping, for an NPU not in it, or when no mapped NIC has a usable address."""
     if node.npu_nics is None:
         return []
     for nic in node.npu_nics.get(phy_id % node.max_npu, ()):
