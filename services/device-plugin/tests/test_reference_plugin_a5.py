@@ -21,6 +21,7 @@ from ascend_common.faults import default_fault_code_table
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
 from ascend_common.schemas.exporter import Chip
 from ascend_device_plugin.allocation.allocator import Allocator
+from ascend_device_plugin.allocation.refusals import AllocationError
 from ascend_device_plugin.allocation.report import NodeFacts
 from ascend_device_plugin.core.allocate import (
     AllocDevice,
@@ -177,7 +178,11 @@ async def test_a5_plain_path_tells_the_runtime_logic_ids() -> None:
 
 
 async def test_a5_volcano_path_passes_the_annotated_ids_through() -> None:
-    allocator, _, pods = setup(node_950(shift=4), volcano=True)
+    """Volcano's 950 plugin annotates logic ids (`npu-<logic>`, from baseDeviceInfos' DeviceID): the
+    runtime gets them as they are, and the rank table names the same chips by phy id
+    (`getDeviceListIP` / `convertLogicToPhyIDWithLog`). Here logic 4, 5 are phy 0, 1."""
+    allocator, manager, pods = setup(node_950(shift=4), volcano=True)
+    assert {manager.inventory.chips[phy].logic_id for phy in (0, 1)} == {4, 5}
     pods.items = [
         PodView(
             namespace="ml", name="job-0", uid="uid-0", phase="Pending",
@@ -191,16 +196,39 @@ async def test_a5_volcano_path_passes_the_annotated_ids_through() -> None:
     assert pods.patches[0] == ("ml", "job-0", {"predicate-time": TAKEN})
     await allocator.stop()
     report = pods.patches[-1][2]
-    assert report["huawei.com/AscendReal"] == "npu-4,npu-5"
+    # The chips' own names, which Volcano's node lists and the fault-manager match (the reference
+    # writes the annotated `npu-4,npu-5` here: compatibility.md).
+    assert report["huawei.com/AscendReal"] == "npu-0,npu-1"
     assert "ascend.kubectl.kubernetes.io/ascend-910-configuration" not in report
     # The 950's rank configuration: no device IP (""), each chip's SDID, the node's rack.
     assert report[NPU_CONFIG] == (
         '{"pod_name":"job-0","server_id":"uid-0","host_ip":"10.0.0.5","super_pod_id":5,'
-        '"devices":[{"device_id":"4","device_ip":"","super_device_id":"4194308"},'
-        '{"device_id":"5","device_ip":"","super_device_id":"4194309"}],'
+        '"devices":[{"device_id":"0","device_ip":"","super_device_id":"4194304"},'
+        '{"device_id":"1","device_ip":"","super_device_id":"4194305"}],'
         '"rack_id":3,"server_index":"1","server_ip":"10.0.0.5"}'
     )
-    assert [d["device_id"] for d in json.loads(report[NPU_CONFIG])["devices"]] == ["4", "5"]
+    # The two sides agree: the rank table's chips are the ones the runtime was told.
+    visible = [int(n) for n in container.envs["ASCEND_VISIBLE_DEVICES"].split(",")]
+    phy_of_logic = {c.logic_id: c.phy_id for c in manager.inventory.chips.values()}
+    assert [d["device_id"] for d in json.loads(report[NPU_CONFIG])["devices"]] == [
+        str(phy_of_logic[v]) for v in visible
+    ]
+
+
+async def test_a5_volcano_path_refuses_a_logic_id_the_node_does_not_have() -> None:
+    allocator, _, pods = setup(node_950(shift=4), volcano=True)
+    pods.items = [
+        PodView(
+            namespace="ml", name="job-0", uid="uid-0", phase="Pending",
+            annotations={"huawei.com/npu": "npu-4,npu-9", "predicate-time": "1000"},
+            requests={"huawei.com/npu": 2}, created=1.0,
+        )
+    ]  # fmt: skip
+    with pytest.raises(AllocationError, match=r"logic id 9 \(npu-9\), which this node does not have") as caught:
+        await allocator.allocate("npu", request(["npu-0", "npu-1"]))
+    assert caught.value.pod == "ml/job-0"
+    assert pods.patches == []  # nothing marked taken
+    await allocator.stop()
 
 
 def server_node(super_pod_type: int) -> dict[int, Chip]:
