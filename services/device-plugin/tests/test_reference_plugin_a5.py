@@ -20,6 +20,7 @@ from ascend_common.chips import ChipFamily
 from ascend_common.faults import default_fault_code_table
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
 from ascend_common.schemas.exporter import Chip
+from ascend_common.schemas.reading import Reading
 from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.refusals import AllocationError
 from ascend_device_plugin.allocation.report import NodeFacts
@@ -265,6 +266,38 @@ async def test_hccl_topo_file_path_of_each_product_type(chips: dict[int, Chip], 
         name = next(iter(manager.inventory.chips.values())).name
         resp = await allocator.allocate(resource, request([name]))
         assert resp.container_responses[0].envs.get(TOPO) == expected
+
+
+def logic_0_answers(reading: Reading[int], others: int = ProductType.POD_2D) -> dict[int, Chip]:
+    """A 950 server whose logic id 0 (phy 4) answered `reading` for its super-pod type and whose other
+    chips answered `others`: the node-level super pod (the first chip that answered) may differ."""
+    chips = node_950(shift=4, super_pod_type=others)
+    first = chips[0]
+    # One call answers all six fields: a failed read fails them all.
+    fields = ("super_pod_id", "server_index", "super_device_id", "rack_id", "super_pod_type", "scale_type")
+    update = {"super_pod_type": reading} if reading.is_ok else dict.fromkeys(fields, reading)
+    chips[0] = first.model_copy(update={"static": first.static.model_copy(update=update)})
+    return chips
+
+
+@pytest.mark.parametrize(
+    ("reading", "expected"),
+    [
+        # TestSetServerHcclTopoFilePathEnv, asked of AllDevs[0] (logic 0) at each Allocate:
+        pytest.param(
+            Reading[int].error(-8005), None, id="case 3 GetSuperPodInfo error: nothing, whatever the others say"
+        ),
+        pytest.param(Reading[int].ok(10), None, id="case 4 superPodType illegal"),
+        pytest.param(Reading[int].ok(ProductType.POD_1D), HCCL_TOPO_FILES[ProductType.POD_1D], id="case 5 set env ok"),
+    ],
+)
+async def test_SetServerHcclTopoFilePathEnv_asks_logic_0(reading: Reading[int], expected: str | None) -> None:
+    allocator, manager, _ = setup(logic_0_answers(reading))
+    assert manager.inventory.chips[4].logic_id == 0
+    if not reading.is_ok:  # the node's super pod is another chip's answer, which must not stand in
+        assert manager.inventory.super_pod.super_pod_type == ProductType.POD_2D
+    resp = await allocator.allocate("npu", request(["npu-1"]))  # a chip other than logic 0's
+    assert resp.container_responses[0].envs.get(TOPO) == expected
 
 
 async def test_ub_devices_are_mounted_in_direct_mount_mode_only(tmp_path: Path) -> None:
