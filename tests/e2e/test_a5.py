@@ -32,8 +32,11 @@ async def test_a5_super_pod_node_fault_volcano_allocate_and_hot_reset() -> None:
         async with exporter.client() as client:
             chips.extend((await client.get("/v1/chips")).json()["chips"])
         chosen.extend(sorted((c["name"] for c in chips), key=lambda n: int(n.split("-")[1]))[:2])
+        # Volcano's 950 plugin annotates the chosen chips by logic id (baseDeviceInfos' DeviceID).
+        logic = {c["name"]: c["logic_id"] for c in chips}
+        annotated = ",".join(f"npu-{logic[c]}" for c in chosen)
         api.add_pod("train-0", "ml", phase="Pending", requests={NPU: 2},
-                    annotations={NPU: ",".join(chosen), "predicate-time": "1000"})  # fmt: skip
+                    annotations={NPU: annotated, "predicate-time": "1000"})  # fmt: skip
 
     async with node_stack(
         profile="a5-superpod-8", resource=NPU, hot_reset=True, plugin_args=("--volcano-type",), prepare=schedule
@@ -67,7 +70,7 @@ async def test_a5_super_pod_node_fault_volcano_allocate_and_hot_reset() -> None:
         resp = await s.kubelet.allocate(NPU, [kubelet_ids])
         envs = dict(resp.container_responses[0].envs)
         assert envs == {
-            "ASCEND_VISIBLE_DEVICES": ",".join(c.split("-")[1] for c in chosen),
+            "ASCEND_VISIBLE_DEVICES": ",".join(str(c["logic_id"]) for n in chosen for c in chips if c["name"] == n),
             "ASCEND_RUNTIME_OPTIONS": "",
             "HCCL_TOPO_FILE_PATH": HCCL_TOPO_FILES[ProductType.POD_2D],
         }

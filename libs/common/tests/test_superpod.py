@@ -68,8 +68,9 @@ def test_a_chip_whose_rack_failed_still_names_the_pod() -> None:
     [
         pytest.param(3, 1 << 22 | 4, 1 << 22 | 4, id="950 in a pod: its SDID"),
         pytest.param(0, 5, 5, id="rack 0 is a rack"),
-        pytest.param(0xFFFFFFFF, 4, None, id="950 rack none: getSuperPodInfo skips the answer"),
-        pytest.param(0x80000000, 4, None, id="rack negative as int32"),
+        # `int(RackId) < 0` on a uint32 never holds on 64-bit Go: the answer, SDID included, is kept.
+        pytest.param(0xFFFFFFFF, 4, 4, id="950 rack none: the SDID is kept"),
+        pytest.param(0x80000000, 4, 4, id="rack negative as int32: the SDID is kept"),
         pytest.param(None, 1 << 22 | 9, 1 << 22 | 9, id="A3: no rack reported"),
         pytest.param(3, None, None, id="SDID unread"),
     ],

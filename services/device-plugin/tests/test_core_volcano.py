@@ -19,7 +19,7 @@ from ascend_device_plugin.core import (
     pick_pod,
     taken_patch,
 )
-from ascend_device_plugin.core.volcano import kubelet_map, may_serve
+from ascend_device_plugin.core.volcano import annotated_chips, kubelet_map, may_serve
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -373,3 +373,29 @@ def test_kubelet_map_from_the_pods_annotations(annotations: dict[str, str], expe
 def test_kubelet_map_refuses_what_does_not_pair_up(annotations: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         kubelet_map(annotations, ResourceType.ASCEND910)
+
+
+# --- the 950's annotated logic ids (ascend-for-volcano SetNPUTopologyToPodFn) -------------------
+
+# logic -> chip name on a node whose logic id i is phy (i + 4) % 8
+SHIFTED = {logic: f"npu-{(logic + 4) % 8}" for logic in range(8)}
+
+
+@pytest.mark.parametrize(
+    ("family", "real", "expected"),
+    [
+        pytest.param(
+            ChipFamily.ASCEND950, ["npu-4", "npu-5"], ["npu-0", "npu-1"], id="950: logic ids name their chips"
+        ),
+        pytest.param(ChipFamily.ASCEND950, ["npu-1", "npu-0"], ["npu-5", "npu-4"], id="950: annotation order kept"),
+        pytest.param(ChipFamily.ASCEND950, [], [], id="950: none"),
+        pytest.param(ChipFamily.ASCEND910B, ["Ascend910-4"], ["Ascend910-4"], id="910B: the chip names as they are"),
+    ],
+)
+def test_annotated_chips(family: ChipFamily, real: list[str], expected: list[str]) -> None:
+    assert annotated_chips(real, family, SHIFTED) == expected
+
+
+def test_annotated_chips_refuses_a_logic_id_the_node_lacks() -> None:
+    with pytest.raises(ValueError, match=r"logic id 8 \(npu-8\)"):
+        annotated_chips(["npu-0", "npu-8"], ChipFamily.ASCEND950, SHIFTED)

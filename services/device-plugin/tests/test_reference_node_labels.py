@@ -483,10 +483,20 @@ def test_labels_and_annotations_of_every_sim_profile(profile: str) -> None:
     assert labels == expected_labels
     base = json.loads(annotations.pop("baseDeviceInfos"))
     assert annotations == expected_annotations
-    # The SDID of a super-pod chip (A3, 950): its server index above bit 22, its phy id below bit 16;
-    # 0 elsewhere, and on a 950 chip outside a super pod (its rack id is the library's "none", so
-    # the reference skips its whole super-pod answer).
-    sdid = {c.name: (1 << 22 | c.phy_id if profile in ("a3-16", "a5-superpod-8") else 0) for c in infos}
+    # The SDID of a super-pod chip (A3, 950): its server index above bit 22, its phy id below bit 16.
+    # A 950 chip outside a super pod (server 0 in the sim) keeps the SDID it answered: its rack id is
+    # the library's "none", but the reference's `int(RackId) < 0` on a uint32 never holds, so its
+    # answer is not skipped. 0 elsewhere (no super-pod answer).
+    sdid = {
+        c.name: (
+            1 << 22 | c.phy_id
+            if profile in ("a3-16", "a5-superpod-8")
+            else c.phy_id
+            if profile.startswith("a5-")
+            else 0
+        )
+        for c in infos
+    }
     # A 950 chip's entry leads with its logic id (NpuBaseInfo.DeviceID, set on Ascend910A5 only).
     lead = {c.name: ({"DeviceID": c.logic_id} if profile.startswith("a5-") else {}) for c in infos}
     assert base == {c.name: {**lead[c.name], "IP": c.device_ip or "", "SuperDeviceID": sdid[c.name]} for c in infos}

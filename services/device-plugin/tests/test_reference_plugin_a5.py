@@ -20,7 +20,9 @@ from ascend_common.chips import ChipFamily
 from ascend_common.faults import default_fault_code_table
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
 from ascend_common.schemas.exporter import Chip
+from ascend_common.schemas.reading import Reading
 from ascend_device_plugin.allocation.allocator import Allocator
+from ascend_device_plugin.allocation.refusals import AllocationError
 from ascend_device_plugin.allocation.report import NodeFacts
 from ascend_device_plugin.core.allocate import (
     AllocDevice,
@@ -177,7 +179,11 @@ async def test_a5_plain_path_tells_the_runtime_logic_ids() -> None:
 
 
 async def test_a5_volcano_path_passes_the_annotated_ids_through() -> None:
-    allocator, _, pods = setup(node_950(shift=4), volcano=True)
+    """Volcano's 950 plugin annotates logic ids (`npu-<logic>`, from baseDeviceInfos' DeviceID): the
+    runtime gets them as they are, and the rank table names the same chips by phy id
+    (`getDeviceListIP` / `convertLogicToPhyIDWithLog`). Here logic 4, 5 are phy 0, 1."""
+    allocator, manager, pods = setup(node_950(shift=4), volcano=True)
+    assert {manager.inventory.chips[phy].logic_id for phy in (0, 1)} == {4, 5}
     pods.items = [
         PodView(
             namespace="ml", name="job-0", uid="uid-0", phase="Pending",
@@ -191,16 +197,39 @@ async def test_a5_volcano_path_passes_the_annotated_ids_through() -> None:
     assert pods.patches[0] == ("ml", "job-0", {"predicate-time": TAKEN})
     await allocator.stop()
     report = pods.patches[-1][2]
-    assert report["huawei.com/AscendReal"] == "npu-4,npu-5"
+    # The chips' own names, which Volcano's node lists and the fault-manager match (the reference
+    # writes the annotated `npu-4,npu-5` here: compatibility.md).
+    assert report["huawei.com/AscendReal"] == "npu-0,npu-1"
     assert "ascend.kubectl.kubernetes.io/ascend-910-configuration" not in report
     # The 950's rank configuration: no device IP (""), each chip's SDID, the node's rack.
     assert report[NPU_CONFIG] == (
         '{"pod_name":"job-0","server_id":"uid-0","host_ip":"10.0.0.5","super_pod_id":5,'
-        '"devices":[{"device_id":"4","device_ip":"","super_device_id":"4194308"},'
-        '{"device_id":"5","device_ip":"","super_device_id":"4194309"}],'
+        '"devices":[{"device_id":"0","device_ip":"","super_device_id":"4194304"},'
+        '{"device_id":"1","device_ip":"","super_device_id":"4194305"}],'
         '"rack_id":3,"server_index":"1","server_ip":"10.0.0.5"}'
     )
-    assert [d["device_id"] for d in json.loads(report[NPU_CONFIG])["devices"]] == ["4", "5"]
+    # The two sides agree: the rank table's chips are the ones the runtime was told.
+    visible = [int(n) for n in container.envs["ASCEND_VISIBLE_DEVICES"].split(",")]
+    phy_of_logic = {c.logic_id: c.phy_id for c in manager.inventory.chips.values()}
+    assert [d["device_id"] for d in json.loads(report[NPU_CONFIG])["devices"]] == [
+        str(phy_of_logic[v]) for v in visible
+    ]
+
+
+async def test_a5_volcano_path_refuses_a_logic_id_the_node_does_not_have() -> None:
+    allocator, _, pods = setup(node_950(shift=4), volcano=True)
+    pods.items = [
+        PodView(
+            namespace="ml", name="job-0", uid="uid-0", phase="Pending",
+            annotations={"huawei.com/npu": "npu-4,npu-9", "predicate-time": "1000"},
+            requests={"huawei.com/npu": 2}, created=1.0,
+        )
+    ]  # fmt: skip
+    with pytest.raises(AllocationError, match=r"logic id 9 \(npu-9\), which this node does not have") as caught:
+        await allocator.allocate("npu", request(["npu-0", "npu-1"]))
+    assert caught.value.pod == "ml/job-0"
+    assert pods.patches == []  # nothing marked taken
+    await allocator.stop()
 
 
 def server_node(super_pod_type: int) -> dict[int, Chip]:
@@ -237,6 +266,38 @@ async def test_hccl_topo_file_path_of_each_product_type(chips: dict[int, Chip], 
         name = next(iter(manager.inventory.chips.values())).name
         resp = await allocator.allocate(resource, request([name]))
         assert resp.container_responses[0].envs.get(TOPO) == expected
+
+
+def logic_0_answers(reading: Reading[int], others: int = ProductType.POD_2D) -> dict[int, Chip]:
+    """A 950 server whose logic id 0 (phy 4) answered `reading` for its super-pod type and whose other
+    chips answered `others`: the node-level super pod (the first chip that answered) may differ."""
+    chips = node_950(shift=4, super_pod_type=others)
+    first = chips[0]
+    # One call answers all six fields: a failed read fails them all.
+    fields = ("super_pod_id", "server_index", "super_device_id", "rack_id", "super_pod_type", "scale_type")
+    update = {"super_pod_type": reading} if reading.is_ok else dict.fromkeys(fields, reading)
+    chips[0] = first.model_copy(update={"static": first.static.model_copy(update=update)})
+    return chips
+
+
+@pytest.mark.parametrize(
+    ("reading", "expected"),
+    [
+        # TestSetServerHcclTopoFilePathEnv, asked of AllDevs[0] (logic 0) at each Allocate:
+        pytest.param(
+            Reading[int].error(-8005), None, id="case 3 GetSuperPodInfo error: nothing, whatever the others say"
+        ),
+        pytest.param(Reading[int].ok(10), None, id="case 4 superPodType illegal"),
+        pytest.param(Reading[int].ok(ProductType.POD_1D), HCCL_TOPO_FILES[ProductType.POD_1D], id="case 5 set env ok"),
+    ],
+)
+async def test_SetServerHcclTopoFilePathEnv_asks_logic_0(reading: Reading[int], expected: str | None) -> None:
+    allocator, manager, _ = setup(logic_0_answers(reading))
+    assert manager.inventory.chips[4].logic_id == 0
+    if not reading.is_ok:  # the node's super pod is another chip's answer, which must not stand in
+        assert manager.inventory.super_pod.super_pod_type == ProductType.POD_2D
+    resp = await allocator.allocate("npu", request(["npu-1"]))  # a chip other than logic 0's
+    assert resp.container_responses[0].envs.get(TOPO) == expected
 
 
 async def test_ub_devices_are_mounted_in_direct_mount_mode_only(tmp_path: Path) -> None:

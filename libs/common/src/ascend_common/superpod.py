@@ -55,12 +55,11 @@ def super_pod(statics: Iterable[ChipStatic]) -> SuperPod:
 
 def super_device_id(static: ChipStatic) -> int | None:
     """The chip's SDID as the reference keeps it, None when it has none (written as 0): what the
-    chip reported, except on a 950 chip whose rack id reads negative as an int32 (the library's
-    "none"), whose super-pod answer `getSuperPodInfo` skips whole, SDID included."""
+    chip reported, whatever its rack id. `getSuperPodInfo` means to skip a 950 answer whose rack id
+    is negative, but tests `int(RackId) < 0` on a uint32, which never holds on 64-bit Go: a rack
+    id of 0xFFFFFFFF (the library's "none") keeps the SDID, and so do we (the SDID is the chip's
+    own reading; the rack says nothing of it)."""
     if not static.super_device_id.is_ok:
-        return None
-    rack = static.rack_id
-    if rack.is_ok and rack.value is not None and _go_int32(rack.value) < 0:
         return None
     return static.super_device_id.value
 

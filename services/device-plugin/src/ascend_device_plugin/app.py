@@ -32,6 +32,7 @@ from ascend_device_plugin.allocation.vnpu import DynamicVnpu
 from ascend_device_plugin.kubelet.registrar import Registrar
 from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
 from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.ras_topology import RasTopologyWriter
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.settings import PluginSettings
@@ -205,6 +206,10 @@ class DevicePlugin:
             self._loops.spawn(self.soft_share_dirs.sweep_when(self.kube.wait_synced), "soft-share-sweep")
         if not self.settings.preset_virtual_device and self.kube is not None:
             self._loops.essential(self._vnpu_gc(), "vnpu-gc")
+        if self.settings.ras_net_root_path is not None:
+            writer = RasTopologyWriter(self.settings.ras_net_root_path, lambda: self.manager.inventory.super_pod)
+            # Not essential: the diagnosis file is an extra; its failures are logged each round.
+            self._loops.spawn(writer.run(), "ras-topology")
 
     async def _grace_watch(self) -> None:
         while True:

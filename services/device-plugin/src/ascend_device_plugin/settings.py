@@ -86,6 +86,12 @@ class PluginSettings(BaseSettings):
     vnpu_gc_period: float = Field(
         30.0, gt=0, le=3600, description="Dynamic vNPU mode: seconds between sweeps for vNPUs no pod holds."
     )
+    ras_net_root_path: Path | None = Field(
+        None,
+        description="The RAS network-fault root (the reference's RAS_NET_ROOT_PATH): on a 950 server or pod node, "
+        "every 30 s, once <root>/cluster/super-pod-<id>/ exists, the node type's HCCL topology file is copied to "
+        "its rack-<rack>/topo_<server index>.json. Unset: no rack topology.",
+    )
     metrics_addr: HostPort = Field("0.0.0.0:8083", description="HOST:PORT for /healthz, /readyz and /metrics.")
     require_root_owned: bool = Field(True, description="Refuse a plugin dir or kubelet.sock not owned by root.")
     max_message_bytes: int = Field(4 << 20, ge=64 << 10, le=64 << 20, description="gRPC message size cap.")
@@ -101,6 +107,10 @@ class PluginSettings(BaseSettings):
         )  # fmt: skip
         if reason is not None:
             raise ValueError(reason)
+        root = self.ras_net_root_path
+        # GetRasNetRootPath: the root must be a directory (the reference then skips the task; we refuse to start).
+        if root is not None and not root.is_dir():
+            raise ValueError(f"--ras-net-root-path {str(root)!r} is not a directory")
         directory = self.soft_share_dev_config_dir
         # The reference's RealDirChecker on the parent: the directory itself is made when first needed.
         if directory is not None and not directory.parent.is_dir():

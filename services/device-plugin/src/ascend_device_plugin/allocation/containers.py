@@ -79,9 +79,11 @@ class Containers:
                 # Device nodes are mounted only in direct-mount mode: no stat() of them per call otherwise.
                 host_dev_nodes=frozenset() if self.runtime_mode else self._host_dev_nodes(), volcano=volcano,
                 logic_by_phy={phy: chip.logic_id for phy, chip in inventory.chips.items()},
+                # Logic 0's chip's own reading, as `getProductTypeKey` asks it: its static answer in
+                # the exporter's snapshot, so no DCMI call per Allocate (the type is the hardware's).
                 hccl_topo=hccl_topo_path(
                     family, first.board_id if first else None, inventory.main_board_id,
-                    inventory.super_pod.super_pod_type,
+                    first.super_pod_type if first else None,
                 ),
                 ub_devices=() if self.runtime_mode else self.ub_devices(),
             )  # fmt: skip

@@ -159,11 +159,13 @@ def convert_to_logic_ids(phy_ids: Sequence[int], logic_by_phy: Mapping[int, int]
 
 
 def hccl_topo_path(
-    family: ChipFamily, board_id: int | None, main_board_id: int | None, super_pod_type: int
+    family: ChipFamily, board_id: int | None, main_board_id: int | None, super_pod_type: int | None
 ) -> str | None:
     """`HCCL_TOPO_FILE_PATH` for a container (`setHcclTopoFilePathEnv`): on the 950 only, the
-    topology file of the node's product type (an Atlas 350 card's, else the super-pod type its
-    chips report); None, and no variable, elsewhere or for a type without a file."""
+    topology file of the node's product type: an Atlas 350 card's, else the super-pod type that
+    logic id 0's chip reported (`getProductTypeKey` asks `AllDevs[0]`); None, and no variable,
+    elsewhere, when that chip's read failed (None: another chip's answer does not stand in) or for
+    a type without a file."""
     if family is not ChipFamily.ASCEND950:
         return None
     return hccl_topo_file(product_type(card_type(board_id, main_board_id), super_pod_type))

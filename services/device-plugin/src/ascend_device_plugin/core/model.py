@@ -42,6 +42,9 @@ class ChipInfo:
     # the 950; None when the exporter could not read it (a soft-share Allocate then refuses).
     vdie_id: str | None = None
     ddie_id: str | None = None
+    # The 950's super-pod type as this chip answered it (dcmi_spod_info.super_pod_type); None when the
+    # read failed or the chip does not report one. HCCL_TOPO_FILE_PATH asks the lowest logic id's.
+    super_pod_type: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

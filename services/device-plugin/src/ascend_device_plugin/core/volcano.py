@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ascend_common.chips import RESOURCE_PREFIX, ChipFamily, ResourceType
@@ -129,6 +129,28 @@ def _parse_real_devices(value: str, rtype: ResourceType) -> tuple[str, ...]:
         if chip_name(rtype, parsed.phy_id) != item:
             raise ValueError(f"{item!r} is not in canonical form {chip_name(rtype, parsed.phy_id)!r}")
     return tuple(items)
+
+
+def annotated_chips(real: Sequence[str], family: ChipFamily, name_by_logic: Mapping[int, str]) -> list[str]:
+    """The node's chip names for the chips Volcano annotated, in annotation order.
+
+    On the 950 Volcano annotates logic ids: its 950 plugin maps each chosen `npu-<phy>` to the
+    `DeviceID` of the node's `baseDeviceInfos` entry, the logic id (ascend-for-volcano
+    `SetNPUTopologyToPodFn`, `buildPhyIdToDeviceIdMap`), and the reference's plugin reads the
+    annotation back as logic ids (`getDeviceListIP`, `convertLogicToPhyIDWithLog`). Naming the chips
+    here once lets every later step (the check, health, the rank table, AscendReal) work on the
+    chips the container really gets. ValueError names a logic id the node does not have. Every
+    other family annotates the chip names themselves.
+    """
+    if family is not ChipFamily.ASCEND950:
+        return list(real)
+    names: list[str] = []
+    for item in real:
+        logic = parse_device_id(item).phy_id  # the number of `npu-<N>`, a logic id here
+        if logic not in name_by_logic:
+            raise ValueError(f"Volcano chose logic id {logic} ({item}), which this node does not have")
+        names.append(name_by_logic[logic])
+    return names
 
 
 def kubelet_map(annotations: Mapping[str, str], rtype: ResourceType) -> dict[str, str] | None:

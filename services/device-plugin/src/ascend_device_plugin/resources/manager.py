@@ -57,6 +57,7 @@ def chip_info(chip: Chip, healthy: bool) -> ChipInfo | None:
         vnpus=tuple(d.vnpus.value or ()) if d is not None and d.vnpus.is_ok else (),
         vdie_id=s.vdie_id,
         ddie_id=s.ddie_id,
+        super_pod_type=s.super_pod_type.value if s.super_pod_type.is_ok else None,
     )
 
 

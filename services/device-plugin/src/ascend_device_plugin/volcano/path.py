@@ -8,13 +8,13 @@ import logging
 from dataclasses import dataclass
 
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
-from ascend_common.chips import RESOURCE_PREFIX
+from ascend_common.chips import RESOURCE_PREFIX, ChipFamily
 
 from ascend_device_plugin.allocation.containers import Containers, alloc_devices, invalid
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.report import Report
 from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.volcano import taken_patch
+from ascend_device_plugin.core.volcano import annotated_chips, taken_patch
 from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.volcano.pods import VolcanoPods
 
@@ -45,17 +45,30 @@ class VolcanoPath:
                 f"no active pod annotated by Volcano for {len(kubelet_ids)} {resource}"
                 + (f" ({len(choice.rejects)} with a malformed annotation)" if choice.rejects else ""),
             )
-        pod, real = choice.pod, list(choice.devices)
+        pod = choice.pod
+        chips = self.containers.resources.inventory.chips.values()
+        family = next(iter(chips)).family if chips else None
+        try:
+            real = (
+                annotated_chips(choice.devices, family, {c.logic_id: c.name for c in chips})
+                if family is not None
+                else list(choice.devices)
+            )
+        except ValueError as exc:
+            raise invalid(str(exc), pod) from None
         view = self.board.get(resource)
         known = {d.id for d in view.devices} if view is not None else set()
         if unknown := [r for r in real if r not in known]:
             raise invalid(f"Volcano chose devices this node does not have: {','.join(unknown)}", pod)
         await self.mark_taken(pod)
-        # Serve the containers in order with the pod's real devices.
+        # Serve the containers in order with the pod's real devices. A 950's annotated logic ids are
+        # chip names by now, so the runtime's ids are derived from the chips as on the plain path
+        # (`getFinalVisibleDevices`' conversion), which gives back exactly the annotated logic ids.
+        pass_through = family is not ChipFamily.ASCEND950
         responses, offset = [], 0
         for ids in containers:
             responses.append(
-                self.containers.response(alloc_devices(ids, real[offset : offset + len(ids)]), volcano=True)
+                self.containers.response(alloc_devices(ids, real[offset : offset + len(ids)]), volcano=pass_through)
             )
             offset += len(ids)
         self.containers.resources.volcano_allocated(pod.uid, dict(zip(kubelet_ids, real, strict=True)))
