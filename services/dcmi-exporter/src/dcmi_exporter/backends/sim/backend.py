@@ -24,6 +24,7 @@ from ascend_common.schemas.exporter import (
     Hbm,
     ResetChannel,
     SwitchFaultData,
+    UrmaDevice,
     Utilization,
     Vnpu,
 )
@@ -82,6 +83,10 @@ def _int_or_unsupported(value: int | None) -> Reading[int]:
 
 def _str_or_unsupported(value: str | None) -> Reading[str]:
     return Reading[str].ok(value) if value is not None else Reading[str].error(RC_NOT_SUPPORTED)
+
+
+def _urma(devices: list[list[str]] | None) -> list[UrmaDevice] | None:
+    return None if devices is None else [UrmaDevice(index=i, eids=eids) for i, eids in enumerate(devices)]
 
 
 def _die_id(words: tuple[int, ...] | None) -> str | None:
@@ -148,6 +153,7 @@ class SimBackend:
             scale_type=_int_or_unsupported(lay.scale_type),
             vdie_id=_die_id(lay.die_id_words(phy, DieType.VDIE)),
             ddie_id=_die_id(lay.die_id_words(phy, DieType.DDIE)),
+            urma=_urma(lay.urma_devices(phy)),
         )
 
     def read_dynamic(self, chip: ChipAddress) -> ChipDynamic:
