@@ -18,6 +18,7 @@ from dcmi_exporter.events import EventLog
 from dcmi_exporter.hang import HangConfig
 from dcmi_exporter.hang_task import HangTask
 from dcmi_exporter.jobs import ResetJobs
+from dcmi_exporter.nics import NicAddressTask
 from dcmi_exporter.poller import ChipPoller
 from dcmi_exporter.settings import ExporterSettings
 
@@ -80,6 +81,7 @@ class Exporter:
     poller: ChipPoller = field(init=False)
     jobs: ResetJobs = field(init=False)
     hang: HangTask | None = None
+    nics: NicAddressTask | None = None
     stream_clients: int = 0
 
     def __post_init__(self) -> None:
@@ -99,6 +101,7 @@ class Exporter:
         self._scenario: object | None = None
         self._scenario_plan: Any = None
         self._scenario_task: asyncio.Task[None] | None = None
+        self._nic_scope = self.lifecycle.scope("nics")
 
     @classmethod
     def from_settings(cls, settings: ExporterSettings, clock: Clock | None = None) -> Exporter:
@@ -114,6 +117,8 @@ class Exporter:
             clock,
             exporter.lifecycle.scope("hang"),
         )
+        if settings.npu_nic_mapping is not None:
+            exporter.nics = NicAddressTask(settings.npu_nic_mapping, exporter.poller, period=settings.nic_refresh)
         if settings.scenario is not None:
             exporter._scenario_plan = _load_scenario(settings)  # fail at start-up, not later
         return exporter
@@ -122,6 +127,9 @@ class Exporter:
         await self.poller.start()
         if self.hang is not None:
             await self.hang.start()
+        if self.nics is not None and await self.nics.load():
+            await self.nics.refresh()
+            self._nic_scope.spawn(self.nics.refresh_forever(), "nic-addresses")
         if self._scenario_plan is not None:
             self._scenario_task = asyncio.create_task(self._start_scenario(self._scenario_plan), name="scenario")
 
@@ -145,6 +153,7 @@ class Exporter:
         if release is not None:
             release()
         await self.jobs.stop()
+        await self._nic_scope.stop()
         if self.hang is not None:
             await self.hang.stop()
         await self.poller.stop()
