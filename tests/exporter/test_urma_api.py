@@ -17,9 +17,11 @@ POD_PHY_1 = [
 ]
 
 
-def test_sim_pod_serves_urma_and_the_mapped_nics(tmp_path: Path) -> None:
+def test_sim_pod_serves_urma_and_the_simulated_hosts_mapped_nics(tmp_path: Path) -> None:
+    """The issue's L3 inputs: mapping 1 -> [ens1f0, ens1f2]; the simulated host's ens1f0 has only
+    fe80::1 and ens1f2 has 10.0.0.7. The machine running the simulator lends it none of its NICs."""
     mapping = tmp_path / "npu-nic-mapping.json"
-    mapping.write_text(json.dumps({"npuNics": [{"npuId": 1, "nicNames": ["nic-absent0", "lo"]}]}))
+    mapping.write_text(json.dumps({"npuNics": [{"npuId": 1, "nicNames": ["ens1f0", "ens1f2", "nic-absent0"]}]}))
     args = ("--npu-nic-mapping", str(mapping))
     with running_exporter(tmp_path / "run", *args, profile="a5-superpod-8") as ep, ep.sync_client() as client:
         chips = client.get("/v1/chips").json()["chips"]
@@ -27,6 +29,15 @@ def test_sim_pod_serves_urma_and_the_mapped_nics(tmp_path: Path) -> None:
     by_phy = {c["phy_id"]: c["static"]["urma"] for c in chips}
     assert by_phy[1] == [{"index": i, "eids": eids} for i, eids in enumerate(POD_PHY_1)]
     assert all(urma is not None and len(urma) == 3 for urma in by_phy.values())
+    assert node["nic_addresses"] == {"ens1f0": ["fe80::1"], "ens1f2": ["10.0.0.7"], "nic-absent0": []}
+
+
+def test_dcmi_backend_serves_the_real_hosts_nics(dcmi_double_path: Path, tmp_path: Path) -> None:  # noqa: F811
+    mapping = tmp_path / "npu-nic-mapping.json"
+    mapping.write_text(json.dumps({"npuNics": [{"npuId": 0, "nicNames": ["nic-absent0", "lo"]}]}))
+    args = ("--library", str(dcmi_double_path), "--npu-nic-mapping", str(mapping))
+    with running_exporter(tmp_path / "run", *args, backend="dcmi") as ep, ep.sync_client() as client:
+        node = client.get("/v1/node").json()
     assert node["nic_addresses"] == {"nic-absent0": [], "lo": host_addresses()["lo"]}
     assert "127.0.0.1" in node["nic_addresses"]["lo"]
 

@@ -116,3 +116,14 @@ def test_server_uboe_eid_ip_is_a_valid_ipv4() -> None:
     devices = PROFILES["a5-8"].urma_devices(7)
     assert devices is not None
     assert ipaddress.IPv4Address(uboe_ip(devices[3][0])) == ipaddress.IPv4Address("10.20.7.1")
+
+
+def test_the_simulated_host_has_the_issues_l3_nics() -> None:
+    backend = SimBackend("a5-8")
+    try:
+        nics = backend.host_addresses()
+        assert (nics["ens1f0"], nics["ens1f2"]) == (["fe80::1"], ["10.0.0.7"])
+        nics["ens1f2"].append("10.9.9.9")  # a copy: the caller cannot change the simulated host
+        assert backend.host_addresses()["ens1f2"] == ["10.0.0.7"]
+    finally:
+        backend.close()

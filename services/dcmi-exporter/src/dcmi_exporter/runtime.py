@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from dcmi_exporter.events import EventLog
 from dcmi_exporter.hang import HangConfig
 from dcmi_exporter.hang_task import HangTask
 from dcmi_exporter.jobs import ResetJobs
-from dcmi_exporter.nics import NicAddressTask
+from dcmi_exporter.nics import NicAddressTask, host_addresses
 from dcmi_exporter.poller import ChipPoller
 from dcmi_exporter.settings import ExporterSettings
 
@@ -58,6 +59,16 @@ def load_hang_config(path: Path | None) -> HangConfig:
         log.error("hang detection config unreadable; using the defaults", extra={"path": str(path), "error": str(exc)})
         return HangConfig()
     return HangConfig.load(data)
+
+
+def _host_addresses_of(settings: ExporterSettings, backend: Backend) -> Callable[[], dict[str, list[str]]]:
+    """The simulator's host NICs under the sim backend, the real host's otherwise."""
+    if settings.backend != "sim":
+        return host_addresses
+    from dcmi_exporter.backends.sim.backend import SimBackend
+
+    assert isinstance(backend, SimBackend)
+    return backend.host_addresses
 
 
 def _load_scenario(settings: ExporterSettings) -> Any:
@@ -118,7 +129,12 @@ class Exporter:
             exporter.lifecycle.scope("hang"),
         )
         if settings.npu_nic_mapping is not None:
-            exporter.nics = NicAddressTask(settings.npu_nic_mapping, exporter.poller, period=settings.nic_refresh)
+            exporter.nics = NicAddressTask(
+                settings.npu_nic_mapping,
+                exporter.poller,
+                period=settings.nic_refresh,
+                read_host=_host_addresses_of(settings, backend),
+            )
         if settings.scenario is not None:
             exporter._scenario_plan = _load_scenario(settings)  # fail at start-up, not later
         return exporter

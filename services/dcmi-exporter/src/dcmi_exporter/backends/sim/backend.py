@@ -54,7 +54,7 @@ from dcmi_exporter.backends.sim.faults import (
     normalise_code,
     parse_assertion,
 )
-from dcmi_exporter.backends.sim.profiles import Profile, get_profile
+from dcmi_exporter.backends.sim.profiles import SIM_HOST_NICS, Profile, get_profile
 from dcmi_exporter.backends.sim.state import (
     ActiveFault,
     FailNextReset,
@@ -295,6 +295,11 @@ class SimBackend:
         with self._lock:
             if st.vnpus.pop(vdev_id, None) is None:
                 raise NoSuchDevice(op, message=f"no vNPU {vdev_id} on chip {st.addr.logic_id}")
+
+    def host_addresses(self) -> dict[str, list[str]]:
+        """The simulated host's NIC addresses (nics.host_addresses on a real node): the simulator models a
+        node, so the machine it runs on lends it none of its own."""
+        return {name: list(addrs) for name, addrs in SIM_HOST_NICS.items()}
 
     def close(self) -> None:
         self._sink = None

@@ -370,6 +370,22 @@ PROFILES: dict[str, Profile] = {
 }
 
 
+# The simulated host's NICs and their addresses (what getifaddrs lists on a real node), named as the
+# reference's shipped npu-nic-mapping.json names them. ens1f0 has only a link-local address and
+# ens1f2 has 10.0.0.7: the L3 example (mapping 1 -> [ens1f0, ens1f2] picks 10.0.0.7).
+SIM_HOST_NICS: dict[str, list[str]] = {
+    "lo": ["127.0.0.1", "::1"],
+    "ens0f0": ["10.0.0.1", "fe80::1:1"],
+    "ens0f1": ["10.0.0.2"],
+    "ens0f2": ["10.0.0.3"],
+    "ens0f3": ["10.0.0.4"],
+    "ens1f0": ["fe80::1"],
+    "ens1f1": ["10.0.0.6"],
+    "ens1f2": ["10.0.0.7"],
+    "ens1f3": ["fd00::8"],
+}
+
+
 def get_profile(name: str) -> Profile:
     try:
         return PROFILES[name]
