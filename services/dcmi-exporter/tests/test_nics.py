@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 from ascend_common.schemas.exporter import NodeInfo
-from dcmi_exporter.nics import NicAddressTask, NpuNicMapping, host_addresses, load_mapping, mapped_addresses
+from dcmi_exporter.nics import (
+    NicAddressTask,
+    NpuNicMapping,
+    host_addresses,
+    link_name,
+    load_mapping,
+    mapped_addresses,
+)
 
 # The reference's shipped file (component/ascend-device-plugin/build/npu-nic-mapping.json), first two rows.
 REFERENCE_FILE = {
@@ -61,6 +68,11 @@ def test_must_show_l3_inputs_every_mapped_nic_with_its_addresses_unfiltered() ->
     mapping = NpuNicMapping.model_validate({"npuNics": [{"npuId": 1, "nicNames": ["ens1f0", "ens1f2", "ens9"]}]})
     host = {"ens1f0": ["fe80::1"], "ens1f2": ["10.0.0.7", "fd00::7"], "eth0": ["192.0.2.1"]}
     assert mapped_addresses(mapping, host) == {"ens1f0": ["fe80::1"], "ens1f2": ["10.0.0.7", "fd00::7"], "ens9": []}
+
+
+@pytest.mark.parametrize(("label", "link"), [("ens1f2", "ens1f2"), ("ens1f2:1", "ens1f2"), ("lo", "lo")])
+def test_an_alias_label_counts_for_its_link(label: str, link: str) -> None:
+    assert link_name(label) == link
 
 
 def test_host_addresses_has_loopback() -> None:

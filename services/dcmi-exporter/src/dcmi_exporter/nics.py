@@ -121,11 +121,17 @@ def host_addresses() -> dict[str, list[str]]:
             if addr and entry.ifa_name is not None:
                 text = _address_text(addr)
                 if text is not None:
-                    out.setdefault(entry.ifa_name.decode(errors="replace"), []).append(text)
+                    out.setdefault(link_name(entry.ifa_name.decode(errors="replace")), []).append(text)
             node = entry.ifa_next
     finally:
         libc.freeifaddrs(head)
     return out
+
+
+def link_name(label: str) -> str:
+    """The interface of an address label: glibc names an IPv4 address by its label ("ens1f2:1" for an
+    alias), Go's Addrs() lists it under its link; a Linux interface name never holds a colon."""
+    return label.partition(":")[0]
 
 
 def _address_text(addr: ctypes._Pointer[_SockAddr]) -> str | None:
