@@ -93,6 +93,34 @@ struct dcmi_die_id {
     unsigned int soc_die[DCMI_DIE_ID_COUNT];
 };
 
+/* dcmi_get_eid_list_by_urma_dev_index / dcmiv2_...: a 950 chip's URMA EIDs (the reference's header,
+ * "urma device API for A5"). The union is aligned 8 by its unsigned long views; the info struct is 24
+ * bytes with its tail padding. The views carry tags here (dcmi_urma_eid_in4/in6) so layout.c can name them. */
+#define DCMI_URMA_EID_MAX_COUNT 32
+#define DCMI_URMA_EID_SIZE 16
+
+struct dcmi_urma_eid_in4 {
+    unsigned long reserved; /* if IPv4 mapped to IPv6, == 0 */
+    unsigned int prefix;    /* if IPv4 mapped to IPv6, == 0x0000ffff */
+    unsigned int addr;      /* if IPv4 mapped to IPv6, == IPv4 addr */
+};
+
+struct dcmi_urma_eid_in6 {
+    unsigned long subnet_prefix;
+    unsigned long interface_id;
+};
+
+typedef union dcmi_urma_eid {
+    unsigned char raw[DCMI_URMA_EID_SIZE];
+    struct dcmi_urma_eid_in4 in4;
+    struct dcmi_urma_eid_in6 in6;
+} dcmi_urma_eid_t;
+
+typedef struct dcmi_urma_eid_info {
+    dcmi_urma_eid_t eid;
+    unsigned int eid_index;
+} dcmi_urma_eid_info_t;
+
 /* enum dcmi_die_type; DDIE is the v2 library's (the 950) */
 #define DCMI_NDIE 0
 #define DCMI_VDIE 1

@@ -59,6 +59,7 @@ _CONTROL: dict[str, tuple[object, list[object]]] = {
         [ctypes.c_int, _c_uint_p, _c_uint_p, ctypes.c_char_p, ctypes.c_int],
     ),
     "dcmi_double_load_config": (ctypes.c_int, [ctypes.c_char_p]),
+    "dcmi_double_set_urma": (ctypes.c_int, [ctypes.c_int, ctypes.c_uint, ctypes.c_int, ctypes.c_char_p]),
 }
 
 # (card, dev, logic, phy) of the double's default layout: logic ids differ from phy ids.
@@ -116,6 +117,11 @@ class DoubleControl:
         pids = (ctypes.c_int * max(n, 1))(*(p for p, _ in procs))
         mem = (ctypes.c_ulong * max(n, 1))(*(m for _, m in procs))
         self._ok(self._lib.dcmi_double_set_procs(logic, n, pids, mem), "procs")
+
+    def set_urma(self, logic: int, index: int, eids: Sequence[str]) -> None:
+        """One urma device of the chip: its EIDs as 32 hex digits each (the count grows to index + 1)."""
+        raw = b"".join(bytes.fromhex(eid) for eid in eids)
+        self._ok(self._lib.dcmi_double_set_urma(logic, index, len(eids), raw), f"urma {logic}/{index}")
 
     def fire_event(
         self,

@@ -65,6 +65,21 @@ int main(void)
     SIZE(struct, dcmi_die_id);
     FIELD(struct, dcmi_die_id, soc_die);
 
+    SIZE(struct, dcmi_urma_eid_in4);
+    FIELD(struct, dcmi_urma_eid_in4, reserved);
+    FIELD(struct, dcmi_urma_eid_in4, prefix);
+    FIELD(struct, dcmi_urma_eid_in4, addr);
+    SIZE(struct, dcmi_urma_eid_in6);
+    FIELD(struct, dcmi_urma_eid_in6, subnet_prefix);
+    FIELD(struct, dcmi_urma_eid_in6, interface_id);
+    SIZE(union, dcmi_urma_eid);
+    FIELD(union, dcmi_urma_eid, raw);
+    FIELD(union, dcmi_urma_eid, in4);
+    FIELD(union, dcmi_urma_eid, in6);
+    SIZE(struct, dcmi_urma_eid_info);
+    FIELD(struct, dcmi_urma_eid_info, eid);
+    FIELD(struct, dcmi_urma_eid_info, eid_index);
+
     SIZE(struct, dcmi_create_vdev_res_stru);
     FIELD(struct, dcmi_create_vdev_res_stru, vdev_id);
     FIELD(struct, dcmi_create_vdev_res_stru, vfg_id);

@@ -24,6 +24,8 @@
  *   str <field> <logic> <text...>            rest of the line; fields in set_str_field()
  *   codes <logic> [<hex>[,<hex>...]]         current error codes (hex, with or without 0x)
  *   procs <logic> [<pid>:<bytes>[,...]]      running processes
+ *   urma <logic> <index> [<hex32>[,...]]     a urma device's EIDs (32 hex digits each); the chip's
+ *                                            device count grows to index + 1 (`int urma_count` sets it)
  *   rc <function|*> <logic> <rc>             make a call return rc (0 removes the override)
  *   hang <logic> <ms|forever>                calls for the chip block (until the file changes)
  *   event <delay_ms> <logic> <hex id> <severity> <assertion> [name...]
@@ -62,6 +64,7 @@
 #define MAX_VDEVS 16
 #define MAX_OVERRIDES 64
 #define MAX_EVENTS 32
+#define MAX_URMA_DEVS 8 /* the double's room; the library's own bound is 128 */
 #define NO_CHIP MAX_CHIPS /* call-count slot of calls that address no chip */
 
 #define RC_OK 0
@@ -135,6 +138,10 @@ enum fn {
     FN_V2_RESCAN,
     FN_DIE_ID,
     FN_V2_DIE_ID,
+    FN_URMA_CNT,
+    FN_URMA_EIDS,
+    FN_V2_URMA_CNT,
+    FN_V2_URMA_EIDS,
     FN_COUNT
 };
 
@@ -199,6 +206,10 @@ static const char *const FN_NAMES[FN_COUNT] = {
     "dcmiv2_rescan_device",
     "dcmi_get_device_die_v2",
     "dcmiv2_get_device_die_id",
+    "dcmi_get_urma_device_cnt",
+    "dcmi_get_eid_list_by_urma_dev_index",
+    "dcmiv2_get_urma_device_cnt",
+    "dcmiv2_get_eid_list_by_urma_dev_index",
 };
 
 struct vdev {
@@ -235,6 +246,12 @@ struct chip {
     unsigned int mainboard_id;
     unsigned int vdie[DCMI_DIE_ID_COUNT]; /* VDIE: every chip */
     unsigned int ddie[DCMI_DIE_ID_COUNT]; /* DDIE: asked through v2 only */
+    /* URMA devices: the count the chip answers (may exceed what is stored, to model a driver that
+     * says more than it lists) and each stored device's EIDs, raw. None by default. */
+    unsigned int urma_count;
+    unsigned int urma_neids[MAX_URMA_DEVS];
+    unsigned char urma_stored[MAX_URMA_DEVS]; /* a counted index never stored fails, as an unreadable one */
+    unsigned char urma_eids[MAX_URMA_DEVS][DCMI_URMA_EID_MAX_COUNT][DCMI_URMA_EID_SIZE];
     char affinity[64];
     int ip_type; /* -1: no address configured */
     unsigned char ip[16];
@@ -496,6 +513,7 @@ static void wait_if_hung(int logic)
 }
 
 static void maybe_reload_config(void);
+static int set_urma_locked(int logic, unsigned int index, int n, const unsigned char *raw);
 /* Counts the call for chip l (-1: none), blocks while it hangs and applies an rc override; g_mu held. */
 static int enter_chip(enum fn fn, int l, int *logic)
 {
@@ -698,6 +716,8 @@ static int set_int_field(struct chip *c, const char *field, long long v)
         c->spod.super_pod_type = (unsigned int)v;
     } else if (strcmp(field, "mainboard_id") == 0) {
         c->mainboard_id = (unsigned int)v;
+    } else if (strcmp(field, "urma_count") == 0) {
+        c->urma_count = (unsigned int)v;
     } else if (strncmp(field, "vdie", 4) == 0 && field[4] >= '0' && field[4] < '0' + DCMI_DIE_ID_COUNT &&
                field[5] == '\0') { /* vdie0 .. vdie4: one word */
         c->vdie[field[4] - '0'] = (unsigned int)v;
@@ -930,6 +950,32 @@ static int apply_line(char *line, int *layout_replaced)
             codes[n++] = (unsigned int)v;
         }
         return set_codes_locked(logic, n, codes);
+    }
+    if (strcmp(cmd, "urma") == 0) {
+        int logic;
+        long long index;
+        if (parse_logic(strtok_r(NULL, " \t\r\n", &save), &logic) != 0 || logic < 0 ||
+            parse_ll(strtok_r(NULL, " \t\r\n", &save), &index) != 0 || index < 0) {
+            return -1;
+        }
+        unsigned char raw[DCMI_URMA_EID_MAX_COUNT][DCMI_URMA_EID_SIZE];
+        int n = 0;
+        char *list = strtok_r(NULL, " \t\r\n", &save);
+        char *save2 = NULL;
+        for (char *t = list ? strtok_r(list, ",", &save2) : NULL; t != NULL; t = strtok_r(NULL, ",", &save2)) {
+            if (strlen(t) != 2 * DCMI_URMA_EID_SIZE || n == DCMI_URMA_EID_MAX_COUNT) {
+                return -1;
+            }
+            for (int b = 0; b < DCMI_URMA_EID_SIZE; b++) {
+                unsigned int byte;
+                if (sscanf(t + 2 * b, "%2x", &byte) != 1) {
+                    return -1;
+                }
+                raw[n][b] = (unsigned char)byte;
+            }
+            n++;
+        }
+        return set_urma_locked(logic, (unsigned int)index, n, &raw[0][0]);
     }
     if (strcmp(cmd, "procs") == 0) {
         int logic;
@@ -1287,6 +1333,56 @@ static int die_id_locked(const struct chip *c, int die_type, int v2, struct dcmi
     return RC_OK;
 }
 
+/* One urma device's EIDs (n of them, 16 raw bytes each); the chip's count grows to cover it. */
+static int set_urma_locked(int logic, unsigned int index, int n, const unsigned char *raw)
+{
+    if (logic < 0 || logic >= MAX_CHIPS || !g_chips[logic].present || index >= MAX_URMA_DEVS || n < 0 ||
+        n > DCMI_URMA_EID_MAX_COUNT || (n > 0 && raw == NULL)) {
+        return -1;
+    }
+    struct chip *c = &g_chips[logic];
+    c->urma_neids[index] = (unsigned int)n;
+    c->urma_stored[index] = 1;
+    memcpy(c->urma_eids[index], raw, (size_t)n * DCMI_URMA_EID_SIZE);
+    if (c->urma_count < index + 1) {
+        c->urma_count = index + 1;
+    }
+    return 0;
+}
+
+static int urma_count_locked(const struct chip *c, unsigned int *dev_cnt)
+{
+    if (dev_cnt == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    *dev_cnt = c->urma_count;
+    return RC_OK;
+}
+
+/* eid_cnt: in, the room of eid_list; out, the EIDs written. A device the chip counts but does not
+ * store answers as the reference's driver answers an index it cannot read: an error. */
+static int urma_eids_locked(const struct chip *c, unsigned int index, dcmi_urma_eid_info_t *eid_list,
+                            unsigned int *eid_cnt)
+{
+    if (eid_list == NULL || eid_cnt == NULL || index >= c->urma_count) {
+        return RC_BAD_PARAMETER;
+    }
+    if (index >= MAX_URMA_DEVS || !c->urma_stored[index]) {
+        return RC_BAD_PARAMETER;
+    }
+    unsigned int n = c->urma_neids[index];
+    if (n > *eid_cnt) {
+        return RC_BAD_PARAMETER;
+    }
+    for (unsigned int j = 0; j < n; j++) {
+        memset(&eid_list[j], 0, sizeof(eid_list[j]));
+        memcpy(eid_list[j].eid.raw, c->urma_eids[index][j], DCMI_URMA_EID_SIZE);
+        eid_list[j].eid_index = j;
+    }
+    *eid_cnt = n;
+    return RC_OK;
+}
+
 static int affinity_locked(const struct chip *c, char *affinity_cpu, int *length)
 {
     if (affinity_cpu == NULL || length == NULL) {
@@ -1622,6 +1718,19 @@ EXPORT int dcmi_get_device_die_v2(int card_id, int device_id, int input_type, st
     ANSWER(die_id_locked(c, input_type, 0, die_id));
 }
 
+EXPORT int dcmi_get_urma_device_cnt(int card_id, int device_id, unsigned int *dev_cnt)
+{
+    CHIP_CALL(FN_URMA_CNT, card_id, device_id);
+    ANSWER(urma_count_locked(c, dev_cnt));
+}
+
+EXPORT int dcmi_get_eid_list_by_urma_dev_index(int card_id, int device_id, unsigned int dev_index,
+                                               dcmi_urma_eid_info_t *eid_list, unsigned int *eid_cnt)
+{
+    CHIP_CALL(FN_URMA_EIDS, card_id, device_id);
+    ANSWER(urma_eids_locked(c, dev_index, eid_list, eid_cnt));
+}
+
 EXPORT int dcmi_get_affinity_cpu_info_by_device_id(int card_id, int device_id, char *affinity_cpu, int *length)
 {
     CHIP_CALL(FN_AFFINITY, card_id, device_id);
@@ -1715,6 +1824,19 @@ EXPORT int dcmiv2_get_device_die_id(int dev_id, int input_type, struct dcmi_die_
 {
     LOGIC_CALL(FN_V2_DIE_ID, dev_id);
     ANSWER(die_id_locked(c, input_type, 1, die_id));
+}
+
+EXPORT int dcmiv2_get_urma_device_cnt(int dev_id, unsigned int *dev_cnt)
+{
+    LOGIC_CALL(FN_V2_URMA_CNT, dev_id);
+    ANSWER(urma_count_locked(c, dev_cnt));
+}
+
+EXPORT int dcmiv2_get_eid_list_by_urma_dev_index(int dev_id, unsigned int dev_index, dcmi_urma_eid_info_t *eid_list,
+                                                 unsigned int *eid_cnt)
+{
+    LOGIC_CALL(FN_V2_URMA_EIDS, dev_id);
+    ANSWER(urma_eids_locked(c, dev_index, eid_list, eid_cnt));
 }
 
 EXPORT int dcmiv2_get_affinity_cpu_info_by_dev_id(int dev_id, char *affinity_cpu, int *len)
@@ -1915,6 +2037,15 @@ EXPORT int dcmi_double_set_str(const char *field, int logic, const char *value)
 {
     lock_model();
     int rc = apply_to(logic, str_thunk, field, value);
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+/* One urma device of the chip: n EIDs of 16 raw bytes each (index >= the count grows it). */
+EXPORT int dcmi_double_set_urma(int logic, unsigned int index, int n, const unsigned char *raw)
+{
+    lock_model();
+    int rc = set_urma_locked(logic, index, n, raw);
     pthread_mutex_unlock(&g_mu);
     return rc;
 }

@@ -84,6 +84,16 @@ def test_padding_exists_where_the_abi_puts_it(facts: dict[str, int]) -> None:
     assert facts["dcmi_event.event_t"] == 8  # the union holds a u64, so it is 8-aligned after `int type`
 
 
+def test_urma_eid_info_is_24_bytes_as_the_reference_header_makes_it(facts: dict[str, int]) -> None:
+    """dcmi_urma_eid_info_t: a 16-byte union aligned 8 (its unsigned long views) + uint eid_index, padded
+    to 24. The library writes an array of 32 of them: a 20-byte stride would misread every EID after the first."""
+    assert facts["dcmi_urma_eid"] == 16
+    assert facts["dcmi_urma_eid_info"] == 24 == ctypes.sizeof(structs.DcmiUrmaEidInfo)
+    assert facts["dcmi_urma_eid_info.eid_index"] == 16 == structs.DcmiUrmaEidInfo.eid_index.offset
+    assert ctypes.alignment(structs.DcmiUrmaEid) == 8
+    assert ctypes.sizeof(structs.DcmiUrmaEidInfo * structs.URMA_EID_MAX_COUNT) == 24 * 32
+
+
 def test_a_wrong_declaration_is_caught(facts: dict[str, int]) -> None:
     class PackedHbm(ctypes.Structure):  # a plausible mistake: packed instead of natural alignment
         _pack_ = 4

@@ -99,6 +99,7 @@ class ChipPoller:
         self._stopping = False
         self._tick_origin = 0.0  # loop time of the poll grid's first tick
         self.discovered = asyncio.Event()
+        self._nic_addresses: dict[str, list[str]] | None = None  # NodeInfo.nic_addresses (nics.py)
         self.snapshot = Snapshot(node=self._node(Reading[str].error(-8005), SubscriptionState.POLLING, ready=False))
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -160,6 +161,7 @@ class ChipPoller:
             updated_at=now,
             last_event_id=None,
             ready=ready,
+            nic_addresses=self._nic_addresses,
         )
 
     # ---- reads -----------------------------------------------------------------------------
@@ -305,6 +307,16 @@ class ChipPoller:
             last_event_id=self.events.head_id,
             switch_faults=list(self._switch.values()),
             ready=ready,
+        )
+
+    def set_nic_addresses(self, addresses: dict[str, list[str]] | None) -> None:
+        """The mapped host NICs' addresses, into the node (no event: nothing about a chip changed)."""
+        if addresses == self._nic_addresses:
+            return
+        self._nic_addresses = addresses
+        snap = self.snapshot
+        self.snapshot = Snapshot(
+            node=snap.node.model_copy(update={"nic_addresses": addresses}), chips=snap.chips, by_logic=snap.by_logic
         )
 
     def publish(self, type_: EventType, **fields: Any) -> None:

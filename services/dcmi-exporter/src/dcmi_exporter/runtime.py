@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from dcmi_exporter.events import EventLog
 from dcmi_exporter.hang import HangConfig
 from dcmi_exporter.hang_task import HangTask
 from dcmi_exporter.jobs import ResetJobs
+from dcmi_exporter.nics import NicAddressTask, host_addresses
 from dcmi_exporter.poller import ChipPoller
 from dcmi_exporter.settings import ExporterSettings
 
@@ -59,6 +61,16 @@ def load_hang_config(path: Path | None) -> HangConfig:
     return HangConfig.load(data)
 
 
+def _host_addresses_of(settings: ExporterSettings, backend: Backend) -> Callable[[], dict[str, list[str]]]:
+    """The simulator's host NICs under the sim backend, the real host's otherwise."""
+    if settings.backend != "sim":
+        return host_addresses
+    from dcmi_exporter.backends.sim.backend import SimBackend
+
+    assert isinstance(backend, SimBackend)
+    return backend.host_addresses
+
+
 def _load_scenario(settings: ExporterSettings) -> Any:
     if settings.backend != "sim":
         raise ValueError("--scenario needs the sim backend")
@@ -80,6 +92,7 @@ class Exporter:
     poller: ChipPoller = field(init=False)
     jobs: ResetJobs = field(init=False)
     hang: HangTask | None = None
+    nics: NicAddressTask | None = None
     stream_clients: int = 0
 
     def __post_init__(self) -> None:
@@ -99,6 +112,7 @@ class Exporter:
         self._scenario: object | None = None
         self._scenario_plan: Any = None
         self._scenario_task: asyncio.Task[None] | None = None
+        self._nic_scope = self.lifecycle.scope("nics")
 
     @classmethod
     def from_settings(cls, settings: ExporterSettings, clock: Clock | None = None) -> Exporter:
@@ -114,6 +128,13 @@ class Exporter:
             clock,
             exporter.lifecycle.scope("hang"),
         )
+        if settings.npu_nic_mapping is not None:
+            exporter.nics = NicAddressTask(
+                settings.npu_nic_mapping,
+                exporter.poller,
+                period=settings.nic_refresh,
+                read_host=_host_addresses_of(settings, backend),
+            )
         if settings.scenario is not None:
             exporter._scenario_plan = _load_scenario(settings)  # fail at start-up, not later
         return exporter
@@ -122,6 +143,9 @@ class Exporter:
         await self.poller.start()
         if self.hang is not None:
             await self.hang.start()
+        if self.nics is not None and await self.nics.load():
+            await self.nics.refresh()
+            self._nic_scope.spawn(self.nics.refresh_forever(), "nic-addresses")
         if self._scenario_plan is not None:
             self._scenario_task = asyncio.create_task(self._start_scenario(self._scenario_plan), name="scenario")
 
@@ -145,6 +169,7 @@ class Exporter:
         if release is not None:
             release()
         await self.jobs.stop()
+        await self._nic_scope.stop()
         if self.hang is not None:
             await self.hang.stop()
         await self.poller.stop()

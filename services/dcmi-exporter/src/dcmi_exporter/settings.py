@@ -57,4 +57,15 @@ class ExporterSettings(BaseSettings):
         Path("/proc"), description="The host's /proc, for the CPU time of chip processes (hostPID)."
     )
     hccn_tool: Path = Field(DEFAULT_HCCN_TOOL, description="Path of hccn_tool, for network traffic (dcmi backend).")
+    npu_nic_mapping: Path | None = Field(
+        None,
+        description=(
+            "The npu-nic mapping file (the reference's /user/mindx-dl/npu/npu-nic-mapping.json); the addresses"
+            " of the host NICs it names are served in the node info (the 950's L3 rank level). None: no"
+            " addresses. A missing or bad file: none, logged."
+        ),
+    )
+    nic_refresh: float = Field(
+        60.0, ge=1, le=3600, description="Seconds between two reads of the mapped NICs' addresses."
+    )
     log_level: str = Field("INFO", description="Log level.")

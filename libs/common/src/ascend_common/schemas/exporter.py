@@ -78,6 +78,16 @@ class Vnpu(Frozen):
     aicore: int
 
 
+EID_PATTERN = r"^[0-9a-f]{32}$"  # a URMA EID: its 16 bytes as lower-case hex, as the reference's hex.EncodeToString
+
+
+class UrmaDevice(Frozen):
+    """One URMA device (a function entity) of a 950 chip and its EIDs, as the library lists them."""
+
+    index: int = Field(ge=0)  # the urma device index asked (an index the library refused is left out)
+    eids: list[Annotated[str, Field(pattern=EID_PATTERN)]]
+
+
 class ChipStatic(Frozen):
     """What a chip is; read at discovery and refreshed rarely."""
 
@@ -113,6 +123,10 @@ class ChipStatic(Frozen):
     # needs one refuses, it never guesses.
     vdie_id: str | None = None
     ddie_id: str | None = None
+    # 950 only: its URMA devices (dcmiv2_get_urma_device_cnt, then dcmiv2_get_eid_list_by_urma_dev_index
+    # per index), in index order; read once and kept, as the reference caches them. None when the read
+    # failed, the family has none, or the exporter predates the field: the rank levels then have none.
+    urma: list[UrmaDevice] | None = None
 
 
 class ChipDynamic(Frozen):
@@ -180,6 +194,11 @@ class NodeInfo(Frozen):
     last_event_id: str | None  # the snapshot reflects every event up to this id
     switch_faults: list[SwitchFaultData] = []  # active A3 switch faults (occurred, not recovered)
     ready: bool = False  # discovery done and every chip read once
+    # The host NICs that --npu-nic-mapping names -> their addresses (no prefix length), in the order
+    # the kernel lists them (IPv4 first), unfiltered: the rank levels pick the first usable one. None
+    # without a mapping file (or from an exporter that predates the field); a named NIC the host lacks
+    # maps to [].
+    nic_addresses: dict[str, list[str]] | None = None
 
 
 class ChipList(Frozen):

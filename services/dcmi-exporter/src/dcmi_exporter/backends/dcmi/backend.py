@@ -33,6 +33,7 @@ from ascend_common.schemas.exporter import (
     ChipStatic,
     Hbm,
     ResetChannel,
+    UrmaDevice,
     Utilization,
     Vnpu,
 )
@@ -154,6 +155,7 @@ def _family(chip_name: Reading[str], board_id: Reading[int]) -> ChipFamily | Non
 SUPER_POD_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
 RACK_FAMILY = ChipFamily.ASCEND950
 DDIE_FAMILY = ChipFamily.ASCEND950  # the reference's plugin asks the DDIE of the 950 ("npu") alone
+URMA_FAMILY = ChipFamily.ASCEND950  # URMA devices: the reference's "urma device API for A5"
 
 
 class DcmiBackend:
@@ -189,6 +191,11 @@ class DcmiBackend:
         # and a driver without the call would otherwise log the same warning on every refresh.
         self._die_failures: set[tuple[int, DieType]] = set()
         self._die_mutex = threading.Lock()  # guards _die_failures only
+        # URMA devices by logic id, kept once read: the reference reads them once per chip and never
+        # again (its urmaDevInfoMap); a chip whose read failed is asked again at the next refresh.
+        self._urma: dict[int, list[UrmaDevice]] = {}
+        self._urma_failures: set[int] = set()  # logic ids whose failure was logged
+        self._urma_mutex = threading.Lock()  # guards the two above only; never held across a call
 
     @property
     def library(self) -> DcmiLibrary:
@@ -304,6 +311,7 @@ class DcmiBackend:
             main_board_id=_read(lambda: self._main_board_id(chip)),
             vdie_id=self._die_id(chip, DieType.VDIE),
             ddie_id=self._die_id(chip, DieType.DDIE) if ask_ddie else None,
+            urma=self._urma_devices(chip) if family is URMA_FAMILY else None,
             **pod,
         )
 
@@ -401,6 +409,62 @@ class DcmiBackend:
         with self._die_mutex:
             self._die_failures.discard((chip.logic_id, die_type))
         return format_die_id(list(die.soc_die))
+
+    def _urma_devices(self, chip: ChipAddress) -> list[UrmaDevice] | None:
+        """The chip's URMA devices, read once and kept; None (logged once per chip) while unreadable."""
+        with self._urma_mutex:
+            known = self._urma.get(chip.logic_id)
+        if known is not None:
+            return known
+        try:
+            devices = self._read_urma(chip)
+        except DcmiError as exc:
+            with self._urma_mutex:
+                first = chip.logic_id not in self._urma_failures
+                self._urma_failures.add(chip.logic_id)
+            if first:
+                log.warning(
+                    "urma devices unreadable",
+                    extra={"logic_id": chip.logic_id, "phy_id": chip.phy_id, "op": exc.op, "rc": exc.code},
+                )
+            return None
+        with self._urma_mutex:
+            self._urma[chip.logic_id] = devices
+            self._urma_failures.discard(chip.logic_id)
+        return devices
+
+    def _read_urma(self, chip: ChipAddress) -> list[UrmaDevice]:
+        """As the reference's DcV2Manager.DcGetUrmaDevEidListAll: the count, then every index; an index
+        that fails is skipped (logged), and a chip with devices of which none reads is an error."""
+        op = "dcmi_get_urma_device_cnt"
+        count = ctypes.c_uint(0)
+        self._call(op, chip, ctypes.byref(count))
+        if count.value > s.MAX_URMA_DEVICES:
+            raise DcmiError(op, RC_INTERNAL, message=f"urma device count {count.value} above {s.MAX_URMA_DEVICES}")
+        devices: list[UrmaDevice] = []
+        last: DcmiError | None = None
+        for index in range(count.value):
+            try:
+                devices.append(UrmaDevice(index=index, eids=self._urma_eids(chip, index)))
+            except DcmiError as exc:
+                last = exc
+                log.warning(
+                    "urma device skipped",
+                    extra={"logic_id": chip.logic_id, "urma_index": index, "op": exc.op, "rc": exc.code},
+                )
+        if last is not None and not devices:
+            raise last
+        return devices
+
+    def _urma_eids(self, chip: ChipAddress, index: int) -> list[str]:
+        op = "dcmi_get_eid_list_by_urma_dev_index"
+        infos = (s.DcmiUrmaEidInfo * s.URMA_EID_MAX_COUNT)()
+        count = ctypes.c_uint(s.URMA_EID_MAX_COUNT)  # in: the room of the array
+        self._call(op, chip, index, infos, ctypes.byref(count))
+        if count.value > s.URMA_EID_MAX_COUNT:
+            raise DcmiError(op, RC_INTERNAL, message=f"eid count {count.value} above {s.URMA_EID_MAX_COUNT}")
+        # The raw bytes in order, lower-case hex: the reference's hex.EncodeToString(eid.Raw[:]).
+        return [bytes(info.eid.raw).hex() for info in infos[: count.value]]
 
     def _main_board_id(self, chip: ChipAddress) -> int:
         value = ctypes.c_uint(0)

@@ -48,6 +48,8 @@ V2_SYMBOLS: Final[Mapping[str, str | None]] = {
     "dcmi_pre_reset_soc": "dcmiv2_pre_reset_device",
     "dcmi_rescan_soc": "dcmiv2_rescan_device",
     "dcmi_get_device_die_v2": "dcmiv2_get_device_die_id",  # same struct dcmi_die_id; v2 also knows DDIE
+    "dcmi_get_urma_device_cnt": "dcmiv2_get_urma_device_cnt",
+    "dcmi_get_eid_list_by_urma_dev_index": "dcmiv2_get_eid_list_by_urma_dev_index",  # same dcmi_urma_eid_info_t
     "dcmi_create_vdevice": None,  # DeviceManagerV2.CreateVirtualDevice: not supported
     "dcmi_set_destroy_vdevice": None,
 }

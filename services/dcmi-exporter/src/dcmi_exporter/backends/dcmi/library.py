@@ -86,6 +86,9 @@ SIGNATURES: dict[str, Sequence[Any]] = {
     "dcmi_rescan_soc": (_int, _int),
     # (card, dev, enum dcmi_die_type: 0 NDIE, 1 VDIE, out)
     "dcmi_get_device_die_v2": (_int, _int, _int, ctypes.POINTER(s.DcmiDieId)),
+    # (card, dev, out count) and (card, dev, index, eid_info[32], in: capacity / out: count)
+    "dcmi_get_urma_device_cnt": (_int, _int, _puint),
+    "dcmi_get_eid_list_by_urma_dev_index": (_int, _int, _uint, ctypes.POINTER(s.DcmiUrmaEidInfo), _puint),
     # v2: the chip is its logic id (`int dev_id`); every struct is the v1 one.
     "dcmiv2_init": (),
     "dcmiv2_get_dcmi_version": (ctypes.c_char_p, _int),
@@ -112,6 +115,8 @@ SIGNATURES: dict[str, Sequence[Any]] = {
     "dcmiv2_pre_reset_device": (_int,),
     "dcmiv2_rescan_device": (_int,),
     "dcmiv2_get_device_die_id": (_int, _int, ctypes.POINTER(s.DcmiDieId)),  # (logic, enum dcmi_die_type, out)
+    "dcmiv2_get_urma_device_cnt": (_int, _puint),
+    "dcmiv2_get_eid_list_by_urma_dev_index": (_int, _uint, ctypes.POINTER(s.DcmiUrmaEidInfo), _puint),
 }
 
 

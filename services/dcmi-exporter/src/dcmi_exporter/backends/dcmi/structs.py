@@ -24,6 +24,9 @@ MAX_ERROR_CODES = 128  # the reference's MaxErrorCodeCount
 MAX_PROCS = 32  # processes dcmi_get_device_resource_info may write
 SPOD_RESERVE_LEN = 6  # dcmi_spod_info.reserve (the reference's DcmiSpodReserveLen)
 DIE_ID_COUNT = 5  # DIE_ID_COUNT: the words of struct dcmi_die_id (the reference's DieIDCount)
+URMA_EID_SIZE = 16  # DCMI_URMA_EID_SIZE: one EID, 128 bits
+URMA_EID_MAX_COUNT = 32  # DCMI_URMA_EID_MAX_COUNT: the EIDs one urma device may list (the reference's EidNumMax)
+MAX_URMA_DEVICES = 128  # the reference's MaxUrmaDevCnt: a larger device count is refused
 
 IP_TYPE_V4 = 0
 IP_TYPE_V6 = 1
@@ -113,6 +116,41 @@ class DcmiDieId(ctypes.Structure):
     _fields_ = [("soc_die", ctypes.c_uint * DIE_ID_COUNT)]
 
 
+class DcmiUrmaEidIn4(ctypes.Structure):
+    _fields_ = [
+        ("reserved", ctypes.c_ulong),  # 0 when an IPv4 address is mapped to IPv6
+        ("prefix", ctypes.c_uint),  # 0x0000ffff when mapped
+        ("addr", ctypes.c_uint),
+    ]
+
+
+class DcmiUrmaEidIn6(ctypes.Structure):
+    _fields_ = [
+        ("subnet_prefix", ctypes.c_ulong),
+        ("interface_id", ctypes.c_ulong),
+    ]
+
+
+class DcmiUrmaEid(ctypes.Union):
+    """dcmi_urma_eid_t: 16 bytes, aligned 8 by its `unsigned long` views. Only `raw` is read: the
+    reference encodes the raw bytes, and the typed views are there for the size and alignment."""
+
+    _fields_ = [
+        ("raw", ctypes.c_ubyte * URMA_EID_SIZE),
+        ("in4", DcmiUrmaEidIn4),
+        ("in6", DcmiUrmaEidIn6),
+    ]
+
+
+class DcmiUrmaEidInfo(ctypes.Structure):
+    """dcmi_urma_eid_info_t: 16 + 4 + 4 bytes of tail padding = 24, an array element's stride."""
+
+    _fields_ = [
+        ("eid", DcmiUrmaEid),
+        ("eid_index", ctypes.c_uint),
+    ]
+
+
 class DcmiCreateVdevResStru(ctypes.Structure):
     """dcmi_create_vdevice input; 0xFFFFFFFF ids let the library choose."""
 
@@ -193,6 +231,10 @@ C_TYPES: dict[str, type[ctypes.Structure] | type[ctypes.Union]] = {
     "dcmi_board_info": DcmiBoardInfo,
     "dcmi_spod_info": DcmiSpodInfo,
     "dcmi_die_id": DcmiDieId,
+    "dcmi_urma_eid_in4": DcmiUrmaEidIn4,
+    "dcmi_urma_eid_in6": DcmiUrmaEidIn6,
+    "dcmi_urma_eid": DcmiUrmaEid,
+    "dcmi_urma_eid_info": DcmiUrmaEidInfo,
     "dcmi_create_vdev_res_stru": DcmiCreateVdevResStru,
     "dcmi_create_vdev_out": DcmiCreateVdevOut,
     "dcmi_event_filter": DcmiEventFilter,

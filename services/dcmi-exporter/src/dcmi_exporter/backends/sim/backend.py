@@ -24,6 +24,7 @@ from ascend_common.schemas.exporter import (
     Hbm,
     ResetChannel,
     SwitchFaultData,
+    UrmaDevice,
     Utilization,
     Vnpu,
 )
@@ -53,7 +54,7 @@ from dcmi_exporter.backends.sim.faults import (
     normalise_code,
     parse_assertion,
 )
-from dcmi_exporter.backends.sim.profiles import Profile, get_profile
+from dcmi_exporter.backends.sim.profiles import SIM_HOST_NICS, Profile, get_profile
 from dcmi_exporter.backends.sim.state import (
     ActiveFault,
     FailNextReset,
@@ -82,6 +83,10 @@ def _int_or_unsupported(value: int | None) -> Reading[int]:
 
 def _str_or_unsupported(value: str | None) -> Reading[str]:
     return Reading[str].ok(value) if value is not None else Reading[str].error(RC_NOT_SUPPORTED)
+
+
+def _urma(devices: list[list[str]] | None) -> list[UrmaDevice] | None:
+    return None if devices is None else [UrmaDevice(index=i, eids=eids) for i, eids in enumerate(devices)]
 
 
 def _die_id(words: tuple[int, ...] | None) -> str | None:
@@ -148,6 +153,7 @@ class SimBackend:
             scale_type=_int_or_unsupported(lay.scale_type),
             vdie_id=_die_id(lay.die_id_words(phy, DieType.VDIE)),
             ddie_id=_die_id(lay.die_id_words(phy, DieType.DDIE)),
+            urma=_urma(lay.urma_devices(phy)),
         )
 
     def read_dynamic(self, chip: ChipAddress) -> ChipDynamic:
@@ -289,6 +295,11 @@ class SimBackend:
         with self._lock:
             if st.vnpus.pop(vdev_id, None) is None:
                 raise NoSuchDevice(op, message=f"no vNPU {vdev_id} on chip {st.addr.logic_id}")
+
+    def host_addresses(self) -> dict[str, list[str]]:
+        """The simulated host's NIC addresses (nics.host_addresses on a real node): the simulator models a
+        node, so the machine it runs on lends it none of its own."""
+        return {name: list(addrs) for name, addrs in SIM_HOST_NICS.items()}
 
     def close(self) -> None:
         self._sink = None

@@ -13,6 +13,7 @@ card or vNPU call.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ascend_common.chips import A3_BOARD_IDS, ChipAddress, ChipFamily, detect_family, is_910_family
 from ascend_common.products import ProductType
@@ -52,6 +53,8 @@ class Profile:
     chip_type: str = "Ascend"
     chip_version: str = "V1"
     hbm_frequency_mhz: int | None = 1600
+    # 950: the URMA devices every chip lists (urma_devices); None: the chips list none (a read fails).
+    urma: Literal["pod", "server"] | None = None
 
     def __post_init__(self) -> None:
         n = self.cards * self.chips_per_card
@@ -64,6 +67,8 @@ class Profile:
         rack = (self.rack_id, self.super_pod_type, self.scale_type)
         if rack != (None, None, None) and (None in rack or None in pod or family is not ChipFamily.ASCEND950):
             raise ValueError(f"profile {self.name}: only a 950 super pod has a rack, type and size, and then all three")
+        if self.urma is not None and family is not ChipFamily.ASCEND950:
+            raise ValueError(f"profile {self.name}: only a 950 chip has URMA devices")
         if self.library_v2 and self.product_type is not None:
             raise ValueError(f"profile {self.name}: the v2 library reports no product type")
 
@@ -123,6 +128,31 @@ class Profile:
             return (0x2, 0xDD1E, 0, 0, 0x12 + phy_id)
         return None
 
+    def urma_devices(self, phy_id: int) -> list[list[str]] | None:
+        """The chip's URMA devices, each its EIDs (32 lower-case hex digits), in index order.
+
+        Every chip of a pod lists the issue's "Must show" 1D-pod devices: {fe 1, die 0: ports 1, 2
+        and the PG EID}, {fe 2, die 0: port 5, PG}, {fe 2, die 1: port 7, PG}; a server's chip lists
+        them too, plus a UBoE device whose IPv4 is 10.20.<phy>.1 (phy 0: the issue's UBoE example
+        0000000000000ac00000000014000105). Byte 8, which no EID field reads, carries 0x80 | phy so
+        that no two chips share an EID; phy 1 of the pod keeps the issue's EIDs verbatim (byte 8 zero).
+        """
+        if self.urma is None:
+            return None
+        mark = 0 if (self.urma == "pod" and phy_id == 1) else 0x80 | phy_id
+
+        def eid(die: int, port: int, fe: int) -> str:
+            return f"0000000000{die << 6 | port:02x}{fe:02x}00{mark:02x}{0:014x}"
+
+        devices = [
+            [eid(0, 1, 1), eid(0, 2, 1), eid(0, PG_PORT, 1)],
+            [eid(0, 5, 2), eid(0, PG_PORT, 2)],
+            [eid(1, 7, 2), eid(1, PG_PORT, 2)],
+        ]
+        if self.urma == "server":
+            devices.append([f"0000000000000ac00000000014{phy_id:02x}0105"])
+        return devices
+
     def device_ip(self, phy_id: int) -> str | None:
         """The RoCE IP of a 910 chip; the v2 library has no IP call."""
         return f"192.168.100.{phy_id + 1}" if is_910_family(self.family) else None
@@ -137,6 +167,7 @@ def _identity(n: int) -> tuple[int, ...]:
 
 
 SUPER_POD_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
+PG_PORT = 0x3F  # the port field of a PG EID (the reference's eid.go)
 NO_CARD = -1  # the card and device id of a chip the v2 library reports
 A3_BOARD_ID = min(A3_BOARD_IDS)
 A900_A3_SUPER_POD_MAIN_BOARD_ID = 0x18  # the reference's A900A3SuperPodMainBoardId1
@@ -254,6 +285,7 @@ PROFILES: dict[str, Profile] = {
             super_pod_type=ProductType.POD_2D,
             scale_type=A5_SUPER_POD_SIZE,
             main_board_id=A5_SERVER_MAIN_BOARD_ID,
+            urma="pod",
         ),
         Profile(
             # An 8-chip 950 server outside any super pod: the chips answer "none" for pod, server, rack and size.
@@ -275,6 +307,7 @@ PROFILES: dict[str, Profile] = {
             super_pod_type=ProductType.SERVER,
             scale_type=UINT32_NONE,
             main_board_id=A5_SERVER_MAIN_BOARD_ID,
+            urma="server",
         ),
         Profile(
             # Four Atlas 350 cards, each on its own (cardType 300I-Atlas350, product type 1P card).
@@ -334,6 +367,22 @@ PROFILES: dict[str, Profile] = {
             hbm_frequency_mhz=None,
         ),
     )
+}
+
+
+# The simulated host's NICs and their addresses (what getifaddrs lists on a real node), named as the
+# reference's shipped npu-nic-mapping.json names them. ens1f0 has only a link-local address and
+# ens1f2 has 10.0.0.7: the issue's L3 example (mapping 1 -> [ens1f0, ens1f2] picks 10.0.0.7).
+SIM_HOST_NICS: dict[str, list[str]] = {
+    "lo": ["127.0.0.1", "::1"],
+    "ens0f0": ["10.0.0.1", "fe80::1:1"],
+    "ens0f1": ["10.0.0.2"],
+    "ens0f2": ["10.0.0.3"],
+    "ens0f3": ["10.0.0.4"],
+    "ens1f0": ["fe80::1"],
+    "ens1f1": ["10.0.0.6"],
+    "ens1f2": ["10.0.0.7"],
+    "ens1f3": ["fd00::8"],
 }
 
 
