@@ -115,6 +115,13 @@ class ChipStatic(Frozen):
     ddie_id: str | None = None
 
 
+class UbPorts(Frozen):
+    """How many of a 950 chip's ports `hccn_tool -g -dev_info` lists as DOWN (GetUBPortsDownSnapshot)."""
+
+    ub_down: int  # UB ports, wired ones only (`-port_info` port_enable: on)
+    bonding_down: int  # ETH (UBoE bonding) ports
+
+
 class ChipDynamic(Frozen):
     """What a chip is doing; read every poll."""
 
@@ -128,6 +135,9 @@ class ChipDynamic(Frozen):
     processes: Reading[list[ChipProcess]]
     boot_status: Reading[int]
     vnpus: Reading[list[Vnpu]]
+    # The 950's ports that are DOWN, from hccn_tool (the exporter derives UB/UBoE codes from it);
+    # unsupported elsewhere, and in payloads from before it existed.
+    ub_ports: Reading[UbPorts] = Reading[UbPorts].error(RC_NOT_SUPPORTED)
 
 
 class Chip(Frozen):
