@@ -12,11 +12,12 @@ from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import TokenTable, load_token_file
 
-from dcmi_exporter.backends.base import Backend, HangProbe
+from dcmi_exporter.backends.base import Backend, HangProbe, UbPortsProbe
 from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.events import EventLog
 from dcmi_exporter.hang import HangConfig
 from dcmi_exporter.hang_task import HangTask
+from dcmi_exporter.ub_task import UbCodesTask
 from dcmi_exporter.jobs import ResetJobs
 from dcmi_exporter.poller import ChipPoller
 from dcmi_exporter.settings import ExporterSettings
@@ -45,6 +46,18 @@ def make_hang_probe(settings: ExporterSettings, backend: Backend) -> HangProbe:
     from dcmi_exporter.backends.dcmi.hang_probe import DcmiHangProbe
 
     return DcmiHangProbe(settings.hccn_tool, settings.host_proc)
+
+
+def make_ub_probe(settings: ExporterSettings, backend: Backend) -> UbPortsProbe:
+    if settings.backend == "sim":
+        from dcmi_exporter.backends.sim.backend import SimBackend
+        from dcmi_exporter.backends.sim.hang_probe import SimUbPortsProbe
+
+        assert isinstance(backend, SimBackend)
+        return SimUbPortsProbe(backend)
+    from dcmi_exporter.backends.dcmi.hccn import HccnTool, HccnUbPorts
+
+    return HccnUbPorts(HccnTool(settings.hccn_tool))
 
 
 def load_hang_config(path: Path | None) -> HangConfig:
@@ -80,6 +93,7 @@ class Exporter:
     poller: ChipPoller = field(init=False)
     jobs: ResetJobs = field(init=False)
     hang: HangTask | None = None
+    ub: UbCodesTask | None = None
     stream_clients: int = 0
 
     def __post_init__(self) -> None:
@@ -114,6 +128,13 @@ class Exporter:
             clock,
             exporter.lifecycle.scope("hang"),
         )
+        exporter.ub = UbCodesTask(
+            exporter.poller,
+            make_ub_probe(settings, backend),
+            settings.poll_period,
+            clock,
+            exporter.lifecycle.scope("ub"),
+        )
         if settings.scenario is not None:
             exporter._scenario_plan = _load_scenario(settings)  # fail at start-up, not later
         return exporter
@@ -122,6 +143,8 @@ class Exporter:
         await self.poller.start()
         if self.hang is not None:
             await self.hang.start()
+        if self.ub is not None:
+            await self.ub.start()
         if self._scenario_plan is not None:
             self._scenario_task = asyncio.create_task(self._start_scenario(self._scenario_plan), name="scenario")
 
@@ -147,6 +170,8 @@ class Exporter:
         await self.jobs.stop()
         if self.hang is not None:
             await self.hang.stop()
+        if self.ub is not None:
+            await self.ub.stop()
         await self.poller.stop()
         try:
             await self.guard.call("node", self.backend.close)

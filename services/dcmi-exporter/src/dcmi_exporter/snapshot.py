@@ -179,6 +179,12 @@ def with_codes(chip: Chip, codes: list[str]) -> Chip:
     return chip.model_copy(update={"dynamic": dynamic})
 
 
+def with_ub_ports(chip: Chip, ports: Reading[UbPorts] | None) -> Chip:
+    if ports is None or chip.dynamic is None or chip.dynamic.ub_ports == ports:
+        return chip
+    return chip.model_copy(update={"dynamic": chip.dynamic.model_copy(update={"ub_ports": ports})})
+
+
 def change_of(chip: Chip) -> ChipChangeData:
     state, healthy, network_healthy, boot = _change_fields(chip)
     return ChipChangeData(state=state, healthy=healthy, network_healthy=network_healthy, boot_status=boot)

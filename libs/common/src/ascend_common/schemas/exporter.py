@@ -39,6 +39,7 @@ class EventSource(StrEnum):
     SUBSCRIPTION = "subscription"  # the library's fault-event callback
     POLL = "poll"  # a code that appeared in, or vanished from, the polled error-code list
     HANG = "hang"  # the exporter's own hung-job detection (code 200001002)
+    UB = "ub"  # the exporter's own 950 UB/UBoE codes, from hccn_tool's port state
 
 
 class Frozen(BaseModel):

@@ -299,6 +299,9 @@ class HccnUbPorts:
         self.tool = tool
         self._wired: dict[tuple[int, int, int], bool] = {}
 
+    async def ub_ports(self, chip: Chip) -> UbPorts:
+        return await self.snapshot(chip.logic_id)
+
     async def snapshot(self, logic: int) -> UbPorts:
         rows = parse_port_table(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
         for row in rows:
