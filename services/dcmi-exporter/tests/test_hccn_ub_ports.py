@@ -41,11 +41,24 @@ SAMPLE = table(row(0, 4, "ETH", "DOWN"), row(0, 5, "ETH", "UP"), row(1, 8, "UB",
         (
             "01-parse mixed ETH and UB ports with up/down status",
             SAMPLE,
-            [PortRow(0, 4, "ETH", "DOWN"), PortRow(0, 5, "ETH", "UP"), PortRow(1, 8, "UB", "DOWN"), PortRow(1, 9, "UB", "UP")],
+            [
+                PortRow(0, 4, "ETH", "DOWN"),
+                PortRow(0, 5, "ETH", "UP"),
+                PortRow(1, 8, "UB", "DOWN"),
+                PortRow(1, 9, "UB", "UP"),
+            ],
         ),
         ("02-only header and separators, no data rows", table(), []),
-        ("03-data row with too few columns should return error", table("| 0      | 4      | ETH      | DOWN        |"), None),
-        ("04-data row with non-integer UdieID should return error", table(row(0, 4, "ETH", "DOWN").replace("0 ", "ab", 1)), None),
+        (
+            "03-data row with too few columns should return error",
+            table("| 0      | 4      | ETH      | DOWN        |"),
+            None,
+        ),
+        (
+            "04-data row with non-integer UdieID should return error",
+            table(row(0, 4, "ETH", "DOWN").replace("0 ", "ab", 1)),
+            None,
+        ),
         ("05-empty output should return empty ports without error", "", []),
         (
             "06-stop parsing at the third separator and ignore trailing data",
@@ -77,9 +90,19 @@ def test_get_all_ub_ports_from_hccn_lines(name: str, text: str, want: list[PortR
             True,
             UbPorts(ub_down=2, bonding_down=1),
         ),
-        ("02-all ports up, snapshot should be zero", [PortRow(0, 4, "ETH", "UP"), PortRow(1, 8, "UB", "UP")], True, UbPorts(ub_down=0, bonding_down=0)),
+        (
+            "02-all ports up, snapshot should be zero",
+            [PortRow(0, 4, "ETH", "UP"), PortRow(1, 8, "UB", "UP")],
+            True,
+            UbPorts(ub_down=0, bonding_down=0),
+        ),
         ("04-empty ports list, snapshot down count should be zero", [], True, UbPorts(ub_down=0, bonding_down=0)),
-        ("unwired UB ports are not counted", [PortRow(1, 8, "UB", "DOWN"), PortRow(0, 4, "ETH", "DOWN")], False, UbPorts(ub_down=0, bonding_down=1)),
+        (
+            "unwired UB ports are not counted",
+            [PortRow(1, 8, "UB", "DOWN"), PortRow(0, 4, "ETH", "DOWN")],
+            False,
+            UbPorts(ub_down=0, bonding_down=1),
+        ),
     ],
 )
 def test_get_ub_ports_down_snapshot(name: str, rows: list[PortRow], wired: bool, want: UbPorts) -> None:

@@ -97,7 +97,11 @@ def test_a_lost_ub_code_is_held_while_the_port_stays_down_and_goes_when_it_comes
 @pytest.mark.parametrize(
     ("name", "chip", "want"),
     [
-        ("A950 card type occur, should add precise fault code", UbChipInput(raw=frozenset({UB_DOWN_CODE})), [UB_SEPARATE_CODE]),
+        (
+            "A950 card type occur, should add precise fault code",
+            UbChipInput(raw=frozenset({UB_DOWN_CODE})),
+            [UB_SEPARATE_CODE],
+        ),
         (
             "A950 card type recover, should remove precise fault codes when no port down",
             UbChipInput(raw=frozenset(), held=frozenset({UB_DOWN_CODE, UB_SEPARATE_CODE}), ports=ports(ub=0)),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from ascend_common.clock import ManualClock, SystemClock
-from ascend_common.schemas.exporter import EventSource, EventType, UbPorts
+from ascend_common.schemas.exporter import Chip, EventSource, EventType, UbPorts
 from ascend_common.tokens import TokenTable
 from dcmi_exporter.backends.sim.backend import SimBackend
 from dcmi_exporter.backends.sim.hang_probe import SimUbPortsProbe
@@ -36,7 +36,7 @@ class CountingProbe(SimUbPortsProbe):
         super().__init__(backend)
         self.queries: list[int] = []
 
-    async def ub_ports(self, chip):  # type: ignore[no-untyped-def]
+    async def ub_ports(self, chip: Chip) -> UbPorts:
         self.queries.append(chip.logic_id)
         return await super().ub_ports(chip)
 
@@ -115,7 +115,8 @@ async def test_recover_while_a_wired_port_is_down_keeps_the_codes_and_unwired_po
     rig.sim.inject_fault(3, UB_DOWN_CODE, "recover")  # the driver recovers while port 1 is still down
     await rig.round()
     assert sorted(rig.codes(3)) == sorted([UB_DOWN_CODE, UB_SEPARATE_CODE])
-    assert rig.exp.poller.snapshot.by_logic[3].dynamic.ub_ports.value == UbPorts(ub_down=1, bonding_down=0)  # type: ignore[union-attr]
+    dynamic = rig.exp.poller.snapshot.by_logic[3].dynamic
+    assert dynamic is not None and dynamic.ub_ports.value == UbPorts(ub_down=1, bonding_down=0)
     rig.sim.set_ub_port(3, 0, 1, "UB", up=True, event=False)  # only the unwired port is still down
     rig.clock.advance(QUERY_PERIOD_S)
     await rig.round()

@@ -17,10 +17,10 @@ from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.events import EventLog
 from dcmi_exporter.hang import HangConfig
 from dcmi_exporter.hang_task import HangTask
-from dcmi_exporter.ub_task import UbCodesTask
 from dcmi_exporter.jobs import ResetJobs
 from dcmi_exporter.poller import ChipPoller
 from dcmi_exporter.settings import ExporterSettings
+from dcmi_exporter.ub_task import UbCodesTask
 
 log = logging.getLogger(__name__)
 MAX_CHIPS = 64

@@ -12,7 +12,6 @@ from functools import cached_property
 from ascend_common.chips import ChipAddress, detect_family, resource_type
 from ascend_common.naming import chip_name
 from ascend_common.schemas.exporter import (
-    UbPorts,
     CARD_DROP_CODE,
     Chip,
     ChipChangeData,
@@ -21,6 +20,7 @@ from ascend_common.schemas.exporter import (
     ChipState,
     ChipStatic,
     NodeInfo,
+    UbPorts,
 )
 from ascend_common.schemas.reading import Reading
 
