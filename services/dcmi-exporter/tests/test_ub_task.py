@@ -5,6 +5,7 @@ is a ManualClock so the 5-minute query limit can be crossed without waiting."""
 from __future__ import annotations
 
 import asyncio
+import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from ascend_common.clock import ManualClock, SystemClock
 from ascend_common.schemas.exporter import Chip, EventSource, EventType, UbPorts
 from ascend_common.tokens import TokenTable
+from dcmi_exporter.backends.dcmi.hccn import HccnTool, HccnUbPorts
 from dcmi_exporter.backends.sim.backend import SimBackend
 from dcmi_exporter.backends.sim.hang_probe import SimUbPortsProbe
 from dcmi_exporter.runtime import Exporter
@@ -154,3 +156,84 @@ async def test_lost_event_subscription_failed_gives_one_synthetic_code_and_one_q
         await rig.round()
     assert rig.probe.queries.count(4) == 2
     assert rig.codes(4).count(UB_DOWN_CODE) == 1
+
+
+async def test_lost_uboe_is_looked_for_only_on_uboe_boards(rig_no_subscription: Rig) -> None:
+    """a5-superpod-8's main board 0x03 has no UBoE device (withUBOEDevicesMainBoardID: 0x23/0x25/0x27):
+    a lost bonding-port event stays lost, while a lost UB one is found."""
+    rig = rig_no_subscription
+    rig.sim.set_ub_port(1, 1, 0, "ETH", up=False, event=False)
+    rig.sim.set_ub_port(6, 0, 1, "UB", up=False, event=False)
+    await rig.round()
+    assert rig.codes(1) == []
+    assert rig.codes(6) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+
+
+# ---------------------------------------------------------------------- over a fake hccn_tool
+
+SEPARATOR = "+--------+--------+--------+----------+-------------+------------+"
+HEADER = "| UdieID | PortID | Speed  | PortType | Link Status | Media Type |"
+
+
+def dev_info(*rows: tuple[int, int, str, str]) -> str:
+    lines = [f"| {u}      | {p}      | 200    | {k}      | {s}        | Optical    |" for u, p, k, s in rows]
+    return "\n".join([SEPARATOR, HEADER, SEPARATOR, *lines, SEPARATOR]) + "\n"
+
+
+def fake_hccn(tmp_path: Path) -> tuple[Path, Path]:
+    """A hccn_tool printing `<state>/dev_info_<logic>` (all up when absent) and
+    `<state>/port_<logic>_<udie>_<port>` (port_enable on when absent)."""
+    state = tmp_path / "hccn"
+    state.mkdir()
+    path = tmp_path / "hccn_tool"
+    up = dev_info((0, 1, "UB", "UP"), (1, 0, "ETH", "UP"))
+    path.write_text(
+        f"""#!/bin/sh
+echo "$*" >> {state}/calls
+case "$*" in
+  "-g -dev_info -i "*) f={state}/dev_info_$4; if [ -e $f ]; then cat $f; else printf '%s' '{up}'; fi ;;
+  "-g -port_info -i "*) f={state}/port_$4_$6_$8; if [ -e $f ]; then cat $f; else echo "port_enable : on"; fi ;;
+  *) exit 2 ;;
+esac
+"""
+    )
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path, state
+
+
+@pytest.fixture
+async def hccn_rig(tmp_path: Path) -> AsyncIterator[tuple[Rig, Path]]:
+    tool, state = fake_hccn(tmp_path)
+    async for r in rig_for(tmp_path):
+        r.task.probe = HccnUbPorts(HccnTool(tool))
+        yield r, state
+
+
+async def test_over_hccn_tool_ub_codes_and_port_enable(hccn_rig: tuple[Rig, Path]) -> None:
+    rig, state = hccn_rig
+    await rig.round()
+    (state / "dev_info_3").write_text(dev_info((0, 1, "UB", "DOWN"), (0, 2, "UB", "DOWN")))
+    (state / "port_3_0_2").write_text("port_enable : off\n")
+    rig.sim.inject_fault(3, UB_DOWN_CODE, "occur")
+    await rig.round()
+    assert rig.codes(3) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+    rig.sim.inject_fault(3, UB_DOWN_CODE, "recover")  # port 1 (wired) is still DOWN
+    await rig.round()
+    assert sorted(rig.codes(3)) == sorted([UB_DOWN_CODE, UB_SEPARATE_CODE])
+    # Only the unwired port 2 stays DOWN: not counted, the codes go at the next query.
+    (state / "dev_info_3").write_text(dev_info((0, 1, "UB", "UP"), (0, 2, "UB", "DOWN")))
+    rig.clock.advance(QUERY_PERIOD_S)
+    await rig.round()
+    assert rig.codes(3) == []
+    calls = (state / "calls").read_text().splitlines()
+    assert calls.count("-g -port_info -i 3 -u 0 -p 2") == 1, "port_enable is read once per port"
+
+
+@pytest.mark.parametrize(("down", "precise"), [(1, UBOE_SUBHEALTH_CODE), (2, UBOE_PRESEPARATE_CODE), (3, None)])
+async def test_over_hccn_tool_uboe(hccn_rig: tuple[Rig, Path], down: int, precise: str | None) -> None:
+    rig, state = hccn_rig
+    await rig.round()
+    (state / "dev_info_2").write_text(dev_info(*((1, p, "ETH", "DOWN") for p in range(down))))
+    rig.sim.inject_fault(2, UBOE_DOWN_CODE, "occur")
+    await rig.round()
+    assert rig.codes(2) == [UBOE_DOWN_CODE] + ([precise] if precise else [])  # 3 down: the code is kept
