@@ -180,3 +180,29 @@ def test_handle_lost_hyper_plane_fault_events_02_library_lists_the_code() -> Non
 )
 def test_query_plane_status_without_fault_code(name: str, chip: UbChipInput, want: list[str]) -> None:
     assert one(chip) == want, name
+
+
+# ---------------------------------------------------------------------- the levels they come out at
+
+
+def test_the_default_policy_gives_the_levels_the_issue_names() -> None:
+    """What the fault-manager makes of our codes with the packaged tables (faultCode.json)."""
+    from ascend_common.faults import FaultLevel, chip_level, chip_network_level
+    from ascend_common.faults.table import default_fault_code_table
+
+    table = default_fault_code_table()
+
+    def level(*codes: str) -> FaultLevel:
+        return chip_level(table, [(c, None) for c in codes])
+
+    def network(*codes: str) -> FaultLevel:
+        return chip_network_level(table, [(c, None) for c in codes])
+
+    assert level(UB_DOWN_CODE) is FaultLevel.NOT_HANDLE_FAULT  # the library's code alone: the gap
+    assert level(UB_DOWN_CODE, UB_SEPARATE_CODE) is FaultLevel.SEPARATE_NPU
+    assert level(UB_DOWN_CODE, UB_SUBHEALTH_CODE) is FaultLevel.SUB_HEALTH_FAULT
+    assert network(UBOE_DOWN_CODE, UBOE_SUBHEALTH_CODE) is FaultLevel.SUB_HEALTH_FAULT
+    assert network(UBOE_DOWN_CODE, UBOE_PRESEPARATE_CODE) is FaultLevel.PRE_SEPARATE_NPU
+    assert (
+        level(UBOE_DOWN_CODE, UBOE_PRESEPARATE_CODE) is FaultLevel.NORMAL_NPU
+    )  # network codes act on the network only

@@ -237,3 +237,17 @@ async def test_over_hccn_tool_uboe(hccn_rig: tuple[Rig, Path], down: int, precis
     rig.sim.inject_fault(2, UBOE_DOWN_CODE, "occur")
     await rig.round()
     assert rig.codes(2) == [UBOE_DOWN_CODE] + ([precise] if precise else [])  # 3 down: the code is kept
+
+
+async def test_a_chip_that_stops_answering_still_counts_for_the_all_chips_rule(rig: Rig) -> None:
+    await rig.round()
+    for logic in range(CHIPS - 1):
+        rig.sim.set_ub_port(logic, 0, 1, "UB", up=False)
+    rig.sim.hang(CHIPS - 1, None)  # the last chip (no port down) stops answering
+    try:
+        while rig.exp.poller.snapshot.by_logic[CHIPS - 1].state.value == "ok":
+            await asyncio.sleep(0.05)
+        await rig.round()
+        assert all(rig.codes(i) == [UB_DOWN_CODE, UB_SEPARATE_CODE] for i in range(CHIPS - 1))
+    finally:
+        rig.sim.release(CHIPS - 1)

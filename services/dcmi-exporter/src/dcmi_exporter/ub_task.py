@@ -83,11 +83,9 @@ class UbCodesTask:
 
     async def tick(self) -> None:
         snap = self.poller.snapshot
-        chips = [
-            c
-            for c in snap.chips
-            if c.family is ChipFamily.ASCEND950 and c.state is ChipState.OK and c.dynamic is not None
-        ]
+        # A chip that does not answer now still counts, with what it said last, for the all-chips
+        # rule (as the reference's cached codes do); it is neither read nor changed.
+        chips = [c for c in snap.chips if c.family is ChipFamily.ASCEND950 and c.dynamic is not None]
         if not chips:
             return
         subscription_failed = snap.node.subscription is SubscriptionState.POLLING
@@ -99,6 +97,9 @@ class UbCodesTask:
             derived = set(self.poller.derived(logic))
             raw = frozenset(c for c in codes_of(chip) if c not in derived)
             held = self._listed.get(logic, frozenset())
+            if chip.state is not ChipState.OK:
+                inputs[logic] = UbChipInput(raw=raw, held=held)
+                continue
             lost_ub = subscription_failed or logic not in self._seen or self._after_reset(chip)
             lost_uboe = self._uboe_board(chip) and (lost_ub or self._network_bad_long(chip, now))
             self._seen.add(logic)
