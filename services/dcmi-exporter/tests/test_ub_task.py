@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from ascend_common.clock import ManualClock, SystemClock
-from ascend_common.schemas.exporter import Chip, EventSource, EventType, UbPorts
+from ascend_common.schemas.exporter import BOOT_STATUS_READY, Chip, EventSource, EventType, ResetChannel, UbPorts
 from ascend_common.tokens import TokenTable
 from dcmi_exporter.backends.dcmi.hccn import HccnTool, HccnUbPorts
 from dcmi_exporter.backends.sim.backend import SimBackend
@@ -251,3 +251,27 @@ async def test_a_chip_that_stops_answering_still_counts_for_the_all_chips_rule(r
         assert all(rig.codes(i) == [UB_DOWN_CODE, UB_SEPARATE_CODE] for i in range(CHIPS - 1))
     finally:
         rig.sim.release(CHIPS - 1)
+
+
+async def test_after_a_reset_a_lost_ub_event_is_looked_for(rig: Rig) -> None:
+    await rig.round()  # the first round reads every chip: all up
+    rig.sim.set_ub_port(2, 0, 1, "UB", up=False, event=False)  # the driver's event is lost
+    rig.clock.advance(QUERY_PERIOD_S)
+    await rig.round()
+    assert rig.codes(2) == [], "with a live subscription and no reset, nothing asks the ports"
+    addr = rig.exp.poller.address(2)
+    assert addr is not None
+    rig.sim.reset(addr, ResetChannel.INBAND)
+
+    def boot(logic: int) -> int | None:
+        dynamic = rig.exp.poller.snapshot.by_logic[logic].dynamic
+        return dynamic.boot_status.value if dynamic is not None else None
+
+    while boot(2) == BOOT_STATUS_READY:  # the poller sees the reset begin
+        await asyncio.sleep(0.05)
+    await rig.round()
+    assert rig.codes(2) == []
+    while boot(2) != BOOT_STATUS_READY:
+        await asyncio.sleep(0.1)
+    await rig.round()
+    assert rig.codes(2) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
