@@ -275,3 +275,23 @@ async def test_after_a_reset_a_lost_ub_event_is_looked_for(rig: Rig) -> None:
         await asyncio.sleep(0.1)
     await rig.round()
     assert rig.codes(2) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+
+
+async def test_lost_uboe_on_a_uboe_board_is_looked_for_after_5_min_of_unhealthy_network(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sim's 950 boards (0x03) have no UBoE device; pretend this one is a 0x25.
+    monkeypatch.setattr(UbCodesTask, "_uboe_board", staticmethod(lambda _chip: True))
+    await rig.round()
+    rig.sim.set_ub_port(1, 1, 0, "ETH", up=False, event=False)  # the UBoE event is lost
+    rig.sim.set_network(1, healthy=False)
+    while rig.exp.poller.snapshot.by_logic[1].network_healthy is not False:
+        await asyncio.sleep(0.05)
+    await rig.round()
+    assert UBOE_DOWN_CODE not in rig.codes(1), "unhealthy for less than 5 min: not yet"
+    rig.clock.advance(QUERY_PERIOD_S + 1)
+    await rig.round()
+    assert [c for c in rig.codes(1) if c in (UBOE_DOWN_CODE, UBOE_SUBHEALTH_CODE)] == [
+        UBOE_DOWN_CODE,
+        UBOE_SUBHEALTH_CODE,
+    ]
