@@ -91,7 +91,7 @@ class ChipPoller:
         # (logic id, code) -> monotonic time the subscription last changed it
         self._sub_touched: dict[tuple[int, str], float] = {}
         self._switch: dict[str, SwitchFaultData] = {}
-        # Codes the exporter raises itself (hang detection), per chip: no poll reports them, so
+        # Codes the exporter raises itself (hang detection, the 950's UB codes), per chip: no poll reports them, so
         # each poll's list gets them back instead of clearing them.
         self._derived: dict[int, list[str]] = {}
         # The 950's port state (UB codes' task): no DCMI read has it, so each read gets it back.

@@ -453,9 +453,10 @@ class SimBackend:
     def set_ub_port(
         self, logic_id: int, udie: int, port: int, kind: str, up: bool, enabled: bool = True, event: bool = True
     ) -> None:
-        """Set one 950 port as `hccn_tool -g -dev_info` / `-port_info` would show it. With `event`, a
-        wired port going down raises its plane's code (UB 81B18603, ETH 81078607) and the plane's last
-        wired port coming up clears it, as the driver does; without, the event is lost.
+        """Set one 950 port as `hccn_tool -g -dev_info` / `-port_info` would show it. With `event`, the
+        plane's first port going down raises its code (UB 81B18603, ETH 81078607) and its last one
+        coming up clears it, as the driver does (an unwired UB port does not count; ETH ports have no
+        port_enable); without `event`, the driver's event is lost.
         ValueError on other families or an unknown port kind."""
         st = self._control_chip(logic_id)
         if not self.layout.library_v2:
