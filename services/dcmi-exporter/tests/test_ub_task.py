@@ -17,6 +17,7 @@ from ascend_common.tokens import TokenTable
 from dcmi_exporter.backends.dcmi.hccn import HccnTool, HccnUbPorts
 from dcmi_exporter.backends.sim.backend import SimBackend
 from dcmi_exporter.backends.sim.hang_probe import SimUbPortsProbe
+from dcmi_exporter.backends.sim.scenario import ScenarioError, ScenarioRunner, apply_step, parse_scenario
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.settings import ExporterSettings
 from dcmi_exporter.snapshot import (
@@ -295,3 +296,30 @@ async def test_lost_uboe_on_a_uboe_board_is_looked_for_after_5_min_of_unhealthy_
         UBOE_DOWN_CODE,
         UBOE_SUBHEALTH_CODE,
     ]
+
+
+# ---------------------------------------------------------------------- scenario steps
+
+
+def test_scenario_ub_port_steps_set_the_ports_and_do_not_fit_a_910() -> None:
+    scenario = parse_scenario(
+        "name: ub\nsteps:\n"
+        "  - {at: 0, action: ub_port_down, chip: 3, port: 1}\n"
+        "  - {at: 0, action: ub_port_down, chip: 3, port: 2, enabled: false}\n"
+        "  - {at: 0, action: ub_port_down, chip: 3, udie: 1, port: 4, kind: ETH, event: false}\n"
+        "  - {at: 1, action: ub_port_up, chip: 3, port: 1}\n"
+    )
+    sim = SimBackend("a5-superpod-8")
+    ScenarioRunner(sim, scenario)  # fits
+    events: list[object] = []
+    sim.set_sink(events.append)
+    for step in scenario.steps[:3]:
+        apply_step(sim, step)
+    assert sim.ub_ports(3) == UbPorts(ub_down=1, bonding_down=1)
+    assert len(events) == 1, "one UB event; the ETH one is lost"
+    apply_step(sim, scenario.steps[3])
+    assert sim.ub_ports(3) == UbPorts(ub_down=0, bonding_down=1)
+    with pytest.raises(ScenarioError, match="no UB ports"):
+        ScenarioRunner(SimBackend("910b-8"), scenario)
+    with pytest.raises(ScenarioError):
+        parse_scenario("name: bad\nsteps:\n  - {at: 0, action: ub_port_down, chip: 0, port: 64}\n")
