@@ -323,3 +323,14 @@ def test_scenario_ub_port_steps_set_the_ports_and_do_not_fit_a_910() -> None:
         ScenarioRunner(SimBackend("910b-8"), scenario)
     with pytest.raises(ScenarioError):
         parse_scenario("name: bad\nsteps:\n  - {at: 0, action: ub_port_down, chip: 0, port: 64}\n")
+
+
+def test_on_the_dcmi_backend_hang_detection_and_ub_codes_share_one_hccn_tool_runner(tmp_path: Path) -> None:
+    from dcmi_exporter.backends.dcmi.hang_probe import DcmiHangProbe
+    from dcmi_exporter.runtime import make_probes
+
+    settings = ExporterSettings(socket=tmp_path / "sock", backend="dcmi", hccn_tool=tmp_path / "hccn_tool")
+    hang, ub = make_probes(settings, SimBackend("a5-8"))  # the backend is not used on this path
+    assert isinstance(hang, DcmiHangProbe) and isinstance(ub, HccnUbPorts)
+    assert hang._traffic.tool is ub.tool
+    assert ub.tool.path == tmp_path / "hccn_tool"

@@ -36,28 +36,20 @@ def make_backend(settings: ExporterSettings, clock: Clock) -> Backend:
     return DcmiBackend(settings.library)
 
 
-def make_hang_probe(settings: ExporterSettings, backend: Backend) -> HangProbe:
+def make_probes(settings: ExporterSettings, backend: Backend) -> tuple[HangProbe, UbPortsProbe]:
+    """Hung-job detection's and the UB codes' readers; on the dcmi backend they share one
+    `hccn_tool` runner (the reference serialises its runs behind one mutex)."""
     if settings.backend == "sim":
         from dcmi_exporter.backends.sim.backend import SimBackend
-        from dcmi_exporter.backends.sim.hang_probe import SimHangProbe
+        from dcmi_exporter.backends.sim.hang_probe import SimHangProbe, SimUbPortsProbe
 
         assert isinstance(backend, SimBackend)
-        return SimHangProbe(backend)
+        return SimHangProbe(backend), SimUbPortsProbe(backend)
     from dcmi_exporter.backends.dcmi.hang_probe import DcmiHangProbe
-
-    return DcmiHangProbe(settings.hccn_tool, settings.host_proc)
-
-
-def make_ub_probe(settings: ExporterSettings, backend: Backend) -> UbPortsProbe:
-    if settings.backend == "sim":
-        from dcmi_exporter.backends.sim.backend import SimBackend
-        from dcmi_exporter.backends.sim.hang_probe import SimUbPortsProbe
-
-        assert isinstance(backend, SimBackend)
-        return SimUbPortsProbe(backend)
     from dcmi_exporter.backends.dcmi.hccn import HccnTool, HccnUbPorts
 
-    return HccnUbPorts(HccnTool(settings.hccn_tool))
+    tool = HccnTool(settings.hccn_tool)
+    return DcmiHangProbe(settings.hccn_tool, settings.host_proc, tool=tool), HccnUbPorts(tool)
 
 
 def load_hang_config(path: Path | None) -> HangConfig:
@@ -120,9 +112,10 @@ class Exporter:
         tokens = load_token_file(settings.token_file) if settings.token_file else TokenTable()
         backend = make_backend(settings, clock)
         exporter = cls(settings, backend, clock, tokens)
+        hang_probe, ub_probe = make_probes(settings, backend)
         exporter.hang = HangTask(
             exporter.poller,
-            make_hang_probe(settings, backend),
+            hang_probe,
             load_hang_config(settings.hang_config),
             settings.hang_interval,
             clock,
@@ -130,7 +123,7 @@ class Exporter:
         )
         exporter.ub = UbCodesTask(
             exporter.poller,
-            make_ub_probe(settings, backend),
+            ub_probe,
             settings.poll_period,
             clock,
             exporter.lifecycle.scope("ub"),
