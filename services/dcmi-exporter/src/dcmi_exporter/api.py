@@ -251,6 +251,17 @@ def _sim_routes(app: FastAPI, exporter: Exporter, auth: Any, chip_or_404: Any) -
         run(sim().set_network, logic_id, body.healthy)
         return Response(status_code=204)
 
+    @app.put("/v1/sim/chips/{logic_id}/ub-ports/{udie}/{port}", status_code=204, **kw)
+    async def ub_port(
+        logic_id: LogicId,
+        udie: Annotated[int, Path(ge=0, le=15)],
+        port: Annotated[int, Path(ge=0, le=63)],
+        body: simreq.UbPort,
+    ) -> Response:
+        chip_or_404(logic_id)
+        run(sim().set_ub_port, logic_id, udie, port, body.kind, body.up, enabled=body.enabled, event=body.event)
+        return Response(status_code=204)
+
     @app.put("/v1/sim/chips/{logic_id}/hang", status_code=204, **kw)
     async def hang(logic_id: LogicId, body: simreq.Hang) -> Response:
         chip_or_404(logic_id)

@@ -31,6 +31,7 @@ from ascend_common.schemas.exporter import (
     NodeInfo,
     SubscriptionState,
     SwitchFaultData,
+    UbPorts,
 )
 from ascend_common.schemas.reading import Reading
 
@@ -50,6 +51,7 @@ from dcmi_exporter.snapshot import (
     merge_codes,
     placeholder_static,
     with_codes,
+    with_ub_ports,
 )
 
 log = logging.getLogger(__name__)
@@ -89,9 +91,11 @@ class ChipPoller:
         # (logic id, code) -> monotonic time the subscription last changed it
         self._sub_touched: dict[tuple[int, str], float] = {}
         self._switch: dict[str, SwitchFaultData] = {}
-        # Codes the exporter raises itself (hang detection), per chip: no poll reports them, so
+        # Codes the exporter raises itself (hang detection, the 950's UB codes), per chip: no poll reports them, so
         # each poll's list gets them back instead of clearing them.
         self._derived: dict[int, list[str]] = {}
+        # The 950's port state (UB codes' task): no DCMI read has it, so each read gets it back.
+        self._ub_ports: dict[int, Reading[UbPorts]] = {}
         self._wake: dict[int, asyncio.Event] = {}
         self._tasks = tasks
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -237,7 +241,7 @@ class ChipPoller:
             new = chip_ok(self._addr[logic], self._static[logic], result, now)
             codes = merge_codes(codes_of(prev), codes_of(new), self._touched_since(logic, started))
             codes += [c for c in self._derived.get(logic, ()) if c not in codes]
-            new = with_codes(new, codes)
+            new = with_ub_ports(with_codes(new, codes), self._ub_ports.get(logic))
         self._first_read.add(logic)
         self._commit(prev, new)
 
@@ -262,6 +266,19 @@ class ChipPoller:
             return
         codes = [c for c in codes_of(prev) if c != fault.code] + ([fault.code] if occur else [])
         self._commit(prev, with_codes(prev, codes), fault)
+
+    def derived(self, logic: int) -> tuple[str, ...]:
+        """The codes the exporter raised itself on this chip (hang, UB)."""
+        return tuple(self._derived.get(logic, ()))
+
+    def set_ub_ports(self, logic: int, ports: Reading[UbPorts]) -> None:
+        """Record a chip's port state; it changes no health, so it publishes no event."""
+        self._ub_ports[logic] = ports
+        prev = self._chips.get(logic)
+        if prev is None or prev.dynamic is None or prev.dynamic.ub_ports == ports:
+            return
+        self._chips[logic] = with_ub_ports(prev, ports)
+        self._rebuild()
 
     def _commit(self, prev: Chip, new: Chip, origin: FaultEventData | None = None) -> None:
         """Replace one chip, publish what changed, then publish the snapshot that includes it.

@@ -13,7 +13,7 @@ from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import TokenTable, load_token_file
 
-from dcmi_exporter.backends.base import Backend, HangProbe
+from dcmi_exporter.backends.base import Backend, HangProbe, UbPortsProbe
 from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.events import EventLog
 from dcmi_exporter.hang import HangConfig
@@ -22,6 +22,7 @@ from dcmi_exporter.jobs import ResetJobs
 from dcmi_exporter.nics import NicAddressTask, host_addresses
 from dcmi_exporter.poller import ChipPoller
 from dcmi_exporter.settings import ExporterSettings
+from dcmi_exporter.ub_task import UbCodesTask
 
 log = logging.getLogger(__name__)
 MAX_CHIPS = 64
@@ -37,16 +38,20 @@ def make_backend(settings: ExporterSettings, clock: Clock) -> Backend:
     return DcmiBackend(settings.library)
 
 
-def make_hang_probe(settings: ExporterSettings, backend: Backend) -> HangProbe:
+def make_probes(settings: ExporterSettings, backend: Backend) -> tuple[HangProbe, UbPortsProbe]:
+    """Hung-job detection's and the UB codes' readers; on the dcmi backend they share one
+    `hccn_tool` runner (the reference serialises its runs behind one mutex)."""
     if settings.backend == "sim":
         from dcmi_exporter.backends.sim.backend import SimBackend
-        from dcmi_exporter.backends.sim.hang_probe import SimHangProbe
+        from dcmi_exporter.backends.sim.hang_probe import SimHangProbe, SimUbPortsProbe
 
         assert isinstance(backend, SimBackend)
-        return SimHangProbe(backend)
+        return SimHangProbe(backend), SimUbPortsProbe(backend)
     from dcmi_exporter.backends.dcmi.hang_probe import DcmiHangProbe
+    from dcmi_exporter.backends.dcmi.hccn import HccnTool, HccnUbPorts
 
-    return DcmiHangProbe(settings.hccn_tool, settings.host_proc)
+    tool = HccnTool(settings.hccn_tool)
+    return DcmiHangProbe(settings.hccn_tool, settings.host_proc, tool=tool), HccnUbPorts(tool)
 
 
 def load_hang_config(path: Path | None) -> HangConfig:
@@ -93,6 +98,7 @@ class Exporter:
     jobs: ResetJobs = field(init=False)
     hang: HangTask | None = None
     nics: NicAddressTask | None = None
+    ub: UbCodesTask | None = None
     stream_clients: int = 0
 
     def __post_init__(self) -> None:
@@ -120,9 +126,10 @@ class Exporter:
         tokens = load_token_file(settings.token_file) if settings.token_file else TokenTable()
         backend = make_backend(settings, clock)
         exporter = cls(settings, backend, clock, tokens)
+        hang_probe, ub_probe = make_probes(settings, backend)
         exporter.hang = HangTask(
             exporter.poller,
-            make_hang_probe(settings, backend),
+            hang_probe,
             load_hang_config(settings.hang_config),
             settings.hang_interval,
             clock,
@@ -135,6 +142,13 @@ class Exporter:
                 period=settings.nic_refresh,
                 read_host=_host_addresses_of(settings, backend),
             )
+        exporter.ub = UbCodesTask(
+            exporter.poller,
+            ub_probe,
+            settings.poll_period,
+            clock,
+            exporter.lifecycle.scope("ub"),
+        )
         if settings.scenario is not None:
             exporter._scenario_plan = _load_scenario(settings)  # fail at start-up, not later
         return exporter
@@ -146,6 +160,8 @@ class Exporter:
         if self.nics is not None and await self.nics.load():
             await self.nics.refresh()
             self._nic_scope.spawn(self.nics.refresh_forever(), "nic-addresses")
+        if self.ub is not None:
+            await self.ub.start()
         if self._scenario_plan is not None:
             self._scenario_task = asyncio.create_task(self._start_scenario(self._scenario_plan), name="scenario")
 
@@ -172,6 +188,8 @@ class Exporter:
         await self._nic_scope.stop()
         if self.hang is not None:
             await self.hang.stop()
+        if self.ub is not None:
+            await self.ub.stop()
         await self.poller.stop()
         try:
             await self.guard.call("node", self.backend.close)

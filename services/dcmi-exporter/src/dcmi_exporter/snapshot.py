@@ -20,6 +20,7 @@ from ascend_common.schemas.exporter import (
     ChipState,
     ChipStatic,
     NodeInfo,
+    UbPorts,
 )
 from ascend_common.schemas.reading import Reading
 
@@ -178,6 +179,12 @@ def with_codes(chip: Chip, codes: list[str]) -> Chip:
     return chip.model_copy(update={"dynamic": dynamic})
 
 
+def with_ub_ports(chip: Chip, ports: Reading[UbPorts] | None) -> Chip:
+    if ports is None or chip.dynamic is None or chip.dynamic.ub_ports == ports:
+        return chip
+    return chip.model_copy(update={"dynamic": chip.dynamic.model_copy(update={"ub_ports": ports})})
+
+
 def change_of(chip: Chip) -> ChipChangeData:
     state, healthy, network_healthy, boot = _change_fields(chip)
     return ChipChangeData(state=state, healthy=healthy, network_healthy=network_healthy, boot_status=boot)
@@ -213,3 +220,76 @@ def placeholder_static(code: int) -> ChipStatic:
         super_pod_type=err_i,
         scale_type=err_i,
     )
+
+
+# ---------------------------------------------------------------------- 950 UB / UBoE codes
+# The reference derives these in the device plugin (fault_code.go a950HyperPlane*, a950ParameterPlane*;
+# ascendcommon.go HandleLost*); ours derives them here, once, for every consumer.
+
+UB_DOWN_CODE = "81B18603"  # UB (hyper plane) port down, from the library (NotHandleFault)
+UBOE_DOWN_CODE = "81078607"  # UBoE (parameter plane) bonding port down, from the library
+UB_SEPARATE_CODE = "020001002"  # SeparateNPU: some chips' UB ports are down
+UB_SUBHEALTH_CODE = "020000002"  # SubHealthFault: every chip's are (the fabric, not the chips)
+UBOE_SUBHEALTH_CODE = "110000002"  # one bonding port down
+UBOE_PRESEPARATE_CODE = "110001024"  # two bonding ports down
+UBOE_PRECISE = {1: UBOE_SUBHEALTH_CODE, 2: UBOE_PRESEPARATE_CODE}  # ParameterPlaneDownProtsNumToPreciseFaultCodeMap
+UB_DERIVED_CODES = frozenset(
+    {UB_DOWN_CODE, UB_SEPARATE_CODE, UB_SUBHEALTH_CODE, UBOE_DOWN_CODE, UBOE_SUBHEALTH_CODE, UBOE_PRESEPARATE_CODE}
+)
+UBOE_BOARDS = frozenset({0x23, 0x25, 0x27})  # withUBOEDevicesMainBoardID: boards with a parameter plane
+
+
+@dataclass(frozen=True)
+class UbChipInput:
+    """One 950 chip as the UB rule sees it.
+
+    `raw`: the codes the library lists (without ours); `held`: the UB/UBoE codes we listed last
+    time; `ports`: the latest port snapshot, None when never read or unreadable; `lost_ub` /
+    `lost_uboe`: whether the lost-event check applies to that plane now (first round, after a
+    reset, subscription failed; UBoE also: network unhealthy over 5 min, and a UBoE board).
+    """
+
+    raw: frozenset[str]
+    held: frozenset[str] = frozenset()
+    ports: UbPorts | None = None
+    lost_ub: bool = False
+    lost_uboe: bool = False
+
+
+def _plane_down(code: str, chip: UbChipInput, down: int | None, lost: bool) -> bool:
+    """Whether the plane's port-down code is listed: the library says so; or we listed it (a recover
+    while a port is still down re-occurs, a failed snapshot changes nothing); or an event was lost."""
+    if code in chip.raw:
+        return True
+    if code in chip.held:
+        return down is None or down > 0
+    return lost and down is not None and down > 0
+
+
+def ub_codes(chips: Mapping[int, UbChipInput]) -> dict[int, list[str]]:
+    """The codes each 950 chip gets on top of the library's, recomputed whole every time (ours:
+    after every chip was 020000002, a partial recovery brings 020001002 back)."""
+    ub_down = {
+        logic: _plane_down(UB_DOWN_CODE, c, c.ports.ub_down if c.ports else None, c.lost_ub)
+        for logic, c in chips.items()
+    }
+    everyone = bool(chips) and all(ub_down.values())
+    out: dict[int, list[str]] = {}
+    for logic, chip in chips.items():
+        extra: list[str] = []
+        if ub_down[logic]:
+            if UB_DOWN_CODE not in chip.raw:
+                extra.append(UB_DOWN_CODE)
+            extra.append(UB_SUBHEALTH_CODE if everyone else UB_SEPARATE_CODE)
+        bonding = chip.ports.bonding_down if chip.ports else None
+        if _plane_down(UBOE_DOWN_CODE, chip, bonding, chip.lost_uboe):
+            if UBOE_DOWN_CODE not in chip.raw:
+                extra.append(UBOE_DOWN_CODE)
+            if bonding is None:
+                # Unread: keep what we said (the reference skips the event on a failed snapshot).
+                extra += [c for c in (UBOE_SUBHEALTH_CODE, UBOE_PRESEPARATE_CODE) if c in chip.held]
+            elif (precise := UBOE_PRECISE.get(bonding)) is not None:
+                extra.append(precise)
+            # 0 or > 2 ports down: the reference drops the library's code too; ours keeps it.
+        out[logic] = [c for c in extra if c not in chip.raw]
+    return out

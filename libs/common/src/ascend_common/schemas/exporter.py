@@ -39,6 +39,7 @@ class EventSource(StrEnum):
     SUBSCRIPTION = "subscription"  # the library's fault-event callback
     POLL = "poll"  # a code that appeared in, or vanished from, the polled error-code list
     HANG = "hang"  # the exporter's own hung-job detection (code 200001002)
+    UB = "ub"  # the exporter's own 950 UB/UBoE codes, from hccn_tool's port state
 
 
 class Frozen(BaseModel):
@@ -129,6 +130,13 @@ class ChipStatic(Frozen):
     urma: list[UrmaDevice] | None = None
 
 
+class UbPorts(Frozen):
+    """How many of a 950 chip's ports `hccn_tool -g -dev_info` lists as DOWN (GetUBPortsDownSnapshot)."""
+
+    ub_down: int  # UB ports, wired ones only (`-port_info` port_enable: on)
+    bonding_down: int  # ETH (UBoE bonding) ports
+
+
 class ChipDynamic(Frozen):
     """What a chip is doing; read every poll."""
 
@@ -142,6 +150,9 @@ class ChipDynamic(Frozen):
     processes: Reading[list[ChipProcess]]
     boot_status: Reading[int]
     vnpus: Reading[list[Vnpu]]
+    # The 950's ports that are DOWN, from hccn_tool (the exporter derives UB/UBoE codes from it);
+    # unsupported elsewhere, and in payloads from before it existed.
+    ub_ports: Reading[UbPorts] = Reading[UbPorts].error(RC_NOT_SUPPORTED)
 
 
 class Chip(Frozen):

@@ -38,6 +38,15 @@ class NetworkState(Body):
     healthy: bool
 
 
+class UbPort(Body):
+    """A 950 port as `hccn_tool -g -dev_info` / `-port_info` shows it."""
+
+    kind: Literal["UB", "ETH"] = Field(description="UB: hyper plane; ETH: a UBoE bonding port")
+    up: bool
+    enabled: bool = Field(True, description="port_enable on (wired); an unwired UB port never counts")
+    event: bool = Field(True, description="false: the driver's event is lost (the exporter must find it)")
+
+
 class Hang(Body):
     seconds: Annotated[float, Field(gt=0, le=3600)] | None = Field(None, description="None: until released")
 

@@ -20,6 +20,7 @@ from ascend_common.schemas.exporter import (
     ChipStatic,
     ResetChannel,
     SwitchFaultData,
+    UbPorts,
     Vnpu,
 )
 from ascend_common.schemas.reading import Reading
@@ -94,3 +95,11 @@ class HangProbe(Protocol):
 
     async def cpu_seconds(self, pids: Sequence[int]) -> int:
         """CPU seconds (user + system) used so far by the host processes `pids`."""
+
+
+class UbPortsProbe(Protocol):
+    """The 950's ports that are down (`hccn_tool -g -dev_info` / `-port_info` on the dcmi backend).
+    Async, outside the DCMI call pool, as HangProbe."""
+
+    async def ub_ports(self, chip: Chip) -> UbPorts:
+        """Raises `HccnError` (dcmi) or ValueError when the state cannot be read."""

@@ -17,8 +17,11 @@ log = logging.getLogger(__name__)
 
 
 class DcmiHangProbe:
-    def __init__(self, hccn_tool: Path, host_proc: Path, timeout_s: float = TIMEOUT_S) -> None:
-        self._traffic = HccnTraffic(HccnTool(hccn_tool, timeout_s=timeout_s))
+    def __init__(
+        self, hccn_tool: Path, host_proc: Path, timeout_s: float = TIMEOUT_S, tool: HccnTool | None = None
+    ) -> None:
+        # `tool`: a runner shared with the UB codes, so that the node runs at most its few tools at once.
+        self._traffic = HccnTraffic(tool or HccnTool(hccn_tool, timeout_s=timeout_s))
         self.host_proc = host_proc
         # The reference parses /proc/self/auxv for AT_CLKTCK and silently zeroes every CPU delta
         # when that fails; sysconf is the C library's answer to the same question.

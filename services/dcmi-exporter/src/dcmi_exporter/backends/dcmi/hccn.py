@@ -1,4 +1,5 @@
-"""Network traffic counters from Huawei's `hccn_tool`, for hung-job detection.
+"""Huawei's `hccn_tool`: network traffic counters for hung-job detection, and the 950's ports that
+are down, for the UB/UBoE codes.
 
 The reference runs the tool (devmanager/hccn/hccn_tool.go) with a minimal environment and a
 1 MiB cap on its output. We run it as an asyncio subprocess, outside the DCMI call pool, at most
@@ -13,11 +14,12 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from ascend_common.chips import ChipFamily
-from ascend_common.schemas.exporter import Chip
+from ascend_common.schemas.exporter import Chip, UbPorts
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,9 @@ ROCE_TX, ROCE_RX = "roce_tx_all_pkt_num", "roce_rx_all_pkt_num"
 UB_TX, UB_RX = "tx_busi_flit_num", "rx_busi_flit_num"
 _ATOI = re.compile(r"[+-]?[0-9]+")  # Go's strconv.Atoi: no spaces, no underscores
 _NOT_A_NUMBER = ("NA", "not supported")
+LINK_DOWN, LINK_UP = "DOWN", "UP"
+BONDING_PORT, UB_PORT = "ETH", "UB"  # the PortType column
+PORT_ENABLE_KEY, PORT_ENABLE_ON = "port_enable", "on"
 
 
 class HccnError(Exception):
@@ -93,6 +98,63 @@ def parse_dev_info(text: str) -> dict[int, list[int]]:
     if not out:
         raise HccnError("no port rows in the -dev_info output")
     return out
+
+
+@dataclass(frozen=True)
+class PortRow:
+    udie: int
+    port: int
+    port_type: str
+    link_status: str
+
+
+def parse_port_table(text: str) -> list[PortRow]:
+    """`hccn_tool -g -dev_info -i <logic>` as `getAllUBPortsFromHccnLines` reads it for the port
+    snapshot: the first table's rows that mention up or down; one bad such row fails the whole
+    table (unlike `parse_dev_info`, which skips it), since a miscount would raise or clear codes."""
+    rows: list[PortRow] = []
+    separators = 0
+    for line in text.split("\n"):
+        row = line.strip()
+        if not row:
+            continue
+        if row.startswith("+-"):
+            separators += 1
+            if separators == 3:
+                break
+            continue
+        if separators < 1 or not row.startswith("|"):
+            continue
+        lower = row.lower()
+        if LINK_DOWN.lower() not in lower and LINK_UP.lower() not in lower:
+            continue  # the header
+        columns = [c.strip() for c in row.removeprefix("|").removesuffix("|").split("|")]
+        if len(columns) < 5 or not columns[3] or not columns[4]:
+            raise HccnError(f"-dev_info row with missing columns: {row!r}")
+        udie, port = _atoi(columns[0]), _atoi(columns[1])
+        if udie is None or port is None:
+            raise HccnError(f"-dev_info row with a bad udie or port id: {row!r}")
+        rows.append(PortRow(udie, port, columns[3], columns[4]))
+    return rows
+
+
+def parse_port_info(text: str) -> dict[str, str]:
+    """`hccn_tool -g -port_info -i <logic> -u <udie> -p <port>`: `key : value` lines, trimmed
+    (`GetUBPortInfo`)."""
+    return parse_ub_stat(text)
+
+
+def count_down(rows: list[PortRow], wired: Callable[[PortRow], bool]) -> UbPorts:
+    """`GetUBPortsDownSnapshot`: DOWN rows by type; a UB port counts only when wired."""
+    ub = bonding = 0
+    for row in rows:
+        if row.link_status != LINK_DOWN:
+            continue
+        if row.port_type == BONDING_PORT:
+            bonding += 1
+        elif row.port_type == UB_PORT and wired(row):
+            ub += 1
+    return UbPorts(ub_down=ub, bonding_down=bonding)
 
 
 def parse_ub_stat(text: str) -> dict[str, str]:
@@ -226,3 +288,39 @@ class HccnTraffic:
         if not answered:
             raise HccnError("no UB port answered")
         return tx, rx
+
+
+class HccnUbPorts:
+    """The 950's down ports of a chip (`GetUBPortsDownSnapshot`), by logic id (ours; the reference
+    passes a phy id on its lost-event path). Whether a UB port is wired is read once per port and
+    kept; a port whose `-port_info` fails counts as wired and is asked again next time."""
+
+    def __init__(self, tool: HccnTool) -> None:
+        self.tool = tool
+        self._wired: dict[tuple[int, int, int], bool] = {}
+
+    async def ub_ports(self, chip: Chip) -> UbPorts:
+        return await self.snapshot(chip.logic_id)
+
+    async def snapshot(self, logic: int) -> UbPorts:
+        rows = parse_port_table(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
+        for row in rows:
+            if row.port_type == UB_PORT and row.link_status == LINK_DOWN:
+                await self._read_wired(logic, row)
+        return count_down(rows, lambda row: self._wired.get((logic, row.udie, row.port), True))
+
+    async def _read_wired(self, logic: int, row: PortRow) -> None:
+        key = (logic, row.udie, row.port)
+        if key in self._wired:
+            return
+        try:
+            out = await self.tool.run("-g", "-port_info", "-i", str(logic), "-u", str(row.udie), "-p", str(row.port))
+        except HccnError as exc:
+            log.error(
+                "UB port enable state unreadable; counted as wired",
+                extra={"logic_id": logic, "udie": row.udie, "port": row.port, "error": str(exc)},
+            )
+            return
+        self._wired[key] = parse_port_info(out).get(PORT_ENABLE_KEY) == PORT_ENABLE_ON
+        if not self._wired[key]:
+            log.debug("UB port not wired: not counted", extra={"logic_id": logic, "udie": row.udie, "port": row.port})

@@ -24,6 +24,7 @@ from ascend_common.schemas.exporter import (
     Hbm,
     ResetChannel,
     SwitchFaultData,
+    UbPorts,
     UrmaDevice,
     Utilization,
     Vnpu,
@@ -63,9 +64,13 @@ from dcmi_exporter.backends.sim.state import (
     ResetFailMode,
     ResetProgress,
     SimChip,
+    SimPort,
 )
 
 log = logging.getLogger(__name__)
+
+UB_PORT_DOWN_CODE = "81B18603"  # a 950 UB port down (hyper plane)
+UBOE_PORT_DOWN_CODE = "81078607"  # a 950 UBoE bonding port down (parameter plane)
 
 HANG_POLL_S = 0.05  # a hung call re-checks its deadline this often (a ManualClock moves without notice)
 IDLE_JOB_PROCESS_BYTES = 2 << 30  # each process of an idle job holds 2 GiB of HBM, as a real job would
@@ -455,6 +460,47 @@ class SimBackend:
         t = idle.since if idle is not None else self._sim_seconds()
         base = int(t * TRAFFIC_PKTS_PER_S)
         return base + 7 * logic_id, base + 3 * logic_id
+
+    def set_ub_port(
+        self, logic_id: int, udie: int, port: int, kind: str, up: bool, enabled: bool = True, event: bool = True
+    ) -> None:
+        """Set one 950 port as `hccn_tool -g -dev_info` / `-port_info` would show it. With `event`, the
+        plane's first port going down raises its code (UB 81B18603, ETH 81078607) and its last one
+        coming up clears it, as the driver does (an unwired UB port does not count; ETH ports have no
+        port_enable); without `event`, the driver's event is lost.
+        ValueError on other families or an unknown port kind."""
+        st = self._control_chip(logic_id)
+        if not self.layout.library_v2:
+            raise ValueError(f"profile {self.layout.name} has no UB ports")
+        code = {"UB": UB_PORT_DOWN_CODE, "ETH": UBOE_PORT_DOWN_CODE}.get(kind)
+        if code is None:
+            raise ValueError(f"port kind {kind!r}: UB or ETH")
+        with self._control:
+            with self._lock:
+                before = self._plane_down(st, kind)
+                st.ports[(udie, port)] = SimPort(kind=kind, up=up, enabled=enabled)
+                after = self._plane_down(st, kind)
+                if not event or before == after:
+                    return
+                kind_ = Assertion.OCCUR if after else Assertion.RECOVER
+                fired = self._apply_locked(st, code, kind_, LINK_DOWN_SEVERITY, False)
+            self._emit([fired])
+
+    @staticmethod
+    def _plane_down(st: SimChip, kind: str) -> bool:
+        return any(p.kind == kind and not p.up and (p.enabled or kind == "ETH") for p in st.ports.values())
+
+    def ub_ports(self, logic_id: int) -> UbPorts:
+        """The down-port counts `GetUBPortsDownSnapshot` would give (unwired UB ports not counted)."""
+        st = self._control_chip(logic_id)
+        if not self.layout.library_v2:
+            raise ValueError(f"profile {self.layout.name} has no UB ports")
+        with self._lock:
+            ports = list(st.ports.values())
+        return UbPorts(
+            ub_down=sum(1 for p in ports if p.kind == "UB" and not p.up and p.enabled),
+            bonding_down=sum(1 for p in ports if p.kind == "ETH" and not p.up),
+        )
 
     def cpu_seconds(self, pids: Iterable[int]) -> int:
         """CPU seconds of host processes: the pids of an idle job stopped; any other pid runs."""

@@ -1,10 +1,10 @@
-"""The sim backend's HangProbe: traffic and CPU time from the simulator's state."""
+"""The sim backend's HangProbe and UbPortsProbe: traffic, CPU time and 950 ports from the simulator's state."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ascend_common.schemas.exporter import Chip
+from ascend_common.schemas.exporter import Chip, UbPorts
 
 from dcmi_exporter.backends.sim.backend import SimBackend
 
@@ -19,3 +19,11 @@ class SimHangProbe:
 
     async def cpu_seconds(self, pids: Sequence[int]) -> int:
         return self.backend.cpu_seconds(pids)
+
+
+class SimUbPortsProbe:
+    def __init__(self, backend: SimBackend) -> None:
+        self.backend = backend
+
+    async def ub_ports(self, chip: Chip) -> UbPorts:
+        return self.backend.ub_ports(chip.logic_id)

@@ -111,6 +111,17 @@ class NetworkStep(_ChipStep):
     action: Literal["network_down", "network_up"]
 
 
+class UbPortStep(_ChipStep):
+    """A 950 port as hccn_tool shows it (`SimBackend.set_ub_port`)."""
+
+    action: Literal["ub_port_down", "ub_port_up"]
+    udie: int = Field(0, ge=0, le=15)
+    port: int = Field(ge=0, le=63)
+    kind: Literal["UB", "ETH"] = "UB"
+    enabled: bool = Field(True, description="port_enable on (wired)")
+    event: bool = Field(True, description="false: the driver's event is lost")
+
+
 class HangStep(_ChipStep):
     action: Literal["hang"]
     seconds: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None  # None: until released
@@ -174,6 +185,7 @@ Step = Annotated[
     | BurstStep
     | CardStep
     | NetworkStep
+    | UbPortStep
     | HangStep
     | ReleaseStep
     | ProcessesStep
@@ -368,6 +380,8 @@ def check_fits(backend: SimBackend, scenario: Scenario) -> None:
                 raise ValueError(f"profile {backend.layout.name} has no switch")
             if isinstance(step, NetworkStep) and not backend.layout.has_network:
                 raise ValueError(f"profile {backend.layout.name} has no chip network")
+            if isinstance(step, UbPortStep) and not backend.layout.library_v2:
+                raise ValueError(f"profile {backend.layout.name} has no UB ports")
         except (KeyError, ValueError) as exc:
             problems.append(f"  {label}: {exc.args[0] if exc.args else exc}")
     if problems:
@@ -395,6 +409,9 @@ def apply_step(backend: SimBackend, step: _Step) -> None:
             b.drop_card(card, dropped=step.action == "drop_card")
         case NetworkStep():
             b.set_network(step.chip, healthy=step.action == "network_up")
+        case UbPortStep():
+            up = step.action == "ub_port_up"
+            b.set_ub_port(step.chip, step.udie, step.port, step.kind, up, enabled=step.enabled, event=step.event)
         case HangStep():
             b.hang(step.chip, step.seconds)
         case ReleaseStep():

@@ -54,6 +54,15 @@ class IdleJob:
     since: float
 
 
+@dataclass(frozen=True)
+class SimPort:
+    """One row of the 950's `hccn_tool -g -dev_info` table, and its `-port_info` port_enable."""
+
+    kind: str  # "UB" or "ETH" (a UBoE bonding port)
+    up: bool
+    enabled: bool  # wired
+
+
 @dataclass
 class SimChip:
     addr: ChipAddress
@@ -66,6 +75,7 @@ class SimChip:
     fail_next_reset: FailNextReset | None = None
     hang: Hang | None = None
     idle_job: IdleJob | None = None
+    ports: dict[tuple[int, int], SimPort] = field(default_factory=dict)  # (udie, port) -> state; all up if absent
 
     def boot_status(self, now: float, time_scale: float) -> int:
         progress = self.reset

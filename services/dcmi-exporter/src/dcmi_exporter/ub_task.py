@@ -1,0 +1,196 @@
+"""The 950's UB/UBoE codes, the shell: every poll period, reads the port state of the 950 chips
+that need it (hccn_tool on the dcmi backend) and raises or clears the derived codes through the
+poller. The rule is `snapshot.ub_codes`; this file decides when to read and what changed.
+
+A chip's ports are read when its library plane codes (81B18603, 81078607) change, as the
+reference does at each event, and otherwise at most once per 5 minutes while anything depends on
+them (the reference's lost-event rate limit); chips with no such code and no lost-event check
+are not read at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ascend_common.adapters.lifecycle import TaskScope
+from ascend_common.chips import ChipFamily
+from ascend_common.clock import Clock
+from ascend_common.schemas.exporter import (
+    BOOT_STATUS_READY,
+    Assertion,
+    Chip,
+    ChipState,
+    EventSource,
+    FaultEventData,
+    SubscriptionState,
+    UbPorts,
+)
+from ascend_common.schemas.reading import Reading
+
+from dcmi_exporter.backends.base import UbPortsProbe
+from dcmi_exporter.poller import ChipPoller, next_tick
+from dcmi_exporter.snapshot import (
+    UB_DERIVED_CODES,
+    UB_DOWN_CODE,
+    UBOE_BOARDS,
+    UBOE_DOWN_CODE,
+    UbChipInput,
+    codes_of,
+    ub_codes,
+)
+
+log = logging.getLogger(__name__)
+
+QUERY_PERIOD_S = 300.0  # rate.Every(5 min / 1): one snapshot per chip per 5 minutes
+NETWORK_UNHEALTHY_S = 300.0  # networkMoreThanFiveMin
+PLANE_CODES = frozenset({UB_DOWN_CODE, UBOE_DOWN_CODE})
+
+
+class UbCodesTask:
+    def __init__(
+        self, poller: ChipPoller, probe: UbPortsProbe, interval_s: float, clock: Clock, tasks: TaskScope
+    ) -> None:
+        self.poller = poller
+        self.probe = probe
+        self.interval_s = interval_s
+        self.clock = clock
+        self._tasks = tasks
+        self._listed: dict[int, frozenset[str]] = {}  # the chip's UB/UBoE codes after our last round
+        self._ports: dict[int, UbPorts | None] = {}  # the latest snapshot; None: the last read failed
+        self._read_at: dict[int, float] = {}  # clock.monotonic() of the last read
+        self._read_for: dict[int, frozenset[str]] = {}  # the library's plane codes at that read
+        self._seen: set[int] = set()  # chips past their first round (the reference's first flush)
+        self._booting: set[int] = set()  # chips seen with a boot status short of ready (a reset)
+        self._net_bad_since: dict[int, float] = {}
+        self._failing: set[int] = set()
+
+    async def start(self) -> None:
+        self._tasks.essential(self._loop(), "ub-codes")
+
+    async def stop(self) -> None:
+        await self._tasks.stop()
+
+    async def _loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        origin = loop.time()
+        while True:
+            await asyncio.sleep(max(0.0, next_tick(origin, self.interval_s, loop.time()) - loop.time()))
+            try:
+                await self.tick()
+            except Exception:  # a bug in one round must not end the codes for good
+                log.exception("UB codes round failed")
+
+    async def tick(self) -> None:
+        snap = self.poller.snapshot
+        # A chip that does not answer now still counts, with what it said last, for the all-chips
+        # rule (as the reference's cached codes do); it is neither read nor changed.
+        chips = [c for c in snap.chips if c.family is ChipFamily.ASCEND950 and c.dynamic is not None]
+        if not chips:
+            return
+        subscription_failed = snap.node.subscription is SubscriptionState.POLLING
+        now = self.clock.monotonic()
+        inputs: dict[int, UbChipInput] = {}
+        to_read: list[Chip] = []
+        for chip in chips:
+            logic = chip.logic_id
+            derived = set(self.poller.derived(logic))
+            raw = frozenset(c for c in codes_of(chip) if c not in derived)
+            held = self._listed.get(logic, frozenset())
+            if chip.state is not ChipState.OK:
+                inputs[logic] = UbChipInput(raw=raw, held=held)
+                continue
+            lost_ub = subscription_failed or logic not in self._seen or self._after_reset(chip)
+            lost_uboe = self._uboe_board(chip) and (lost_ub or self._network_bad_long(chip, now))
+            self._seen.add(logic)
+            plane = raw & PLANE_CODES
+            if (plane or held or lost_ub or lost_uboe) and self._due(logic, plane, now):
+                self._read_at[logic], self._read_for[logic] = now, plane
+                to_read.append(chip)
+            inputs[logic] = UbChipInput(raw=raw, held=held, lost_ub=lost_ub, lost_uboe=lost_uboe)
+        for chip, ports in zip(to_read, await asyncio.gather(*(self._read(c) for c in to_read)), strict=True):
+            self._ports[chip.logic_id] = ports
+            if ports is not None:
+                self.poller.set_ub_ports(chip.logic_id, Reading[UbPorts].ok(ports))
+        inputs = {
+            logic: UbChipInput(
+                raw=i.raw, held=i.held, ports=self._ports.get(logic), lost_ub=i.lost_ub, lost_uboe=i.lost_uboe
+            )
+            for logic, i in inputs.items()
+        }
+        for logic, extra in ub_codes(inputs).items():
+            self._apply(logic, inputs[logic].raw, extra)
+
+    def _due(self, logic: int, plane: frozenset[str], now: float) -> bool:
+        if logic not in self._read_at or self._read_for.get(logic) != plane:
+            return True  # never read, or the library's codes changed: an event, read now
+        return now - self._read_at[logic] >= QUERY_PERIOD_S
+
+    async def _read(self, chip: Chip) -> UbPorts | None:
+        try:
+            ports = await self.probe.ub_ports(chip)
+        except Exception as exc:  # the tool failed, hung or printed garbage: this chip, this round
+            if chip.logic_id not in self._failing:
+                self._failing.add(chip.logic_id)
+                log.warning(
+                    "950 port state unreadable; UB codes stay as they are",
+                    extra={"logic_id": chip.logic_id, "chip": chip.name, "error": str(exc)},
+                )
+            return None
+        if chip.logic_id in self._failing:
+            self._failing.discard(chip.logic_id)
+            log.info("950 port state readable again", extra={"logic_id": chip.logic_id, "chip": chip.name})
+        return ports
+
+    def _after_reset(self, chip: Chip) -> bool:
+        """True once, at the first round a chip is ready again after a boot status short of ready."""
+        assert chip.dynamic is not None
+        boot = chip.dynamic.boot_status
+        if boot.is_ok and boot.value != BOOT_STATUS_READY:
+            self._booting.add(chip.logic_id)
+            return False
+        if chip.logic_id in self._booting:
+            self._booting.discard(chip.logic_id)
+            return True
+        return False
+
+    def _network_bad_long(self, chip: Chip, now: float) -> bool:
+        if chip.network_healthy is False:
+            return now - self._net_bad_since.setdefault(chip.logic_id, now) > NETWORK_UNHEALTHY_S
+        self._net_bad_since.pop(chip.logic_id, None)
+        return False
+
+    @staticmethod
+    def _uboe_board(chip: Chip) -> bool:
+        board = chip.static.main_board_id
+        return board.is_ok and board.value in UBOE_BOARDS
+
+    def _apply(self, logic: int, raw: frozenset[str], extra: list[str]) -> None:
+        chip = self.poller.snapshot.by_logic.get(logic)
+        if chip is None or chip.state is not ChipState.OK:
+            return  # it stopped answering while its ports were read: its codes publish nothing
+        current = [c for c in self.poller.derived(logic) if c in UB_DERIVED_CODES]
+        target = set(extra)
+        fields = {"logic_id": logic, "chip": chip.name}
+        for code in current:
+            if code not in target:
+                log.info("UB code cleared", extra={**fields, "code": code})
+                self.poller.set_derived(logic, self._fault(code, Assertion.RECOVER))
+        for code in extra:
+            if code not in current:
+                ports = self._ports.get(logic)
+                log.warning(
+                    "UB code raised",
+                    extra={**fields, "code": code, "ports": ports.model_dump() if ports is not None else None},
+                )
+                self.poller.set_derived(logic, self._fault(code, Assertion.OCCUR))
+        self._listed[logic] = frozenset((raw & UB_DERIVED_CODES) | target)
+
+    def _fault(self, code: str, assertion: Assertion) -> FaultEventData:
+        return FaultEventData(
+            code=code,
+            assertion=assertion,
+            severity=None,
+            source=EventSource.UB,
+            raised_at_ms=int(self.clock.now() * 1000),
+        )
