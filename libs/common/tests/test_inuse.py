@@ -23,7 +23,6 @@ from ascend_common.softshare import (
     HBM_QUOTA,
     SCHEDULING_POLICIES,
     SCHEDULING_POLICY,
-    go_atoi,
     is_soft_share,
 )
 
@@ -206,21 +205,6 @@ def test_a_soft_share_pod_holds_its_ascend_real_chip_only(pod: Pod, health: set[
 def test_a_soft_share_pod_is_one_with_an_aicore_quota() -> None:
     assert is_soft_share({AICORE_QUOTA: "x"})
     assert not is_soft_share({HBM_QUOTA: "1", SCHEDULING_POLICY: "elastic"})
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("30", 30), ("+30", 30), ("-5", -5), ("007", 7), ("0", 0),
-        (str((1 << 63) - 1), (1 << 63) - 1), (str(-(1 << 63)), -(1 << 63)),
-        (str(1 << 63), None),  # out of range: Atoi errs
-        ("", None), ("+", None), (" 30", None), ("30 ", None), ("3_0", None), ("0x1e", None), ("30.0", None),
-        ("\u0663", None),  # a non-ASCII digit Python's int() takes
-        ("1e3", None),
-    ],
-)  # fmt: skip
-def test_go_atoi(text: str, value: int | None) -> None:
-    assert go_atoi(text) == value
 
 
 # Reference pkg/server/manager_test.go TestParseAnnotationIntValue (its desc argument only words

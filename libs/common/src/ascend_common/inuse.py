@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ascend_common.chips import RESOURCE_PREFIX, ResourceType
+from ascend_common.goconv import atoi
 from ascend_common.naming import NPU_CORE, parse_device_id
 from ascend_common.pods import FINISHED_PHASES, PENDING, RUNNING, PodLike
 from ascend_common.softshare import (
@@ -35,7 +36,6 @@ from ascend_common.softshare import (
     HBM_QUOTA,
     SCHEDULING_POLICIES,
     SCHEDULING_POLICY,
-    go_atoi,
     is_soft_share,
 )
 
@@ -100,7 +100,7 @@ def annotation_int(annotations: Mapping[str, str], key: str) -> int | None:
         return None
     if key == SCHEDULING_POLICY:
         return SCHEDULING_POLICIES.get(value)
-    return go_atoi(value)
+    return atoi(value)
 
 
 @dataclass(frozen=True, slots=True)

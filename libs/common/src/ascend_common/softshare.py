@@ -8,7 +8,6 @@ anonymous slots, 100 per chip, and name no chip.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -21,22 +20,7 @@ VNPU_ID = "huawei.com/scheduler.softShareDev.vnpuId"
 SCHEDULING_POLICIES: Mapping[str, int] = MappingProxyType({"fixed-share": 1, "elastic": 2, "best-effort": 3})
 MAX_AICORE_QUOTA = 100  # api.SoftShareDeviceMaxAICoreQuota: the whole chip
 
-_GO_INT = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: ASCII digits, an optional sign, nothing else
-_INT64 = range(-(1 << 63), 1 << 63)
-
 
 def is_soft_share(annotations: Mapping[str, str]) -> bool:
     """A soft-share pod: Volcano gave it an AI-core quota."""
     return AICORE_QUOTA in annotations
-
-
-def go_atoi(text: str) -> int | None:
-    """Go's strconv.Atoi on a 64-bit platform, None where it errs (no spaces, `_` or non-ASCII digits).
-
-    fullmatch, not match with `$`, which would take a trailing newline; the length check keeps int()
-    off inputs of thousands of digits.
-    """
-    if len(text) > 20 or not _GO_INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if value in _INT64 else None

@@ -29,6 +29,7 @@ from ascend_common.schemas.exporter import (
 from ascend_common.schemas.reading import Reading
 
 from dcmi_exporter.backends.base import UbPortsProbe
+from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.poller import ChipPoller, next_tick
 from dcmi_exporter.snapshot import (
     UB_DERIVED_CODES,
@@ -63,7 +64,9 @@ class UbCodesTask:
         self._seen: set[int] = set()  # chips past their first round (the reference's first flush)
         self._booting: set[int] = set()  # chips seen with a boot status short of ready (a reset)
         self._net_bad_since: dict[int, float] = {}
-        self._failing: set[int] = set()
+        self._failing = FailingChips(
+            log, "950 port state unreadable; UB codes stay as they are", "950 port state readable again"
+        )
 
     async def start(self) -> None:
         self._tasks.essential(self._loop(), "ub-codes")
@@ -130,16 +133,9 @@ class UbCodesTask:
         try:
             ports = await self.probe.ub_ports(chip)
         except Exception as exc:  # the tool failed, hung or printed garbage: this chip, this round
-            if chip.logic_id not in self._failing:
-                self._failing.add(chip.logic_id)
-                log.warning(
-                    "950 port state unreadable; UB codes stay as they are",
-                    extra={"logic_id": chip.logic_id, "chip": chip.name, "error": str(exc)},
-                )
+            self._failing.failed(chip, str(exc))
             return None
-        if chip.logic_id in self._failing:
-            self._failing.discard(chip.logic_id)
-            log.info("950 port state readable again", extra={"logic_id": chip.logic_id, "chip": chip.name})
+        self._failing.succeeded(chip)
         return ports
 
     def _after_reset(self, chip: Chip) -> bool:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath, PurePosixPath
 
+from ascend_common import goconv
 from ascend_common.chips import ChipFamily
 from ascend_common.softshare import (
     AICORE_QUOTA,
@@ -25,7 +26,6 @@ from ascend_common.softshare import (
     MAX_AICORE_QUOTA,
     SCHEDULING_POLICIES,
     SCHEDULING_POLICY,
-    go_atoi,
 )
 
 # The job labels, in the reference's order of preference (`GetJobNameOfPod`).
@@ -47,7 +47,7 @@ _JOB_DIR = re.compile(r"[^./][^/]*\.[^/]*")  # `<namespace>.<job>`
 
 def atoi(value: str, what: str) -> int:
     """Go's strconv.Atoi on a 64-bit build; ValueError naming `what` otherwise."""
-    number = go_atoi(value)
+    number = goconv.atoi(value)
     if number is None:
         raise ValueError(f"{what} {value[:40]!r} is not an integer (or is out of the int range)")
     return number

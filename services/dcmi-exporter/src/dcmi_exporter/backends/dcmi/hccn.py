@@ -13,13 +13,15 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ascend_common.chips import ChipFamily
+from ascend_common.goconv import atoi
 from ascend_common.schemas.exporter import Chip, UbPorts
+
+from dcmi_exporter.backends.failing import FailingChips
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +31,6 @@ TIMEOUT_S = 10.0
 CONCURRENCY = 2
 ROCE_TX, ROCE_RX = "roce_tx_all_pkt_num", "roce_rx_all_pkt_num"
 UB_TX, UB_RX = "tx_busi_flit_num", "rx_busi_flit_num"
-_ATOI = re.compile(r"[+-]?[0-9]+")  # Go's strconv.Atoi: no spaces, no underscores
 _NOT_A_NUMBER = ("NA", "not supported")
 LINK_DOWN, LINK_UP = "DOWN", "UP"
 BONDING_PORT, UB_PORT = "ETH", "UB"  # the PortType column
@@ -43,10 +44,6 @@ class HccnError(Exception):
 # ---------------------------------------------------------------------- parsers
 
 
-def _atoi(text: str) -> int | None:
-    return int(text) if _ATOI.fullmatch(text) else None
-
-
 def parse_stat(text: str) -> dict[str, int]:
     """`hccn_tool -i <phy> -stat -g`: `key:value` lines, neither side trimmed, as `GetNPUStatInfo`
     reads them; a line that is not exactly one `:` and a number is skipped."""
@@ -55,7 +52,7 @@ def parse_stat(text: str) -> dict[str, int]:
         parts = line.split(":")
         if len(parts) != 2 or parts[1] == "":
             continue
-        if (value := _atoi(parts[1])) is not None:
+        if (value := atoi(parts[1])) is not None:
             out[parts[0]] = value
     return out
 
@@ -69,28 +66,37 @@ def roce_traffic(stat: Mapping[str, int]) -> tuple[int, int]:
         raise HccnError(f"no {exc.args[0]} in the -stat output") from None
 
 
+def _first_table(text: str) -> Iterator[tuple[int, str]]:
+    """The `|` rows of a `-dev_info` output's first table, each with the number of `+-` separators
+    above it (1: the header's section, 2: the data rows'); the third separator ends the table."""
+    separators = 0
+    for line in text.split("\n"):
+        row = line.strip()
+        if row.startswith("+-"):
+            separators += 1
+            if separators == 3:
+                return
+        elif separators and row.startswith("|"):
+            yield separators, row
+
+
+def _columns(row: str) -> list[str]:
+    return [c.strip() for c in row.removeprefix("|").removesuffix("|").split("|")]
+
+
 def parse_dev_info(text: str) -> dict[int, list[int]]:
     """`hccn_tool -g -dev_info -i <logic>` (950): udie id -> port ids, from the first table's data
     rows (`parseDeviceTable`: rows between its second and third `+-` separator; a row needs at
     least 5 columns with a port type and link status, and integer udie and port ids)."""
     out: dict[int, list[int]] = {}
-    separators = 0
-    for line in text.split("\n"):
-        row = line.strip()
-        if not row:
+    for section, row in _first_table(text):
+        if section != 2:
             continue
-        if row.startswith("+-"):
-            separators += 1
-            if separators == 3:
-                break
-            continue
-        if separators != 2 or not row.startswith("|"):
-            continue
-        columns = [c.strip() for c in row.removeprefix("|").removesuffix("|").split("|")]
+        columns = _columns(row)
         if len(columns) < 5 or not columns[3] or not columns[4]:
             log.warning("hccn_tool -dev_info: row skipped", extra={"row": row})
             continue
-        udie, port = _atoi(columns[0]), _atoi(columns[1])
+        udie, port = atoi(columns[0]), atoi(columns[1])
         if udie is None or port is None:
             log.warning("hccn_tool -dev_info: row skipped", extra={"row": row})
             continue
@@ -113,25 +119,14 @@ def parse_port_table(text: str) -> list[PortRow]:
     snapshot: the first table's rows that mention up or down; one bad such row fails the whole
     table (unlike `parse_dev_info`, which skips it), since a miscount would raise or clear codes."""
     rows: list[PortRow] = []
-    separators = 0
-    for line in text.split("\n"):
-        row = line.strip()
-        if not row:
-            continue
-        if row.startswith("+-"):
-            separators += 1
-            if separators == 3:
-                break
-            continue
-        if separators < 1 or not row.startswith("|"):
-            continue
+    for _, row in _first_table(text):
         lower = row.lower()
         if LINK_DOWN.lower() not in lower and LINK_UP.lower() not in lower:
             continue  # the header
-        columns = [c.strip() for c in row.removeprefix("|").removesuffix("|").split("|")]
+        columns = _columns(row)
         if len(columns) < 5 or not columns[3] or not columns[4]:
             raise HccnError(f"-dev_info row with missing columns: {row!r}")
-        udie, port = _atoi(columns[0]), _atoi(columns[1])
+        udie, port = atoi(columns[0]), atoi(columns[1])
         if udie is None or port is None:
             raise HccnError(f"-dev_info row with a bad udie or port id: {row!r}")
         rows.append(PortRow(udie, port, columns[3], columns[4]))
@@ -173,7 +168,7 @@ def ub_counter(value: str | None) -> int:
     <= 0 adds nothing."""
     if not value or any(bad in value for bad in _NOT_A_NUMBER):
         return 0
-    number = _atoi(value)
+    number = atoi(value)
     return number if number is not None and number > 0 else 0
 
 
@@ -244,7 +239,11 @@ class HccnTraffic:
     def __init__(self, tool: HccnTool) -> None:
         self.tool = tool
         self._ports: dict[int, list[int]] | None = None  # the 950's port table, shared by every chip
-        self._failing: set[int] = set()
+        self._failing = FailingChips(
+            log,
+            "no network traffic for hang detection; AI core, HBM and CPU decide until it is back",
+            "network traffic for hang detection is back",
+        )
 
     async def traffic(self, chip: Chip) -> tuple[int, int] | None:
         try:
@@ -253,16 +252,9 @@ class HccnTraffic:
             else:
                 value = roce_traffic(parse_stat(await self.tool.run("-i", str(chip.phy_id), "-stat", "-g")))
         except HccnError as exc:
-            if chip.logic_id not in self._failing:
-                self._failing.add(chip.logic_id)
-                log.warning(
-                    "no network traffic for hang detection; AI core, HBM and CPU decide until it is back",
-                    extra={"logic_id": chip.logic_id, "chip": chip.name, "error": str(exc)},
-                )
+            self._failing.failed(chip, str(exc))
             return None
-        if chip.logic_id in self._failing:
-            self._failing.discard(chip.logic_id)
-            log.info("network traffic for hang detection is back", extra={"logic_id": chip.logic_id, "chip": chip.name})
+        self._failing.succeeded(chip)
         return value
 
     async def _ub_traffic(self, logic: int) -> tuple[int, int]:
