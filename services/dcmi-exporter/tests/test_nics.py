@@ -93,12 +93,33 @@ def test_host_addresses_agree_with_iproute2() -> None:
     assert {k: sorted(v) for k, v in ours.items()} == {k: sorted(v) for k, v in expected.items()}
 
 
+# A node payload from an exporter before NodeInfo.nic_addresses / npu_nics.
+_OLD_NODE: dict[str, object] = {
+    "backend": "sim",
+    "profile": None,
+    "run_id": "r",
+    "dcmi_version": {"status": "ok", "value": "1"},
+    "card_count": 0,
+    "chip_count": 0,
+    "chips_by_state": {},
+    "subscription": "live",
+    "poll_period_s": 1.0,
+    "started_at": 0.0,
+    "updated_at": 0.0,
+    "last_event_id": None,
+}
+
+
 class Sink:
     def __init__(self) -> None:
         self.values: list[dict[str, list[str]] | None] = []
+        self.npu_nics: list[dict[int, list[str]]] = []
 
     def set_nic_addresses(self, addresses: dict[str, list[str]] | None) -> None:
         self.values.append(addresses)
+
+    def set_npu_nics(self, npu_nics: dict[int, list[str]]) -> None:
+        self.npu_nics.append(npu_nics)
 
 
 def test_task_reads_the_mapping_once_and_the_addresses_each_refresh(tmp_path: Path) -> None:
@@ -124,6 +145,7 @@ def test_task_reads_the_mapping_once_and_the_addresses_each_refresh(tmp_path: Pa
         {"ens0f0": empty, "ens0f2": empty, "ens1f0": empty, "ens1f2": ["10.0.0.7"]},
         {"ens0f0": empty, "ens0f2": empty, "ens1f0": empty, "ens1f2": ["10.0.0.8"]},
     ]  # the failed third read keeps the second answer
+    assert sink.npu_nics == [{0: ["ens0f0", "ens0f2", "ens1f0"], 1: ["ens1f0", "ens1f2", "ens0f0"]}]
 
 
 def test_task_without_a_file_serves_nothing(tmp_path: Path) -> None:
@@ -131,24 +153,27 @@ def test_task_without_a_file_serves_nothing(tmp_path: Path) -> None:
     task = NicAddressTask(tmp_path / "absent.json", sink, read_host=lambda: {"lo": ["127.0.0.1"]})
     assert asyncio.run(task.load()) is False
     asyncio.run(task.refresh())  # nothing to serve: the node keeps no addresses
-    assert sink.values == []
+    assert sink.values == [] and sink.npu_nics == []
+
+
+def test_npu_nics_keeps_the_first_row_of_a_repeated_npu_as_get_npu_to_nic_names() -> None:
+    mapping = NpuNicMapping.model_validate(
+        {"npuNics": [{"npuId": 2, "nicNames": ["a", "b"]}, {"npuId": 2, "nicNames": ["c"]}, {"npuId": 0}]}
+    )
+    assert mapping.npu_nics() == {2: ["a", "b"], 0: []}
+
+
+def test_npu_nics_round_trip_through_node_json() -> None:
+    """JSON object keys are strings: the ids come back as ints, in the file's order."""
+    base = NodeInfo.model_validate(_OLD_NODE)
+    node = base.model_copy(update={"npu_nics": {1: ["ens1f0"], 0: ["ens0f0", "ens0f2"]}})
+    back = NodeInfo.model_validate_json(node.model_dump_json())
+    assert back.npu_nics == {1: ["ens1f0"], 0: ["ens0f0", "ens0f2"]}
+    assert list(back.npu_nics) == [1, 0]
+    assert base.npu_nics is None
 
 
 def test_old_node_payloads_parse_without_the_field() -> None:
-    node = NodeInfo.model_validate(
-        {
-            "backend": "sim",
-            "profile": None,
-            "run_id": "r",
-            "dcmi_version": {"status": "ok", "value": "1"},
-            "card_count": 0,
-            "chip_count": 0,
-            "chips_by_state": {},
-            "subscription": "live",
-            "poll_period_s": 1.0,
-            "started_at": 0.0,
-            "updated_at": 0.0,
-            "last_event_id": None,
-        }
-    )
+    node = NodeInfo.model_validate(_OLD_NODE)
     assert node.nic_addresses is None
+    assert node.npu_nics is None

@@ -49,6 +49,14 @@ class NpuNicMapping(BaseModel):
         """Every NIC the mapping names, once, in the order they first appear."""
         return list(dict.fromkeys(name for item in self.npuNics for name in item.nicNames))
 
+    def npu_nics(self) -> dict[int, list[str]]:
+        """npuId -> its NIC names in priority order (NodeInfo.npu_nics). A repeated npuId keeps its
+        first row, as the reference's `getNpuToNicNames` returns the first match."""
+        nics: dict[int, list[str]] = {}
+        for item in self.npuNics:
+            nics.setdefault(item.npuId, list(item.nicNames))
+        return nics
+
 
 def load_mapping(path: Path) -> NpuNicMapping | None:
     """The mapping file; None when it is missing (a warning, as the reference's) or unreadable (an error)."""
@@ -152,6 +160,8 @@ def mapped_addresses(mapping: NpuNicMapping, host: dict[str, list[str]]) -> dict
 class NicSink(Protocol):
     def set_nic_addresses(self, addresses: dict[str, list[str]] | None) -> None: ...
 
+    def set_npu_nics(self, npu_nics: dict[int, list[str]]) -> None: ...
+
 
 class NicAddressTask:
     """Reads the mapping once, then the mapped NICs' addresses every `period` seconds, into `sink`."""
@@ -174,6 +184,7 @@ class NicAddressTask:
         """Read the mapping file (in a thread); False when there is none to serve."""
         self._mapping = await asyncio.to_thread(load_mapping, self._path)
         if self._mapping is not None:
+            self._sink.set_npu_nics(self._mapping.npu_nics())
             log.info("npu-nic-mapping loaded", extra={"path": str(self._path), "nics": self._mapping.nic_names()})
         return self._mapping is not None
 

@@ -104,6 +104,7 @@ class ChipPoller:
         self._tick_origin = 0.0  # loop time of the poll grid's first tick
         self.discovered = asyncio.Event()
         self._nic_addresses: dict[str, list[str]] | None = None  # NodeInfo.nic_addresses (nics.py)
+        self._npu_nics: dict[int, list[str]] | None = None  # NodeInfo.npu_nics (nics.py)
         self.snapshot = Snapshot(node=self._node(Reading[str].error(-8005), SubscriptionState.POLLING, ready=False))
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -166,6 +167,7 @@ class ChipPoller:
             last_event_id=None,
             ready=ready,
             nic_addresses=self._nic_addresses,
+            npu_nics=self._npu_nics,
         )
 
     # ---- reads -----------------------------------------------------------------------------
@@ -334,6 +336,16 @@ class ChipPoller:
         snap = self.snapshot
         self.snapshot = Snapshot(
             node=snap.node.model_copy(update={"nic_addresses": addresses}), chips=snap.chips, by_logic=snap.by_logic
+        )
+
+    def set_npu_nics(self, npu_nics: dict[int, list[str]] | None) -> None:
+        """The mapping's npuId -> NIC names, into the node (read once at start; no event, as above)."""
+        if npu_nics == self._npu_nics:
+            return
+        self._npu_nics = npu_nics
+        snap = self.snapshot
+        self.snapshot = Snapshot(
+            node=snap.node.model_copy(update={"npu_nics": npu_nics}), chips=snap.chips, by_logic=snap.by_logic
         )
 
     def publish(self, type_: EventType, **fields: Any) -> None:

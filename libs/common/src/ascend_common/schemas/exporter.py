@@ -210,6 +210,9 @@ class NodeInfo(Frozen):
     # without a mapping file (or from an exporter that predates the field); a named NIC the host lacks
     # maps to [].
     nic_addresses: dict[str, list[str]] | None = None
+    # The mapping file's npuId -> NIC names in priority order (the rank levels' level 3 tries them in
+    # turn); None without a mapping file or from an older exporter. JSON keys are the ids as strings.
+    npu_nics: dict[int, list[str]] | None = None
 
 
 class ChipList(Frozen):
