@@ -33,6 +33,7 @@ from ascend_device_plugin.kubelet.registrar import Registrar
 from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.ras_topology import RasTopologyWriter
+from ascend_device_plugin.resources.levels import LevelSource
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.settings import PluginSettings
@@ -81,7 +82,18 @@ class DevicePlugin:
             self.kube = KubeBridge.create(s, self._on_pods)
         # Allocation, path by path; each keeps what its own concept needs (allocation/, volcano/).
         containers = Containers(self.manager, runtime_mode=s.use_ascend_docker)
-        report = Report(self.manager, patcher=self.kube, node=self.kube.node_facts if self.kube else NodeFacts)
+        levels = None
+        if self.kube is not None:
+            kube = self.kube
+            levels = LevelSource(
+                s.node_name,
+                lambda: self.follower.node,
+                lambda: kube.node.internal_ip if kube.node is not None else "",
+            )
+            kube.levels = levels
+        report = Report(
+            self.manager, patcher=self.kube, node=self.kube.node_facts if self.kube else NodeFacts, levels=levels
+        )
         pods = VolcanoPods(self.kube)
         volcano = VolcanoPath(
             self.board, containers, pods, report, taken_tries=s.retry_update_count, taken_wait_s=s.update_pod_wait_time

@@ -35,6 +35,7 @@ from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels
 from ascend_device_plugin.core.volcano import may_serve
 from ascend_device_plugin.resources.inventory import InventorySource
+from ascend_device_plugin.resources.levels import LevelSource
 from ascend_device_plugin.settings import PluginSettings
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,8 @@ class KubeBridge:
     _retire_task: asyncio.Task[None] | None = None
     # Told when a pod is deleted or reaches a finished phase (soft share frees its directory then).
     on_pod_gone: Callable[[PodView], None] | None = None
+    # Each 950 chip's `levelList` for baseDeviceInfos (set by the app; None: no levels published).
+    levels: LevelSource | None = None
 
     def __post_init__(self) -> None:
         if self.api is not None:
@@ -288,7 +291,11 @@ class KubeBridge:
             product_types=[c.product_type for c in infos],
             super_pod=pod,
         )
-        annotations = node_annotations(infos, pod, main_board_id=inventory.main_board_id)
+        levels = None
+        if self.levels is not None:
+            await self.levels.load_topology(inventory)
+            levels = self.levels.levels(inventory)
+        annotations = node_annotations(infos, pod, main_board_id=inventory.main_board_id, levels=levels)
         wanted = {**{f"l:{k}": v for k, v in labels.items()}, **{f"a:{k}": v for k, v in annotations.items()}}
         if wanted == self._labels_written:
             return

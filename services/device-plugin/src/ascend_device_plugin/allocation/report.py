@@ -22,6 +22,7 @@ from ascend_device_plugin.core.annotations import (
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.volcano import taken_patch
 from ascend_device_plugin.resources.inventory import Resources
+from ascend_device_plugin.resources.levels import LevelSource
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ class Report:
     resources: Resources
     patcher: Patcher | None = None
     node: Callable[[], NodeFacts] = NodeFacts
+    levels: LevelSource | None = None  # each 950 chip's `levelList`; None: none published
     _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     def annotations(
@@ -73,7 +75,8 @@ class Report:
         key = configuration_key(rtype, atlas_300i_duo=duo) if rtype is not None else None
         if key is not None:
             node = self.node()
-            devices, vnpu = config_devices(real, infos)
+            levels = self.levels.levels(inventory) if self.levels is not None else None
+            devices, vnpu = config_devices(real, infos, levels)
             # The 950's rack as its chips report it, whatever the pod type (`GetRackID`); -1 elsewhere.
             rack_id = inventory.super_pod.rack_id if rtype is ResourceType.NPU else -1
             annotations[key] = device_configuration(

@@ -14,6 +14,7 @@ from ascend_common.gojson import GoJSON, go_json, go_map
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV
 from ascend_common.naming import parse_device_id
 
+from ascend_device_plugin.core.levels import LevelLists, rendered
 from ascend_device_plugin.core.model import ChipInfo
 
 __all__ = [
@@ -69,16 +70,21 @@ class ConfigDevice(NamedTuple):
     phy_id: int
     device_ip: str | None = None  # None: could not be read
     super_device_id: int | None = None  # None: omitted (config_devices gives one to every physical chip)
+    level_list: list[GoJSON] | None = None  # a 950 chip's rank levels; None: omitted (omitempty)
 
 
-def config_devices(real: Sequence[str], chips: Mapping[int, ChipInfo]) -> tuple[list[ConfigDevice], bool]:
+def config_devices(
+    real: Sequence[str], chips: Mapping[int, ChipInfo], levels: LevelLists | None = None
+) -> tuple[list[ConfigDevice], bool]:
     """The rank-configuration devices of an allocation's real device ids (`chips` by phy id), and
     whether they are vNPUs.
 
     Reference: common.go `getDeviceFromAllDeviceInfo`. A physical chip always gets a
     `super_device_id`: its SDID, SDID_UNREAD when the super-pod information could not be read,
     SDID_NOT_LISTED when the phy id is not a chip of this node. A vNPU gets none. On a 950 node
-    every `device_ip` is "" (its library has no IP call, and `GetDeviceIP` answers "" there).
+    every `device_ip` is "" (its library has no IP call, and `GetDeviceIP` answers "" there), and a
+    physical chip with rank levels (`levels`, by phy id) carries its `levelList` (common.go copies
+    `npuDevice.LevelList`).
     """
     no_ip = any(chip.family is ChipFamily.ASCEND950 for chip in chips.values())
     devices: list[ConfigDevice] = []
@@ -94,7 +100,8 @@ def config_devices(real: Sequence[str], chips: Mapping[int, ChipInfo]) -> tuple[
         else:
             sdid = SDID_UNREAD if chip.super_device_id is None else chip.super_device_id
         device_ip = "" if no_ip else (chip.device_ip if chip else None)
-        devices.append(ConfigDevice(parsed.phy_id, device_ip, sdid))
+        level_list = rendered(levels or {}, parsed.phy_id) if parsed.vdev_id is None else None
+        devices.append(ConfigDevice(parsed.phy_id, device_ip, sdid, level_list))
     return devices, vnpu
 
 
@@ -114,21 +121,25 @@ def device_configuration(
 
     Devices sorted by phy id; `device_ip` is 127.0.0.1 for a vNPU and -1 when unknown;
     `super_device_id` (a string, after `device_ip`, as proto.go `Device` has it with omitempty)
-    is omitted when None and always for a vNPU (the reference sets it for physical chips only).
+    is omitted when None and always for a vNPU (the reference sets it for physical chips only);
+    a ConfigDevice's `levelList` follows it, omitted when None or empty.
     No devices gives `"devices":null`, as a nil Go slice does.
     """
-    by_phy: dict[int, tuple[str | None, int | None]] = {}
-    for phy_id, device_ip, sdid in devices:
-        by_phy.setdefault(phy_id, (device_ip, sdid))
+    by_phy: dict[int, tuple[str | None, int | None, list[GoJSON] | None]] = {}
+    for device in devices:
+        level_list = device.level_list if isinstance(device, ConfigDevice) else None
+        by_phy.setdefault(device[0], (device[1], device[2], level_list))
     entries: list[GoJSON] = []
     for phy_id in sorted(by_phy):
-        device_ip, sdid = by_phy[phy_id]
+        device_ip, sdid, level_list = by_phy[phy_id]
         entry: dict[str, GoJSON] = {
             "device_id": str(phy_id),
             "device_ip": VNPU_DEVICE_IP if vnpu else (UNKNOWN_DEVICE_IP if device_ip is None else device_ip),
         }
         if not vnpu and sdid is not None:
             entry["super_device_id"] = str(sdid)
+        if not vnpu and level_list:
+            entry["levelList"] = level_list  # proto.go Device's last field, omitempty
         entries.append(entry)
     instance: dict[str, GoJSON] = {  # proto.go Instance, in field order
         "pod_name": pod_name,

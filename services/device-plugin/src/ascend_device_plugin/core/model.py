@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ascend_common.chips import ChipFamily, ResourceType
+from ascend_common.eid import UrmaDevice
 from ascend_common.schemas.exporter import Vnpu
 
 
@@ -45,6 +46,8 @@ class ChipInfo:
     # The 950's super-pod type as this chip answered it (dcmi_spod_info.super_pod_type); None when the
     # read failed or the chip does not report one. HCCL_TOPO_FILE_PATH asks the lowest logic id's.
     super_pod_type: int | None = None
+    # The 950's URMA devices and their EIDs (ChipStatic.urma), the input of its `levelList`.
+    urma: tuple[UrmaDevice, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,7 @@ from ascend_common.gojson import GoJSON, go_json, go_map
 from ascend_common.products import card_type, is_pod_scene
 from ascend_common.superpod import NO_SUPER_POD, SuperPod
 
+from ascend_device_plugin.core.levels import LevelLists, rendered
 from ascend_device_plugin.core.model import ChipInfo
 
 CHIP_NAME_LABEL = "node.kubernetes.io/npu.chip.name"
@@ -126,16 +127,20 @@ def server_type(family: ChipFamily) -> str:
 
 
 def node_annotations(
-    chips: Iterable[ChipInfo], super_pod: SuperPod = NO_SUPER_POD, main_board_id: int | None = None
+    chips: Iterable[ChipInfo],
+    super_pod: SuperPod = NO_SUPER_POD,
+    main_board_id: int | None = None,
+    levels: LevelLists | None = None,
 ) -> dict[str, str]:
     """`superPodID`, `serverIndex`, `serverType`, `baseDeviceInfos`, and `cardType` / `rackID` where they apply.
 
     baseDeviceInfos is a Go map[string]*NpuBaseInfo: keys in Go's sorted order, an unreadable
     IP as "" and a missing SDID as 0 (the Go zero values); on A5 each entry starts with the
-    chip's logic id as `DeviceID`.
+    chip's logic id as `DeviceID`, and a 950 chip with rank levels (`levels`, by phy id) ends with
+    its `levelList` (omitted when it has none).
     """
     ordered = sorted(chips, key=lambda chip: chip.logic_id)
-    infos: dict[str, GoJSON] = {chip.name: _base_info(chip) for chip in ordered}
+    infos: dict[str, GoJSON] = {chip.name: _base_info(chip, levels or {}) for chip in ordered}
     annotations = {
         SUPER_POD_ID_ANNOTATION: str(super_pod.super_pod_id),
         SERVER_INDEX_ANNOTATION: str(super_pod.server_index),
@@ -152,9 +157,11 @@ def node_annotations(
     return annotations
 
 
-def _base_info(chip: ChipInfo) -> GoJSON:
+def _base_info(chip: ChipInfo, levels: LevelLists) -> GoJSON:
     info: dict[str, GoJSON] = {"IP": chip.device_ip or "", "SuperDeviceID": chip.super_device_id or 0}
     if chip.family is ChipFamily.ASCEND950:
         # NpuBaseInfo.DeviceID is an omitempty pointer set only on A5, and it comes first.
         info = {"DeviceID": chip.logic_id, **info}
+        if (level_list := rendered(levels, chip.phy_id)) is not None:
+            info["levelList"] = level_list  # NpuBaseInfo's last field, omitempty
     return info

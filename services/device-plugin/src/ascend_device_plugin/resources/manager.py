@@ -15,6 +15,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from ascend_common.chips import ResourceType
+from ascend_common.eid import UrmaDevice
 from ascend_common.faults import FaultCodeTable
 from ascend_common.inuse import ALLOCATION_PHASES, chips_in_use_for_health
 from ascend_common.naming import NPU_CORE
@@ -58,6 +59,7 @@ def chip_info(chip: Chip, healthy: bool) -> ChipInfo | None:
         vdie_id=s.vdie_id,
         ddie_id=s.ddie_id,
         super_pod_type=s.super_pod_type.value if s.super_pod_type.is_ok else None,
+        urma=tuple(UrmaDevice(d.index, tuple(d.eids)) for d in s.urma or ()),
     )
 
 
