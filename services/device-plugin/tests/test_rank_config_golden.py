@@ -101,7 +101,7 @@ def test_field_order_is_the_go_structs() -> None:
     assert list(instance) == [
         "pod_name", "server_id", "host_ip", "super_pod_id", "devices", "rack_id", "server_index", "server_ip",
     ]  # fmt: skip
-    # No rank levels yet: the 950's device is written as the reference writes one without level data.
+    # These chips have no rank levels: the 950 device is written as the reference writes one without (omitempty).
     assert [list(d) for d in instance["devices"]] == [["device_id", "device_ip", "super_device_id"]] * 2
 
 
