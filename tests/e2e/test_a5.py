@@ -1,12 +1,17 @@
 """Drill: an Atlas 950 super-pod server (the a5-superpod-8 profile): a chip fault and its recovery,
-a Volcano Allocate with its ascend-npu-configuration, and a hot reset of one chip."""
+a Volcano Allocate with its ascend-npu-configuration (each device's levelList too), and a hot reset
+of one chip."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from ascend_common.eid import UrmaDevice
+from ascend_common.gojson import go_json
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
+from ascend_common.ranklevels import NodeFacts, RankLevel, level_list, level_list_json, render_level_list
 
 from tests.e2e.stack import node_stack
 from tests.support.exporter import ExporterProc
@@ -24,13 +29,30 @@ def pod_annotations(api: FakeApiServer, name: str) -> dict[str, str]:
     return dict(pod["metadata"].get("annotations") or {}) if pod else {}
 
 
-async def test_a5_super_pod_node_fault_volcano_allocate_and_hot_reset() -> None:
+def expected_levels(chip: dict[str, Any], node: dict[str, Any]) -> list[RankLevel]:
+    """The chip's levels as ranklevels builds them for the sim's EIDs: the profile's 2D pod (super
+    pod 5, server 1, size 8192, main board 0x03) and the NICs the exporter serves."""
+    facts = NodeFacts(
+        super_pod_id=5, server_index=1, super_pod_type=ProductType.POD_2D, super_pod_size=8192, main_board_id=0x03,
+        card_type=None, internal_ip="192.0.2.10", npu_nics={int(k): v for k, v in node["npu_nics"].items()},
+        nic_addresses=node["nic_addresses"],
+    )  # fmt: skip
+    devices = [UrmaDevice(d["index"], tuple(d["eids"])) for d in chip["static"]["urma"]]
+    return level_list(facts, chip["phy_id"], devices)
+
+
+async def test_a5_super_pod_node_fault_volcano_allocate_and_hot_reset(tmp_path: Path) -> None:
     chips: list[dict[str, Any]] = []
     chosen: list[str] = []
+    node_info: dict[str, Any] = {}
+    # The reference's mapping file: each NPU tries ens1f0 (the sim host's link-local only), then ens1f2.
+    mapping = tmp_path / "npu-nic-mapping.json"
+    mapping.write_text(json.dumps({"npuNics": [{"npuId": i, "nicNames": ["ens1f0", "ens1f2"]} for i in range(8)]}))
 
     async def schedule(api: FakeApiServer, exporter: ExporterProc) -> None:
         async with exporter.client() as client:
             chips.extend((await client.get("/v1/chips")).json()["chips"])
+            node_info.update((await client.get("/v1/node")).json())
         chosen.extend(sorted((c["name"] for c in chips), key=lambda n: int(n.split("-")[1]))[:2])
         # Volcano's 950 plugin annotates the chosen chips by logic id (baseDeviceInfos' DeviceID).
         logic = {c["name"]: c["logic_id"] for c in chips}
@@ -39,7 +61,12 @@ async def test_a5_super_pod_node_fault_volcano_allocate_and_hot_reset() -> None:
                     annotations={NPU: annotated, "predicate-time": "1000"})  # fmt: skip
 
     async with node_stack(
-        profile="a5-superpod-8", resource=NPU, hot_reset=True, plugin_args=("--volcano-type",), prepare=schedule
+        profile="a5-superpod-8",
+        resource=NPU,
+        hot_reset=True,
+        plugin_args=("--volcano-type",),
+        prepare=schedule,
+        exporter_args=("--npu-nic-mapping", str(mapping)),
     ) as s:
         names = set(s.names.values())
         assert names == {f"npu-{c['phy_id']}" for c in chips}
@@ -63,6 +90,18 @@ async def test_a5_super_pod_node_fault_volcano_allocate_and_hot_reset() -> None:
         assert {k: annotations[k] for k in ("superPodID", "serverIndex", "serverType", "rackID")} == {
             "superPodID": "5", "serverIndex": "1", "serverType": "npu", "rackID": "3",
         }  # fmt: skip
+        # Each chip's levelList, last in its baseDeviceInfos entry: levels 0 and 1 from its EIDs, level 3
+        # the mapped NIC's address (ens1f2's 10.0.0.7: ens1f0 has only a link-local one).
+        assert node_info["npu_nics"] == {str(i): ["ens1f0", "ens1f2"] for i in range(8)}
+        base = json.loads(annotations["baseDeviceInfos"])
+        by_name = {c["name"]: c for c in chips}
+        for name, entry in base.items():
+            assert list(entry) == ["DeviceID", "IP", "SuperDeviceID", "levelList"], entry
+            levels = entry["levelList"]
+            assert go_json(levels) == level_list_json(expected_levels(by_name[name], node_info))
+            assert [lv["level"] for lv in levels] == [0, 1, 3]
+            assert levels[2]["info"]["ROCE"]["rank_addr_list"][0]["addr"] == "10.0.0.7"
+            assert levels[0]["info"]["UB"]["net_instance_id"] == "5_1"
 
         # A Volcano Allocate: the annotated chips pass through to the runtime, with the topology file
         # of the node's 2D pod; the pod gets the 950's rank configuration.
@@ -85,9 +124,20 @@ async def test_a5_super_pod_node_fault_volcano_allocate_and_hot_reset() -> None:
         ]  # fmt: skip
         assert (config["super_pod_id"], config["rack_id"], config["server_index"]) == (5, 3, "1")
         assert config["devices"] == [
-            {"device_id": c.split("-")[1], "device_ip": "", "super_device_id": str(1 << 22 | int(c.split("-")[1]))}
+            {
+                "device_id": c.split("-")[1], "device_ip": "", "super_device_id": str(1 << 22 | int(c.split("-")[1])),
+                "levelList": json.loads(level_list_json(expected_levels(by_name[c], node_info))),
+            }
             for c in chosen
-        ]
+        ]  # fmt: skip
+        # Byte for byte: each device's levelList is the one ranklevels renders, after super_device_id.
+        raw = ann[CONFIG_KEY]
+        for c in chosen:
+            device = {
+                "device_id": c.split("-")[1], "device_ip": "", "super_device_id": str(1 << 22 | int(c.split("-")[1])),
+                "levelList": render_level_list(expected_levels(by_name[c], node_info)),
+            }  # fmt: skip
+            assert go_json(device) in raw
 
         # A chip fault and its recovery: the kubelet, the verdicts and the ConfigMap (under
         # huawei.com/npu) agree each time.
