@@ -8,6 +8,7 @@ serve, indexed per event) and patches the pod it allocated.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import Counter
 from collections.abc import Callable, KeysView, Mapping
@@ -293,6 +294,11 @@ class KubeBridge:
         )
         levels = None
         if self.levels is not None:
+            if self.node is None:
+                # A card's or a plain server's level 0 is named by the InternalIP: read the Node
+                # now rather than publish "" until the next chip change.
+                with contextlib.suppress(KubeApiError):
+                    self.node = await get_node(self._client, self.node_name)
             await self.levels.load_topology(inventory)
             levels = self.levels.levels(inventory)
         annotations = node_annotations(infos, pod, main_board_id=inventory.main_board_id, levels=levels)
