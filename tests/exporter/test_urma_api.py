@@ -1,4 +1,4 @@
-"""ChipStatic.urma and NodeInfo.nic_addresses through the exporter's HTTP API (issue 25 part A)."""
+"""ChipStatic.urma, NodeInfo.nic_addresses and npu_nics through the exporter's HTTP API (issue 25 part A)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ def test_sim_pod_serves_urma_and_the_simulated_hosts_mapped_nics(tmp_path: Path)
     assert by_phy[1] == [{"index": i, "eids": eids} for i, eids in enumerate(POD_PHY_1)]
     assert all(urma is not None and len(urma) == 3 for urma in by_phy.values())
     assert node["nic_addresses"] == {"ens1f0": ["fe80::1"], "ens1f2": ["10.0.0.7"], "nic-absent0": []}
+    assert node["npu_nics"] == {"1": ["ens1f0", "ens1f2", "nic-absent0"]}  # JSON keys: the ids as strings
 
 
 def test_dcmi_backend_serves_the_real_hosts_nics(dcmi_double_path: Path, tmp_path: Path) -> None:  # noqa: F811
@@ -46,7 +47,7 @@ def test_without_a_mapping_there_are_no_nic_addresses(tmp_path: Path) -> None:
     with running_exporter(tmp_path, profile="a5-8") as ep, ep.sync_client() as client:
         node = client.get("/v1/node").json()
         chips = client.get("/v1/chips").json()["chips"]
-    assert node["nic_addresses"] is None
+    assert node["nic_addresses"] is None and node["npu_nics"] is None
     assert all(c["static"]["urma"][3]["eids"] == [f"0000000000000ac00000000014{c['phy_id']:02x}0105"] for c in chips)
 
 
