@@ -173,6 +173,14 @@ def test_level_source_logs_a_refused_pod_node_once_naming_it(caplog: pytest.LogC
     assert source.levels(inventory([chip(0, 1)])) != {}  # the facts are read: levels again
 
 
+def test_level_source_refuses_a_nic_address_that_is_no_ip(caplog: pytest.LogCaptureFixture) -> None:
+    info = node_info(npu_nics={1: ["eth0"]}, nic_addresses={"eth0": ["not-an-ip"]})
+    source = LevelSource("node-a", lambda: info, lambda: "10.0.0.5")
+    assert source.levels(inventory([chip(0, 1)])) == {}
+    [record] = [r for r in caplog.records if r.getMessage() == "no levelList for the node's chips"]
+    assert vars(record)["node"] == "node-a" and "eth0" in vars(record)["error"]
+
+
 CARD_EID = "0" * 30 + "0a"  # fe 0, die 0, port 1, for die-to-die (the golden `card_4p`'s)
 
 

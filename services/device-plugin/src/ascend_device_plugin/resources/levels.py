@@ -94,13 +94,15 @@ class LevelSource:
                 chips, inventory.super_pod, inventory.main_board_id, ip,
                 npu_nics=npu_nics, nic_addresses=nic_addresses, topo_edges=self._edges,
             )  # fmt: skip
+            levels: LevelLists = chip_levels(chips, facts)
         except ValueError as exc:
+            # A pod node without its super-pod id, or a NIC address that is no IP: publishing no
+            # list is better than a wrong one, and the node's other annotations still go out.
             if not self._refused:
                 self._refused = True
                 log.error("no levelList for the node's chips", extra={"node": self._node_name, "error": str(exc)})
-            levels: LevelLists = _NO_LEVELS
+            levels = _NO_LEVELS
         else:
             self._refused = False
-            levels = chip_levels(chips, facts)
         self._inventory, self._key, self._levels = inventory, key, levels
         return levels
