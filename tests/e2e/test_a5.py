@@ -18,6 +18,13 @@ from tests.support.exporter import ExporterProc
 from tests.support.fake_apiserver import FakeApiServer
 from tests.support.waiting import until
 
+GOLDEN = {
+    v["name"]: v["go_json"]
+    for v in map(
+        json.loads,
+        (Path(__file__).resolve().parents[1] / "golden" / "rank_levels_vectors.jsonl").read_text("utf-8").splitlines(),
+    )
+}
 NPU = "huawei.com/npu"
 CONFIG_KEY = "ascend.kubectl.kubernetes.io/ascend-npu-configuration"
 RESTART_NPU = "8C1FA006"
@@ -102,6 +109,12 @@ async def test_a5_super_pod_node_fault_volcano_allocate_and_hot_reset(tmp_path: 
             assert [lv["level"] for lv in levels] == [0, 1, 3]
             assert levels[2]["info"]["ROCE"]["rank_addr_list"][0]["addr"] == "10.0.0.7"
             assert levels[0]["info"]["UB"]["net_instance_id"] == "5_1"
+        # Phy 1 has the issue's URMA devices: its levels 0 and 1 are the Go golden `pod_1d_phy1` (a 1D pod's
+        # server 2; this node is server 1 of a 2D pod, which has the same keys and builders), its level 3
+        # the golden `device_with_levels`'s: byte for byte as Go encodes the reference's structs.
+        golden_pod = GOLDEN["pod_1d_phy1"].replace('"net_instance_id":"5_2"', '"net_instance_id":"5_1"')
+        golden_l3 = go_json(json.loads(GOLDEN["device_with_levels"])["levelList"][0])
+        assert go_json(base["npu-1"]["levelList"]) == golden_pod[:-1] + "," + golden_l3 + "]"
 
         # A Volcano Allocate: the annotated chips pass through to the runtime, with the topology file
         # of the node's 2D pod; the pod gets the 950's rank configuration.
