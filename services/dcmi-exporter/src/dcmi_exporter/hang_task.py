@@ -17,7 +17,7 @@ from ascend_common.schemas.exporter import Assertion, Chip, ChipState, EventSour
 
 from dcmi_exporter.backends.base import HangProbe
 from dcmi_exporter.hang import HANG_CODE, HangConfig, HangState, Sample, Transition, step
-from dcmi_exporter.poller import ChipPoller, next_tick
+from dcmi_exporter.poller import ChipPoller, every_round
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +50,8 @@ class HangTask:
         return self._states.get(logic, HangState())
 
     async def _loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        origin = loop.time()  # the first round comes one interval after start, as in the reference
-        while True:
-            await asyncio.sleep(max(0.0, next_tick(origin, self.interval_s, loop.time()) - loop.time()))
-            try:
-                await self.tick()
-            except Exception:  # a bug in one round must not end detection
-                log.exception("hang detection round failed")
+        # The first round one interval after start, as in the reference.
+        await every_round(self.interval_s, self.tick, "hang detection round failed")
 
     async def tick(self) -> None:
         """One round over every chip of the snapshot (a round that overruns the interval skips the

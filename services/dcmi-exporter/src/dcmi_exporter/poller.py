@@ -13,7 +13,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ascend_common.adapters.lifecycle import TaskScope
@@ -66,6 +66,20 @@ def chip_key(logic_id: int) -> tuple[str, int]:
 def next_tick(origin: float, period: float, now: float) -> float:
     """The first tick after `now` of the grid of ticks `period` apart from `origin`."""
     return origin + (math.floor((now - origin) / period) + 1) * period
+
+
+async def every_round(period: float, round_: Callable[[], Awaitable[None]], failed: str) -> None:
+    """Run `round_` on a grid of ticks `period` apart, the first one period from now, for good. A round
+    that overruns skips the ticks it covered rather than running late rounds back to back; a round
+    that raises is logged as `failed` and the next one runs (a bug in one round must not end them)."""
+    loop = asyncio.get_running_loop()
+    origin = loop.time()
+    while True:
+        await asyncio.sleep(max(0.0, next_tick(origin, period, loop.time()) - loop.time()))
+        try:
+            await round_()
+        except Exception:
+            log.exception(failed)
 
 
 class ChipPoller:

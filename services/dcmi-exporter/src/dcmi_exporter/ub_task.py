@@ -30,7 +30,7 @@ from ascend_common.schemas.reading import Reading
 
 from dcmi_exporter.backends.base import UbPortsProbe
 from dcmi_exporter.backends.failing import FailingChips
-from dcmi_exporter.poller import ChipPoller, next_tick
+from dcmi_exporter.poller import ChipPoller, every_round
 from dcmi_exporter.snapshot import (
     UB_DERIVED_CODES,
     UB_DOWN_CODE,
@@ -75,14 +75,7 @@ class UbCodesTask:
         await self._tasks.stop()
 
     async def _loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        origin = loop.time()
-        while True:
-            await asyncio.sleep(max(0.0, next_tick(origin, self.interval_s, loop.time()) - loop.time()))
-            try:
-                await self.tick()
-            except Exception:  # a bug in one round must not end the codes for good
-                log.exception("UB codes round failed")
+        await every_round(self.interval_s, self.tick, "UB codes round failed")
 
     async def tick(self) -> None:
         snap = self.poller.snapshot
