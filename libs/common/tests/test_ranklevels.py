@@ -355,3 +355,39 @@ def test_committed_vectors_are_current(tmp_path: Path) -> None:
     assert run_go(PROGRAM, tmp_path) == VECTORS.read_text(encoding="utf-8"), (
         "tests/golden/rank_levels_vectors.jsonl is stale: regenerate it with the command in rank_levels_vectors.go"
     )
+
+
+# --- manager_v2_test.go: getIPAddressType, getInterfaceIPs ----------------------------------------
+# Ours has no separate typing function: roce_level3 types the address it keeps, and drops the
+# loopback and link-local ones first, as getInterfaceIPs does before getIPAddressType is reached.
+
+
+@pytest.mark.parametrize(
+    ("address", "kind", "text"),
+    [
+        ("192.168.1.10", "IPV4", "192.168.1.10"),  # standard IPv4
+        ("2001:db8::1", "IPV6", "2001:db8::1"),  # standard IPv6
+        ("2001:0db8:85a3:0000:0000:8a2e:0370:7334", "IPV6", "2001:db8:85a3::8a2e:370:7334"),  # full IPv6
+    ],
+)
+def test_get_ip_address_type(address: str, kind: str, text: str) -> None:
+    # TestGetIPAddressType_ShouldReturnIPv4_WhenIPv4Address, ..._ShouldReturnIPv6_WhenIPv6Address
+    facts = node(npu_nics={0: ("eth0",)}, nic_addresses={"eth0": (address,)})
+    assert roce_level3(facts, 0) == [RankAddr(kind, text, ("d2h",), "CLUSTER")]
+
+
+@pytest.mark.parametrize(
+    ("nic", "addresses", "expected"),
+    [
+        ("nonexistent0", {"eth0": ("10.0.0.1",)}, None),  # non-existent interface
+        ("", {"eth0": ("10.0.0.1",)}, None),  # empty interface name
+        ("eth0", {"eth0": ("10.0.0.1",)}, "10.0.0.1"),  # only IPv4
+        ("eth0", {"eth0": ("2001:db8::1",)}, "2001:db8::1"),  # only IPv6
+        ("eth0", {"eth0": ("127.0.0.1", "10.0.0.1")}, "10.0.0.1"),  # skip loopback
+        ("eth0", {"eth0": ("169.254.0.9", "10.0.0.1")}, "10.0.0.1"),  # skip link-local
+    ],
+)
+def test_get_interface_ips(nic: str, addresses: Mapping[str, Sequence[str]], expected: str | None) -> None:
+    # TestGetInterfaceIPs_ShouldReturnEmpty_WhenInterfaceNotFound, ..._ShouldReturnValidIPs_WhenInterfaceExists
+    got = roce_level3(node(npu_nics={0: (nic,)}, nic_addresses=addresses), 0)
+    assert [a.addr for a in got] == ([] if expected is None else [expected])

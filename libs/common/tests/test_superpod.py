@@ -80,3 +80,16 @@ def test_super_device_id_as_the_reference_keeps_it(rack: int | None, sdid: int |
         update={"super_device_id": Reading[int].ok(sdid) if sdid is not None else Reading[int].error(-8005)}
     )
     assert super_device_id(chip) == expected
+
+
+def test_get_super_pod_type() -> None:
+    """TestGetSuperPodType: a 950 node whose chips never answered has an abnormal type; the
+    reference's SuperPodTypeAbnormal, -1 here (docs/compatibility.md, the node's super pod)."""
+    assert super_pod([]).super_pod_type == -1
+    assert super_pod([static(None, None, None, None, None)]).super_pod_type == -1
+
+
+def test_hw_dev_manager_method_set_super_pod_info() -> None:
+    """TestHwDevManagerMethodSetSuperPodInfo: size 8192, pod 1, server 1, rack 1 are kept as read."""
+    pod = super_pod([static(1, 1, 1, 2, 8192)])
+    assert (pod.rack_id, pod.super_pod_id, pod.server_index, pod.scale_type) == (1, 1, 1, 8192)

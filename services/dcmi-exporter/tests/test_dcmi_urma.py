@@ -77,6 +77,7 @@ def test_32_eids_on_one_device_cross_the_24_byte_stride(dcmi_double: Control) ->
 
 
 def test_uboe_eid_keeps_its_hex_digits_lower_case(dcmi_double: Control) -> None:
+    # TestRawBytesToEidString: the raw bytes as lower-case hex (hex.EncodeToString)
     a5_double(dcmi_double)
     dcmi_double.set_urma(1, 0, [UBOE_EID.upper()])
     backend = make_backend(dcmi_double)
