@@ -241,7 +241,7 @@ def numa_root(tmp_path: Path) -> Path:
 
 # ------------------------------------------------------------------- the switch library's double
 
-_EVENT_ARGS = [ctypes.c_uint] * 8 + [ctypes.c_ulong]
+_EVENT_ARGS: list[object] = [*([ctypes.c_uint] * 8), ctypes.c_ulong]
 _LQ_CONTROL: dict[str, tuple[object, list[object]]] = {
     "lq_double_reset": (None, []),
     "lq_double_add_fault": (ctypes.c_int, _EVENT_ARGS),

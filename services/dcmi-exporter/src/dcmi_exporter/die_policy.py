@@ -47,7 +47,9 @@ async def apply_die_policy(poller: ChipPoller, backend: object, guard: CallGuard
     try:
         await guard.call(DIE_POLICY_KEY, lambda: backend.set_multi_die_policy(policy))
     except DcmiError as exc:
-        log.warning("setting the multi-die policy failed", extra={"policy": policy, "error": str(exc), "code": exc.code})
+        log.warning(
+            "setting the multi-die policy failed", extra={"policy": policy, "error": str(exc), "code": exc.code}
+        )
         return None
     log.info("multi-die policy set", extra={"policy": policy, "single_die_mode": single_die})
     return policy

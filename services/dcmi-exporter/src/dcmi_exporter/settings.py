@@ -81,7 +81,9 @@ class ExporterSettings(BaseSettings):
     )
     switch_library: Path = Field(
         Path(DEFAULT_SWITCH_LIB),
-        description="Path of liblingqu-dcmi.so; a bare name is searched as the reference does (LD_LIBRARY_PATH, ld cache).",
+        description=(
+            "Path of liblingqu-dcmi.so; a bare name is searched as the reference does (LD_LIBRARY_PATH, ld cache)."
+        ),
     )
     switch_fault_interval: float = Field(
         300.0,
