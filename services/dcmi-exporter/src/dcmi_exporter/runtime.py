@@ -165,6 +165,7 @@ class Exporter:
                 exporter.guard,
                 settings.switch_fault_interval,
                 exporter.lifecycle.scope("switch"),
+                fallback_period_s=settings.poll_period,
             )
         return exporter
 

@@ -90,8 +90,9 @@ class ExporterSettings(BaseSettings):
         ge=0.05,
         le=3600,
         description=(
-            "Seconds between two queries of every switch fault (the reference's 5 minutes); with the library's"
-            " subscription live a round with no known switch fault is skipped."
+            "Seconds between two queries of every switch fault while the library's subscription is live (the"
+            " reference's 5 minutes; a round with no known switch fault is skipped). Without the subscription"
+            " they are queried every poll period, as the reference queries them at every device-info round."
         ),
     )
     use_single_die_mode: bool = Field(

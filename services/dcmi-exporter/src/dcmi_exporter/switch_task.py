@@ -4,8 +4,7 @@ The reference (pkg/server/manager.go, pkg/device/deviceswitch) on an A3 node who
 loads and initialises: subscribes to the library's fault events (3 tries, a second apart), queries
 the whole fault list once at start, and then every 5 minutes, a query it skips while no switch
 fault is known (the events bring new ones; the query clears what recovered unseen). Without the
-subscription it queries at every device-info round instead; here every round of the interval
-queries then, skip or not.
+subscription it queries at every device-info round instead; here, at every poll period then.
 
 Every library call runs in the exporter's call pool under the key `switch`: a hung call costs the
 switch its rounds until it returns, never a chip its reads. Faults reach the poller as the
@@ -62,12 +61,16 @@ class SwitchFaultTask:
         interval_s: float,
         tasks: TaskScope,
         *,
+        fallback_period_s: float,
         subscribe_retry_s: float = SUBSCRIBE_RETRY_S,
     ) -> None:
+        """`interval_s`: between two queries with the subscription live; `fallback_period_s`:
+        between two queries without it (the chips' poll period)."""
         self.poller = poller
         self.source = source
         self.guard = guard
         self.interval_s = interval_s
+        self.fallback_period_s = fallback_period_s
         self.subscribe_retry_s = subscribe_retry_s
         self._tasks = tasks
         self.watching = False  # the library initialised on an A3 node
@@ -86,7 +89,8 @@ class SwitchFaultTask:
         await self.poller.discovered.wait()
         if not await self.begin():
             return
-        await every_round(self.interval_s, self.tick, "switch fault round failed")
+        period = self.interval_s if self.subscribed else self.fallback_period_s
+        await every_round(period, self.tick, "switch fault round failed")
 
     async def begin(self) -> bool:
         """Init, subscribe, the first full query; False when the node watches no switch."""
@@ -120,7 +124,7 @@ class SwitchFaultTask:
                 )
             if attempt < SUBSCRIBE_TRIES:
                 await asyncio.sleep(self.subscribe_retry_s)
-        log.error("switch fault subscription given up: the switch faults are queried every round")
+        log.error("switch fault subscription given up: the switch faults are queried every poll period")
         return False
 
     async def tick(self) -> None:
