@@ -65,8 +65,9 @@ async def test_the_switch_librarys_fault_reaches_switch_info_cfg_and_a_hung_call
             ]  # fmt: skip
             # A link down towards an NPU is a Separate fault in the packaged SwitchFaultCode.json.
             assert (info["FaultLevel"], info["NodeStatus"]) == ("Separate", "UnHealthy")
-            assert {k: v["fault_level"] for k, v in info["FaultTimeAndLevelMap"].items()} == {
-                "[0x08520003,na,npu,na]_1_12": "Separate"
+            # The fault time is the library's alarm time, as the reference writes it.
+            assert info["FaultTimeAndLevelMap"] == {
+                "[0x08520003,na,npu,na]_1_12": {"fault_time": 1_700_000_000_000, "fault_level": "Separate"}
             }
             data = configmap(fm_dir)
             assert data is not None
