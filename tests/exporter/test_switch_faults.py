@@ -421,3 +421,24 @@ async def test_a_driver_without_the_die_policy_call_is_logged_and_the_exporter_g
             assert all(c.state is ChipState.OK for c in exp.poller.snapshot.chips)
         finally:
             await exp.stop()
+
+
+async def test_a_failing_query_is_logged_once_per_spell(
+    dcmi_double: Control, lingqu_double: Control, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without the subscription the query runs every poll period: its failure is one error line."""
+    a3(dcmi_double)
+    lingqu_double.set_rc("lq_dcmi_subscribe_fault_event", -8255)
+    lingqu_double.set_rc("lq_dcmi_get_fault_info", -8005)
+    with caplog.at_level(logging.INFO, "dcmi_exporter.switch_task"):
+        exp = await start(dcmi_double, tmp_path, lingqu_double.path)
+        try:
+            await until(lambda: lingqu_double.call_count("lq_dcmi_get_fault_info") >= 4, what="four failed queries")
+            failed = [r for r in caplog.records if r.message == "switch fault query failed"]
+            assert [(r.levelno, r.code) for r in failed if r.levelno >= logging.ERROR] == [  # type: ignore[attr-defined]
+                (logging.ERROR, -8005)
+            ]
+            lingqu_double.set_rc("lq_dcmi_get_fault_info", 0)
+            await until(lambda: any(r.message == "switch fault query answers again" for r in caplog.records))
+        finally:
+            await exp.stop()

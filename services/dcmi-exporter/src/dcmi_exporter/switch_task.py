@@ -76,6 +76,8 @@ class SwitchFaultTask:
         self.watching = False  # the library initialised on an A3 node
         self.subscribed = False
         self.rounds = 0  # queries asked of the library (tests)
+        self._failing = False  # the last query failed (its error was logged)
+        self._listed: list[str] | None = None  # the codes the last good query listed
 
     async def start(self) -> None:
         self._tasks.spawn(self._run(), "switch-faults")
@@ -140,7 +142,19 @@ class SwitchFaultTask:
         try:
             faults = await self.guard.call(SWITCH_KEY, self.source.faults)
         except DcmiError as exc:
-            log.error("switch fault query failed", extra={"error": str(exc), "code": exc.code})
+            # Once per failing spell: without the subscription the query runs every poll period.
+            (log.debug if self._failing else log.error)(
+                "switch fault query failed", extra={"error": str(exc), "code": exc.code}
+            )
+            self._failing = True
             return
+        if self._failing:
+            log.info("switch fault query answers again")
+            self._failing = False
         self.poller.replace_switch_faults(faults)
-        log.info("switch faults queried", extra={"count": len(faults)})
+        codes = [f.assembled_fault_code for f in faults]
+        if codes != self._listed:
+            # The reference's "switch of 910A3 get fault codes" line (fault dialogs look for it), here
+            # when the list changes rather than at every query.
+            (log.warning if codes else log.info)("switch fault codes", extra={"codes": codes})
+            self._listed = codes

@@ -181,11 +181,7 @@ class SwitchLibrary:
             raise DcmiError(op, message=f"invalid switch fault count {count.value}")
         now_ms = int(self._clock() * 1000)
         faults = [convert_event(events[i], now_ms) for i in range(count.value)]
-        active = [f for f in faults if f.assertion is not Assertion.RECOVER]
-        if active:
-            # The reference's "switch of 910A3 get fault codes" line, which fault dialogs look for.
-            log.warning("switch fault codes", extra={"codes": [f.assembled_fault_code for f in active]})
-        return active
+        return [f for f in faults if f.assertion is not Assertion.RECOVER]
 
     def _on_event(self, event: ctypes._Pointer[LqDcmiEvent]) -> None:
         """Runs on the driver's thread; must never raise back into C."""
