@@ -20,7 +20,7 @@ HEADER = HERE / "dcmi_double.h"
 Variant = Literal["full", "nosub"]
 VARIANT_FLAGS: dict[str, list[str]] = {
     "full": [],
-    # An "older driver": no fault subscription, no A3 brother-card call.
+    # An "older driver": no fault subscription, no A3 brother-card call, no multi-die policy.
     "nosub": ["-DDOUBLE_NO_SUBSCRIBE"],
 }
 WARNINGS = ["-Wall", "-Wextra"]
@@ -93,3 +93,14 @@ def read_layout(binary: str | os.PathLike[str]) -> dict[str, int]:
         name, value = line.split()
         facts[name] = int(value)
     return facts
+
+
+LINGQU_SOURCE = HERE / "liblingqu_double.c"
+
+
+def build_lingqu(out_dir: str | os.PathLike[str]) -> Path:
+    """Build liblingqu_double.so (the C double of the A3 switch library) in out_dir and return its path."""
+    out = Path(out_dir) / "liblingqu_double.so"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _compile(["-shared", "-fPIC", "-pthread", "-O1", "-g", *WARNINGS, "-o", str(out), str(LINGQU_SOURCE)])
+    return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -60,6 +61,7 @@ _CONTROL: dict[str, tuple[object, list[object]]] = {
     ),
     "dcmi_double_load_config": (ctypes.c_int, [ctypes.c_char_p]),
     "dcmi_double_set_urma": (ctypes.c_int, [ctypes.c_int, ctypes.c_uint, ctypes.c_int, ctypes.c_char_p]),
+    "dcmi_double_die_policies": (ctypes.c_int, [_c_uint_p, ctypes.c_int]),
 }
 
 # (card, dev, logic, phy) of the double's default layout: logic ids differ from phy ids.
@@ -170,6 +172,12 @@ class DoubleControl:
     def load_config(self, path: Path) -> int:
         return int(self._lib.dcmi_double_load_config(str(path).encode()))
 
+    def die_policies(self) -> list[int]:
+        """The policies dcmi_set_multi_die_policy was called with since the last reset, in order."""
+        out = (ctypes.c_uint * 16)()
+        n = int(self._lib.dcmi_double_die_policies(out, len(out)))
+        return list(out[: min(n, len(out))])
+
 
 # ------------------------------------------------------------------------------------ fixtures
 
@@ -229,3 +237,115 @@ def numa_root(tmp_path: Path) -> Path:
         (root / f"node{node}" / "cpulist").write_text(cpus + "\n")
     (root / "possible").write_text("0-1\n")  # sysfs has non-node entries too
     return root
+
+
+# ------------------------------------------------------------------- the switch library's double
+
+_EVENT_ARGS: list[object] = [*([ctypes.c_uint] * 8), ctypes.c_ulong]
+_LQ_CONTROL: dict[str, tuple[object, list[object]]] = {
+    "lq_double_reset": (None, []),
+    "lq_double_add_fault": (ctypes.c_int, _EVENT_ARGS),
+    "lq_double_clear_faults": (None, []),
+    "lq_double_set_count": (None, [ctypes.c_int]),
+    "lq_double_fire": (ctypes.c_int, _EVENT_ARGS),
+    "lq_double_set_rc": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int]),
+    "lq_double_hang": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int]),
+    "lq_double_release": (None, []),
+    "lq_double_hanging": (ctypes.c_int, []),
+    "lq_double_call_count": (ctypes.c_int, [ctypes.c_char_p]),
+    "lq_double_subscription": (ctypes.c_int, [ctypes.c_void_p]),
+    "lq_double_layout": (ctypes.c_int, [ctypes.c_char_p]),
+}
+NO_FAULT_ID = 0xFFFFFFFF
+
+
+class SwitchFault(NamedTuple):
+    """One LqDcmiEvent as the double takes it (library.h field order)."""
+
+    event_type: int
+    sub_type: int = NO_FAULT_ID
+    peer_port_device: int = 0
+    peer_port_id: int = 0
+    switch_chip_id: int = 0
+    switch_port_id: int = 0
+    severity: int = 1
+    assertion: int = 1
+    alarm_ms: int = 0
+
+    def config_line(self, command: str = "fault") -> str:
+        sub = "na" if self.sub_type == NO_FAULT_ID else str(self.sub_type)
+        return (
+            f"{command} {self.event_type:#x} {sub} {self.peer_port_device} {self.peer_port_id} {self.switch_chip_id}"
+            f" {self.switch_port_id} {self.severity} {self.assertion} {self.alarm_ms}\n"
+        )
+
+
+class LingquControl:
+    """Typed access to the lq_double_* control functions of the built liblingqu double."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lib = ctypes.CDLL(str(path))
+        for name, (restype, argtypes) in _LQ_CONTROL.items():
+            fn = getattr(self._lib, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+
+    def reset(self) -> None:
+        self._lib.lq_double_reset()
+
+    def add_fault(self, fault: SwitchFault) -> None:
+        if self._lib.lq_double_add_fault(*fault) != 0:
+            raise ValueError("the liblingqu double's fault list is full")
+
+    def clear_faults(self) -> None:
+        self._lib.lq_double_clear_faults()
+
+    def set_count(self, count: int) -> None:
+        self._lib.lq_double_set_count(count)
+
+    def fire(self, fault: SwitchFault) -> int:
+        """Deliver one event through the subscribed callback from a C thread; 0 delivered, -1 nobody subscribed."""
+        return int(self._lib.lq_double_fire(*fault))
+
+    def set_rc(self, function: str, rc: int) -> None:
+        if self._lib.lq_double_set_rc(function.encode(), rc) != 0:
+            raise ValueError(f"unknown function {function}")
+
+    def hang(self, function: str, ms: int = -1) -> None:
+        if self._lib.lq_double_hang(function.encode(), ms) != 0:
+            raise ValueError(f"unknown function {function}")
+
+    def release(self) -> None:
+        self._lib.lq_double_release()
+
+    def hanging(self) -> int:
+        return int(self._lib.lq_double_hanging())
+
+    def call_count(self, function: str) -> int:
+        n = int(self._lib.lq_double_call_count(function.encode()))
+        if n < 0:
+            raise ValueError(f"unknown function {function}")
+        return n
+
+    def subscribed(self) -> bool:
+        return bool(self._lib.lq_double_subscription(None))
+
+    def layout(self, what: str) -> int:
+        return int(self._lib.lq_double_layout(what.encode()))
+
+
+@pytest.fixture(scope="session")
+def lingqu_double_path(cdouble_build_dir: Path) -> Path:
+    path: Path = build.build_lingqu(cdouble_build_dir)
+    return path
+
+
+@pytest.fixture
+def lingqu_double(lingqu_double_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LingquControl]:
+    """The switch library's double, empty: no fault, no subscription (a hung call is released after)."""
+    monkeypatch.delenv("LQ_DOUBLE_CONFIG", raising=False)
+    control = LingquControl(lingqu_double_path)
+    control.reset()
+    yield control
+    control.reset()

@@ -39,8 +39,8 @@
  * Default layout: cards 0 and 1, two chips each, logic 0..3 -> phy 2, 3, 0, 1.
  *
  * Build variants: -DDOUBLE_NO_SUBSCRIBE leaves out dcmi_subscribe_fault_event,
- * dcmiv2_subscribe_fault_event and dcmi_get_netdev_brother_device, like an older driver, to prove
- * that missing symbols are handled.
+ * dcmiv2_subscribe_fault_event, dcmi_get_netdev_brother_device and dcmi_set_multi_die_policy, like
+ * an older driver, to prove that missing symbols are handled.
  *
  * Concurrency: one mutex guards the model; a "hung" call waits on a condition variable with the
  * mutex released, and callbacks run without the mutex, on a thread of their own like a driver's.
@@ -142,6 +142,7 @@ enum fn {
     FN_URMA_EIDS,
     FN_V2_URMA_CNT,
     FN_V2_URMA_EIDS,
+    FN_SET_MULTI_DIE_POLICY,
     FN_COUNT
 };
 
@@ -210,6 +211,7 @@ static const char *const FN_NAMES[FN_COUNT] = {
     "dcmi_get_eid_list_by_urma_dev_index",
     "dcmiv2_get_urma_device_cnt",
     "dcmiv2_get_eid_list_by_urma_dev_index",
+    "dcmi_set_multi_die_policy",
 };
 
 struct vdev {
@@ -2179,4 +2181,37 @@ EXPORT int dcmi_double_load_config(const char *path)
     int rc = load_config_locked(path);
     pthread_mutex_unlock(&g_mu);
     return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The A3's multi-die policy (enum dcmi_multi_die_policy: 0 union, 1 independent, 2 max).        */
+
+#define MAX_DIE_POLICY_LOG 16
+static unsigned int g_die_policies[MAX_DIE_POLICY_LOG]; /* in call order; the call count is its length */
+
+#ifndef DOUBLE_NO_SUBSCRIBE
+/* Records the policy asked for, then answers: an rc override, -8001 for a value past the enum, or 0. */
+EXPORT int dcmi_set_multi_die_policy(unsigned int policy)
+{
+    GLOBAL_ENTRY(FN_SET_MULTI_DIE_POLICY);
+    int n = g_counts[FN_SET_MULTI_DIE_POLICY][NO_CHIP];
+    if (n <= MAX_DIE_POLICY_LOG) {
+        g_die_policies[n - 1] = policy;
+    }
+    int rc = override_rc(FN_SET_MULTI_DIE_POLICY, -1);
+    ANSWER(rc != RC_OK ? rc : policy > 1 ? RC_BAD_PARAMETER : RC_OK);
+}
+#endif
+
+/* The policies dcmi_set_multi_die_policy was called with since the last reset, in order: copies at
+ * most len of them into out and returns how many calls there were. */
+EXPORT int dcmi_double_die_policies(unsigned int *out, int len)
+{
+    lock_model();
+    int n = g_counts[FN_SET_MULTI_DIE_POLICY][NO_CHIP];
+    for (int i = 0; i < n && i < len && i < MAX_DIE_POLICY_LOG; i++) {
+        out[i] = g_die_policies[i];
+    }
+    pthread_mutex_unlock(&g_mu);
+    return n;
 }

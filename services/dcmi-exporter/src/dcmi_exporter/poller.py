@@ -412,7 +412,7 @@ class ChipPoller:
 
     def _on_switch(self, raw: RawSwitchEvent) -> None:
         data = raw.data
-        key = f"{data.assembled_fault_code}_{data.switch_chip_id}_{data.switch_port_id}"
+        key = switch_key(data)
         if data.assertion is Assertion.RECOVER:
             self._switch.pop(key, None)
         elif data.assertion is Assertion.OCCUR:
@@ -428,3 +428,30 @@ class ChipPoller:
     def on_loop(self, fn: Callable[[], None]) -> None:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(fn)
+
+    # ---- switch faults from a full query (A3, liblingqu-dcmi.so) ----------------------------
+
+    def switch_sink(self, raw: RawFaultEvent | RawSwitchEvent) -> None:
+        """The sink a switch library's callback calls, on the driver's thread."""
+        self._sink(raw)
+
+    @property
+    def switch_faults(self) -> list[SwitchFaultData]:
+        return list(self._switch.values())
+
+    def replace_switch_faults(self, current: list[SwitchFaultData]) -> None:
+        """A full query's answer becomes the active set, as the reference's `SetSwitchFaultCode`:
+        a fault no longer listed publishes its recovery and a new one its occurrence, so the
+        fault-manager follows the same stream it follows for the callback's events."""
+        listed = {switch_key(d): d for d in current}
+        for key, data in list(self._switch.items()):
+            if key not in listed:
+                self._on_switch(RawSwitchEvent(None, data.model_copy(update={"assertion": Assertion.RECOVER})))
+        for key, data in listed.items():
+            if key not in self._switch:
+                self._on_switch(RawSwitchEvent(None, data))
+
+
+def switch_key(data: SwitchFaultData) -> str:
+    """`<code>_<switch chip>_<port>`: one active switch fault (the FaultTimeAndLevelMap key)."""
+    return f"{data.assembled_fault_code}_{data.switch_chip_id}_{data.switch_port_id}"

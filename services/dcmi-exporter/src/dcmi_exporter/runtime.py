@@ -15,6 +15,7 @@ from ascend_common.tokens import TokenTable, load_token_file
 
 from dcmi_exporter.backends.base import Backend, HangProbe, UbPortsProbe
 from dcmi_exporter.calls import CallGuard
+from dcmi_exporter.die_policy import apply_die_policy
 from dcmi_exporter.events import EventLog
 from dcmi_exporter.hang import HangConfig
 from dcmi_exporter.hang_task import HangTask
@@ -22,6 +23,7 @@ from dcmi_exporter.jobs import ResetJobs
 from dcmi_exporter.nics import NicAddressTask, host_addresses
 from dcmi_exporter.poller import ChipPoller
 from dcmi_exporter.settings import ExporterSettings
+from dcmi_exporter.switch_task import SwitchFaultTask
 from dcmi_exporter.ub_task import UbCodesTask
 
 log = logging.getLogger(__name__)
@@ -99,11 +101,13 @@ class Exporter:
     hang: HangTask | None = None
     nics: NicAddressTask | None = None
     ub: UbCodesTask | None = None
+    switch: SwitchFaultTask | None = None
     stream_clients: int = 0
 
     def __post_init__(self) -> None:
         self.events = EventLog(self.settings.event_buffer)
-        self.guard = CallGuard(keys=MAX_CHIPS + 1, timeout_s=self.settings.call_timeout)
+        # Keys: every chip, the node, the switch library and the die policy (one abandoned call each).
+        self.guard = CallGuard(keys=MAX_CHIPS + 3, timeout_s=self.settings.call_timeout)
         self.poller = ChipPoller(
             self.backend, self.guard, self.events, self.clock, self.settings.poll_period, self.lifecycle.scope("poller")
         )
@@ -119,6 +123,7 @@ class Exporter:
         self._scenario_plan: Any = None
         self._scenario_task: asyncio.Task[None] | None = None
         self._nic_scope = self.lifecycle.scope("nics")
+        self._setup_scope = self.lifecycle.scope("setup")
 
     @classmethod
     def from_settings(cls, settings: ExporterSettings, clock: Clock | None = None) -> Exporter:
@@ -151,6 +156,17 @@ class Exporter:
         )
         if settings.scenario is not None:
             exporter._scenario_plan = _load_scenario(settings)  # fail at start-up, not later
+        if settings.backend == "dcmi" and settings.switch_faults:
+            from dcmi_exporter.backends.dcmi.switch import SwitchLibrary
+
+            exporter.switch = SwitchFaultTask(
+                exporter.poller,
+                SwitchLibrary(settings.switch_library),
+                exporter.guard,
+                settings.switch_fault_interval,
+                exporter.lifecycle.scope("switch"),
+                fallback_period_s=settings.poll_period,
+            )
         return exporter
 
     async def start(self) -> None:
@@ -162,6 +178,11 @@ class Exporter:
             self._nic_scope.spawn(self.nics.refresh_forever(), "nic-addresses")
         if self.ub is not None:
             await self.ub.start()
+        if self.switch is not None:
+            await self.switch.start()
+        self._setup_scope.spawn(
+            apply_die_policy(self.poller, self.backend, self.guard, self.settings.use_single_die_mode), "die-policy"
+        )
         if self._scenario_plan is not None:
             self._scenario_task = asyncio.create_task(self._start_scenario(self._scenario_plan), name="scenario")
 
@@ -190,6 +211,9 @@ class Exporter:
             await self.hang.stop()
         if self.ub is not None:
             await self.ub.stop()
+        if self.switch is not None:
+            await self.switch.stop()
+        await self._setup_scope.stop()
         await self.poller.stop()
         try:
             await self.guard.call("node", self.backend.close)

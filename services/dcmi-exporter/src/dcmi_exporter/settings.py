@@ -11,6 +11,9 @@ from pydantic_settings import BaseSettings
 
 MIN_EVENT_BUFFER = 16_384
 DEFAULT_HCCN_TOOL = Path("/usr/local/Ascend/driver/tools/hccn_tool")  # the path the reference runs
+# The name the reference dlopens (backends/dcmi/switch.py DEFAULT_SWITCH_LIB; not imported, so that
+# the settings load no ctypes binding).
+DEFAULT_SWITCH_LIB = "liblingqu-dcmi.so"
 
 
 class ExporterSettings(BaseSettings):
@@ -69,3 +72,33 @@ class ExporterSettings(BaseSettings):
         60.0, ge=1, le=3600, description="Seconds between two reads of the mapped NICs' addresses."
     )
     log_level: str = Field("INFO", description="Log level.")
+    switch_faults: bool = Field(
+        True,
+        description=(
+            "Watch the switch faults of an Atlas A3 node through liblingqu-dcmi.so (dcmi backend; other"
+            " families never). A library that cannot be loaded or initialised: no switch faults, logged."
+        ),
+    )
+    switch_library: Path = Field(
+        Path(DEFAULT_SWITCH_LIB),
+        description=(
+            "Path of liblingqu-dcmi.so; a bare name is searched as the reference does (LD_LIBRARY_PATH, ld cache)."
+        ),
+    )
+    switch_fault_interval: float = Field(
+        300.0,
+        ge=0.05,
+        le=3600,
+        description=(
+            "Seconds between two queries of every switch fault while the library's subscription is live (the"
+            " reference's 5 minutes; a round with no known switch fault is skipped). Without the subscription"
+            " they are queried every poll period, as the reference queries them at every device-info round."
+        ),
+    )
+    use_single_die_mode: bool = Field(
+        False,
+        description=(
+            "Atlas A3: let one die of a chip go into a container alone (dcmi_set_multi_die_policy(1) at start);"
+            " false sets (0), dies go together. Other families: nothing is set."
+        ),
+    )

@@ -66,5 +66,7 @@ class SwitchFaults:
             events=events,
             fault_level=worst.level_name if worst is not None else "",
             node_status=worst.node_status if worst is not None else "Healthy",
-            time_and_level={key: (first, levels[key].level_name) for key, (_, first) in self.active.items()},
+            # The fault's own alarm time, as the reference's GetSwitchFaultInfo writes it (the library
+            # stamps it when the switch raised the fault, which may be long before we saw it).
+            time_and_level={key: (d.alarm_raised_time, levels[key].level_name) for key, (d, _) in self.active.items()},
         )

@@ -707,3 +707,14 @@ class DcmiBackend:
         # referenced: a driver thread may still hold the callback pointer, and there is no
         # unsubscribe call to make it let go.
         self._sink = None
+
+    # ---------------------------------------------------------------- A3 die policy
+
+    def set_multi_die_policy(self, policy: int) -> None:
+        """`dcmi_set_multi_die_policy` (the reference's DcSetMultiDiePolicy): 0 a chip's dies go into
+        a container together, 1 one die may go alone. A v1 call (the A3's library); NotSupported
+        on a v2 library and when the symbol is missing."""
+        op = "dcmi_set_multi_die_policy"
+        if self._gen.by_logic_id:
+            raise NotSupported(op, message=f"{op} has no dcmiv2 counterpart")
+        self._lib.call(op, policy)

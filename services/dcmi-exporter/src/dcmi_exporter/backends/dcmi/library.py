@@ -20,7 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dcmi_exporter.backends.dcmi import structs as s
@@ -117,14 +117,21 @@ SIGNATURES: dict[str, Sequence[Any]] = {
     "dcmiv2_get_device_die_id": (_int, _int, ctypes.POINTER(s.DcmiDieId)),  # (logic, enum dcmi_die_type, out)
     "dcmiv2_get_urma_device_cnt": (_int, _puint),
     "dcmiv2_get_eid_list_by_urma_dev_index": (_int, _uint, ctypes.POINTER(s.DcmiUrmaEidInfo), _puint),
+    # enum dcmi_multi_die_policy (0 union, 1 independent), as the reference's wrapper passes it: unsigned
+    "dcmi_set_multi_die_policy": (_uint,),
 }
 
 
 class DcmiLibrary:
     """One loaded libdcmi.so. Thread-safe: calls run concurrently from the exporter's call pool."""
 
-    def __init__(self, path: str | os.PathLike[str] = DEFAULT_LIB_PATH) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] = DEFAULT_LIB_PATH, signatures: Mapping[str, Sequence[Any]] = SIGNATURES
+    ) -> None:
+        """`signatures`: the functions this library may be asked for (another library of the driver,
+        liblingqu-dcmi.so, is bound by the same class with its own)."""
         self.path = os.fspath(path)
+        self._signatures = signatures
         self._dll: ctypes.CDLL | None = None
         self._funcs: dict[str, Any] = {}
         # Guards loading and the symbol cache only; never held across a library call, which may hang.
@@ -160,9 +167,9 @@ class DcmiLibrary:
         fn = self._funcs.get(name)
         if fn is not None:
             return fn
-        argtypes = SIGNATURES.get(name)
+        argtypes = self._signatures.get(name)
         if argtypes is None:
-            raise KeyError(f"{name} has no declaration in SIGNATURES")
+            raise KeyError(f"{name} has no declaration in {self.path}'s signatures")
         with self._mutex:
             fn = self._funcs.get(name)
             if fn is not None:
