@@ -46,6 +46,13 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("rolling_update_exporter_argument_s", "rolling update, exporter argument (`--hang-interval 1`) -> Ready", "s"),
     ("idle_job_to_configmap_fault_s", "sim idle job (1 s rounds, DetectDuration 5) -> `200001002` in `-Fault`", "s"),
     ("rolling_update_soft_share_s", "rolling update, soft-share component applied -> Ready, allocatable 800", "s"),
+    (
+        "rolling_update_a5_profile_to_level_lists_s",
+        "950 profile and component applied -> Ready, allocatable npu 8, every chip's `levelList` published",
+        "s",
+    ),
+    ("ub_port_down_to_node_allocatable_s", "950: sim UB port down -> node allocatable `huawei.com/npu` 7", "s"),
+    ("ub_port_up_to_node_allocatable_s", "950: sim UB port back up -> node allocatable `huawei.com/npu` 8", "s"),
     ("compose_up_to_all_ready_s", "`podman-compose up -d` -> all three /readyz 200", "s"),
     ("compose_fault_to_verdict_ms", "compose: fault injected -> fault-manager verdict", "ms"),
 )

@@ -34,8 +34,9 @@ from tests.support.waiting import until_sync
 
 OVERLAY = ROOT / "deploy" / "kustomize" / "overlays" / "simulated"
 POOL_LABEL = "ascend.pool=simulated"
-# The stack's host paths: made by the kubelet for the DaemonSets (the last two by the soft-share
-# component's), removed when the tier ends.
+# The stack's host paths: made by the kubelet for the DaemonSets (/etc/enpu and /share_device by
+# the soft-share component's, /user/mindx-dl/* by the 950 component's), or by the 950 drill where
+# an operator's driver install and mapping file would be; removed when the tier ends, deepest first.
 HOST_PATHS = (
     Path("/run/ascend"),
     Path("/var/lib/ascend"),
@@ -43,6 +44,13 @@ HOST_PATHS = (
     Path("/user/restore"),
     Path("/etc/enpu"),
     Path("/share_device"),
+    Path("/user/mindx-dl/npu"),
+    Path("/user/mindx-dl/ras"),
+    Path("/user/mindx-dl"),
+    Path("/usr/local/Ascend/driver/topo/950"),
+    Path("/usr/local/Ascend/driver/topo"),
+    Path("/usr/local/Ascend/driver"),
+    Path("/usr/local/Ascend"),
 )
 
 

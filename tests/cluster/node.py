@@ -158,3 +158,13 @@ class Exporter:
             else:
                 r = client.put(path, json={"pids": pids}, headers=headers)
         assert r.status_code in (200, 204), f"idle job {pids} on {logic_id}: {r.status_code} {r.text}"
+
+    def ub_port(self, logic_id: int, udie: int, port: int, *, up: bool) -> None:
+        """A 950 chip's UB port down or back up, as the simulator's host sees it."""
+        with self._client() as client:
+            r = client.put(
+                f"/v1/sim/chips/{logic_id}/ub-ports/{udie}/{port}",
+                json={"kind": "UB", "up": up},
+                headers={"Authorization": f"Bearer {self.sim_token}"},
+            )
+        assert r.status_code in (200, 204), f"UB port {udie}/{port} of {logic_id} up={up}: {r.status_code} {r.text}"

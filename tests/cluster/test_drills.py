@@ -22,6 +22,7 @@ import grpc
 import pytest
 from ascend_common.adapters.kubelet import podresources_pb2 as pr
 from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
+from ascend_common.gojson import go_json
 
 from tests.cluster.conftest import Stack, stack_pods_ready
 from tests.cluster.node import RESOURCE, ROOT, Cluster, names, ready, restarts
@@ -572,6 +573,99 @@ def test_soft_share_two_pods_on_one_chip(stack: Stack, tmp_path: Path) -> None:
     until_sync(lambda: not (ENPU / "default.ssjob").exists(), 30, "the job dir /etc/enpu/default.ssjob removed")
     assert ENPU.is_dir()
     train_a_unchanged(stack, train)
+
+
+A5_PROFILE = "a5-superpod-8"
+NPU = "huawei.com/npu"
+A5_COMPONENT = ROOT / "deploy" / "kustomize" / "components" / "ascend-950"
+NIC_MAPPING = Path("/user/mindx-dl/npu/npu-nic-mapping.json")  # where the component mounts it from
+TOPO_950 = Path("/usr/local/Ascend/driver/topo/950")  # the driver's; the component mounts it read-only
+A5_CHIP = 3  # the logic id whose UB port goes down
+# The Go golden vectors tests/e2e/test_a5.py compares phy 1's levelList with.
+GOLDEN = {
+    v["name"]: v["go_json"]
+    for v in map(json.loads, (ROOT / "tests" / "golden" / "rank_levels_vectors.jsonl").read_text().splitlines())
+}
+
+
+def a5_overlay(directory: Path, user_overlay: Path) -> None:
+    """The operator's overlay for a 950 node: the 950 component, and the simulator's 950 profile in
+    place of the simulated overlay's 910B one."""
+    profile = [
+        {"op": "test", "path": "/spec/template/spec/containers/0/args/3", "value": "910b-8"},
+        {"op": "replace", "path": "/spec/template/spec/containers/0/args/3", "value": A5_PROFILE},
+    ]
+    (directory / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+        "kind: Kustomization\n"
+        f"resources: [{os.path.relpath(user_overlay, directory)}]\n"
+        f"components: [{os.path.relpath(A5_COMPONENT, directory)}]\n"
+        "patches:\n"
+        "  - target: {kind: DaemonSet, name: dcmi-exporter-sim}\n"
+        f"    patch: {json.dumps(json.dumps(profile))}\n"
+    )
+
+
+def node_npu(cluster: Cluster) -> tuple[int, dict[str, Any]]:
+    """The node's allocatable huawei.com/npu and its baseDeviceInfos annotation (parsed; {} until written)."""
+    node = cluster.get("node", cluster.node)
+    raw = node["metadata"].get("annotations", {}).get("baseDeviceInfos")
+    return int(node["status"].get("allocatable", {}).get(NPU, "0")), json.loads(raw) if raw else {}
+
+
+def npu_unhealthy(cluster: Cluster) -> set[str]:
+    return names(cluster.device_list().get(f"{NPU}-Unhealthy", ""))
+
+
+def test_a5_node_publishes_level_lists_and_a_ub_port_down_takes_its_chip_out(stack: Stack, tmp_path: Path) -> None:
+    """Issue 25 on a real node, the stack switched to a 950 super-pod server (the simulator's
+    a5-superpod-8) with the 950 component: the node's baseDeviceInfos carries each chip's levelList
+    (phy 1's byte for byte the Go golden tests/e2e/test_a5.py uses), and a UB port down on one chip
+    takes it out of the kubelet's allocatable and into the ConfigMap's -Unhealthy until it is back
+    up. Last but the log check: the node's 910B chips and pods are gone from then on."""
+    cluster = stack.cluster
+    harvest_logs(cluster)
+    # What the operator puts on a 950 node: the driver's topology dir, the reference's mapping file
+    # (each NPU tries ens1f0, the sim host's link-local only, then ens1f2: 10.0.0.7).
+    TOPO_950.mkdir(parents=True, exist_ok=True)
+    NIC_MAPPING.parent.mkdir(parents=True, exist_ok=True)
+    NIC_MAPPING.write_text(json.dumps({"npuNics": [{"npuId": i, "nicNames": ["ens1f0", "ens1f2"]} for i in range(8)]}))
+    a5_overlay(tmp_path, stack.overlay)
+    t0 = time.monotonic()
+    cluster.kubectl("apply", "-k", str(tmp_path), timeout=120)
+    for ds in DAEMONSETS:
+        cluster.kubectl("rollout", "status", f"daemonset/{ds}", "-n", "ascend-system", "--timeout=180s", timeout=200)
+    until_sync(lambda: stack_pods_ready(cluster), 120, "every stack pod Ready on the 950 profile")
+    until_sync(lambda: node_npu(cluster)[0] == 8, 90, f"allocatable {NPU} 8")
+
+    def level_lists() -> dict[str, Any] | None:
+        base = node_npu(cluster)[1]
+        return base if base and all("levelList" in e for e in base.values()) else None
+
+    base = until_sync(level_lists, 60, "every chip's levelList in baseDeviceInfos")
+    record("rolling_update_a5_profile_to_level_lists_s", round(time.monotonic() - t0, 1))
+    assert sorted(base) == [f"npu-{p}" for p in range(8)]
+    # This node is server 1 of the profile's 2D pod: the golden `pod_1d_phy1` (server 2 of a 1D pod,
+    # the same keys and builders) with that index, then the golden `device_with_levels`'s level 3.
+    golden_pod = GOLDEN["pod_1d_phy1"].replace('"net_instance_id":"5_2"', '"net_instance_id":"5_1"')
+    golden_l3 = go_json(json.loads(GOLDEN["device_with_levels"])["levelList"][0])
+    assert go_json(base["npu-1"]["levelList"]) == golden_pod[:-1] + "," + golden_l3 + "]"
+    for entry in base.values():
+        assert [lv["level"] for lv in entry["levelList"]] == [0, 1, 3]
+        assert entry["levelList"][2]["info"]["ROCE"]["rank_addr_list"][0]["addr"] == "10.0.0.7"
+
+    chip = next(c["name"] for c in stack.exporter.chips() if c["logic_id"] == A5_CHIP)
+    assert chip not in npu_unhealthy(cluster)
+    t0 = time.monotonic()
+    stack.exporter.ub_port(A5_CHIP, 0, 1, up=False)
+    until_sync(lambda: node_npu(cluster)[0] == 7, 60, f"allocatable {NPU} 7 with {chip}'s UB port down", 0.2)
+    record("ub_port_down_to_node_allocatable_s", round(time.monotonic() - t0, 1))
+    until_sync(lambda: npu_unhealthy(cluster) == {chip}, 60, f"{chip} alone in {NPU}-Unhealthy", 0.2)
+    t0 = time.monotonic()
+    stack.exporter.ub_port(A5_CHIP, 0, 1, up=True)
+    until_sync(lambda: node_npu(cluster)[0] == 8, 60, f"allocatable {NPU} 8 with the port back up", 0.2)
+    record("ub_port_up_to_node_allocatable_s", round(time.monotonic() - t0, 1))
+    until_sync(lambda: not npu_unhealthy(cluster), 60, f"{NPU}-Unhealthy empty again", 0.2)
 
 
 def test_no_stack_pod_logged_a_403_a_forbidden_or_a_traceback(stack: Stack) -> None:

@@ -115,20 +115,26 @@ async def test_three_pods_share_a_chip_by_quota_and_leave_nothing_behind(kind: s
     other = ""  # the chip whose anonymous ids the kubelet hands out
     busy = ""  # the chip of a whole-chip pod, started to know the fault-manager has seen the pods
     die = ""
+    # What Volcano annotates and the runtime is told: on the 950 the chip's logic id (its soft-share
+    # policy maps the chosen phy id to baseDeviceInfos' DeviceID, as every 950 policy), else the chip.
+    annotated, visible = "", ""
 
     async def schedule(api: FakeApiServer, exporter: ExporterProc) -> None:
-        nonlocal chip, other, busy, die
+        nonlocal chip, other, busy, die, annotated, visible
         async with exporter.client() as client:
             chips = sorted((await client.get("/v1/chips")).json()["chips"], key=lambda c: c["phy_id"])
         shared = chips[1]
         chip, other, busy = shared["name"], chips[2]["name"], chips[3]["name"]
+        a5 = node.resource == "huawei.com/npu"
+        annotated = f"npu-{shared['logic_id']}" if a5 else chip
+        visible = str(shared["logic_id"] if a5 else shared["phy_id"])
         die = shared["static"][node.die]
         assert die, f"the sim's {node.die} of {chip}"
         for i, p in enumerate(PODS):
             api.add_pod(
                 p.name, NS, phase="Pending", labels=p.labels, requests={node.resource: p.aicore},
                 annotations={
-                    node.resource: chip, "predicate-time": str(1000 + i),
+                    node.resource: annotated, "predicate-time": str(1000 + i),
                     QUOTA: str(p.aicore), HBM_QUOTA: str(p.hbm), POLICY: p.policy,
                 },
             )  # fmt: skip
@@ -153,7 +159,7 @@ async def test_three_pods_share_a_chip_by_quota_and_leave_nothing_behind(kind: s
             first += p.aicore
             resp = await s.kubelet.allocate(node.resource, [kubelet_ids])
             (container,) = resp.container_responses
-            assert dict(container.envs)["ASCEND_VISIBLE_DEVICES"] == str(phy(chip)), p.name
+            assert dict(container.envs)["ASCEND_VISIBLE_DEVICES"] == visible, p.name
             pod_dir = enpu / p.job_dir / f"{phy(chip)}_{p.vid}"
             assert {(m.container_path, m.host_path, m.read_only) for m in container.mounts} == {
                 (f"/dev/shm/{die}", str(shm_host), False),

@@ -237,7 +237,8 @@ async def test_the_950_mounts_its_ddie(workdir: Path, apiserver: FakeApiServer) 
     enpu.mkdir()
     apiserver.add_pod(
         "infer", "default", phase="Pending", requests={NPU: 30},
-        annotations={NPU: "npu-1", "predicate-time": "1", **QUOTAS},
+        # Volcano annotates the logic id on the 950: a5-8's logic 7 is phy 1.
+        annotations={NPU: "npu-7", "predicate-time": "1", **QUOTAS},
         labels={"deploy-name": "infer"},
     )  # fmt: skip
     n = await make_node(
@@ -256,6 +257,7 @@ async def test_the_950_mounts_its_ddie(workdir: Path, apiserver: FakeApiServer) 
         assert isinstance(ddie, str) and ddie and ddie != vdie
         resp = await n.kubelet.allocate(NPU, [[f"npu-4-{i}" for i in range(30)]])
         [c] = resp.container_responses
+        assert c.envs["ASCEND_VISIBLE_DEVICES"] == "7"
         assert [m.container_path for m in c.mounts] == [f"/dev/shm/{ddie}", "/etc/enpu/vcann-rt/"]
         config = (enpu / "default.infer" / "1_0" / "npu_info.config").read_text()
         assert config.startswith("physical-npu-id=1\nvirtual-npu-id=0\n")

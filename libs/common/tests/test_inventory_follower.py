@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
+from typing import cast
 
 from ascend_common import sse
-from ascend_common.adapters.clients.exporter import InventoryFollower
+from ascend_common.adapters.clients.exporter import ExporterClient, InventoryFollower
 from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.schemas.exporter import Chip, ChipList, NodeInfo, SubscriptionState
 from ascend_common.schemas.reading import Reading
@@ -22,6 +23,7 @@ class FakeExporter:
         self.lists = 0
         self.nodes = 0
         self.stream: asyncio.Queue[sse.SseMessage] = asyncio.Queue()
+        self.nic_addresses: dict[str, list[str]] | None = None
 
     async def node(self) -> NodeInfo:
         self.nodes += 1
@@ -29,6 +31,7 @@ class FakeExporter:
             backend="sim", profile="910b-8", run_id="r1", dcmi_version=Reading[str].ok("x"), card_count=0,
             chip_count=len(self.chip_list), chips_by_state={}, subscription=SubscriptionState.LIVE,
             poll_period_s=1.0, started_at=0.0, updated_at=0.0, last_event_id=None, ready=self.ready,
+            nic_addresses=self.nic_addresses,
         )  # fmt: skip
 
     async def chips(self) -> ChipList:
@@ -62,5 +65,35 @@ async def test_waits_for_a_ready_exporter_and_rereads_for_unknown_chips() -> Non
         await fake.stream.put(sse.SseMessage("chip", '{"id":"r1-1","type":"chip","time":1.0,"logic_id":1}', "r1-1"))
         await until(lambda: set(follower.chips) == {0, 1}, what="the list re-read with chip 1")
         assert fake.lists > lists
+    finally:
+        await follower.stop()
+
+
+async def test_a_node_event_rereads_the_node_and_tells_on_node_without_touching_the_chips() -> None:
+    """The exporter's `node` event (its mapped NICs' addresses changed): the follower re-reads
+    GET /v1/node at once, keeps it as `node` and tells on_node, as it does after every sync; the
+    chips are neither re-read nor reported changed."""
+    fake = FakeExporter()
+    fake.ready = True
+    fake.chip_list = [exporter_chip(0, 4)]
+    fake.nic_addresses = {"ens1f2": ["10.0.0.7"]}
+    seen: list[Mapping[int, Chip]] = []
+    nodes: list[NodeInfo] = []
+    client = cast("ExporterClient", fake)
+    follower = InventoryFollower(client, seen.append, Lifecycle().scope("follower"), on_node=nodes.append)
+    await follower.start()
+    try:
+        async with asyncio.timeout(5):
+            await follower.synced.wait()
+        assert [n.nic_addresses for n in nodes] == [{"ens1f2": ["10.0.0.7"]}], "the sync tells on_node"
+        assert len(seen) == 1
+        lists = fake.lists
+        fake.nic_addresses = {"ens1f2": ["10.0.0.8"]}
+        await fake.stream.put(sse.SseMessage("node", '{"id":"r1-1","type":"node","time":1.0}', "r1-1"))
+        await until(lambda: len(nodes) == 2, what="on_node told of the re-read node")
+        assert nodes[-1].nic_addresses == {"ens1f2": ["10.0.0.8"]}
+        assert follower.node is not None and follower.node.nic_addresses == {"ens1f2": ["10.0.0.8"]}
+        assert follower.state.last_event_id == "r1-1"
+        assert fake.lists == lists and len(seen) == 1, "no chip re-read or reported"
     finally:
         await follower.stop()

@@ -10,7 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ascend_common.schemas.exporter import NodeInfo
+from ascend_common.clock import SystemClock
+from ascend_common.schemas.exporter import EventType, NodeInfo
+from ascend_common.tokens import TokenTable
+from dcmi_exporter.backends.sim import SimBackend
 from dcmi_exporter.nics import (
     NicAddressTask,
     NpuNicMapping,
@@ -19,6 +22,8 @@ from dcmi_exporter.nics import (
     load_mapping,
     mapped_addresses,
 )
+from dcmi_exporter.runtime import Exporter
+from dcmi_exporter.settings import ExporterSettings
 
 # The reference's shipped file (component/ascend-device-plugin/build/npu-nic-mapping.json), first two rows.
 REFERENCE_FILE = {
@@ -177,3 +182,23 @@ def test_old_node_payloads_parse_without_the_field() -> None:
     node = NodeInfo.model_validate(_OLD_NODE)
     assert node.nic_addresses is None
     assert node.npu_nics is None
+
+
+def test_a_change_of_the_nic_addresses_is_one_node_event_and_a_repeat_none() -> None:
+    """The plugin re-renders the levelList it builds from the addresses when it sees this event,
+    rather than at its next re-sync: each change is one `node` event, an unchanged refresh none."""
+    clock = SystemClock()
+    exporter = Exporter(ExporterSettings(), SimBackend("a5-superpod-8", clock=clock), clock, TokenTable())
+    poller, events = exporter.poller, exporter.events
+    first = {"ens1f2": ["10.0.0.7"]}
+    poller.set_nic_addresses(first)
+    poller.set_nic_addresses({"ens1f2": ["10.0.0.7"]})  # the same answer again
+    head = events.head_seq
+    poller.set_nic_addresses({"ens1f2": ["10.0.0.8"]})
+    stored = events.after(0) or []
+    assert [s.item.type for s in stored] == [EventType.NODE, EventType.NODE]
+    assert all(s.item.logic_id is None for s in stored), "no chip changed"
+    assert events.head_seq == head + 1
+    node = poller.snapshot.node
+    assert node.nic_addresses == {"ens1f2": ["10.0.0.8"]}
+    assert node.last_event_id == events.head_id, "the node says it reflects the event"

@@ -257,6 +257,61 @@ async def test_the_950_uses_the_ddie(tmp_path: Path) -> None:
     await alloc.stop()
 
 
+async def test_the_950_reads_volcanos_soft_share_annotation_as_a_logic_id(tmp_path: Path) -> None:
+    """Volcano's chip1softsharedev writes `npu-<logic id>` on a 950 node (SetNPUTopologyToPodFn maps
+    the chosen phy id to baseDeviceInfos' DeviceID): logic 1 is phy 0 here, so the pod gets chip
+    npu-0 (its DDIE, its directory, AscendReal) and ASCEND_VISIBLE_DEVICES names logic 1."""
+    board = ViewBoard()
+    manager = ResourceManager(board, default_fault_code_table(), PluginMetrics(), share_count=100, soft_share=True)
+    a5 = {"name": "Ascend950DT", "board": 0x50, "aicore": 25, "card_id": -1, "vdie": "V"}
+    manager.set_chips({0: exporter_chip(0, 1, ddie=DIE1, **a5), 1: exporter_chip(1, 0, ddie=DIE, **a5)})  # type: ignore[arg-type]
+    enpu = tmp_path / "enpu"
+    enpu.mkdir()
+    pod = PodView(
+        namespace="default", name="p1", uid="u", phase="Pending", labels=JOB1, created=1.0,
+        annotations={"huawei.com/npu": "npu-1", "predicate-time": "1", **QUOTAS}, requests={"huawei.com/npu": 30},
+    )  # fmt: skip
+    pods = FakePods(items=[pod])
+    alloc = wired_allocator(
+        manager, board, pods, NodeFacts, volcano=True, soft_share=True, npu_info_dir=enpu,
+        soft_share_dir=tmp_path / "ss",
+    )  # fmt: skip
+    resp = await alloc.allocate("npu", request([f"npu-1-{i}" for i in range(30)]))
+    config = (enpu / "default.job1" / "0_0" / "npu_info.config").read_text()
+    assert config.startswith("physical-npu-id=0\n") and f"shm-id={DIE}\n" in config
+    [c] = resp.container_responses
+    assert c.envs["ASCEND_VISIBLE_DEVICES"] == "1"
+    shm = tmp_path / "ss" / "0" / DIE
+    assert [(m.container_path, m.host_path) for m in c.mounts] == [
+        (f"/dev/shm/{DIE}", str(shm)),
+        ("/etc/enpu/vcann-rt/", str(enpu / "default.job1" / "0_0")),
+    ]
+    await alloc.stop()
+    [_, (_, _, report)] = pods.patches
+    assert report[ASCEND_REAL] == "npu-0"
+
+
+async def test_a_950_soft_share_logic_id_the_node_lacks_is_refused_naming_the_pod(tmp_path: Path) -> None:
+    board = ViewBoard()
+    manager = ResourceManager(board, default_fault_code_table(), PluginMetrics(), share_count=100, soft_share=True)
+    manager.set_chips({0: exporter_chip(0, 1, name="Ascend950DT", board=0x50, aicore=25, card_id=-1, ddie=DIE)})
+    enpu = tmp_path / "enpu"
+    enpu.mkdir()
+    pod = PodView(
+        namespace="default", name="p1", uid="u", phase="Pending", labels=JOB1, created=1.0,
+        annotations={"huawei.com/npu": "npu-1", "predicate-time": "1", **QUOTAS}, requests={"huawei.com/npu": 30},
+    )  # fmt: skip
+    alloc = wired_allocator(
+        manager, board, FakePods(items=[pod]), NodeFacts, volcano=True, soft_share=True, npu_info_dir=enpu,
+        soft_share_dir=tmp_path / "ss",
+    )  # fmt: skip
+    with pytest.raises(AllocationError, match="logic id 1") as err:
+        await alloc.allocate("npu", request([f"npu-1-{i}" for i in range(30)]))
+    assert err.value.pod == "default/p1"
+    assert list(enpu.iterdir()) == []
+    await alloc.stop()
+
+
 # ---- restart: the anonymous ids map to nothing ----------------------------------------------------
 
 

@@ -343,7 +343,8 @@ class ChipPoller:
         )
 
     def set_nic_addresses(self, addresses: dict[str, list[str]] | None) -> None:
-        """The mapped host NICs' addresses, into the node (no event: nothing about a chip changed)."""
+        """The mapped host NICs' addresses, into the node; a change is a `node` event, so that the
+        plugin re-renders the levelList it builds from them without waiting for a re-sync."""
         if addresses == self._nic_addresses:
             return
         self._nic_addresses = addresses
@@ -351,6 +352,7 @@ class ChipPoller:
         self.snapshot = Snapshot(
             node=snap.node.model_copy(update={"nic_addresses": addresses}), chips=snap.chips, by_logic=snap.by_logic
         )
+        self.publish(EventType.NODE)
 
     def set_npu_nics(self, npu_nics: dict[int, list[str]] | None) -> None:
         """The mapping's npuId -> NIC names, into the node (read once at start; no event, as above)."""

@@ -17,7 +17,7 @@ from ascend_common.adapters.ops import ops_app
 from ascend_common.adapters.serving import bind_tcp_socket, server
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.faults import default_fault_code_table
-from ascend_common.schemas.exporter import Chip
+from ascend_common.schemas.exporter import Chip, NodeInfo
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
 
@@ -68,7 +68,9 @@ class DevicePlugin:
             share_count=s.share_dev_count, soft_share=s.soft_share, preset_virtual_device=s.preset_virtual_device,
         )  # fmt: skip
         kit = self.lifecycle
-        self.follower = InventoryFollower(self.exporter, self._on_chips, kit.scope("exporter-follower"))
+        self.follower = InventoryFollower(
+            self.exporter, self._on_chips, kit.scope("exporter-follower"), on_node=self._on_node
+        )
         self.verdicts = (
             VerdictFollower(s.fault_manager_socket, self._on_verdicts, kit.scope("verdict-follower"))
             if s.fault_manager_socket
@@ -151,6 +153,12 @@ class DevicePlugin:
             node = self.follower.node
             version = node.dcmi_version.value if node is not None and node.dcmi_version.is_ok else None
             self.kube.chips_changed(self.manager, version)
+
+    def _on_node(self, node: NodeInfo) -> None:
+        # The levelList's level 3 comes from NodeInfo's NIC mapping and addresses (LevelSource reads
+        # follower.node); the labels are re-rendered and written only if their bytes changed.
+        if self.kube is not None:
+            self.kube.relabel()
 
     def _on_verdicts(self, changed: Mapping[str, ChipVerdict]) -> None:
         assert self.verdicts is not None

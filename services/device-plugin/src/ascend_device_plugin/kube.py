@@ -95,6 +95,11 @@ class KubeBridge:
     on_pod_gone: Callable[[PodView], None] | None = None
     # Each 950 chip's `levelList` for baseDeviceInfos (set by the app; None: no levels published).
     levels: LevelSource | None = None
+    node_refresh_s: float = NODE_REFRESH_S
+    # What the labels were last asked for (chips_changed), so that a change of the Node's InternalIP
+    # or of the exporter's NodeInfo re-renders them from the same inventory.
+    _label_inputs: tuple[InventorySource, str | None] | None = None
+    _labels_again: bool = False  # asked again while a write ran: render once more when it ends
 
     def __post_init__(self) -> None:
         if self.api is not None:
@@ -235,11 +240,19 @@ class KubeBridge:
     async def _node_loop(self) -> None:
         while True:
             try:
-                self.node = await get_node(self._client, self.node_name)
+                node = await get_node(self._client, self.node_name)
             except KubeApiError as exc:
                 log.warning("cannot read the node", extra={"node": self.node_name, "error": str(exc)})
+            else:
+                old_ip = self.node.internal_ip if self.node is not None else ""
+                self.node = node
+                if node.internal_ip != old_ip and self.levels is not None:
+                    # A card's or a plain server's level 0 is named by the InternalIP.
+                    log.info("node InternalIP changed; re-rendering the levelList",
+                             extra={"node": self.node_name, "old": old_ip, "new": node.internal_ip})  # fmt: skip
+                    self.relabel()
             self._retire_old_resources()  # a removal that failed is tried again with each refresh
-            await asyncio.sleep(NODE_REFRESH_S)
+            await asyncio.sleep(self.node_refresh_s)
 
     def chips_changed(self, source: InventorySource, driver_version: str | None) -> None:
         """Write node labels and annotations (contract section 9) when they change; take the
@@ -247,9 +260,25 @@ class KubeBridge:
         if (rtype := source.inventory.physical_type) is not None:
             self._retire = RETIRED_RESOURCES.get(rtype, ())
             self._retire_old_resources()
+        self._label_inputs = (source, driver_version)
+        self.relabel()
+
+    def relabel(self) -> None:
+        """Render the labels and annotations again from the last chips_changed inputs (the exporter's
+        NodeInfo or the Node's InternalIP changed); written only when their bytes differ."""
+        if self._label_inputs is None:
+            return  # no chips yet: the first chips_changed renders
         if self._label_task is not None and not self._label_task.done():
-            return  # one write at a time; the next chip change re-checks
-        self._label_task = asyncio.create_task(self._write_labels(source, driver_version), name="node-labels")
+            self._labels_again = True  # one write at a time; the running one renders once more
+            return
+        self._label_task = asyncio.create_task(self._label_rounds(), name="node-labels")
+
+    async def _label_rounds(self) -> None:
+        while self._label_inputs is not None:
+            self._labels_again = False
+            await self._write_labels(*self._label_inputs)
+            if not self._labels_again:
+                return
 
     def _retire_old_resources(self) -> None:
         if not self._retire or self._retired or (self._retire_task is not None and not self._retire_task.done()):

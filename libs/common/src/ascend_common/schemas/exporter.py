@@ -249,6 +249,8 @@ class EventType(StrEnum):
     JOB = "job"
     VNPU = "vnpu"
     GAP = "gap"
+    # NodeInfo changed without a chip changing (the mapped NICs' addresses): re-read GET /v1/node.
+    NODE = "node"
 
 
 class ExporterEvent(Frozen):

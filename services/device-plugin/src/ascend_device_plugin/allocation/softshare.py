@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
-from ascend_common.chips import RESOURCE_PREFIX
+from ascend_common.chips import RESOURCE_PREFIX, ChipFamily
 from ascend_common.naming import parse_device_id
 from ascend_common.softshare import VNPU_ID
 
@@ -27,7 +27,7 @@ from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
 from ascend_device_plugin.core.allocate import AllocDevice
 from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.core.softshare_pod import Quota, job_dir, job_name, mounts, npu_info_text, parse_quota, shm_id
-from ascend_device_plugin.core.volcano import annotation_key
+from ascend_device_plugin.core.volcano import annotated_chips, annotation_key
 from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
 
@@ -87,7 +87,11 @@ class SoftSharePath:
         responses = []
         for ids in containers:
             # The chip once, whatever the count: the ids are quota units, not devices.
-            response = self.containers.response([AllocDevice(ids[0], chip.phy_id)], volcano=True)
+            # The 950's runtime is told the chip's logic id (the one Volcano annotated), as on the
+            # Volcano path; elsewhere Volcano's id passes through.
+            response = self.containers.response(
+                [AllocDevice(ids[0], chip.phy_id)], volcano=chip.family is not ChipFamily.ASCEND950
+            )
             response.mounts.extend(
                 pb.Mount(container_path=m.container_path, host_path=m.host_path, read_only=m.read_only)
                 for m in (shm, info)
@@ -111,8 +115,20 @@ class SoftSharePath:
             quota = parse_quota(pod.annotations)
             if len(devices) != 1:
                 raise ValueError(f"soft share gives a pod one chip; {annotation_key(resource)} names {len(devices)}")
-            chip = self.containers.resources.inventory.chips.get(parse_device_id(devices[0]).phy_id)
-            if chip is None or chip.name != devices[0]:
+            chips = self.containers.resources.inventory.chips
+            # On the 950 Volcano's soft-share policy annotates a logic id as every 950 policy does
+            # (chip1softsharedev places through the shared SetNPUTopologyToPodFn): name it as the
+            # Volcano path does, so the quota file, the mounts and AscendReal are the chip the
+            # container gets (ASCEND_VISIBLE_DEVICES).
+            family = next(iter(chips.values())).family if chips else None
+            names = (
+                annotated_chips(devices, family, {c.logic_id: c.name for c in chips.values()})
+                if family is not None
+                else list(devices)
+            )
+            name = names[0]
+            chip = chips.get(parse_device_id(name).phy_id)
+            if chip is None or chip.name != name:
                 raise ValueError(f"Volcano chose chip {devices[0]}, which this node does not have")
             job = job_dir(pod.namespace, job_name(pod.labels))
             die = shm_id(chip.family, chip.vdie_id, chip.ddie_id)

@@ -25,7 +25,16 @@ from ascend_common import sse
 from ascend_common.adapters.clients.backoff import Backoff
 from ascend_common.adapters.clients.stream import Resync, follow
 from ascend_common.adapters.lifecycle import TaskScope
-from ascend_common.schemas.exporter import Chip, ChipList, ExporterEvent, NodeInfo, ResetJob, StreamHello, Vnpu
+from ascend_common.schemas.exporter import (
+    Chip,
+    ChipList,
+    EventType,
+    ExporterEvent,
+    NodeInfo,
+    ResetJob,
+    StreamHello,
+    Vnpu,
+)
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +171,7 @@ class ExporterStream:
 
 
 ChipsChanged = Callable[[Mapping[int, Chip]], Awaitable[None] | None]
+NodeChanged = Callable[[NodeInfo], Awaitable[None] | None]
 
 
 @dataclass
@@ -176,9 +186,14 @@ class InventoryFollower:
     """The exporter's chips, kept current: every event that concerns a chip makes it re-read that
     chip (coalesced, so a storm costs one read per chip per round, not one per event)."""
 
-    def __init__(self, client: ExporterClient, on_change: ChipsChanged, tasks: TaskScope) -> None:
+    def __init__(
+        self, client: ExporterClient, on_change: ChipsChanged, tasks: TaskScope, *, on_node: NodeChanged | None = None
+    ) -> None:
         self.client = client
         self.on_change = on_change
+        # Told the NodeInfo after each sync and each re-read that a `node` event asked for.
+        self.on_node = on_node
+        self._node_dirty = False
         self.chips: dict[int, Chip] = {}
         self.node: NodeInfo | None = None
         self.state = FollowerState()
@@ -218,6 +233,7 @@ class InventoryFollower:
         self.synced.set()
         if changed:
             await self._notify(changed)
+        await self._notify_node(node)
         return listing.last_event_id
 
     async def gap(self, msg: sse.SseMessage) -> str | None:
@@ -228,7 +244,10 @@ class InventoryFollower:
         self.state.last_contact = time.monotonic()
         event = ExporterEvent.model_validate_json(msg.data)
         self.state.last_event_id = event.id
-        if event.logic_id is not None:
+        if event.type is EventType.NODE:
+            self._node_dirty = True
+            self._dirty_event.set()
+        elif event.logic_id is not None:
             if event.logic_id not in self.chips:
                 raise ValueError(f"event about chip {event.logic_id}, which the list did not have: re-read it")
             self._dirty.add(event.logic_id)
@@ -248,6 +267,13 @@ class InventoryFollower:
         while True:
             await self._dirty_event.wait()
             self._dirty_event.clear()
+            if self._node_dirty:
+                self._node_dirty = False
+                # A failed read leaves the old node: the broken connection behind it re-syncs, and
+                # every sync tells on_node.
+                with contextlib.suppress(httpx.HTTPError, ExporterError, ValueError):
+                    self.node = await self.client.node()
+                    await self._notify_node(self.node)
             dirty, self._dirty = self._dirty, set()
             changed: dict[int, Chip] = {}
             for logic in sorted(dirty):
@@ -258,6 +284,10 @@ class InventoryFollower:
                         changed[logic] = chip
             if changed:
                 await self._notify(changed)
+
+    async def _notify_node(self, node: NodeInfo) -> None:
+        if self.on_node is not None and (result := self.on_node(node)) is not None:
+            await result
 
     async def _notify(self, changed: Mapping[int, Chip]) -> None:
         result = self.on_change(changed)
