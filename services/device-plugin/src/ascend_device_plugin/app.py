@@ -48,7 +48,8 @@ GRACE_CHECK_S = 0.5
 
 
 class SoftShareRefused(ValueError):
-    """Soft share is on and the node's chips cannot take it (core/softshare.soft_share_refusal)."""
+    """The node's chips cannot take a mode that is on: soft share (core/softshare.soft_share_refusal)
+    or 310P mixed insert (core/mixed.card_usage_refusal)."""
 
 
 @dataclass
@@ -66,6 +67,7 @@ class DevicePlugin:
         self.manager = ResourceManager(
             self.board, default_fault_code_table(), self.metrics,
             share_count=s.share_dev_count, soft_share=s.soft_share, preset_virtual_device=s.preset_virtual_device,
+            mixed_310p=s.use_310p_mixed_insert,
         )  # fmt: skip
         kit = self.lifecycle
         self.follower = InventoryFollower(self.exporter, self._on_chips, kit.scope("exporter-follower"))
@@ -81,7 +83,7 @@ class DevicePlugin:
 
             self.kube = KubeBridge.create(s, self._on_pods)
         # Allocation, path by path; each keeps what its own concept needs (allocation/, volcano/).
-        containers = Containers(self.manager, runtime_mode=s.use_ascend_docker)
+        containers = Containers(self.manager, runtime_mode=s.runtime_mounts)
         levels = None
         if self.kube is not None:
             kube = self.kube
@@ -137,7 +139,7 @@ class DevicePlugin:
 
     def _on_chips(self, changed: Mapping[int, Chip]) -> None:
         self.manager.set_chips(changed)
-        if (reason := self.manager.soft_share_refusal()) is not None:
+        if (reason := self.manager.start_refusal()) is not None:
             # Before start() has checked, it refuses (exit 2); after, the plugin stops (exit 1) and
             # serves nothing of these chips meanwhile.
             if self._started and not self._refused:
@@ -202,7 +204,7 @@ class DevicePlugin:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(10):
                 await self.follower.synced.wait()
-        if (reason := self.manager.soft_share_refusal()) is not None:
+        if (reason := self.manager.start_refusal()) is not None:
             raise SoftShareRefused(reason)
         self._started = True
         await self.registrar.start()

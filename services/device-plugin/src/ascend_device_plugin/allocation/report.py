@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ascend_common.chips import ResourceType
-from ascend_common.naming import NPU_CORE
+from ascend_common.naming import MIXED_310P_RESOURCES, NPU_CORE
 
 from ascend_device_plugin.core.annotations import (
     config_devices,
@@ -56,6 +56,12 @@ def physical(resources: Resources) -> str | None:
     return rtype.value if rtype is not None else None
 
 
+def whole_chips(resources: Resources, resource: str) -> bool:
+    """Whether the resource's ids stand for whole chips: the physical resource, or a 310P card
+    product's under mixed insert."""
+    return resource == physical(resources) or resource in MIXED_310P_RESOURCES.values()
+
+
 @dataclass
 class Report:
     resources: Resources
@@ -67,7 +73,7 @@ class Report:
     def annotations(
         self, pod: PodView, resource: str, real: Sequence[str], kubelet_ids: Sequence[str]
     ) -> dict[str, str]:
-        preset_vnpu = resource not in (physical(self.resources), NPU_CORE)
+        preset_vnpu = not whole_chips(self.resources, resource) and resource != NPU_CORE
         annotations = real_allocation_annotations(real, kubelet_ids, preset_vnpu=preset_vnpu)
         inventory = self.resources.inventory
         rtype, infos = inventory.physical_type, inventory.chips
