@@ -24,6 +24,7 @@ from ascend_common.tokens import first_token
 from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
+from ascend_device_plugin.allocation.repair import AnnotationRepair
 from ascend_device_plugin.allocation.report import NodeFacts, Report
 from ascend_device_plugin.allocation.softshare import SoftSharePath
 from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
@@ -93,9 +94,14 @@ class DevicePlugin:
                 lambda: kube.node.internal_ip if kube.node is not None else "",
             )
             kube.levels = levels
+        # The allocation report is written back when a pod event shows it edited or lost.
+        self.repair = AnnotationRepair(self.kube) if self.kube is not None else None
+        if self.kube is not None and self.repair is not None:
+            self.kube.on_pod_event = self.repair.pod_changed
         report = Report(
-            self.manager, patcher=self.kube, node=self.kube.node_facts if self.kube else NodeFacts, levels=levels
-        )
+            self.manager, patcher=self.kube, node=self.kube.node_facts if self.kube else NodeFacts, levels=levels,
+            repair=self.repair,
+        )  # fmt: skip
         pods = VolcanoPods(self.kube)
         volcano = VolcanoPath(
             self.board, containers, pods, report, taken_tries=s.retry_update_count, taken_wait_s=s.update_pod_wait_time
@@ -243,6 +249,8 @@ class DevicePlugin:
         await self._loops.stop()
         await self.registrar.shutdown()
         await self.allocator.stop()
+        if self.repair is not None:
+            await self.repair.stop()
         if self.soft_share_dirs is not None:
             await self.soft_share_dirs.stop()
         await self.follower.stop()

@@ -95,6 +95,8 @@ class KubeBridge:
     on_pod_gone: Callable[[PodView], None] | None = None
     # Each 950 chip's `levelList` for baseDeviceInfos (set by the app; None: no levels published).
     levels: LevelSource | None = None
+    # Told every pod event as it comes (the annotation repair compares each with what it wrote).
+    on_pod_event: Callable[[str, PodView], None] | None = None
 
     def __post_init__(self) -> None:
         if self.api is not None:
@@ -129,6 +131,8 @@ class KubeBridge:
             view = pod_view(pod)
             self._views[pod.uid] = view
             self._count(view, 1)
+        if self.on_pod_event is not None:
+            self.on_pod_event(kind, view if view is not None else pod_view(pod))
         if self.on_pod_gone is not None:
             if view is None:
                 self.on_pod_gone(pod_view(pod))  # the deleted object's last state

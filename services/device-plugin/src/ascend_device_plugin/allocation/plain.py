@@ -43,7 +43,7 @@ class PlainReport:
             return
         real = [parse_device_id(i).chip if whole_chips(self.report.resources, resource) else i for i in ids]
         try:
-            await self.report.patcher.patch_pod(namespace, name, self.report.annotations(pod, resource, real, ids))
+            await self.report.write(pod, self.report.annotations(pod, resource, real, ids))
         except Exception as exc:  # the container runs anyway; the annotation is a report
             log.error("could not annotate the pod", extra={"pod": pod.key, "error": str(exc)})
 

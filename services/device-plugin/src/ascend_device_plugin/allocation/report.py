@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from ascend_common.chips import ResourceType
 from ascend_common.naming import MIXED_310P_RESOURCES, NPU_CORE
 
+from ascend_device_plugin.allocation.repair import AnnotationRepair
 from ascend_device_plugin.core.annotations import (
     config_devices,
     configuration_key,
@@ -68,6 +69,7 @@ class Report:
     patcher: Patcher | None = None
     node: Callable[[], NodeFacts] = NodeFacts
     levels: LevelSource | None = None  # each 950 chip's `levelList`; None: none published
+    repair: AnnotationRepair | None = None  # told what reached each pod, to write it back if edited or lost
     _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     def annotations(
@@ -101,7 +103,6 @@ class Report:
         it again), and stop() awaits the task.
         """
         assert self.patcher is not None
-        patcher = self.patcher
 
         async def finish() -> None:
             try:
@@ -110,11 +111,18 @@ class Report:
                 log.exception("allocation report not built", extra={"pod": pod.key})
                 annotations = taken_patch()
             try:
-                await patcher.patch_pod(pod.namespace, pod.name, annotations)
+                await self.write(pod, annotations)
             except Exception as exc:  # the allocation stands; the report is what failed
                 log.error("could not annotate the allocated pod", extra={"pod": pod.key, "error": str(exc)})
 
         self.in_background(finish(), f"allocated-{pod.key}")
+
+    async def write(self, pod: PodView, annotations: dict[str, str]) -> None:
+        """Patch the report onto the pod (retried with backoff), then remember it for repair."""
+        assert self.patcher is not None
+        await self.patcher.patch_pod(pod.namespace, pod.name, annotations)
+        if self.repair is not None:
+            self.repair.wrote(pod, annotations)
 
     def in_background(self, work: Coroutine[Any, Any, None], name: str) -> None:
         """Run `work` after the answer; kept until done, and awaited (bounded) by stop()."""
