@@ -89,7 +89,7 @@ def test_get_device_id_of_a_mixed_device(device_id: str, phy: int, product: str)
 
 @pytest.mark.parametrize("bad", ["Ascend310P-X-3", "Ascend310P-V-", "Ascend310P-V-3-1", "Ascend910-V-3"])
 def test_get_device_id_of_a_mixed_device_refuses_others(bad: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not an Ascend device id"):
         parse_device_id(bad)
 
 
