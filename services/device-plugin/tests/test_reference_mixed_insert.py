@@ -103,7 +103,10 @@ def test_get_device_id_of_a_mixed_device_refuses_others(bad: str) -> None:
 )
 def test_check_param_mixed_insert(case: str, volcano: bool, share: int, refused: str | None) -> None:
     reason = check_flags(True, volcano_type=volcano, share_count=share)
-    assert reason is None if refused is None else refused in reason, case
+    if refused is None:
+        assert reason is None, case
+    else:
+        assert reason is not None and refused in reason, case
     assert check_flags(False, volcano_type=volcano, share_count=share) is None
     args = ["--use-310p-mixed-insert", *(["--volcano-type"] if volcano else []), "--share-dev-count", str(share)]
     if refused is None:
