@@ -94,21 +94,24 @@ def test_get_device_id_of_a_mixed_device_refuses_others(bad: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("case", "volcano", "share", "refused"),
+    ("case", "volcano", "share", "preset", "refused"),
     [
-        ("checkUse310PMixedInsertWithVolcano", True, 1, "--volcano-type must be false"),
-        ("checkUse310PMixedInsertWithShareDevCount", False, 2, "--share-dev-count must be 1"),
-        ("both checks pass", False, 1, None),
+        ("checkUse310PMixedInsertWithVolcano", True, 1, True, "--volcano-type must be false"),
+        ("checkUse310PMixedInsertWithShareDevCount", False, 2, True, "--share-dev-count must be 1"),
+        # checkPresetAndVolcanoRelation with the two above: dynamic vNPUs cannot go with mixed insert.
+        ("dynamic vNPUs", False, 1, False, "--preset-virtual-device must be true"),
+        ("every check passes", False, 1, True, None),
     ],
 )
-def test_check_param_mixed_insert(case: str, volcano: bool, share: int, refused: str | None) -> None:
-    reason = check_flags(True, volcano_type=volcano, share_count=share)
+def test_check_param_mixed_insert(case: str, volcano: bool, share: int, preset: bool, refused: str | None) -> None:
+    reason = check_flags(True, volcano_type=volcano, share_count=share, preset_virtual_device=preset)
     if refused is None:
         assert reason is None, case
     else:
         assert reason is not None and refused in reason, case
-    assert check_flags(False, volcano_type=volcano, share_count=share) is None
-    args = ["--use-310p-mixed-insert", *(["--volcano-type"] if volcano else []), "--share-dev-count", str(share)]
+    assert check_flags(False, volcano_type=volcano, share_count=share, preset_virtual_device=preset) is None
+    args = ["--use-310p-mixed-insert", *(["--volcano-type"] if volcano else []), "--share-dev-count", str(share),
+            "--preset-virtual-device", str(preset).lower()]  # fmt: skip
     if refused is None:
         assert settings(*args).use_310p_mixed_insert
     else:

@@ -115,8 +115,9 @@ class PluginSettings(BaseSettings):
         )  # fmt: skip
         if reason is None:
             reason = check_flags(
-                self.use_310p_mixed_insert, volcano_type=self.volcano_type, share_count=self.share_dev_count
-            )
+                self.use_310p_mixed_insert, volcano_type=self.volcano_type, share_count=self.share_dev_count,
+                preset_virtual_device=self.preset_virtual_device,
+            )  # fmt: skip
         if reason is not None:
             raise ValueError(reason)
         root = self.ras_net_root_path

@@ -25,14 +25,18 @@ MIXED_FLAG = "--use-310p-mixed-insert"
 SUPPORTED = "Atlas 300V Pro, Atlas 300V, Atlas 300I Pro"  # the reference's api.Ascend310PMix, by product
 
 
-def check_flags(mixed: bool, *, volcano_type: bool, share_count: int) -> str | None:
-    """The reference's start checks on the flags (main.go): mixed insert refuses Volcano and sharing."""
+def check_flags(mixed: bool, *, volcano_type: bool, share_count: int, preset_virtual_device: bool = True) -> str | None:
+    """The reference's start checks on the flags (main.go): mixed insert refuses Volcano and sharing.
+    And dynamic vNPUs, which the reference rules out by needing Volcano for them
+    (`checkPresetAndVolcanoRelation`); ours does not need Volcano there, so it is said outright."""
     if not mixed:
         return None
     if volcano_type:
         return f"{MIXED_FLAG} is set: --volcano-type must be false"
     if share_count > 1:
         return f"{MIXED_FLAG} is set: --share-dev-count must be 1"
+    if not preset_virtual_device:
+        return f"{MIXED_FLAG} is set: --preset-virtual-device must be true (the mode has no vNPUs)"
     return None
 
 
