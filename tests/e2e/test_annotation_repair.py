@@ -16,7 +16,7 @@ REAL, KLT = "huawei.com/AscendReal", "huawei.com/kltDev"
 POD = "infer"
 
 
-def annotations(api: FakeApiServer) -> dict[str, str]:
+def pod_annotations(api: FakeApiServer) -> dict[str, str]:
     pod = api.get_object("pods", POD, "ml")
     assert pod is not None
     return dict(pod["metadata"].get("annotations") or {})
@@ -30,9 +30,9 @@ async def test_an_edited_report_is_written_back_and_the_chip_stays_held() -> Non
         held, other = "Ascend910-3", "Ascend910-6"
         s.kubelet.set_pod_resources([("ml", POD, "c0", R, [held])])
         await s.kubelet.allocate(R, [[held]])
-        await until(lambda: REAL in annotations(s.api), 10, "the allocation report")
+        await until(lambda: REAL in pod_annotations(s.api), 10, "the allocation report")
         s.api.modify("pods", POD, "ml", lambda pod: pod["status"].update(phase="Running"))
-        report = annotations(s.api)
+        report = pod_annotations(s.api)
         assert (report[REAL], report[KLT]) == (held, held)
 
         def free() -> set[str]:
@@ -45,7 +45,7 @@ async def test_an_edited_report_is_written_back_and_the_chip_stays_held() -> Non
             pod["metadata"]["annotations"].update({REAL: other, KLT: other})
 
         s.api.modify("pods", POD, "ml", edit)
-        await until(lambda: annotations(s.api) == report, 5, "the plugin to write the report back")
+        await until(lambda: pod_annotations(s.api) == report, 5, "the plugin to write the report back")
         await until(lambda: held not in free() and other in free(), 10, "the ConfigMap to follow the report")
         logged = [json.loads(line) for line in s.plugin.log_path.read_text().splitlines()]
         assert any(e.get("event") == "pod annotations repaired" and e.get("pod") == f"ml/{POD}" for e in logged)
