@@ -25,6 +25,20 @@ _VNPU = re.compile(
     rf"(?P<type>{_PHYS_TYPES})-(?P<suffix>{_SUFFIXES})-(?P<vdev>[0-9]{{1,6}})-(?P<phy>[0-9]{{1,4}})(?:_(?P<vfg>[0-9]{{1,4}}))?"
 )
 
+# 310P mixed insert (the reference's -use310PMixedInsert, pkg/common/proto.go `Get310PProductType`):
+# each card is advertised under the resource of its product (dcmi_get_product_type), its chips as
+# `<resource>-<phyID>`. The chip keeps its name `Ascend310P-<phyID>` everywhere else.
+MIXED_310P_RESOURCES: dict[str, str] = {
+    "Atlas 300V Pro": "Ascend310P-VPro",
+    "Atlas 300V": "Ascend310P-V",
+    "Atlas 300I Pro": "Ascend310P-IPro",
+}
+_MIXED = re.compile(
+    "(?P<product>"
+    + "|".join(sorted(map(re.escape, MIXED_310P_RESOURCES.values()), key=len, reverse=True))
+    + ")-(?P<phy>[0-9]{1,4})"
+)
+
 
 def resource_name(resource: str) -> str:
     """`huawei.com/<type>` for a physical or vNPU resource type such as `Ascend910-2c`."""
@@ -64,6 +78,8 @@ class ParsedDevice:
     vnpu_suffix: str | None = None
     vdev_id: int | None = None
     vfg_id: int | None = None
+    # 310P mixed insert: the product resource the id was advertised under (e.g. "Ascend310P-V").
+    product: str | None = None
 
     @property
     def chip(self) -> str:
@@ -79,6 +95,8 @@ def parse_device_id(device_id: str) -> ParsedDevice:
         return ParsedDevice(ResourceType(m["type"]), int(m["phy"]))
     if m := _SHARED.fullmatch(device_id):
         return ParsedDevice(ResourceType(m["type"]), int(m["phy"]), share_index=int(m["idx"]))
+    if m := _MIXED.fullmatch(device_id):
+        return ParsedDevice(ResourceType.ASCEND310P, int(m["phy"]), product=m["product"])
     if m := _VNPU.fullmatch(device_id):
         return ParsedDevice(
             ResourceType(m["type"]),
@@ -88,3 +106,10 @@ def parse_device_id(device_id: str) -> ParsedDevice:
             vfg_id=int(m["vfg"]) if m["vfg"] is not None else None,
         )
     raise ValueError(f"not an Ascend device id: {device_id!r}")
+
+
+def mixed_device_id(resource: str, phy_id: int) -> str:
+    """A chip's id under its 310P product resource (`assemble310PMixedPhyDevices`): `<resource>-<phyID>`."""
+    if resource not in MIXED_310P_RESOURCES.values():
+        raise ValueError(f"not a 310P mixed-insert resource: {resource!r}")
+    return _checked(f"{resource}-{phy_id}")

@@ -24,6 +24,7 @@ from ascend_common.tokens import first_token
 from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
+from ascend_device_plugin.allocation.repair import AnnotationRepair
 from ascend_device_plugin.allocation.report import NodeFacts, Report
 from ascend_device_plugin.allocation.softshare import SoftSharePath
 from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
@@ -48,7 +49,8 @@ GRACE_CHECK_S = 0.5
 
 
 class SoftShareRefused(ValueError):
-    """Soft share is on and the node's chips cannot take it (core/softshare.soft_share_refusal)."""
+    """The node's chips cannot take a mode that is on: soft share (core/softshare.soft_share_refusal)
+    or 310P mixed insert (core/mixed.card_usage_refusal)."""
 
 
 @dataclass
@@ -66,6 +68,7 @@ class DevicePlugin:
         self.manager = ResourceManager(
             self.board, default_fault_code_table(), self.metrics,
             share_count=s.share_dev_count, soft_share=s.soft_share, preset_virtual_device=s.preset_virtual_device,
+            mixed_310p=s.use_310p_mixed_insert,
         )  # fmt: skip
         kit = self.lifecycle
         self.follower = InventoryFollower(
@@ -83,7 +86,7 @@ class DevicePlugin:
 
             self.kube = KubeBridge.create(s, self._on_pods)
         # Allocation, path by path; each keeps what its own concept needs (allocation/, volcano/).
-        containers = Containers(self.manager, runtime_mode=s.use_ascend_docker)
+        containers = Containers(self.manager, runtime_mode=s.runtime_mounts)
         levels = None
         if self.kube is not None:
             kube = self.kube
@@ -93,9 +96,14 @@ class DevicePlugin:
                 lambda: kube.node.internal_ip if kube.node is not None else "",
             )
             kube.levels = levels
+        # The allocation report is written back when a pod event shows it edited or lost.
+        self.repair = AnnotationRepair(self.kube) if self.kube is not None else None
+        if self.kube is not None and self.repair is not None:
+            self.kube.on_pod_event = self.repair.pod_changed
         report = Report(
-            self.manager, patcher=self.kube, node=self.kube.node_facts if self.kube else NodeFacts, levels=levels
-        )
+            self.manager, patcher=self.kube, node=self.kube.node_facts if self.kube else NodeFacts, levels=levels,
+            repair=self.repair,
+        )  # fmt: skip
         pods = VolcanoPods(self.kube)
         volcano = VolcanoPath(
             self.board, containers, pods, report, taken_tries=s.retry_update_count, taken_wait_s=s.update_pod_wait_time
@@ -139,7 +147,7 @@ class DevicePlugin:
 
     def _on_chips(self, changed: Mapping[int, Chip]) -> None:
         self.manager.set_chips(changed)
-        if (reason := self.manager.soft_share_refusal()) is not None:
+        if (reason := self.manager.start_refusal()) is not None:
             # Before start() has checked, it refuses (exit 2); after, the plugin stops (exit 1) and
             # serves nothing of these chips meanwhile.
             if self._started and not self._refused:
@@ -210,7 +218,7 @@ class DevicePlugin:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(10):
                 await self.follower.synced.wait()
-        if (reason := self.manager.soft_share_refusal()) is not None:
+        if (reason := self.manager.start_refusal()) is not None:
             raise SoftShareRefused(reason)
         self._started = True
         await self.registrar.start()
@@ -249,6 +257,8 @@ class DevicePlugin:
         await self._loops.stop()
         await self.registrar.shutdown()
         await self.allocator.stop()
+        if self.repair is not None:
+            await self.repair.stop()
         if self.soft_share_dirs is not None:
             await self.soft_share_dirs.stop()
         await self.follower.stop()

@@ -100,6 +100,8 @@ class KubeBridge:
     # or of the exporter's NodeInfo re-renders them from the same inventory.
     _label_inputs: tuple[InventorySource, str | None] | None = None
     _labels_again: bool = False  # asked again while a write ran: render once more when it ends
+    # Told every pod event as it comes (the annotation repair compares each with what it wrote).
+    on_pod_event: Callable[[str, PodView], None] | None = None
 
     def __post_init__(self) -> None:
         if self.api is not None:
@@ -134,6 +136,8 @@ class KubeBridge:
             view = pod_view(pod)
             self._views[pod.uid] = view
             self._count(view, 1)
+        if self.on_pod_event is not None:
+            self.on_pod_event(kind, view if view is not None else pod_view(pod))
         if self.on_pod_gone is not None:
             if view is None:
                 self.on_pod_gone(pod_view(pod))  # the deleted object's last state

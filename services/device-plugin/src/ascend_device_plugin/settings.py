@@ -14,6 +14,7 @@ from ascend_common.adapters.settings import HostPort, service_config
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, CliImplicitFlag
 
+from ascend_device_plugin.core.mixed import check_flags
 from ascend_device_plugin.core.softshare import check_switch, soft_share_on
 
 
@@ -97,6 +98,13 @@ class PluginSettings(BaseSettings):
     max_message_bytes: int = Field(4 << 20, ge=64 << 10, le=64 << 20, description="gRPC message size cap.")
     max_streams: int = Field(16, ge=1, le=1024, description="Concurrent gRPC streams per connection.")
     log_level: str = Field("INFO", description="Log level.")
+    use_310p_mixed_insert: CliImplicitFlag[bool] = Field(
+        False,
+        description="310P mixed insert (the reference's use310PMixedInsert): each chip is advertised under its "
+        "card's product, huawei.com/Ascend310P-VPro, -V or -IPro (Atlas 300V Pro, 300V, 300I Pro), as "
+        "<resource>-<phy>, and containers get /dev/davinci* mounted (as with --use-ascend-docker false). "
+        "Refuses --volcano-type, --share-dev-count above 1, and a node with any other product.",
+    )
 
     @model_validator(mode="after")
     def _check_share(self) -> Self:
@@ -105,6 +113,11 @@ class PluginSettings(BaseSettings):
             self.share_dev_count, self.soft_share_dev_config_dir, volcano_type=self.volcano_type,
             preset_virtual_device=self.preset_virtual_device,
         )  # fmt: skip
+        if reason is None:
+            reason = check_flags(
+                self.use_310p_mixed_insert, volcano_type=self.volcano_type, share_count=self.share_dev_count,
+                preset_virtual_device=self.preset_virtual_device,
+            )  # fmt: skip
         if reason is not None:
             raise ValueError(reason)
         root = self.ras_net_root_path
@@ -121,3 +134,9 @@ class PluginSettings(BaseSettings):
     def soft_share(self) -> bool:
         """Soft share is on (the reference's common.IsSupportSoftShareDevice)."""
         return soft_share_on(self.share_dev_count, self.soft_share_dev_config_dir)
+
+    @property
+    def runtime_mounts(self) -> bool:
+        """The Ascend Docker Runtime mounts the chips (env vars only); the reference's mixed insert
+        never uses it (main.go `setUseAscendDocker`), so the plugin mounts the device nodes then."""
+        return self.use_ascend_docker and not self.use_310p_mixed_insert

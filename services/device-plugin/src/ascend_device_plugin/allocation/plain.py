@@ -11,7 +11,7 @@ from pathlib import Path
 from ascend_common.chips import RESOURCE_PREFIX
 from ascend_common.naming import parse_device_id
 
-from ascend_device_plugin.allocation.report import PodSource, Report, physical
+from ascend_device_plugin.allocation.report import PodSource, Report, whole_chips
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.kubelet.podresources import find_pod
 
@@ -41,9 +41,9 @@ class PlainReport:
         if pod is None:
             log.warning("allocated pod is not in the cache", extra={"pod": f"{namespace}/{name}"})
             return
-        real = [parse_device_id(i).chip if resource == physical(self.report.resources) else i for i in ids]
+        real = [parse_device_id(i).chip if whole_chips(self.report.resources, resource) else i for i in ids]
         try:
-            await self.report.patcher.patch_pod(namespace, name, self.report.annotations(pod, resource, real, ids))
+            await self.report.write(pod, self.report.annotations(pod, resource, real, ids))
         except Exception as exc:  # the container runs anyway; the annotation is a report
             log.error("could not annotate the pod", extra={"pod": pod.key, "error": str(exc)})
 

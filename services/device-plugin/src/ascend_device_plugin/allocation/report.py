@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ascend_common.chips import ResourceType
-from ascend_common.naming import NPU_CORE
+from ascend_common.naming import MIXED_310P_RESOURCES, NPU_CORE
 
+from ascend_device_plugin.allocation.repair import AnnotationRepair
 from ascend_device_plugin.core.annotations import (
     config_devices,
     configuration_key,
@@ -56,18 +57,25 @@ def physical(resources: Resources) -> str | None:
     return rtype.value if rtype is not None else None
 
 
+def whole_chips(resources: Resources, resource: str) -> bool:
+    """Whether the resource's ids stand for whole chips: the physical resource, or a 310P card
+    product's under mixed insert."""
+    return resource == physical(resources) or resource in MIXED_310P_RESOURCES.values()
+
+
 @dataclass
 class Report:
     resources: Resources
     patcher: Patcher | None = None
     node: Callable[[], NodeFacts] = NodeFacts
     levels: LevelSource | None = None  # each 950 chip's `levelList`; None: none published
+    repair: AnnotationRepair | None = None  # told what reached each pod, to write it back if edited or lost
     _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     def annotations(
         self, pod: PodView, resource: str, real: Sequence[str], kubelet_ids: Sequence[str]
     ) -> dict[str, str]:
-        preset_vnpu = resource not in (physical(self.resources), NPU_CORE)
+        preset_vnpu = not whole_chips(self.resources, resource) and resource != NPU_CORE
         annotations = real_allocation_annotations(real, kubelet_ids, preset_vnpu=preset_vnpu)
         inventory = self.resources.inventory
         rtype, infos = inventory.physical_type, inventory.chips
@@ -95,7 +103,6 @@ class Report:
         it again), and stop() awaits the task.
         """
         assert self.patcher is not None
-        patcher = self.patcher
 
         async def finish() -> None:
             try:
@@ -104,11 +111,18 @@ class Report:
                 log.exception("allocation report not built", extra={"pod": pod.key})
                 annotations = taken_patch()
             try:
-                await patcher.patch_pod(pod.namespace, pod.name, annotations)
+                await self.write(pod, annotations)
             except Exception as exc:  # the allocation stands; the report is what failed
                 log.error("could not annotate the allocated pod", extra={"pod": pod.key, "error": str(exc)})
 
         self.in_background(finish(), f"allocated-{pod.key}")
+
+    async def write(self, pod: PodView, annotations: dict[str, str]) -> None:
+        """Patch the report onto the pod (retried with backoff), then remember it for repair."""
+        assert self.patcher is not None
+        await self.patcher.patch_pod(pod.namespace, pod.name, annotations)
+        if self.repair is not None:
+            self.repair.wrote(pod, annotations)
 
     def in_background(self, work: Coroutine[Any, Any, None], name: str) -> None:
         """Run `work` after the answer; kept until done, and awaited (bounded) by stop()."""

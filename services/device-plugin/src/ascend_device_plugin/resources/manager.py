@@ -24,6 +24,7 @@ from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.superpod import NO_SUPER_POD, SuperPod, main_board_id, super_device_id, super_pod
 
 from ascend_device_plugin.core.devices import DeviceEntry, physical_devices, vnpu_devices
+from ascend_device_plugin.core.mixed import card_usage_refusal, mixed_devices
 from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.core.softshare import ignored_share_count, soft_share_refusal
 from ascend_device_plugin.core.vnpu_cores import core_health, core_ids
@@ -73,6 +74,7 @@ class ResourceManager:
         share_count: int = 1,
         soft_share: bool = False,
         preset_virtual_device: bool = True,
+        mixed_310p: bool = False,
     ) -> None:
         self._board = board
         self._table = table
@@ -81,6 +83,8 @@ class ResourceManager:
         self._soft_share = soft_share
         self._share_warned = False  # the ignored --share-dev-count is logged once
         self._preset_virtual_device = preset_virtual_device
+        self._mixed_310p = mixed_310p  # --use-310p-mixed-insert: one resource per card product
+        self._mixed_skipped: list[str] = []  # chips mixed insert cannot name (logged when this changes)
         self._chips: dict[int, Chip] = {}  # by logic id
         self._verdicts: dict[str, ChipVerdict] = {}
         self._fault_manager_connected = False
@@ -106,6 +110,11 @@ class ResourceManager:
     def soft_share_refusal(self) -> str | None:
         """Why soft share cannot run on the chips known so far (core/softshare), or None."""
         return soft_share_refusal((c.family for c in self._inventory.chips.values()), self._soft_share)
+
+    def start_refusal(self) -> str | None:
+        """Why the plugin cannot serve the chips known so far (soft share, 310P mixed insert), or None."""
+        chips = self._inventory.chips.values()
+        return self.soft_share_refusal() or card_usage_refusal(self._mixed_310p, (c.product_type for c in chips))
 
     # ---- inputs ------------------------------------------------------------------------------
 
@@ -228,6 +237,9 @@ class ResourceManager:
             if warning is not None:
                 log.warning("share count ignored", extra={"reason": warning})
             self._share_warned = True
+        if self._mixed_310p:
+            self._publish_mixed(chips)
+            return
         physical = physical_devices(chips, rtype, share_count=self._share_count, soft_share=self._soft_share)
         # Soft-share ids are anonymous (the reference maps real -> real): a chip's 100 ids report
         # the chip, whichever pod Volcano placed on it.
@@ -241,6 +253,19 @@ class ResourceManager:
             numa = {c.phy_id: c.numa_node for c in chips}
             cores = core_ids(chips)
             self._publish(NPU_CORE, [DeviceEntry(core, health[core], numa.get(cores[core])) for core in cores])
+
+    def _publish_mixed(self, chips: list[ChipInfo]) -> None:
+        """310P mixed insert: each product's resource, nothing under the physical one (no vNPUs either)."""
+        mixed = mixed_devices(chips)
+        if mixed.skipped != self._mixed_skipped:
+            self._mixed_skipped = mixed.skipped
+            if mixed.skipped:
+                log.error(
+                    "chips not advertised: mixed insert needs their product type",
+                    extra={"chips": mixed.skipped},
+                )
+        for resource, entries in sorted(mixed.by_resource.items()):
+            self._publish(resource, entries)
 
     def _remap(self, entries: list[DeviceEntry]) -> list[DeviceEntry]:
         """Volcano path: a kubelet id reports the health of the real device behind it."""
