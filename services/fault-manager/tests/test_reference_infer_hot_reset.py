@@ -50,6 +50,7 @@ from tests.support.chips import exporter_chip
 RESTART_NPU = "8C1FA006"
 DUO = "Atlas 300I Duo"
 IDLE = 60.0
+MODES = "modes are -1 (off), 0 (inference) and 2"
 
 
 def duo_node(codes: dict[int, list[str]] | None = None, product: str = DUO) -> list[Chip]:
@@ -114,9 +115,11 @@ def test_checkHotResetMode_valid(args: dict[str, object], mode: int) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param({"hot_reset_mode": 1}, "modes are -1 (off), 0 (inference) and 2", id="hot reset mode param invalid: 1"),
-        pytest.param({"hot_reset_mode": -2}, "modes are -1 (off), 0 (inference) and 2", id="hot reset mode param invalid: -2"),
-        pytest.param({"hot_reset": True, "hot_reset_mode": 0}, "contradicts --hot-reset-mode 0", id="ours: both, disagreeing"),
+        pytest.param({"hot_reset_mode": 1}, MODES, id="hot reset mode param invalid: 1"),
+        pytest.param({"hot_reset_mode": -2}, MODES, id="hot reset mode param invalid: -2"),
+        pytest.param(
+            {"hot_reset": True, "hot_reset_mode": 0}, "contradicts --hot-reset-mode 0", id="ours: both, disagreeing"
+        ),
     ],
 )  # fmt: skip
 def test_checkHotResetMode_invalid(args: dict[str, object], message: str) -> None:
@@ -167,7 +170,8 @@ def test_SetHealthyIfDuoCard_04_update_unhealthy_card_status_should_update_group
 @pytest.fixture
 async def duo_reactor(tmp_path: Path) -> AsyncIterator[tuple[Inbox, Published]]:
     store = Store(tmp_path / "fm.db")
-    engine = FaultEngine(Policy(default_fault_code_table(), default_fault_customization(), default_switch_fault_table()))
+    policy = Policy(default_fault_code_table(), default_fault_customization(), default_switch_fault_table())
+    engine = FaultEngine(policy)
     inbox = Inbox()
     published = Published(VerdictBoard(), NodeState(engine.policy))
     reactor = Reactor(engine, store, inbox, published, ManualClock(), None, "mindx-dl-deviceinfo-node-a", duo_rule=True)
@@ -288,13 +292,13 @@ def test_ResetCommonInferCard_When_card_type_is_not_A3_or_910B_and_device_is_hea
     assert planner.candidates([verdict(chip, True)], set()) == []
 
 
-def test_ResetCommonInferCard_When_card_type_is_not_A3_or_910B_and_isPodRemove_returns_false_should_skip_reset() -> None:
+def test_ResetCommonInferCard_When_not_A3_or_910B_and_isPodRemove_returns_false_should_skip_reset() -> None:
     chip = exporter_chip(0, 0, name="310P3", board=0x64, product="Atlas 300I Pro")
     reason = may_reset([chip], [pod_on(chip.name)])
     assert reason is not None and "pod serving/infer-0" in reason
 
 
-def test_ResetCommonInferCard_When_card_type_is_not_A3_or_910B_and_checkNoProc_returns_false_should_skip_reset() -> None:
+def test_ResetCommonInferCard_When_not_A3_or_910B_and_checkNoProc_returns_false_should_skip_reset() -> None:
     chip = with_processes(exporter_chip(0, 0, name="310P3", board=0x64, product="Atlas 300I Pro"), [4242])
     assert may_reset([chip], []) == f"processes run on {chip.name}"
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from rich.console import Console
@@ -112,7 +112,8 @@ def print_table(
         # instead, and let the terminal wrap the lines; nothing is lost.
         need = least_width(table)
         if need > out.width:  # Console.print cannot draw wider than its console: a wider one, same terminal
-            out = Console(file=out.file, width=need, force_terminal=True, color_system=out.color_system, highlight=False)
+            system: Literal["auto"] | None = "auto" if out.color_system else None
+            out = Console(file=out.file, width=need, force_terminal=True, color_system=system, highlight=False)
         out.print(table)
     else:
         out.file.write(plain_table(cols, shown))

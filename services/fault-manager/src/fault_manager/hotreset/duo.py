@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ascend_common.reset_groups import ATLAS_300I_DUO
 from ascend_common.chips import ResourceType
+from ascend_common.reset_groups import ATLAS_300I_DUO
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
 
@@ -50,7 +50,9 @@ def unhealthy_cardmate(name: str, mates: Mapping[str, tuple[str, ...]], own: Map
     return None
 
 
-def with_duo_rule(verdict: ChipVerdict, mates: Mapping[str, tuple[str, ...]], own: Mapping[str, ChipVerdict]) -> ChipVerdict:
+def with_duo_rule(
+    verdict: ChipVerdict, mates: Mapping[str, tuple[str, ...]], own: Mapping[str, ChipVerdict]
+) -> ChipVerdict:
     """`verdict` as published: unschedulable when a chip of its Duo card is (setHealthyIfDuoCard)."""
     if not verdict.schedulable or unhealthy_cardmate(verdict.chip, mates, own) is None:
         return verdict

@@ -142,8 +142,9 @@ class HotReset:
                 await self._abandon(key, {}, group, f"{name} was left for an operator by an earlier run (ResetInfo)",
                                     now_ms, [faulty])  # fmt: skip
                 continue
+            jobs: Jobs = {}
             if self.infer:
-                jobs, reason = {}, self._held_by_pod(group, now) or unknown_group_reason(faulty)
+                reason = self._held_by_pod(group, now) or unknown_group_reason(faulty)
             else:
                 jobs, reason = await self.jobs.of_group(group, self.pods())
                 reason = reason or unknown_group_reason(faulty) or self._self_healing(key, now)
@@ -188,8 +189,9 @@ class HotReset:
         key = tuple(c.name for c in group)
         now = self.clock.now()
         now_ms = int(now * 1000)
+        jobs: Jobs = {}
         if self.infer:
-            jobs, reason = {}, self._held_by_pod(group, now)
+            reason = self._held_by_pod(group, now)
         else:
             jobs, reason = await self.jobs.of_group(group, self.pods())
         reason = reason or unknown_group_reason(faulty) or self._why_not(group, now)
