@@ -240,17 +240,17 @@ class Reactor:
 
     def _learn_node(self, listing: ChipList) -> None:
         """The node's super pod (DeviceInfoCfg SuperPodID / ServerIndex), as the plugin reads it: the
-        first chip by logic id that answered; and the first chip's HBM size."""
+        first chip by logic id that answered; the Duo cards (inference hot reset); and the first chip's HBM size."""
         pod = super_pod(c.static for c in sorted(listing.chips, key=lambda c: c.logic_id))
         if pod != self._super_pod:
             self._super_pod = pod
             self._node_changed = True
             self.published.write_wanted.set()
-        # A size once read is kept: it never changes, and a later listing taken while the chip
-        # does not answer would otherwise take every soft-share chip off the free list.
         if self.duo_rule and (mates := duo_card_mates(listing.chips)) != self._card_mates:
             self._card_mates = mates
             self._dirty.update(mates)
+        # A size once read is kept: it never changes, and a later listing taken while the chip
+        # does not answer would otherwise take every soft-share chip off the free list.
         hbm = first_chip_hbm_mb(listing)
         if hbm and hbm != self._hbm_mb:
             self._hbm_mb = hbm
