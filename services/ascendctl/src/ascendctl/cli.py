@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,9 +17,10 @@ from ascend_common.schemas.verdict import VERDICTS_PATH, VerdictList
 from ascend_common.tokens import Scope, TokenFileError, load_token_file
 from rich.console import Console
 from rich.json import JSON
-from rich.table import Table
+from rich.text import Text
 
 from ascendctl.client import ApiFailure, CliError, ServiceClient
+from ascendctl.output import Column, OutputFormat, console, print_data, print_table
 
 DEFAULT_EXPORTER_SOCKET = Path("/run/ascend/dcmi-exporter.sock")
 DEFAULT_FAULT_MANAGER_SOCKET = Path("/run/ascend/fault-manager.sock")
@@ -46,17 +46,42 @@ class Options:
     exporter: ServiceClient
     fault_manager: ServiceClient
     json: bool
+    output: OutputFormat | None = None  # this command's -o / --json (after the command, as kubectl takes it)
+
+    @property
+    def data(self) -> OutputFormat | None:
+        """JSON or YAML of the API's answer, when asked for; None: the human form."""
+        return self.output if self.output in (OutputFormat.JSON, OutputFormat.YAML) else None
+
+    @property
+    def wide(self) -> bool:
+        return self.output is OutputFormat.WIDE
 
 
-def _options(ctx: typer.Context) -> Options:
+# Every command takes them after its name, as kubectl does; `--json` before the command still works.
+Output = Annotated[
+    OutputFormat | None, typer.Option("--output", "-o", help="json or yaml: the API's answer; wide: more columns.")
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="The same as -o json.")]
+
+
+def _options(ctx: typer.Context, output: OutputFormat | None = None, json_flag: bool = False) -> Options:
     opts = ctx.find_root().obj
     if not isinstance(opts, Options):  # pragma: no cover - the callback always sets it
         raise RuntimeError("ascendctl: global options missing")
-    return opts
+    if json_flag:
+        if output not in (None, OutputFormat.JSON):
+            raise CliError(f"--json and -o {output.value} disagree: give one of them")
+        output = OutputFormat.JSON
+    if opts.json:
+        if output not in (None, OutputFormat.JSON):
+            raise CliError(f"the global --json and -o {output.value} disagree: give one of them")
+        output = OutputFormat.JSON
+    return Options(opts.exporter, opts.fault_manager, opts.json, output)
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    return console()
 
 
 def _fail(message: str, code: int) -> typer.Exit:
@@ -81,8 +106,8 @@ def _escape(text: str) -> str:
     return text.replace("[", "\\[")
 
 
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+def _red(text: str) -> Text:
+    return Text(text, style="red")
 
 
 def _yes_no(value: bool | None) -> str:
@@ -115,19 +140,25 @@ def main_callback(
 
 @app.command()
 @handled
-def chips(ctx: typer.Context) -> None:
+def chips(ctx: typer.Context, output: Output = None, json_flag: JsonFlag = False) -> None:
     """The exporter's chips: ids, state, health, fault codes, HBM and temperature."""
-    opts = _options(ctx)
+    opts = _options(ctx, output, json_flag)
     raw = opts.exporter.request("GET", "/v1/chips")
-    if opts.json:
-        _print_json(raw)
+    if opts.data:
+        print_data(raw, opts.data)
         return
     listing = ChipList.model_validate(raw)
-    table = Table(title=f"{len(listing.chips)} chips")
-    for col in ("logic", "phy", "name", "family", "state", "healthy", "codes", "HBM used/total MB", "temp °C"):
-        table.add_column(col, no_wrap=col in ("name", "codes"))
+    columns = [
+        Column("logic", keep=True), Column("phy", keep=True), Column("name", keep=True),
+        Column("family", keep=True), Column("state"), Column("healthy"), Column("codes", keep=True),
+        Column("HBM used/total MB", keep=True), Column("temp °C"),
+        Column("card", keep=True, wide=True), Column("device", keep=True, wide=True),
+        Column("chip", keep=True, wide=True), Column("product", wide=True), Column("power W", wide=True),
+        Column("network healthy", wide=True), Column("processes", wide=True),
+    ]  # fmt: skip
+    rows: list[list[str | Text]] = []
     for c in sorted(listing.chips, key=lambda c: c.logic_id):
-        codes = hbm = temp = "-"
+        codes = hbm = temp = power = procs = "-"
         if c.dynamic is not None:
             dyn = c.dynamic
             if dyn.error_codes.value is not None:
@@ -136,48 +167,47 @@ def chips(ctx: typer.Context) -> None:
                 hbm = f"{dyn.hbm.value.used_mb}/{dyn.hbm.value.total_mb}"
             if dyn.temperature_c.value is not None:
                 temp = str(dyn.temperature_c.value)
-        healthy = _yes_no(c.healthy)
-        if c.healthy is False:
-            healthy = "[red]no[/]"
-        table.add_row(
-            str(c.logic_id),
-            str(c.phy_id),
-            c.name,
-            c.family.value if c.family is not None else "?",
-            c.state.value,
-            healthy,
-            codes,
-            hbm,
-            temp,
-        )
-    _console().print(table)
+            if dyn.power_w.value is not None:
+                power = f"{dyn.power_w.value:g}"
+            if dyn.processes.value is not None:
+                procs = str(len(dyn.processes.value))
+        static = c.static
+        rows.append([
+            str(c.logic_id), str(c.phy_id), c.name, c.family.value if c.family is not None else "?", c.state.value,
+            _red("no") if c.healthy is False else _yes_no(c.healthy), codes, hbm, temp,
+            str(c.card_id), str(c.device_id), static.chip_name.value or "?", static.product_type.value or "-", power,
+            _yes_no(c.network_healthy), procs,
+        ])  # fmt: skip
+    print_table(f"{len(listing.chips)} chips", columns, rows, wide=opts.wide)
 
 
 @app.command()
 @handled
-def verdicts(ctx: typer.Context) -> None:
+def verdicts(ctx: typer.Context, output: Output = None, json_flag: JsonFlag = False) -> None:
     """The fault-manager's verdict per chip: level, schedulable, reason, codes."""
-    opts = _options(ctx)
+    opts = _options(ctx, output, json_flag)
     raw = opts.fault_manager.request("GET", VERDICTS_PATH)
-    if opts.json:
-        _print_json(raw)
+    if opts.data:
+        print_data(raw, opts.data)
         return
     listing = VerdictList.model_validate(raw)
-    table = Table(title=f"verdicts (epoch {listing.epoch}, revision {listing.revision})")
-    for col in ("chip", "level", "schedulable", "reason", "codes", "manually separated", "resetting"):
-        table.add_column(col, no_wrap=col in ("chip", "level", "codes"))
+    columns = [
+        Column("chip", keep=True), Column("level", keep=True), Column("schedulable"), Column("reason", keep=True),
+        Column("codes", keep=True), Column("manually separated"), Column("resetting"),
+        Column("logic", keep=True, wide=True), Column("phy", keep=True, wide=True),
+        Column("network level", keep=True, wide=True), Column("network healthy", wide=True),
+        Column("since (UTC)", wide=True),
+    ]  # fmt: skip
+    rows: list[list[str | Text]] = []
     for v in sorted(listing.verdicts, key=lambda v: v.logic_id):
         level = v.fault_level.value
-        table.add_row(
-            v.chip,
-            level if level == "NormalNPU" else f"[yellow]{level}[/]",
-            _yes_no(v.schedulable) if v.schedulable else "[red]no[/]",
-            v.reason.value,
-            ",".join(v.codes) or "-",
-            _yes_no(v.manually_separated),
-            _yes_no(v.resetting),
-        )
-    _console().print(table)
+        rows.append([
+            v.chip, level if level == "NormalNPU" else Text(level, style="yellow"),
+            _yes_no(v.schedulable) if v.schedulable else _red("no"), v.reason.value, ",".join(v.codes) or "-",
+            _yes_no(v.manually_separated), _yes_no(v.resetting),
+            str(v.logic_id), str(v.phy_id), v.network_level.value, _yes_no(v.network_healthy), _ms(int(v.since * 1000)),
+        ])  # fmt: skip
+    print_table(f"verdicts (epoch {listing.epoch}, revision {listing.revision})", columns, rows, wide=opts.wide)
 
 
 def _ms(ms: int) -> str:
@@ -191,43 +221,44 @@ def faults(
     chip: Annotated[str, typer.Option(help="Chip name, e.g. Ascend910-3.")],
     limit: Annotated[int, typer.Option(min=1, max=1000, help="At most this many records, newest first.")] = 100,
     before_id: Annotated[int | None, typer.Option(min=0, help="Page on: records older than this id.")] = None,
+    output: Output = None,
+    json_flag: JsonFlag = False,
 ) -> None:
     """A chip's fault history (newest first)."""
-    opts = _options(ctx)
+    opts = _options(ctx, output, json_flag)
     _check_chip(chip)
     params: dict[str, Any] = {"chip": chip, "limit": limit}
     if before_id is not None:
         params["before_id"] = before_id
     raw = opts.fault_manager.request("GET", "/v1/faults", params=params)
-    if opts.json:
-        _print_json(raw)
+    if opts.data:
+        print_data(raw, opts.data)
         return
     records: list[dict[str, Any]] = raw.get("faults", [])
-    table = Table(title=f"faults of {chip} ({len(records)})")
-    for col in ("raised at (UTC)", "code", "assertion", "severity", "source", "event id"):
-        table.add_column(col, no_wrap=True)
+    columns = [
+        Column("raised at (UTC)", keep=True), Column("code", keep=True), Column("assertion", keep=True),
+        Column("severity"), Column("source", keep=True), Column("event id", keep=True),
+    ]  # fmt: skip
+    rows: list[list[str | Text]] = []
     for r in records:
         severity = r.get("severity")
-        table.add_row(
-            _ms(int(r["raised_at_ms"])),
-            str(r["code"]),
-            str(r["assertion"]),
-            "-" if severity is None else str(severity),
-            str(r["source"]),
-            str(r["event_id"]),
-        )
-    console = _console()
-    console.print(table)
+        shown_severity = "-" if severity is None else str(severity)
+        rows.append([
+            _ms(int(r["raised_at_ms"])), str(r["code"]), str(r["assertion"]), shown_severity,
+            str(r["source"]), str(r["event_id"]),
+        ])  # fmt: skip
+    out = _console()
+    print_table(f"faults of {chip} ({len(records)})", columns, rows, wide=opts.wide, out=out)
     if raw.get("next_before_id") is not None:
-        console.print(f"more: --before-id {raw['next_before_id']}")
+        out.print(f"more: --before-id {raw['next_before_id']}")
 
 
-def _separation(ctx: typer.Context, chip: str, method: str) -> None:
-    opts = _options(ctx)
+def _separation(ctx: typer.Context, chip: str, method: str, output: OutputFormat | None, json_flag: bool) -> None:
+    opts = _options(ctx, output, json_flag)
     _check_chip(chip)
     raw = opts.fault_manager.request(method, f"/v1/chips/{chip}/separation")
-    if opts.json:
-        _print_json(raw)
+    if opts.data:
+        print_data(raw, opts.data)
         return
     state = "manually separated" if raw.get("manually_separated") else "no longer manually separated"
     _console().print(f"{raw.get('chip', chip)}: {state}")
@@ -235,23 +266,38 @@ def _separation(ctx: typer.Context, chip: str, method: str) -> None:
 
 @app.command()
 @handled
-def separate(ctx: typer.Context, chip: Annotated[str, typer.Argument(help="Chip name, e.g. Ascend910-3.")]) -> None:
+def separate(
+    ctx: typer.Context,
+    chip: Annotated[str, typer.Argument(help="Chip name, e.g. Ascend910-3.")],
+    output: Output = None,
+    json_flag: JsonFlag = False,
+) -> None:
     """Isolate a chip by hand (it stays unschedulable until unseparated)."""
-    _separation(ctx, chip, "POST")
+    _separation(ctx, chip, "POST", output, json_flag)
 
 
 @app.command()
 @handled
-def unseparate(ctx: typer.Context, chip: Annotated[str, typer.Argument(help="Chip name, e.g. Ascend910-3.")]) -> None:
+def unseparate(
+    ctx: typer.Context,
+    chip: Annotated[str, typer.Argument(help="Chip name, e.g. Ascend910-3.")],
+    output: Output = None,
+    json_flag: JsonFlag = False,
+) -> None:
     """Lift a manual isolation."""
-    _separation(ctx, chip, "DELETE")
+    _separation(ctx, chip, "DELETE", output, json_flag)
 
 
 @app.command()
 @handled
-def reset(ctx: typer.Context, chip: Annotated[str, typer.Argument(help="Chip name, e.g. Ascend910-3.")]) -> None:
+def reset(
+    ctx: typer.Context,
+    chip: Annotated[str, typer.Argument(help="Chip name, e.g. Ascend910-3.")],
+    output: Output = None,
+    json_flag: JsonFlag = False,
+) -> None:
     """Ask the fault-manager to hot-reset a chip (and its reset group)."""
-    opts = _options(ctx)
+    opts = _options(ctx, output, json_flag)
     _check_chip(chip)
     try:
         raw = opts.fault_manager.request("POST", f"/v1/chips/{chip}/reset")
@@ -259,8 +305,8 @@ def reset(ctx: typer.Context, chip: Annotated[str, typer.Argument(help="Chip nam
         if exc.status == 409:
             raise CliError(f"{chip} not reset: {exc.detail}") from None
         raise
-    if opts.json:
-        _print_json(raw)
+    if opts.data:
+        print_data(raw, opts.data)
         return
     group = ", ".join(raw.get("chips", [])) if isinstance(raw, dict) else ""
     _console().print(f"reset started for group: {group or chip} (follow it in GET /v1/resets)")
@@ -268,27 +314,31 @@ def reset(ctx: typer.Context, chip: Annotated[str, typer.Argument(help="Chip nam
 
 @app.command()
 @handled
-def resets(ctx: typer.Context) -> None:
+def resets(ctx: typer.Context, output: Output = None, json_flag: JsonFlag = False) -> None:
     """Hot resets: recent attempts (and why one failed or was refused), groups left for an operator,
     the node annotation ResetInfo as written, and the reset tokens left per chip."""
-    opts = _options(ctx)
+    opts = _options(ctx, output, json_flag)
     raw = opts.fault_manager.request("GET", "/v1/resets")
-    if opts.json:
-        _print_json(raw)
+    if opts.data:
+        print_data(raw, opts.data)
         return
     view: dict[str, Any] = raw if isinstance(raw, dict) else {}
     console = _console()
     if not view.get("enabled"):
-        console.print("hot reset is off (the fault-manager runs without --hot-reset)")
+        console.print("hot reset is off (the fault-manager runs with neither --hot-reset nor --hot-reset-mode 0)")
         return
-    table = Table("id", "chips", "channel", "started", "outcome", "code", "reason", title="reset attempts")
+    columns = [
+        Column("id", keep=True), Column("chips", keep=True), Column("channel", keep=True), Column("started", keep=True),
+        Column("outcome", keep=True), Column("code", keep=True), Column("reason"),
+    ]  # fmt: skip
+    rows: list[list[str | Text]] = []
     for a in view.get("attempts", []):
-        table.add_row(
-            str(a["id"]), _escape(",".join(a["chips"])), _escape(a["channel"]), _ms(a["started_ms"]),
-            _escape(a["outcome"] or "running"), "" if a["error_code"] is None else str(a["error_code"]),
-            _escape(a.get("reason") or ""),
-        )  # fmt: skip
-    console.print(table)
+        code = "-" if a["error_code"] is None else str(a["error_code"])
+        rows.append([
+            str(a["id"]), ",".join(a["chips"]), a["channel"], _ms(a["started_ms"]), a["outcome"] or "running", code,
+            a.get("reason") or "-",
+        ])  # fmt: skip
+    print_table("reset attempts", columns, rows, wide=opts.wide, out=console)
     for item in view.get("operator", []):
         console.print(f"[bold red]needs an operator[/]: {_escape(','.join(item['chips']))}: {_escape(item['reason'])}")
     info = view.get("reset_info") or {}
@@ -303,9 +353,9 @@ def resets(ctx: typer.Context) -> None:
 
 @app.command()
 @handled
-def deviceinfo(ctx: typer.Context) -> None:
+def deviceinfo(ctx: typer.Context, output: Output = None, json_flag: JsonFlag = False) -> None:
     """The node's device-info ConfigMap (mindx-dl-deviceinfo-<node>) as the fault-manager writes it offline."""
-    opts = _options(ctx)
+    opts = _options(ctx, output, json_flag)
     try:
         raw = opts.fault_manager.request("GET", "/v1/kube/objects")
     except ApiFailure as exc:
@@ -322,8 +372,8 @@ def deviceinfo(ctx: typer.Context) -> None:
         if o.get("kind", "ConfigMap") == "ConfigMap"
         and str(o.get("metadata", {}).get("name", "")).startswith(DEVICEINFO_PREFIX)
     ]
-    if opts.json:
-        _print_json(found)
+    if opts.data:
+        print_data(found, opts.data)
         return
     if not found:
         raise CliError("no device-info ConfigMap yet (the fault-manager writes it once it has verdicts)")
@@ -363,16 +413,18 @@ def sim_inject(
     ],
     assertion: Annotated[Assertion, typer.Option(help="occur, recover or once.")] = Assertion.OCCUR,
     severity: Annotated[int, typer.Option(min=0, max=3, help="0 warning .. 3 critical.")] = 2,
+    output: Output = None,
+    json_flag: JsonFlag = False,
 ) -> None:
     """Inject a fault event into a simulated chip."""
-    opts = _options(ctx)
+    opts = _options(ctx, output, json_flag)
     token = _sim_token(token_file)
     body = {"code": code, "assertion": assertion.value, "severity": severity}
     raw = opts.exporter.request(
         "POST", f"/v1/sim/chips/{chip}/faults", json=body, headers={"Authorization": f"Bearer {token}"}
     )
-    if opts.json:
-        _print_json(raw if raw is not None else {"injected": body | {"logic_id": chip}})
+    if opts.data:
+        print_data(raw if raw is not None else {"injected": body | {"logic_id": chip}}, opts.data)
         return
     _console().print(f"injected {code.upper()} ({assertion.value}, severity {severity}) into chip {chip}")
 

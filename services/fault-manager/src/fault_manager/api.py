@@ -224,7 +224,10 @@ def create_api(
     async def reset_chip(chip: ChipName) -> ResetStarted:
         known(chip)
         if hot_reset is None:
-            raise HTTPException(status.HTTP_409_CONFLICT, "resets need --hot-reset and the fault-manager's reset token")
+            raise HTTPException(
+                status.HTTP_409_CONFLICT,
+                "resets need --hot-reset (or --hot-reset-mode 0) and the fault-manager's reset token",
+            )
         group, reason = await hot_reset.request(chip)
         if reason is not None:
             raise HTTPException(status.HTTP_409_CONFLICT, f"not reset: {reason}")

@@ -39,7 +39,7 @@ from fault_manager.reactor.published import NodeState, Published
 from fault_manager.reactor.reactor import Reactor
 from fault_manager.reactor.verdicts import VerdictBoard
 from fault_manager.retention import prune_forever
-from fault_manager.settings import FaultManagerSettings
+from fault_manager.settings import HOT_RESET_INFER, HOT_RESET_OFF, HOT_RESET_TRAIN, FaultManagerSettings
 from fault_manager.store import Store, in_store_thread
 
 log = logging.getLogger(__name__)
@@ -94,17 +94,18 @@ class Service:
             pods = PodCache(api, settings.node_name)
             sink = ApiEventSink(api)
             node = ApiNodeAnnotations(api, settings.node_name)
-        # Our --hot-reset is the reference's HotResetTrainOffLine: with it, a training chip has
-        # GraceToleranceOn (ascend_common.faults.policy.supports_grace_tolerance).
+        # Hot-reset mode 2 (--hot-reset) is the reference's HotResetTrainOffLine: with it, a training chip
+        # has GraceToleranceOn (ascend_common.faults.policy.supports_grace_tolerance); mode 0 has none.
+        mode = settings.reset_mode
         engine = FaultEngine(
-            build(policy_files(settings)), time_scale=settings.time_scale, hot_reset=settings.hot_reset
+            build(policy_files(settings)), time_scale=settings.time_scale, hot_reset=mode == HOT_RESET_TRAIN
         )
         pod = settings.pod_name or os.environ.get("HOSTNAME") or socket.gethostname()
         events = FaultEvents(sink, settings.node_name, clock.now, pod=pod)
         inbox = Inbox()
         published = Published(VerdictBoard(), NodeState(engine.policy))
         name = configmap_name(settings.node_name)
-        reactor = Reactor(engine, store, inbox, published, clock, events, name)
+        reactor = Reactor(engine, store, inbox, published, clock, events, name, duo_rule=mode == HOT_RESET_INFER)
         ingest = Ingest(exporter, store.events, inbox, clock, published.inventory)
         writer = DeviceInfoWriter(
             configmaps, published, inbox, clock, settings.node_name, events,
@@ -117,14 +118,16 @@ class Service:
         keeper = PolicyKeeper(store, inbox.adopt_policy, "policy-dir" if settings.policy_dir else "packaged")
         kit.ready_when(lambda: None if ingest.synced.is_set() else "not synced with the exporter yet")
         hot_reset = None
-        if settings.hot_reset:
+        if mode != HOT_RESET_OFF:
             if settings.token_file is None:
-                raise ValueError("--hot-reset needs --token-file with the fault-manager's `reset` token")
+                raise ValueError(f"hot reset (mode {mode}) needs --token-file with the fault-manager's `reset` token")
             resetter = ExporterClient(settings.exporter_socket, token=first_token(settings.token_file))
+            infer = mode == HOT_RESET_INFER
+            log.info("hot reset on", extra={"mode": mode, "kind": "inference" if infer else "training"})
             hot_reset = HotReset(
                 published, inbox, resetter, store, clock, settings.node_name, kit.scope("hot-reset"), node=node,
-                pods=pods.pods if pods is not None else list, configmaps=configmaps,
-                mirror_dir=settings.reset_mirror_dir,
+                pods=pods.pods if pods is not None else list, configmaps=None if infer else configmaps,
+                mirror_dir=None if infer else settings.reset_mirror_dir, infer=infer,
             )  # fmt: skip
         return cls(
             settings, kit, clock, store, exporter, configmaps, offline, pods, events, inbox, published, ingest, reactor,

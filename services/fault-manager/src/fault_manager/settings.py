@@ -6,8 +6,13 @@ from pathlib import Path
 from typing import Literal
 
 from ascend_common.adapters.settings import HostPort, service_config
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, CliImplicitFlag
+
+# The reference's -hotReset values (pkg/common/constants.go): HotResetClose, HotResetInfer, HotResetTrainOffLine.
+HOT_RESET_OFF = -1
+HOT_RESET_INFER = 0
+HOT_RESET_TRAIN = 2
 
 
 class FaultManagerSettings(BaseSettings):
@@ -42,3 +47,31 @@ class FaultManagerSettings(BaseSettings):
     refresh_period: float = Field(300.0, ge=1, le=3600, description="Rewrite the ConfigMap at least this often (s).")
     write_interval: float = Field(1.0, ge=0.05, le=60, description="At most one ConfigMap write per this many s.")
     log_level: str = Field("INFO", description="Log level.")
+    hot_reset_mode: int | None = Field(
+        None,
+        description="The reference's -hotReset: -1 off; 0 inference (an idle faulty chip is reset when no pod "
+        "and no process uses its group, no job ConfigMap; on an Atlas 300I Duo the whole card, and a chip "
+        "whose cardmate is unhealthy is unhealthy too); 2 training (what --hot-reset turns on). "
+        "Unset: 2 with --hot-reset, else -1.",
+    )
+
+    @model_validator(mode="after")
+    def _one_hot_reset_mode(self) -> FaultManagerSettings:
+        if self.hot_reset_mode not in (None, HOT_RESET_OFF, HOT_RESET_INFER, HOT_RESET_TRAIN):
+            raise ValueError(
+                f"--hot-reset-mode {self.hot_reset_mode}: the reference's modes are -1 (off), 0 (inference) "
+                "and 2 (training)"
+            )
+        if self.hot_reset and self.hot_reset_mode not in (None, HOT_RESET_TRAIN):
+            raise ValueError(
+                f"--hot-reset is --hot-reset-mode {HOT_RESET_TRAIN}; it contradicts --hot-reset-mode "
+                f"{self.hot_reset_mode}: give one of them"
+            )
+        return self
+
+    @property
+    def reset_mode(self) -> int:
+        """The hot-reset mode in force, as the reference numbers it (HotResetClose/Infer/TrainOffLine)."""
+        if self.hot_reset_mode is not None:
+            return self.hot_reset_mode
+        return HOT_RESET_TRAIN if self.hot_reset else HOT_RESET_OFF

@@ -37,6 +37,7 @@ class VerdictReason(StrEnum):
     FAULT_AUTOFILL = "FaultAutofill"  # a synthesised code (card drop, hung library call)
     MANUAL = "ManuallySeparated"  # an administrator isolated the chip
     UNKNOWN = "Unknown"  # the exporter cannot read the chip
+    DUO_CARD = "DuoCard"  # its Atlas 300I Duo cardmate is unschedulable (inference hot reset, setHealthyIfDuoCard)
 
 
 class ChipVerdict(Frozen):

@@ -12,6 +12,13 @@ The reset itself is the exporter's job (in-band, out-of-band where the library s
 its chips show as `-Recovering` meanwhile. A group that cannot be healed this
 way goes to the operator: `GET /v1/resets` and the node annotation `ResetInfo`.
 
+Two modes, the reference's -hotReset values (`infer`): 2, training (the above), and 0, inference:
+a group is reset when no pod and no process uses it and it has been idle for the idle period, the
+faulty chip paying a token as above; no job is told anything (there is none), and no
+WaitFaultSelfHealingTime is waited (the reference's UnifiedHotReset waits the idle period alone).
+On an Atlas 300I Duo node the group is the card (reset_groups), and the reactor keeps a chip
+unschedulable while its cardmate is (`duo.py`, the reference's setHealthyIfDuoCard).
+
 This loop keeps the state and acts; what may reset is the planner's (pure), the tokens are
 stored_tokens', the exporter's reset job and the training job's ConfigMap are jobs', and ResetInfo
 and the operator's list are handoff's.
@@ -39,7 +46,7 @@ from ascend_common.schemas.exporter import Chip
 from fault_manager.hotreset import planner
 from fault_manager.hotreset.handoff import NodeAnnotations, OperatorHandoff, OperatorItem
 from fault_manager.hotreset.jobs import FaultState, Jobs, TrainingJobs, exporter_reset
-from fault_manager.hotreset.planner import IDLE_S, no_token
+from fault_manager.hotreset.planner import IDLE_S, no_token, pod_on_group
 from fault_manager.hotreset.stored_tokens import ResetTokens
 from fault_manager.store import Store, in_store_thread
 
@@ -66,6 +73,7 @@ class HotReset:
     configmaps: ConfigMaps | None = None
     mirror_dir: Path | None = None
     period_s: float = 1.0
+    infer: bool = False  # the reference's -hotReset=0: no job takes part, a pod on the group blocks it
     _busy_since: dict[str, float] = field(default_factory=dict)  # chip -> last time seen busy (real)
     _running: set[str] = field(default_factory=set)
     _blocked: dict[tuple[str, ...], str] = field(default_factory=dict)
@@ -134,8 +142,12 @@ class HotReset:
                 await self._abandon(key, {}, group, f"{name} was left for an operator by an earlier run (ResetInfo)",
                                     now_ms, [faulty])  # fmt: skip
                 continue
-            jobs, reason = await self.jobs.of_group(group, self.pods())
-            reason = reason or unknown_group_reason(faulty) or self._self_healing(key, now)
+            jobs: Jobs = {}
+            if self.infer:
+                reason = self._held_by_pod(group, now) or unknown_group_reason(faulty)
+            else:
+                jobs, reason = await self.jobs.of_group(group, self.pods())
+                reason = reason or unknown_group_reason(faulty) or self._self_healing(key, now)
             if reason is None and not await self.buckets.has(faulty, now_ms):
                 # Before the job is told anything: it must not stop training for a reset that cannot come.
                 await self._abandon(key, jobs, group, no_token(name), now_ms, [faulty])
@@ -177,7 +189,11 @@ class HotReset:
         key = tuple(c.name for c in group)
         now = self.clock.now()
         now_ms = int(now * 1000)
-        jobs, reason = await self.jobs.of_group(group, self.pods())
+        jobs: Jobs = {}
+        if self.infer:
+            reason = self._held_by_pod(group, now)
+        else:
+            jobs, reason = await self.jobs.of_group(group, self.pods())
         reason = reason or unknown_group_reason(faulty) or self._why_not(group, now)
         if reason is None and not await self.buckets.has(faulty, now_ms):
             reason = no_token(name)
@@ -236,6 +252,16 @@ class HotReset:
     async def tokens(self) -> dict[str, int]:
         """Reset tokens left per chip of the node (a chip that never used its bucket has them all)."""
         return await self.buckets.left(self.state.chips(), int(self.clock.now() * 1000))
+
+    def _held_by_pod(self, group: list[Chip], now: float) -> str | None:
+        """Inference mode: why a pod keeps the group from a reset. A held group counts as busy, so its
+        idle period starts when the last pod leaves (the reference records idle time only once the
+        ring is free of pods and processes)."""
+        reason = pod_on_group(group, self.pods())
+        if reason is not None:
+            for chip in group:
+                self._busy_since[chip.name] = now
+        return reason
 
     def _grace(self) -> GraceTolerance:
         return self.state.policy().customization.grace

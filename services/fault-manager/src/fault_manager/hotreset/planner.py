@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 
 from ascend_common.faults import reset_candidate
+from ascend_common.inuse import chips_in_use_for_allocation
+from ascend_common.pods import SlimPod
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 
@@ -79,3 +81,14 @@ def processes_outstay(group: list[Chip], told: float, now: float, wait: float) -
 def healthy(verdict: ChipVerdict) -> bool:
     """Healthy for hot reset: schedulable, and not merely kept so for its job (GraceToleranceOn)."""
     return verdict.schedulable and not reset_candidate(verdict.fault_level)
+
+
+def pod_on_group(group: list[Chip], pods: Iterable[SlimPod]) -> str | None:
+    """Inference hot reset (the reference's -hotReset=0): a group any pod holds is not reset, whatever
+    its job (the reference's isRingFree refuses a device with PodUsed); there is no job to tell."""
+    names = {c.name for c in group}
+    for pod in pods:
+        held = chips_in_use_for_allocation([pod]) & names
+        if held:
+            return f"pod {pod.namespace}/{pod.name} uses {', '.join(sorted(held))}"
+    return None

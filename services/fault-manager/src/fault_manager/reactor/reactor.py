@@ -10,6 +10,7 @@ A step that an input `ask`ed for is answered once all that is done.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Mapping
 
@@ -22,6 +23,7 @@ from ascend_common.superpod import super_pod
 from fault_manager.deviceinfo.configmap import UNWATCHED_SWITCH, SwitchReport, UnwatchedSwitch
 from fault_manager.deviceinfo.faultlist import Reason
 from fault_manager.events.fault_events import FaultEvents
+from fault_manager.hotreset.duo import duo_card_mates, with_duo_rule
 from fault_manager.policy.engine import BY_RELEASE, BY_RULE, ChipFaults, Evaluation, FaultEngine, Policy
 from fault_manager.reactor.chips_in_use import ChipsInUse, FreeListUse
 from fault_manager.reactor.ingest import reconcile_rows
@@ -78,6 +80,8 @@ class Reactor:
         clock: Clock,
         events: FaultEvents | None,
         configmap: str,
+        *,
+        duo_rule: bool = False,
     ) -> None:
         self.engine = engine
         self.store = store
@@ -102,6 +106,9 @@ class Reactor:
         self._super_pod = published.state.super_pod
         self._hbm_mb = 0  # the first chip's HBM size, for the soft-share quota rule; 0 until read
         self._hbm_unknown_logged = False
+        # Inference hot reset (-hotReset=0): a Duo card's chips are unschedulable together (hotreset/duo.py).
+        self.duo_rule = duo_rule
+        self._card_mates: dict[str, tuple[str, ...]] = {}
 
     async def start(self) -> None:
         """Rebuild the engine from SQLite and publish it (before `run`)."""
@@ -233,12 +240,15 @@ class Reactor:
 
     def _learn_node(self, listing: ChipList) -> None:
         """The node's super pod (DeviceInfoCfg SuperPodID / ServerIndex), as the plugin reads it: the
-        first chip by logic id that answered; and the first chip's HBM size."""
+        first chip by logic id that answered; the Duo cards (inference hot reset); and the first chip's HBM size."""
         pod = super_pod(c.static for c in sorted(listing.chips, key=lambda c: c.logic_id))
         if pod != self._super_pod:
             self._super_pod = pod
             self._node_changed = True
             self.published.write_wanted.set()
+        if self.duo_rule and (mates := duo_card_mates(listing.chips)) != self._card_mates:
+            self._card_mates = mates
+            self._dirty.update(mates)
         # A size once read is kept: it never changes, and a later listing taken while the chip
         # does not answer would otherwise take every soft-share chip off the free list.
         hbm = first_chip_hbm_mb(listing)
@@ -292,8 +302,14 @@ class Reactor:
         changed: list[Evaluation] = []
         isolated: list[str] = []
         released: list[str] = []
+        # A Duo card's chips are evaluated together: one's verdict follows its cardmate's.
+        dirty |= {mate for name in dirty for mate in self._card_mates.get(name, ())}
+        own = {name: self.engine.evaluate(name, now, name in self.in_use_for_health) for name in sorted(dirty)}
+        verdicts = {name: ev.verdict for name, ev in own.items()}
         for name in sorted(dirty):
-            ev = self.engine.evaluate(name, now, name in self.in_use_for_health)
+            ev = own[name]
+            if self._card_mates:
+                ev = dataclasses.replace(ev, verdict=with_duo_rule(ev.verdict, self._card_mates, verdicts))
             self.evaluations[name] = ev
             if self.published.board.publish(ev.verdict):
                 changed.append(ev)
