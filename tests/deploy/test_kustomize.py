@@ -207,6 +207,15 @@ def test_910b_plugin_follows_volcano(rendered: dict[str, Path]) -> None:
     assert "--hot-reset" in dss[FAULT_MANAGER]["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
+def test_the_310p_pool_resets_in_inference_mode(rendered: dict[str, Path]) -> None:
+    args = _daemonsets(_docs(rendered["ascend-310p"]))[FAULT_MANAGER]["spec"]["template"]["spec"]["containers"][0][
+        "args"
+    ]
+    assert "--hot-reset-mode=0" in args
+    assert "--hot-reset" not in args
+    assert args[args.index("--token-file") + 1] == "/etc/ascend/tokens/tokens"
+
+
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_container_has_limits_and_probes(rendered: dict[str, Path], overlay: str) -> None:
     ports = {EXPORTER: 8082, PLUGIN: 8083, FAULT_MANAGER: 8084}
