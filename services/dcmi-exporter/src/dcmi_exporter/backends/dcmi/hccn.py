@@ -316,3 +316,64 @@ class HccnUbPorts:
         self._wired[key] = parse_port_info(out).get(PORT_ENABLE_KEY) == PORT_ENABLE_ON
         if not self._wired[key]:
             log.debug("UB port not wired: not counted", extra={"logic_id": logic, "udie": row.udie, "port": row.port})
+
+
+# ---------------------------------------------------------------------- RoCE / MAC counters (metrics)
+
+# The `-stat -g` keys npu-exporter's RoCE collector reads (collector_for_roce.go getMainStatInfo).
+ROCE_STAT_KEYS = (
+    "mac_rx_mac_pause_num",
+    "mac_tx_mac_pause_num",
+    "mac_rx_pfc_pkt_num",
+    "mac_tx_pfc_pkt_num",
+    "mac_rx_bad_pkt_num",
+    "mac_tx_bad_pkt_num",
+    "mac_rx_bad_oct_num",
+    "mac_tx_bad_oct_num",
+    "mac_rx_fcs_err_pkt_num",
+    "roce_rx_all_pkt_num",
+    "roce_tx_all_pkt_num",
+    "roce_rx_err_pkt_num",
+    "roce_tx_err_pkt_num",
+    "roce_rx_cnp_pkt_num",
+    "roce_tx_cnp_pkt_num",
+    "roce_new_pkt_rty_num",
+    "roce_unexpected_ack_num",
+    "roce_out_of_order_num",
+    "roce_verification_err_num",
+    "roce_qp_status_err_num",
+    "roce_ecn_db_num",
+)
+# npu-exporter's RoceCollector: training cards only, and not the 950 (its ports are UB).
+ROCE_FAMILIES = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
+
+
+def roce_stats(stat: Mapping[str, int]) -> dict[str, int]:
+    """The RoCE collector's counters of a `-stat -g` output. The reference reads a missing key as 0;
+    an output with none of them is no RoCE port's, and unreadable for us."""
+    if not any(key in stat for key in ROCE_STAT_KEYS):
+        raise HccnError("no RoCE counter in the -stat output")
+    return {key: stat.get(key, 0) for key in ROCE_STAT_KEYS}
+
+
+class HccnNetStats:
+    """RoCE / MAC counters of a chip for the metrics (`hccn_tool -i <phy> -stat -g`), through the
+    shared runner (its timeout and concurrency). A chip whose counters cannot be read is logged
+    once, until they are readable again."""
+
+    def __init__(self, tool: HccnTool) -> None:
+        self.tool = tool
+        self._failing = FailingChips(
+            log, "RoCE counters unreadable; their metric series are dropped", "RoCE counters are back"
+        )
+
+    async def net_stats(self, chip: Chip) -> dict[str, int] | None:
+        if chip.family not in ROCE_FAMILIES:
+            return None
+        try:
+            stats = roce_stats(parse_stat(await self.tool.run("-i", str(chip.phy_id), "-stat", "-g")))
+        except HccnError as exc:
+            self._failing.failed(chip, str(exc))
+            return None
+        self._failing.succeeded(chip)
+        return stats
