@@ -27,6 +27,7 @@ ADDED = [
     "machine_card_nums",
 ]
 
+PERIODS = ("--telemetry-period", "0.2", "--net-stats-period", "0.2")
 Scrape = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
 
@@ -75,8 +76,7 @@ async def test_every_added_family_is_scraped_with_the_librarys_and_the_tools_val
         "int util_overall 1 63\nint ecc_double 1 4\nint ecc_double_pages 1 2\nint pcie_rx_p_avg 1 777\n"
         "int health 2 2\nrc dcmi_get_device_health 3 -8255\n"
     )
-    args = ("--library", str(dcmi_double_path), "--hccn-tool", str(tool))
-    args += ("--telemetry-period", "0.2", "--net-stats-period", "0.2")
+    args = ("--library", str(dcmi_double_path), "--hccn-tool", str(tool), *PERIODS)
     with running_exporter(tmp_path / "run", *args, backend="dcmi", env={"DCMI_DOUBLE_CONFIG": str(config)}) as ep:
 
         def complete() -> Scrape | None:
@@ -115,8 +115,7 @@ async def test_a_hccn_tool_that_hangs_30s_delays_no_other_metric(
     tool, hang, started = fake_hccn_tool(tmp_path)
     config = tmp_path / "double.conf"
     config.write_text(LAYOUT)
-    args = ("--library", str(dcmi_double_path), "--hccn-tool", str(tool))
-    args += ("--telemetry-period", "0.2", "--net-stats-period", "0.2")
+    args = ("--library", str(dcmi_double_path), "--hccn-tool", str(tool), *PERIODS)
     with running_exporter(tmp_path / "run", *args, backend="dcmi", env={"DCMI_DOUBLE_CONFIG": str(config)}) as ep:
         await until(lambda: len(by_id(scrape(ep), "npu_chip_roce_rx_all_pkt_num")) == 4, START_S, "RoCE counters")
         hang.touch()
