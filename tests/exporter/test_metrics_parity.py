@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 from dcmi_exporter.backends.base import PCIE_KINDS
-from dcmi_exporter.metrics import NET_FAMILIES, PCIE_FAMILIES, TELEMETRY_FAMILIES
+from dcmi_exporter.metrics import NET_FAMILIES, OPTICAL_FAMILIES, PCIE_FAMILIES, TELEMETRY_FAMILIES
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cdouble.fixtures import cdouble_build_dir, dcmi_double_path  # noqa: F401 - pytest fixtures
@@ -21,6 +21,7 @@ ADDED = [
     *(name for name, _, _ in TELEMETRY_FAMILIES),
     *(name for name, _ in PCIE_FAMILIES.values()),
     *NET_FAMILIES,
+    *OPTICAL_FAMILIES,
     "machine_healthy_npu_nums",
     "machine_unhealthy_npu_nums",
     "machine_unknown_npu_nums",
@@ -32,13 +33,17 @@ Scrape = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
 
 def fake_hccn_tool(tmp: Path) -> tuple[Path, Path, Path]:
-    """(tool, hang switch, started marker): `-i <phy> -stat -g` prints counters derived from the phy
-    id; while the switch file exists the tool marks that it ran and sleeps 30 s."""
+    """(tool, hang switch, started marker): `-i <phy> -stat -g` prints counters and `-optical -g` a
+    module derived from the phy id; while the switch file exists the tool marks that it ran and
+    sleeps 30 s."""
     tool, hang, started = tmp / "hccn_tool", tmp / "hang", tmp / "hung-run"
     tool.write_text(
         "#!/bin/sh\n"
         f'if [ -e "{hang}" ]; then touch "{started}"; exec sleep 30; fi\n'
         'phy="$2"\n'
+        'if [ "$3" = -optical ]; then\n'
+        '  printf "present : present\\nVcc : 3.%s V\\nRx_Power0 : 0.5 mW\\n" "$phy"; exit 0\n'
+        "fi\n"
         "printf 'roce_tx_all_pkt_num:%s\\nroce_rx_all_pkt_num:%s\\nmac_rx_fcs_err_pkt_num:%s\\n'"
         ' $((1000 + phy)) $((2000 + phy)) "$phy"\n'
     )
@@ -103,6 +108,9 @@ async def test_every_added_family_is_scraped_with_the_librarys_and_the_tools_val
     assert by_id(families, "npu_chip_roce_rx_all_pkt_num")["3"] == 2003
     assert by_id(families, "npu_chip_info_rx_fcs_num")["3"] == 3
     assert by_id(families, "npu_chip_mac_tx_pause_num")["3"] == 0  # not printed by the tool: 0, as the reference
+    assert by_id(families, "npu_chip_optical_vcc") == {"2": 3.2, "3": 3.3, "0": 3.0, "1": 3.1}
+    assert by_id(families, "npu_chip_optical_state")["3"] == 1
+    assert "3" not in by_id(families, "npu_chip_optical_tx_power_0")  # not printed: no series, as the reference
     # logic 2 (phy 0) unhealthy, logic 3 (phy 1) health unreadable: unknown.
     assert [families[f"machine_{k}_npu_nums"][()] for k in ("healthy", "unhealthy", "unknown")] == [2, 1, 1]
     assert families["machine_card_nums"][()] == 2

@@ -3,8 +3,10 @@ libdcmi.so, the RoCE counters' parser, and how a scrape renders the last samples
 
 Ported tables, named after the Go tests they come from (component/npu-exporter/collector/metrics):
 TestCountHealthStatus (5 cases), TestUpdatePrometheusMachineHealthMetrics (2), TestCollectCardNum
-(2, by what our nodes can answer), TestCollectUtilCommon (2), TestCollectUtilV1 (2),
-TestRoceCollectorIsSupported (4).
+(2 of its 3: a card count, a family without one; GetCardList failing has no counterpart),
+TestCollectUtilCommon (2; a failing multi call falls back to v1 here, where the reference shows 0),
+TestCollectUtilV1 (2), TestRoceCollectorIsSupported (2, plus the 910B and 310P), and the hccn
+helpers GetFloatDataFromStr (7, ours) and getMainOptInfo (3, ours).
 """
 
 from __future__ import annotations
@@ -303,3 +305,63 @@ def test_sim_answers_by_family() -> None:
         assert (t.pcie is not None) is (family is ChipFamily.ASCEND910B)
         stats = backend.net_stats(first.logic_id)
         assert (stats is not None) is (family is ChipFamily.ASCEND910B)
+        optical = backend.optical(first.logic_id)
+        assert (optical is not None) is (family is ChipFamily.ASCEND910B)
+
+
+# ------------------------------------------------------------------- optical module (hccn_tool -optical -g)
+
+OPTICAL_OUTPUT = (
+    "present : present\nVcc : 3.28 V\ntemperature : 41 C\nTx Power0 : 0.65 mW\nTx_Power1 : NA\n"
+    "Rx_Power0 : 0.55 mW\nRx_Power1 : not supported mW\nRx_Power2 : 0.5\nRx_Power3 : x mW\nbad line\n"
+)
+
+OPTICAL_NUMBER = [
+    ("a number and its unit", "3.28 V", 3.28),
+    ("empty", "", None),
+    ("NA", "NA", None),
+    ("not supported", "not supported", None),
+    ("no unit", "0.5", None),
+    ("three parts", "0.5 m W", None),
+    ("not a number", "x mW", None),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), OPTICAL_NUMBER, ids=[c[0] for c in OPTICAL_NUMBER])
+def test_get_float_data_from_str(name: str, text: str, expected: float | None) -> None:
+    """The reference's GetFloatDataFromStr (its -1 is our None: npu-exporter never shows it)."""
+    from dcmi_exporter.backends.dcmi.hccn import optical_number
+
+    assert optical_number(text) == expected
+
+
+def test_get_main_opt_info() -> None:
+    """npu-exporter's getMainOptInfo over a `-optical -g` output: keys with spaces become `_`."""
+    from dcmi_exporter.backends.dcmi.hccn import optical_values, parse_optical
+
+    info = parse_optical(OPTICAL_OUTPUT)
+    assert info["Tx_Power0"] == "0.65 mW"
+    assert optical_values(info) == {
+        "present": 1.0, "Vcc": 3.28, "temperature": 41.0, "Tx_Power0": 0.65, "Rx_Power0": 0.55,
+    }  # fmt: skip
+    assert optical_values({"present": "not present"}) == {"present": 0.0}
+    assert optical_values({"present": "unknown"}) == {}
+
+
+async def test_optical_read_through_the_runner_on_the_910_families_only(tmp_path: Path) -> None:
+    tool = tmp_path / "hccn_tool"
+    tool.write_text(f"#!/bin/sh\n[ \"$3\" = -optical ] && printf '{OPTICAL_OUTPUT}'\n")
+    tool.chmod(0o755)
+    probe = HccnNetStats(HccnTool(tool))
+    values = await probe.optical(exporter_chip(0, 5))
+    assert values is not None and values["Vcc"] == 3.28
+    assert await probe.optical(exporter_chip(0, 5, name="Ascend950PR", board=0)) is None
+    assert await HccnNetStats(HccnTool(tmp_path / "missing")).optical(exporter_chip(0, 5)) is None
+
+
+def test_optical_samples_render_only_what_was_read() -> None:
+    samples = Samples(optical={0: {"present": 1.0, "Rx_Power2": -3.5}})
+    families = scrape(snapshot_of([chip_with(0, "Healthy")]), samples)
+    assert value(families, "npu_chip_optical_state") == 1.0
+    assert value(families, "npu_chip_optical_rx_power_2") == -3.5
+    assert families.get("npu_chip_optical_vcc", {}) == {}

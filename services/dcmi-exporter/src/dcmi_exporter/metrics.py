@@ -211,6 +211,22 @@ NET_FAMILIES: dict[str, str] = {
 }
 
 
+# npu-exporter's optical collector (910 families): family -> the `hccn_tool -optical -g` key.
+OPTICAL_FAMILIES: dict[str, tuple[str, str]] = {
+    "npu_chip_optical_state": ("present", "the npu interface receive optical-state"),
+    "npu_chip_optical_vcc": ("Vcc", "the npu interface receive optical-vcc"),
+    "npu_chip_optical_temp": ("temperature", "the npu interface receive optical-temperature"),
+    **{
+        f"npu_chip_optical_tx_power_{i}": (f"Tx_Power{i}", f"npu interface receive optical-tx-power-{i}")
+        for i in range(4)
+    },
+    **{
+        f"npu_chip_optical_rx_power_{i}": (f"Rx_Power{i}", f"npu interface receive optical-rx-power-{i}")
+        for i in range(4)
+    },
+}
+
+
 def health_counts(snap: Snapshot) -> tuple[int, int, int]:
     """(healthy, unhealthy, unknown) chips, as npu-exporter's countHealthStatus: a chip whose
     health could not be read is unknown."""
@@ -269,6 +285,13 @@ def sample_families(snap: Snapshot, samples: Samples) -> Iterator[GaugeMetricFam
             for bw_type, value in zip(PCIE_BW_TYPES, sample.pcie.rates[kind], strict=True):
                 pcie[kind].add_metric([*_labels(chip), bw_type], value)
     yield from pcie.values()
+    optical = [(chip, samples.optical[chip.logic_id]) for chip in answering if chip.logic_id in samples.optical]
+    for name, (key, doc) in OPTICAL_FAMILIES.items():
+        family = GaugeMetricFamily(name, doc, labels=LABELS)
+        for chip, values in optical:
+            if key in values:  # npu-exporter shows no value it could not read
+                family.add_metric(_labels(chip), values[key])
+        yield family
     net = [(chip, samples.net[chip.logic_id]) for chip in answering if chip.logic_id in samples.net]
     for name, key in NET_FAMILIES.items():
         family = GaugeMetricFamily(name, f"npu interface receive {key.replace('_', '-')}", labels=LABELS)

@@ -37,6 +37,7 @@ class Samples:
 
     chips: dict[int, ChipTelemetry] = field(default_factory=dict)
     net: dict[int, dict[str, int]] = field(default_factory=dict)
+    optical: dict[int, dict[str, float]] = field(default_factory=dict)
 
 
 class TelemetryTask:
@@ -96,6 +97,7 @@ class TelemetryTask:
         self.samples = Samples(
             chips={chip.logic_id: r for chip, r in zip(chips, results, strict=True) if r is not None},
             net=self.samples.net,
+            optical=self.samples.optical,
         )
 
     async def _read_chip(self, chip: Chip) -> ChipTelemetry | None:
@@ -115,14 +117,24 @@ class TelemetryTask:
         if net is None:
             return
         chips = self._answering()
-        results = await asyncio.gather(*(net.net_stats(chip) for chip in chips), return_exceptions=True)
-        kept: dict[int, dict[str, int]] = {}
-        for chip, result in zip(chips, results, strict=True):
-            if isinstance(result, BaseException):
-                log.error(
-                    "RoCE counters read failed",
-                    extra={"logic_id": chip.logic_id, "chip": chip.name, "error": repr(result)},
-                )
-            elif result is not None:
-                kept[chip.logic_id] = result
-        self.samples = Samples(chips=self.samples.chips, net=kept)
+        results = await asyncio.gather(*(self._read_net(net, chip) for chip in chips))
+        pairs = list(zip(chips, results, strict=True))
+        self.samples = Samples(
+            chips=self.samples.chips,
+            net={chip.logic_id: counters for chip, (counters, _) in pairs if counters is not None},
+            optical={chip.logic_id: optical for chip, (_, optical) in pairs if optical is not None},
+        )
+
+    async def _read_net(self, net: NetStatsProbe, chip: Chip) -> tuple[dict[str, int] | None, dict[str, float] | None]:
+        """(counters, optical) of one chip, one tool run after the other (the runner bounds each)."""
+        try:
+            counters = await net.net_stats(chip)
+        except Exception:  # a probe bug costs this chip's families only
+            log.exception("RoCE counters read failed", extra={"logic_id": chip.logic_id, "chip": chip.name})
+            counters = None
+        try:
+            optical = await net.optical(chip)
+        except Exception:
+            log.exception("optical module read failed", extra={"logic_id": chip.logic_id, "chip": chip.name})
+            optical = None
+        return counters, optical

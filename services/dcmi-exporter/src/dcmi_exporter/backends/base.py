@@ -150,3 +150,7 @@ class NetStatsProbe(Protocol):
 
     async def net_stats(self, chip: Chip) -> dict[str, int] | None:
         """None when the chip has no such counters (a family without RoCE) or they cannot be read."""
+
+    async def optical(self, chip: Chip) -> dict[str, float] | None:
+        """The optical module (`hccn_tool -i <phy> -optical -g`): `present` (1 / 0) and the readable
+        powers, Vcc and temperature by the tool's key names; None as for net_stats."""

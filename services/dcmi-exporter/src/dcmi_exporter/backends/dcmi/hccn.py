@@ -366,6 +366,10 @@ class HccnNetStats:
         self._failing = FailingChips(
             log, "RoCE counters unreadable; their metric series are dropped", "RoCE counters are back"
         )
+        self._optical = HccnOptical(tool)
+
+    async def optical(self, chip: Chip) -> dict[str, float] | None:
+        return await self._optical.optical(chip)
 
     async def net_stats(self, chip: Chip) -> dict[str, int] | None:
         if chip.family not in ROCE_FAMILIES:
@@ -377,3 +381,74 @@ class HccnNetStats:
             return None
         self._failing.succeeded(chip)
         return stats
+
+
+# ---------------------------------------------------------------------- optical module (metrics)
+
+OPTICAL_PRESENT = "present"  # the key, and its value when a module sits in the port
+OPTICAL_ABSENT = "not present"
+OPTICAL_NUMBERS = (
+    "Tx_Power0", "Tx_Power1", "Tx_Power2", "Tx_Power3",
+    "Rx_Power0", "Rx_Power1", "Rx_Power2", "Rx_Power3",
+    "Vcc", "temperature",
+)  # fmt: skip
+
+
+def parse_optical(text: str) -> dict[str, str]:
+    """`hccn_tool -i <phy> -optical -g` (`GetNPUOpticalInfo`): lines of exactly one `:`, the key
+    trimmed with its spaces turned to `_`, the value trimmed."""
+    out: dict[str, str] = {}
+    for line in text.split("\n"):
+        parts = line.split(":")
+        if len(parts) == 2:
+            out[parts[0].strip().replace(" ", "_")] = parts[1].strip()
+    return out
+
+
+def optical_number(value: str | None) -> float | None:
+    """`GetFloatDataFromStr`: "<number> <unit>"; empty, NA, "not supported", another shape or a
+    bad number is no value (the reference's -1, which it never shows)."""
+    if not value or any(bad in value for bad in _NOT_A_NUMBER):
+        return None
+    parts = value.split(" ")
+    if len(parts) != 2:
+        return None
+    try:
+        return float(parts[0])
+    except ValueError:
+        return None
+
+
+def optical_values(info: Mapping[str, str]) -> dict[str, float]:
+    """What npu-exporter's getMainOptInfo keeps: `present` 1 / 0 (no value for another answer) and
+    each of OPTICAL_NUMBERS that reads as a number."""
+    out: dict[str, float] = {}
+    state = info.get(OPTICAL_PRESENT)
+    if state in (OPTICAL_PRESENT, OPTICAL_ABSENT):
+        out[OPTICAL_PRESENT] = 1.0 if state == OPTICAL_PRESENT else 0.0
+    for key in OPTICAL_NUMBERS:
+        if (number := optical_number(info.get(key))) is not None:
+            out[key] = number
+    return out
+
+
+class HccnOptical:
+    """A chip's optical module (`hccn_tool -i <phy> -optical -g`) through the shared runner; the 910
+    families only, as npu-exporter's OpticalCollector off the 950. Failures logged once per chip."""
+
+    def __init__(self, tool: HccnTool) -> None:
+        self.tool = tool
+        self._failing = FailingChips(
+            log, "optical module unreadable; its metric series are dropped", "optical module readable again"
+        )
+
+    async def optical(self, chip: Chip) -> dict[str, float] | None:
+        if chip.family not in ROCE_FAMILIES:
+            return None
+        try:
+            values = optical_values(parse_optical(await self.tool.run("-i", str(chip.phy_id), "-optical", "-g")))
+        except HccnError as exc:
+            self._failing.failed(chip, str(exc))
+            return None
+        self._failing.succeeded(chip)
+        return values

@@ -689,3 +689,13 @@ class SimBackend:
             return None
         tx, rx = self.traffic(logic_id)
         return telemetry.roce_stats(tx, rx)
+
+    def optical(self, logic_id: int) -> dict[str, float] | None:
+        """`hccn_tool -i <phy> -optical -g` as npu-exporter keeps it: a present module, steady
+        readings, a little colder with the link down."""
+        if not self.layout.has_network or self.layout.library_v2:
+            return None
+        st = self._control_chip(logic_id)
+        with self._lock:
+            down = st.network_down
+        return telemetry.optical(st.traits, down)

@@ -37,3 +37,6 @@ class SimNetStats:
 
     async def net_stats(self, chip: Chip) -> dict[str, int] | None:
         return self.backend.net_stats(chip.logic_id)
+
+    async def optical(self, chip: Chip) -> dict[str, float] | None:
+        return self.backend.optical(chip.logic_id)

@@ -128,3 +128,14 @@ def roce_stats(tx_pkts: int, rx_pkts: int) -> dict[str, int]:
         "roce_verification_err_num": 0,
         "roce_ecn_db_num": 0,
     }
+
+
+def optical(traits: ChipTraits, link_down: bool) -> dict[str, float]:
+    rx = -40.0 if link_down else round(-2.0 + traits.phase / 10, 2)
+    return {
+        "present": 1.0,
+        "Vcc": 3.3,
+        "temperature": round(traits.base_temp_c - 5, 1),
+        **{f"Tx_Power{i}": round(0.5 + traits.phase2 / 10, 2) for i in range(4)},
+        **{f"Rx_Power{i}": rx for i in range(4)},
+    }
