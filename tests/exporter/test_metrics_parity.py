@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 from dcmi_exporter.backends.base import PCIE_KINDS
-from dcmi_exporter.metrics import NET_FAMILIES, OPTICAL_FAMILIES, PCIE_FAMILIES, TELEMETRY_FAMILIES
+from dcmi_exporter.metrics import LINK_FAMILIES, NET_FAMILIES, OPTICAL_FAMILIES, PCIE_FAMILIES, TELEMETRY_FAMILIES
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cdouble.fixtures import cdouble_build_dir, dcmi_double_path  # noqa: F401 - pytest fixtures
@@ -22,6 +22,7 @@ ADDED = [
     *(name for name, _ in PCIE_FAMILIES.values()),
     *NET_FAMILIES,
     *OPTICAL_FAMILIES,
+    *LINK_FAMILIES,
     "machine_healthy_npu_nums",
     "machine_unhealthy_npu_nums",
     "machine_unknown_npu_nums",
@@ -33,9 +34,9 @@ Scrape = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
 
 def fake_hccn_tool(tmp: Path) -> tuple[Path, Path, Path]:
-    """(tool, hang switch, started marker): `-i <phy> -stat -g` prints counters and `-optical -g` a
-    module derived from the phy id; while the switch file exists the tool marks that it ran and
-    sleeps 30 s."""
+    """(tool, hang switch, started marker): `-i <phy> -stat -g` prints counters, `-optical -g` a
+    module and `-link` / `-speed` / `-link_stat` / `-bandwidth -g` a link, derived from the phy id;
+    while the switch file exists the tool marks that it ran and sleeps 30 s."""
     tool, hang, started = tmp / "hccn_tool", tmp / "hang", tmp / "hung-run"
     tool.write_text(
         "#!/bin/sh\n"
@@ -47,6 +48,12 @@ def fake_hccn_tool(tmp: Path) -> tuple[Path, Path, Path]:
         '  tx3="0.7 mW"; [ "$phy" = 3 ] && tx3=NA\n'
         '  printf "Tx_Power3 : %s\\nRx_Power3 : 0.4 mW\\n" "$tx3"; exit 0\n'
         "fi\n"
+        'case "$3" in\n'
+        "  -link) echo 'link status: UP'; exit 0;;\n"
+        "  -speed) echo 'Speed: 200000 Mb/s'; exit 0;;\n"
+        '  -link_stat) echo "[device $phy]link up count : $((phy + 1))"; exit 0;;\n'
+        "  -bandwidth) printf 'Bandwidth TX: 1.50 MB/sec\\nBandwidth RX: 2.50 MB/sec\\n'; exit 0;;\n"
+        "esac\n"
         "printf 'roce_tx_all_pkt_num:%s\\nroce_rx_all_pkt_num:%s\\nmac_rx_fcs_err_pkt_num:%s\\n'"
         ' $((1000 + phy)) $((2000 + phy)) "$phy"\n'
     )
@@ -113,6 +120,13 @@ async def test_every_added_family_is_scraped_with_the_librarys_and_the_tools_val
     assert by_id(families, "npu_chip_mac_tx_pause_num")["3"] == 0  # not printed by the tool: 0, as the reference
     assert by_id(families, "npu_chip_optical_vcc") == {"2": 3.2, "3": 3.3, "0": 3.0, "1": 3.1}
     assert by_id(families, "npu_chip_optical_state")["3"] == 1
+    assert by_id(families, "npu_chip_info_link_status")["3"] == 1
+    assert by_id(families, "npu_chip_link_speed")["3"] == 200000
+    assert by_id(families, "npu_chip_link_up_num") == {"2": 3, "3": 4, "0": 1, "1": 2}
+    assert (by_id(families, "npu_chip_info_bandwidth_tx")["3"], by_id(families, "npu_chip_info_bandwidth_rx")["3"]) == (
+        1.5,
+        2.5,
+    )
     assert by_id(families, "npu_chip_optical_rx_power_3")["3"] == 0.4
     assert by_id(families, "npu_chip_optical_tx_power_3") == {"2": 0.7, "0": 0.7, "1": 0.7}  # phy 3's NA: no series
     # logic 2 (phy 0) unhealthy, logic 3 (phy 1) health unreadable: unknown.

@@ -5,8 +5,9 @@ Ported tables, named after the Go tests they come from (component/npu-exporter/c
 TestCountHealthStatus (5 cases), TestUpdatePrometheusMachineHealthMetrics (2), TestCollectCardNum
 (2 of its 3: a card count, a family without one; GetCardList failing has no counterpart),
 TestCollectUtilCommon (2; a failing multi call falls back to v1 here, where the reference shows 0),
-TestCollectUtilV1 (2), TestRoceCollectorIsSupported (2, plus the 910B and 310P), and the hccn
-helpers GetFloatDataFromStr (7, ours) and getMainOptInfo (3, ours).
+TestCollectUtilV1 (2), TestRoceCollectorIsSupported (2, plus the 910B and 310P),
+TestGetLinkStatusCode (5), and the hccn helpers GetFloatDataFromStr (7, ours), getMainOptInfo (3,
+ours) and the link parsers (ours).
 """
 
 from __future__ import annotations
@@ -307,6 +308,8 @@ def test_sim_answers_by_family() -> None:
         assert (stats is not None) is (family is ChipFamily.ASCEND910B)
         optical = backend.optical(first.logic_id)
         assert (optical is not None) is (family is ChipFamily.ASCEND910B)
+        link = backend.link(first.logic_id)
+        assert (link is not None) is (family is ChipFamily.ASCEND910B)
 
 
 # ------------------------------------------------------------------- optical module (hccn_tool -optical -g)
@@ -365,3 +368,66 @@ def test_optical_samples_render_only_what_was_read() -> None:
     assert value(families, "npu_chip_optical_state") == 1.0
     assert value(families, "npu_chip_optical_rx_power_2") == -3.5
     assert families.get("npu_chip_optical_vcc", {}) == {}
+
+
+# ------------------------------------------------------------------- link (collector_for_network_test, hccn_tool.go)
+
+LINK_STATUS_CODE = [
+    ("should return UnRetError when status is NotReport", "NotReport", None),
+    ("should return FailedValue when status is Unknown", "Unknown", -1),
+    ("should return HealthyCode when status is LinkUp", "UP", 1),
+    ("should return UnhealthyCode when status is LinkDown", "DOWN", 0),
+    ("should return UnhealthyCode when status is other value", "other", 0),
+]
+
+
+@pytest.mark.parametrize(("name", "status", "code"), LINK_STATUS_CODE, ids=[c[0] for c in LINK_STATUS_CODE])
+def test_get_link_status_code(name: str, status: str, code: int | None) -> None:
+    """TestGetLinkStatusCode, as a scrape shows it: UnRetError is never shown (None), FailedValue
+    is shown as -1."""
+    from dcmi_exporter.backends.dcmi.hccn import link_status_code
+
+    assert link_status_code(status) == code
+
+
+def test_link_parsers_read_the_tools_outputs_as_the_reference() -> None:
+    from dcmi_exporter.backends.dcmi import hccn
+
+    assert hccn.parse_link_status("link status: DOWN\n") == "DOWN"
+    with pytest.raises(HccnError):
+        hccn.parse_link_status("link status is DOWN\n")
+    assert hccn.parse_link_speed("Speed: 100000 Mb/s\n") == 100000
+    for bad in ("Speed: Unknown! Mb/s\n", "Speed: fast Mb/s\n", "Speed 100000\n"):
+        with pytest.raises(HccnError):
+            hccn.parse_link_speed(bad)
+    assert hccn.parse_link_up_num("[device 0]link up count : 3\n[device 0]link down count : 2\n") == 3
+    for bad in ("[device 0]link up count: 3\n", "nothing\n"):
+        with pytest.raises(HccnError):
+            hccn.parse_link_up_num(bad)
+    assert hccn.parse_bandwidth("Bandwidth TX: 1.50 MB/sec\nBandwidth RX: 2.25 MB/sec\n") == (1.5, 2.25)
+    assert hccn.parse_bandwidth("Bandwidth TX: x MB/sec\n") == (None, None)
+
+
+async def test_link_read_through_the_runner_and_a_failed_state_shows_minus_one(tmp_path: Path) -> None:
+    tool = tmp_path / "hccn_tool"
+    tool.write_text(
+        '#!/bin/sh\ncase "$3" in\n'
+        "  -link) echo 'link status: UP';;\n  -speed) echo 'Speed: 200000 Mb/s';;\n"
+        "  -link_stat) echo '[device 5]link up count : 4';;\n"
+        "  -bandwidth) printf 'Bandwidth TX: 3.00 MB/sec\\nBandwidth RX: 4.00 MB/sec\\n';;\nesac\n"
+    )
+    tool.chmod(0o755)
+    got = await HccnNetStats(HccnTool(tool)).link(exporter_chip(0, 5))
+    assert got == {"link_status": 1, "link_speed": 200000, "link_up_num": 4, "bandwidth_tx": 3.0, "bandwidth_rx": 4.0}
+    missing = await HccnNetStats(HccnTool(tmp_path / "missing")).link(exporter_chip(0, 5))
+    assert missing == {"link_status": -1}
+    assert await HccnNetStats(HccnTool(tool)).link(exporter_chip(0, 5, name="310P3")) is None
+
+
+def test_link_samples_render_under_npu_exporters_names() -> None:
+    samples = Samples(link={0: {"link_status": 0, "link_speed": 100000, "bandwidth_rx": 1.5}})
+    families = scrape(snapshot_of([chip_with(0, "Healthy")]), samples)
+    assert value(families, "npu_chip_info_link_status") == 0
+    assert value(families, "npu_chip_link_speed") == 100000
+    assert value(families, "npu_chip_info_bandwidth_rx") == 1.5
+    assert families.get("npu_chip_link_up_num", {}) == {}

@@ -227,6 +227,16 @@ OPTICAL_FAMILIES: dict[str, tuple[str, str]] = {
 }
 
 
+# npu-exporter's NetworkCollector (910 families): family -> (the link sample's key, help).
+LINK_FAMILIES: dict[str, tuple[str, str]] = {
+    "npu_chip_info_link_status": ("link_status", "the npu link status"),
+    "npu_chip_link_speed": ("link_speed", "the npu interface receive link speed, unit is 'Mb/s'"),
+    "npu_chip_link_up_num": ("link_up_num", "the npu interface receive link-up num"),
+    "npu_chip_info_bandwidth_tx": ("bandwidth_tx", "the npu interface transport speed, unit is 'MB/s'"),
+    "npu_chip_info_bandwidth_rx": ("bandwidth_rx", "the npu interface receive speed, unit is 'MB/s'"),
+}
+
+
 def health_counts(snap: Snapshot) -> tuple[int, int, int]:
     """(healthy, unhealthy, unknown) chips, as npu-exporter's countHealthStatus: a chip whose
     health could not be read is unknown."""
@@ -285,13 +295,14 @@ def sample_families(snap: Snapshot, samples: Samples) -> Iterator[GaugeMetricFam
             for bw_type, value in zip(PCIE_BW_TYPES, sample.pcie.rates[kind], strict=True):
                 pcie[kind].add_metric([*_labels(chip), bw_type], value)
     yield from pcie.values()
-    optical = [(chip, samples.optical[chip.logic_id]) for chip in answering if chip.logic_id in samples.optical]
-    for name, (key, doc) in OPTICAL_FAMILIES.items():
-        family = GaugeMetricFamily(name, doc, labels=LABELS)
-        for chip, values in optical:
-            if key in values:  # npu-exporter shows no value it could not read
-                family.add_metric(_labels(chip), values[key])
-        yield family
+    for table, by_logic in ((OPTICAL_FAMILIES, samples.optical), (LINK_FAMILIES, samples.link)):
+        read = [(chip, by_logic[chip.logic_id]) for chip in answering if chip.logic_id in by_logic]
+        for name, (key, doc) in table.items():
+            family = GaugeMetricFamily(name, doc, labels=LABELS)
+            for chip, values in read:
+                if key in values:  # npu-exporter shows no value it could not read
+                    family.add_metric(_labels(chip), values[key])
+            yield family
     net = [(chip, samples.net[chip.logic_id]) for chip in answering if chip.logic_id in samples.net]
     for name, key in NET_FAMILIES.items():
         family = GaugeMetricFamily(name, f"npu interface receive {key.replace('_', '-')}", labels=LABELS)

@@ -38,6 +38,7 @@ class Samples:
     chips: dict[int, ChipTelemetry] = field(default_factory=dict)
     net: dict[int, dict[str, int]] = field(default_factory=dict)
     optical: dict[int, dict[str, float]] = field(default_factory=dict)
+    link: dict[int, dict[str, float]] = field(default_factory=dict)
 
 
 class TelemetryTask:
@@ -98,6 +99,7 @@ class TelemetryTask:
             chips={chip.logic_id: r for chip, r in zip(chips, results, strict=True) if r is not None},
             net=self.samples.net,
             optical=self.samples.optical,
+            link=self.samples.link,
         )
 
     async def _read_chip(self, chip: Chip) -> ChipTelemetry | None:
@@ -121,20 +123,28 @@ class TelemetryTask:
         pairs = list(zip(chips, results, strict=True))
         self.samples = Samples(
             chips=self.samples.chips,
-            net={chip.logic_id: counters for chip, (counters, _) in pairs if counters is not None},
-            optical={chip.logic_id: optical for chip, (_, optical) in pairs if optical is not None},
+            net={chip.logic_id: counters for chip, (counters, _, _) in pairs if counters is not None},
+            optical={chip.logic_id: optical for chip, (_, optical, _) in pairs if optical is not None},
+            link={chip.logic_id: link for chip, (_, _, link) in pairs if link is not None},
         )
 
-    async def _read_net(self, net: NetStatsProbe, chip: Chip) -> tuple[dict[str, int] | None, dict[str, float] | None]:
-        """(counters, optical) of one chip, one tool run after the other (the runner bounds each)."""
+    async def _read_net(
+        self, net: NetStatsProbe, chip: Chip
+    ) -> tuple[dict[str, int] | None, dict[str, float] | None, dict[str, float] | None]:
+        """(counters, optical, link) of one chip, one tool run after the other (the runner bounds each)."""
         try:
             counters = await net.net_stats(chip)
         except Exception:  # a probe bug costs this chip's families only
             log.exception("RoCE counters read failed", extra={"logic_id": chip.logic_id, "chip": chip.name})
             counters = None
+        return counters, await self._read_floats(net.optical, chip), await self._read_floats(net.link, chip)
+
+    @staticmethod
+    async def _read_floats(
+        read: Callable[[Chip], Awaitable[dict[str, float] | None]], chip: Chip
+    ) -> dict[str, float] | None:
         try:
-            optical = await net.optical(chip)
-        except Exception:
-            log.exception("optical module read failed", extra={"logic_id": chip.logic_id, "chip": chip.name})
-            optical = None
-        return counters, optical
+            return await read(chip)
+        except Exception:  # a probe bug costs this chip's families only
+            log.exception("network read failed", extra={"logic_id": chip.logic_id, "chip": chip.name})
+            return None

@@ -154,3 +154,7 @@ class NetStatsProbe(Protocol):
     async def optical(self, chip: Chip) -> dict[str, float] | None:
         """The optical module (`hccn_tool -i <phy> -optical -g`): `present` (1 / 0) and the readable
         powers, Vcc and temperature by the tool's key names; None as for net_stats."""
+
+    async def link(self, chip: Chip) -> dict[str, float] | None:
+        """`link_status` (1 UP, 0 another state, -1 unreadable), `link_speed` (Mb/s), `link_up_num`,
+        `bandwidth_tx` / `bandwidth_rx` (MB/s), each only when read; None as for net_stats."""

@@ -367,9 +367,13 @@ class HccnNetStats:
             log, "RoCE counters unreadable; their metric series are dropped", "RoCE counters are back"
         )
         self._optical = HccnOptical(tool)
+        self._link = HccnLink(tool)
 
     async def optical(self, chip: Chip) -> dict[str, float] | None:
         return await self._optical.optical(chip)
+
+    async def link(self, chip: Chip) -> dict[str, float] | None:
+        return await self._link.link(chip)
 
     async def net_stats(self, chip: Chip) -> dict[str, int] | None:
         if chip.family not in ROCE_FAMILIES:
@@ -452,3 +456,111 @@ class HccnOptical:
             return None
         self._failing.succeeded(chip)
         return values
+
+
+# ---------------------------------------------------------------------- link state, speed, bandwidth (metrics)
+
+LINK_UNKNOWN, LINK_NOT_REPORTED = "Unknown", "NotReport"  # npu-exporter's states for a failed / skipped read
+SPEED_UNKNOWN = "Unknown!"
+LINK_UP_COUNT = "link up count"
+
+
+def link_status_code(status: str) -> int | None:
+    """npu-exporter's getLinkStatusCode as it shows: UP 1, any other answer 0, a failed read -1
+    (its FailedValue), a status never asked none (its UnRetError, which it never shows)."""
+    if status == LINK_NOT_REPORTED:
+        return None
+    if status == LINK_UNKNOWN:
+        return -1
+    return 1 if status == LINK_UP else 0
+
+
+def parse_link_status(text: str) -> str:
+    """`hccn_tool -i <phy> -link -g` ("link status: UP"), as GetNPULinkStatus: the newlines dropped,
+    exactly three space-separated parts, the third is the state."""
+    parts = text.replace("\n", "").split(" ")
+    if len(parts) != 3:
+        raise HccnError(f"-link output of {len(parts)} parts, not 3: {text[:80]!r}")
+    return parts[2]
+
+
+def parse_link_speed(text: str) -> int:
+    """`hccn_tool -i <phy> -speed -g` ("Speed: 100000 Mb/s"), as getSpeedFromOutStr."""
+    if SPEED_UNKNOWN in text:
+        raise HccnError("link speed is unknown")
+    parts = text.replace("\n", "").split(" ")
+    if len(parts) != 3 or (speed := atoi(parts[1])) is None:
+        raise HccnError(f"-speed output not '<label> <speed> <unit>': {text[:80]!r}")
+    return speed
+
+
+def parse_link_up_num(text: str) -> int:
+    """`hccn_tool -i <phy> -link_stat -g` ("[device 0]link up count : 3"), as GetNPULinkUpNum: the
+    first line naming the count, six fields, the last one the number."""
+    for line in text.split("\n"):
+        if not line or LINK_UP_COUNT not in line:
+            continue
+        fields = line.split()
+        if len(fields) != 6 or (count := atoi(fields[-1])) is None:
+            raise HccnError(f"-link_stat line not as the reference reads it: {line[:80]!r}")
+        return count
+    raise HccnError("no link up count in the -link_stat output")
+
+
+def parse_bandwidth(text: str) -> tuple[float | None, float | None]:
+    """`hccn_tool -i <phy> -bandwidth -g` ("Bandwidth TX: 0.00 MB/sec" and RX), as
+    GetNPUInterfaceTraffic: (tx, rx) MB/s, None for a side it could not read."""
+    tx: float | None = None
+    rx: float | None = None
+    for line in text.split("\n"):
+        fields = line.split()
+        if len(fields) != 4:
+            continue
+        try:
+            number = float(fields[2])
+        except ValueError:
+            continue
+        if "TX:" in line:
+            tx = number
+        if "RX:" in line:
+            rx = number
+    return tx, rx
+
+
+class HccnLink:
+    """A chip's link state, speed, link-up count and bandwidth (npu-exporter's NetworkCollector,
+    910 families), four tool runs through the shared runner. The state is -1 when unreadable, as
+    the reference shows it; the others have no value then."""
+
+    def __init__(self, tool: HccnTool) -> None:
+        self.tool = tool
+        self._failing = FailingChips(log, "link state unreadable; shown as -1", "link state readable again")
+
+    async def link(self, chip: Chip) -> dict[str, float] | None:
+        if chip.family not in ROCE_FAMILIES:
+            return None
+        phy = str(chip.phy_id)
+        out: dict[str, float] = {}
+        try:
+            status = parse_link_status(await self.tool.run("-i", phy, "-link", "-g"))
+            self._failing.succeeded(chip)
+        except HccnError as exc:
+            self._failing.failed(chip, str(exc))
+            status = LINK_UNKNOWN
+        if (code := link_status_code(status)) is not None:
+            out["link_status"] = code
+        for key, args, parse in (
+            ("link_speed", ("-speed", "-g"), parse_link_speed),
+            ("link_up_num", ("-link_stat", "-g"), parse_link_up_num),
+        ):
+            try:
+                out[key] = parse(await self.tool.run("-i", phy, *args))
+            except HccnError as exc:
+                log.debug("hccn_tool link read failed", extra={"chip": chip.name, "args": args, "error": str(exc)})
+        try:
+            tx, rx = parse_bandwidth(await self.tool.run("-i", phy, "-bandwidth", "-g"))
+        except HccnError as exc:
+            log.debug("hccn_tool bandwidth read failed", extra={"chip": chip.name, "error": str(exc)})
+        else:
+            out.update({k: v for k, v in (("bandwidth_tx", tx), ("bandwidth_rx", rx)) if v is not None})
+        return out

@@ -699,3 +699,21 @@ class SimBackend:
         with self._lock:
             down = st.network_down
         return telemetry.optical(st.traits, down)
+
+    def link(self, logic_id: int) -> dict[str, float] | None:
+        """The RoCE port's state, speed, link-up count and bandwidth as npu-exporter keeps them; the
+        state follows the chip's network (`set_network`)."""
+        if not self.layout.has_network or self.layout.library_v2:
+            return None
+        st = self._control_chip(logic_id)
+        with self._lock:
+            down = st.network_down
+            idle = st.idle_job is not None
+        busy = 0.0 if down or idle else 1200.0 + logic_id
+        return {
+            "link_status": 0 if down else 1,
+            "link_speed": 200_000,
+            "link_up_num": 1,
+            "bandwidth_tx": busy,
+            "bandwidth_rx": busy,
+        }

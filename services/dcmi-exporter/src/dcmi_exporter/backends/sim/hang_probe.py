@@ -40,3 +40,6 @@ class SimNetStats:
 
     async def optical(self, chip: Chip) -> dict[str, float] | None:
         return self.backend.optical(chip.logic_id)
+
+    async def link(self, chip: Chip) -> dict[str, float] | None:
+        return self.backend.link(chip.logic_id)
