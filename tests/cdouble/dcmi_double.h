@@ -181,4 +181,43 @@ struct dcmi_event {
 
 typedef void (*dcmi_fault_event_callback)(struct dcmi_event *event);
 
+/* Metrics (npu-exporter parity). dcmi_get_device_ecc_info (enum dcmi_device_type: 2 HBM) */
+#define DCMI_DEVICE_TYPE_HBM 2
+#define DCMI_FREQ_AICORE_CURRENT 7
+#define AGENTDRV_PROF_DATA_NUM 3
+#define DCMI_UTIL_RESERVED_LEN 8
+
+struct dcmi_ecc_info {
+    int enable_flag;
+    unsigned int single_bit_error_cnt;
+    unsigned int double_bit_error_cnt;
+    unsigned int total_single_bit_error_cnt;
+    unsigned int total_double_bit_error_cnt;
+    unsigned int single_bit_isolated_pages_cnt;
+    unsigned int double_bit_isolated_pages_cnt;
+    unsigned int single_bit_next_isolated_pages_cnt;
+    unsigned int double_bit_next_isolated_pages_cnt;
+};
+
+/* dcmi_get_pcie_link_bandwidth_info: each array is (min, max, avg) */
+struct dcmi_pcie_link_bandwidth_info {
+    int profiling_time;
+    unsigned int tx_p_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int tx_np_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int tx_cpl_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int tx_np_lantency[AGENTDRV_PROF_DATA_NUM];
+    unsigned int rx_p_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int rx_np_bw[AGENTDRV_PROF_DATA_NUM];
+    unsigned int rx_cpl_bw[AGENTDRV_PROF_DATA_NUM];
+};
+
+/* dcmi_get_device_multi_utilization_rate */
+struct dcmi_multi_utilization_info {
+    unsigned int aic_util;
+    unsigned int aiv_util;
+    unsigned int aicore_util;
+    unsigned int npu_util;
+    unsigned int reserved[DCMI_UTIL_RESERVED_LEN];
+};
+
 #endif /* DCMI_DOUBLE_H */

@@ -123,5 +123,33 @@ int main(void)
     SIZE(struct, dcmi_event);
     FIELD(struct, dcmi_event, type);
     FIELD(struct, dcmi_event, event_t);
+
+    SIZE(struct, dcmi_ecc_info);
+    FIELD(struct, dcmi_ecc_info, enable_flag);
+    FIELD(struct, dcmi_ecc_info, single_bit_error_cnt);
+    FIELD(struct, dcmi_ecc_info, double_bit_error_cnt);
+    FIELD(struct, dcmi_ecc_info, total_single_bit_error_cnt);
+    FIELD(struct, dcmi_ecc_info, total_double_bit_error_cnt);
+    FIELD(struct, dcmi_ecc_info, single_bit_isolated_pages_cnt);
+    FIELD(struct, dcmi_ecc_info, double_bit_isolated_pages_cnt);
+    FIELD(struct, dcmi_ecc_info, single_bit_next_isolated_pages_cnt);
+    FIELD(struct, dcmi_ecc_info, double_bit_next_isolated_pages_cnt);
+
+    SIZE(struct, dcmi_pcie_link_bandwidth_info);
+    FIELD(struct, dcmi_pcie_link_bandwidth_info, profiling_time);
+    FIELD(struct, dcmi_pcie_link_bandwidth_info, tx_p_bw);
+    FIELD(struct, dcmi_pcie_link_bandwidth_info, tx_np_bw);
+    FIELD(struct, dcmi_pcie_link_bandwidth_info, tx_cpl_bw);
+    FIELD(struct, dcmi_pcie_link_bandwidth_info, tx_np_lantency);
+    FIELD(struct, dcmi_pcie_link_bandwidth_info, rx_p_bw);
+    FIELD(struct, dcmi_pcie_link_bandwidth_info, rx_np_bw);
+    FIELD(struct, dcmi_pcie_link_bandwidth_info, rx_cpl_bw);
+
+    SIZE(struct, dcmi_multi_utilization_info);
+    FIELD(struct, dcmi_multi_utilization_info, aic_util);
+    FIELD(struct, dcmi_multi_utilization_info, aiv_util);
+    FIELD(struct, dcmi_multi_utilization_info, aicore_util);
+    FIELD(struct, dcmi_multi_utilization_info, npu_util);
+    FIELD(struct, dcmi_multi_utilization_info, reserved);
     return 0;
 }

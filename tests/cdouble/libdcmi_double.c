@@ -143,6 +143,16 @@ enum fn {
     FN_V2_URMA_CNT,
     FN_V2_URMA_EIDS,
     FN_SET_MULTI_DIE_POLICY,
+    FN_VOLTAGE,
+    FN_FREQUENCY,
+    FN_ECC,
+    FN_PCIE_BW,
+    FN_MULTI_UTIL,
+    FN_V2_VOLTAGE,
+    FN_V2_FREQUENCY,
+    FN_V2_ECC,
+    FN_V2_PCIE_BW,
+    FN_V2_MULTI_UTIL,
     FN_COUNT
 };
 
@@ -212,6 +222,16 @@ static const char *const FN_NAMES[FN_COUNT] = {
     "dcmiv2_get_urma_device_cnt",
     "dcmiv2_get_eid_list_by_urma_dev_index",
     "dcmi_set_multi_die_policy",
+    "dcmi_get_device_voltage",
+    "dcmi_get_device_frequency",
+    "dcmi_get_device_ecc_info",
+    "dcmi_get_pcie_link_bandwidth_info",
+    "dcmi_get_device_multi_utilization_rate",
+    "dcmiv2_get_device_voltage",
+    "dcmiv2_get_device_frequency",
+    "dcmiv2_get_device_ecc_info",
+    "dcmiv2_get_pcie_link_bandwidth_info",
+    "dcmiv2_get_device_multi_utilization_rate",
 };
 
 struct vdev {
@@ -268,6 +288,12 @@ struct chip {
     unsigned int req_vdev, req_vfg;
     char req_template[DCMI_TEMPLATE_NAME_LEN + 1];
     int hang_ms; /* 0 none, < 0 until released, > 0 every call takes that long */
+    /* metrics (npu-exporter parity) */
+    unsigned int voltage; /* 0.01 V */
+    unsigned int aicore_freq; /* MHz */
+    unsigned int util_vector, util_cube, util_overall;
+    struct dcmi_ecc_info hbm_ecc;
+    struct dcmi_pcie_link_bandwidth_info pcie; /* profiling_time: the last one asked */
 };
 
 struct override {
@@ -377,6 +403,21 @@ static void chip_defaults(struct chip *c, int card, int dev, int logic, int phy)
     memset(c->mask, 0xff, 3);
     c->outband_state = 1;
     c->last_reset_channel = -1;
+    c->voltage = 8000 + (unsigned int)logic; /* 80.00 V and up */
+    c->aicore_freq = 1800;
+    c->util_vector = 30 + (unsigned int)logic;
+    c->util_cube = 40 + (unsigned int)logic;
+    c->util_overall = 50 + (unsigned int)logic;
+    c->hbm_ecc.enable_flag = 1;
+    c->hbm_ecc.single_bit_error_cnt = (unsigned int)phy;
+    /* PCIe (min, max, avg): tx_p 100/300/200 + phy, each further array +1000 */
+    unsigned int *bw[] = {c->pcie.tx_p_bw, c->pcie.tx_np_bw, c->pcie.tx_cpl_bw,
+                          c->pcie.rx_p_bw, c->pcie.rx_np_bw, c->pcie.rx_cpl_bw};
+    for (int i = 0; i < 6; i++) {
+        bw[i][0] = 100 + 1000 * (unsigned int)i + (unsigned int)phy;
+        bw[i][1] = 300 + 1000 * (unsigned int)i + (unsigned int)phy;
+        bw[i][2] = 200 + 1000 * (unsigned int)i + (unsigned int)phy;
+    }
 }
 
 static void clear_layout(void)
@@ -667,6 +708,8 @@ static void start_pending_events(void)
 /* ------------------------------------------------------------------------------------------ */
 /* settable fields (shared by the control API and the config file); g_mu held                   */
 
+static int metrics_field(struct chip *c, const char *field, long long v);
+
 static int set_int_field(struct chip *c, const char *field, long long v)
 {
     if (strcmp(field, "health") == 0) {
@@ -732,6 +775,8 @@ static int set_int_field(struct chip *c, const char *field, long long v)
         c->next_vfg = (unsigned int)v;
     } else if (strcmp(field, "next_vdev_id") == 0) { /* node-wide */
         g_next_vdev = (unsigned int)v;
+    } else if (metrics_field(c, field, v) == 0) {
+        /* voltage, aicore_freq, util_*, ecc_*, pcie_* */
     } else {
         return -1;
     }
@@ -1207,6 +1252,10 @@ static int utilization_locked(const struct chip *c, int input_type, unsigned int
         *rate = c->util_aicore;
     } else if (input_type == 6) {
         *rate = c->util_hbm;
+    } else if (input_type == 12) {
+        *rate = c->util_vector;
+    } else if (input_type == 13) {
+        *rate = c->util_overall;
     } else {
         return RC_NOT_SUPPORTED;
     }
@@ -2214,4 +2263,179 @@ EXPORT int dcmi_double_die_policies(unsigned int *out, int len)
     }
     pthread_mutex_unlock(&g_mu);
     return n;
+}
+
+/* metrics (npu-exporter parity): voltage, AI-core frequency, HBM ECC, PCIe bandwidth, multi util */
+
+/* Fields: voltage (0.01 V), aicore_freq (MHz), util_vector / util_cube / util_overall, ecc_enable,
+ * ecc_single / ecc_double / ecc_total_single / ecc_total_double / ecc_single_pages / ecc_double_pages,
+ * pcie_<tx|rx>_<p|np|cpl>_<min|max|avg> (MB/ms). g_mu held. */
+static int metrics_field(struct chip *c, const char *field, long long v)
+{
+    static const char *const ecc[] = {"ecc_enable", "ecc_single", "ecc_double", "ecc_total_single",
+                                      "ecc_total_double", "ecc_single_pages", "ecc_double_pages"};
+    static const char *const bw_names[] = {"tx_p", "tx_np", "tx_cpl", "rx_p", "rx_np", "rx_cpl"};
+    static const char *const stats[] = {"min", "max", "avg"};
+    if (strcmp(field, "voltage") == 0) {
+        c->voltage = (unsigned int)v;
+        return 0;
+    }
+    if (strcmp(field, "aicore_freq") == 0) {
+        c->aicore_freq = (unsigned int)v;
+        return 0;
+    }
+    if (strcmp(field, "util_vector") == 0) {
+        c->util_vector = (unsigned int)v;
+        return 0;
+    }
+    if (strcmp(field, "util_cube") == 0) {
+        c->util_cube = (unsigned int)v;
+        return 0;
+    }
+    if (strcmp(field, "util_overall") == 0) {
+        c->util_overall = (unsigned int)v;
+        return 0;
+    }
+    unsigned int *ecc_slots[] = {NULL, &c->hbm_ecc.single_bit_error_cnt, &c->hbm_ecc.double_bit_error_cnt,
+                                 &c->hbm_ecc.total_single_bit_error_cnt, &c->hbm_ecc.total_double_bit_error_cnt,
+                                 &c->hbm_ecc.single_bit_isolated_pages_cnt, &c->hbm_ecc.double_bit_isolated_pages_cnt};
+    for (int i = 0; i < 7; i++) {
+        if (strcmp(field, ecc[i]) == 0) {
+            if (i == 0) {
+                c->hbm_ecc.enable_flag = (int)v;
+            } else {
+                *ecc_slots[i] = (unsigned int)v;
+            }
+            return 0;
+        }
+    }
+    unsigned int *bw[] = {c->pcie.tx_p_bw, c->pcie.tx_np_bw, c->pcie.tx_cpl_bw,
+                          c->pcie.rx_p_bw, c->pcie.rx_np_bw, c->pcie.rx_cpl_bw};
+    char name[48];
+    for (int i = 0; i < 6; i++) {
+        for (int j = 0; j < 3; j++) {
+            snprintf(name, sizeof(name), "pcie_%s_%s", bw_names[i], stats[j]);
+            if (strcmp(field, name) == 0) {
+                bw[i][j] = (unsigned int)v;
+                return 0;
+            }
+        }
+    }
+    return -1;
+}
+
+static int uint_locked(unsigned int value, unsigned int *out)
+{
+    if (out == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    *out = value;
+    return RC_OK;
+}
+
+static int frequency_locked(const struct chip *c, int input_type, unsigned int *frequency)
+{
+    if (frequency == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    if (input_type != DCMI_FREQ_AICORE_CURRENT) {
+        return RC_NOT_SUPPORTED;
+    }
+    *frequency = c->aicore_freq;
+    return RC_OK;
+}
+
+static int ecc_locked(const struct chip *c, int input_type, struct dcmi_ecc_info *info)
+{
+    if (info == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    if (input_type != DCMI_DEVICE_TYPE_HBM) {
+        return RC_NOT_SUPPORTED;
+    }
+    *info = c->hbm_ecc;
+    return RC_OK;
+}
+
+static int pcie_locked(struct chip *c, struct dcmi_pcie_link_bandwidth_info *info)
+{
+    if (info == NULL || info->profiling_time <= 0) {
+        return RC_BAD_PARAMETER; /* the caller sets the profiling window, in ms */
+    }
+    c->pcie.profiling_time = info->profiling_time;
+    *info = c->pcie;
+    return RC_OK;
+}
+
+static int multi_util_locked(const struct chip *c, struct dcmi_multi_utilization_info *info)
+{
+    if (info == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    memset(info, 0, sizeof(*info));
+    info->aic_util = c->util_cube;
+    info->aiv_util = c->util_vector;
+    info->aicore_util = c->util_aicore;
+    info->npu_util = c->util_overall;
+    return RC_OK;
+}
+
+EXPORT int dcmi_get_device_voltage(int card_id, int device_id, unsigned int *voltage)
+{
+    CHIP_CALL(FN_VOLTAGE, card_id, device_id);
+    ANSWER(uint_locked(c->voltage, voltage));
+}
+
+EXPORT int dcmi_get_device_frequency(int card_id, int device_id, int input_type, unsigned int *frequency)
+{
+    CHIP_CALL(FN_FREQUENCY, card_id, device_id);
+    ANSWER(frequency_locked(c, input_type, frequency));
+}
+
+EXPORT int dcmi_get_device_ecc_info(int card_id, int device_id, int input_type, struct dcmi_ecc_info *info)
+{
+    CHIP_CALL(FN_ECC, card_id, device_id);
+    ANSWER(ecc_locked(c, input_type, info));
+}
+
+EXPORT int dcmi_get_pcie_link_bandwidth_info(int card_id, int device_id, struct dcmi_pcie_link_bandwidth_info *info)
+{
+    CHIP_CALL(FN_PCIE_BW, card_id, device_id);
+    ANSWER(pcie_locked(c, info));
+}
+
+EXPORT int dcmi_get_device_multi_utilization_rate(int card_id, int device_id, struct dcmi_multi_utilization_info *info)
+{
+    CHIP_CALL(FN_MULTI_UTIL, card_id, device_id);
+    ANSWER(multi_util_locked(c, info));
+}
+
+EXPORT int dcmiv2_get_device_voltage(int dev_id, unsigned int *voltage)
+{
+    LOGIC_CALL(FN_V2_VOLTAGE, dev_id);
+    ANSWER(uint_locked(c->voltage, voltage));
+}
+
+EXPORT int dcmiv2_get_device_frequency(int dev_id, int input_type, unsigned int *frequency)
+{
+    LOGIC_CALL(FN_V2_FREQUENCY, dev_id);
+    ANSWER(frequency_locked(c, input_type, frequency));
+}
+
+EXPORT int dcmiv2_get_device_ecc_info(int dev_id, int input_type, struct dcmi_ecc_info *info)
+{
+    LOGIC_CALL(FN_V2_ECC, dev_id);
+    ANSWER(ecc_locked(c, input_type, info));
+}
+
+EXPORT int dcmiv2_get_pcie_link_bandwidth_info(int dev_id, struct dcmi_pcie_link_bandwidth_info *info)
+{
+    LOGIC_CALL(FN_V2_PCIE_BW, dev_id);
+    ANSWER(pcie_locked(c, info));
+}
+
+EXPORT int dcmiv2_get_device_multi_utilization_rate(int dev_id, struct dcmi_multi_utilization_info *info)
+{
+    LOGIC_CALL(FN_V2_MULTI_UTIL, dev_id);
+    ANSWER(multi_util_locked(c, info));
 }

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ascend_common.adapters.lifecycle import Lifecycle
+from ascend_common.chips import ChipAddress
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import TokenTable, load_token_file
 
-from dcmi_exporter.backends.base import Backend, HangProbe, UbPortsProbe
+from dcmi_exporter.backends.base import Backend, ChipTelemetry, HangProbe, NetStatsProbe, UbPortsProbe
 from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.die_policy import apply_die_policy
 from dcmi_exporter.events import EventLog
@@ -24,6 +25,7 @@ from dcmi_exporter.nics import NicAddressTask, host_addresses
 from dcmi_exporter.poller import ChipPoller
 from dcmi_exporter.settings import ExporterSettings
 from dcmi_exporter.switch_task import SwitchFaultTask
+from dcmi_exporter.telemetry_task import TelemetryTask
 from dcmi_exporter.ub_task import UbCodesTask
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,27 @@ def make_probes(settings: ExporterSettings, backend: Backend) -> tuple[HangProbe
 
     tool = HccnTool(settings.hccn_tool)
     return DcmiHangProbe(settings.hccn_tool, settings.host_proc, tool=tool), HccnUbPorts(tool)
+
+
+def make_net_stats(settings: ExporterSettings, backend: Backend, ub_probe: UbPortsProbe) -> NetStatsProbe:
+    """The RoCE counters' reader; on the dcmi backend it runs `hccn_tool` through the runner hang
+    detection and the UB codes use, so one timeout and one concurrency bound hold for every run."""
+    if settings.backend == "sim":
+        from dcmi_exporter.backends.sim.backend import SimBackend
+        from dcmi_exporter.backends.sim.hang_probe import SimNetStats
+
+        assert isinstance(backend, SimBackend)
+        return SimNetStats(backend)
+    from dcmi_exporter.backends.dcmi.hccn import HccnNetStats, HccnUbPorts
+
+    assert isinstance(ub_probe, HccnUbPorts)
+    return HccnNetStats(ub_probe.tool)
+
+
+def telemetry_reader(backend: Backend) -> Callable[[ChipAddress], ChipTelemetry] | None:
+    """The backend's `read_telemetry`; a backend without one serves no extra chip families."""
+    read: Callable[[ChipAddress], ChipTelemetry] | None = getattr(backend, "read_telemetry", None)
+    return read
 
 
 def load_hang_config(path: Path | None) -> HangConfig:
@@ -102,6 +125,7 @@ class Exporter:
     nics: NicAddressTask | None = None
     ub: UbCodesTask | None = None
     switch: SwitchFaultTask | None = None
+    telemetry: TelemetryTask | None = None
     stream_clients: int = 0
 
     def __post_init__(self) -> None:
@@ -154,6 +178,16 @@ class Exporter:
             clock,
             exporter.lifecycle.scope("ub"),
         )
+        exporter.telemetry = TelemetryTask(
+            exporter.poller,
+            telemetry_reader(backend),
+            make_net_stats(settings, backend, ub_probe),
+            # A pool of its own: a hung telemetry call never takes a thread or a chip key of the poller's.
+            CallGuard(keys=MAX_CHIPS, timeout_s=settings.call_timeout),
+            settings.telemetry_period,
+            settings.net_stats_period,
+            exporter.lifecycle.scope("telemetry"),
+        )
         if settings.scenario is not None:
             exporter._scenario_plan = _load_scenario(settings)  # fail at start-up, not later
         if settings.backend == "dcmi" and settings.switch_faults:
@@ -183,6 +217,8 @@ class Exporter:
         self._setup_scope.spawn(
             apply_die_policy(self.poller, self.backend, self.guard, self.settings.use_single_die_mode), "die-policy"
         )
+        if self.telemetry is not None:
+            await self.telemetry.start()
         if self._scenario_plan is not None:
             self._scenario_task = asyncio.create_task(self._start_scenario(self._scenario_plan), name="scenario")
 
@@ -214,6 +250,8 @@ class Exporter:
         if self.switch is not None:
             await self.switch.stop()
         await self._setup_scope.stop()
+        if self.telemetry is not None:
+            await self.telemetry.stop()
         await self.poller.stop()
         try:
             await self.guard.call("node", self.backend.close)

@@ -13,6 +13,7 @@ from ascend_common.adapters.settings import parse_host_port
 from dcmi_exporter.api import create_api
 from dcmi_exporter.metrics import build_registry
 from dcmi_exporter.runtime import Exporter
+from dcmi_exporter.telemetry_task import Samples
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,12 @@ async def serve(exporter: Exporter) -> int:
     api_sock = bind_unix_socket(settings.socket, group=settings.socket_group)
     host, port = parse_host_port(settings.metrics_addr)
     api = server(create_api(exporter))
-    registry = build_registry(lambda: exporter.poller.snapshot, exporter.stats)
+    telemetry = exporter.telemetry
+    registry = build_registry(
+        lambda: exporter.poller.snapshot,
+        exporter.stats,
+        (lambda: telemetry.samples) if telemetry is not None else Samples,
+    )
     # The chip collector reads an immutable snapshot: it renders in a worker thread, off the loop.
     ops = server(ops_app(lambda: readiness(exporter), registry, render_in_thread=True), host=host, port=port)
     servers = kit.scope("servers")

@@ -102,3 +102,22 @@ class ExporterSettings(BaseSettings):
             " false sets (0), dies go together. Other families: nothing is set."
         ),
     )
+    telemetry_period: float = Field(
+        5.0,
+        ge=0.05,
+        le=3600,
+        description=(
+            "Seconds between two samples of the slow chip reads behind the extra metric families (voltage,"
+            " AI-core frequency, vector / cube / overall utilisation, HBM ECC, PCIe bandwidth), in a task and"
+            " a call pool of their own; a scrape shows the last sample."
+        ),
+    )
+    net_stats_period: float = Field(
+        30.0,
+        ge=0.05,
+        le=3600,
+        description=(
+            "Seconds between two reads of every chip's RoCE / MAC counters (`hccn_tool -i <phy> -stat -g`, the"
+            " shared runner and its timeout); a scrape shows the last read. 910 families only."
+        ),
+    )

@@ -103,3 +103,58 @@ class UbPortsProbe(Protocol):
 
     async def ub_ports(self, chip: Chip) -> UbPorts:
         """Raises `HccnError` (dcmi) or ValueError when the state cannot be read."""
+
+
+# ---------------------------------------------------------------------- slow telemetry (metrics)
+
+PCIE_KINDS = ("tx_p", "tx_np", "tx_cpl", "rx_p", "rx_np", "rx_cpl")  # dcmi_pcie_link_bandwidth_info's arrays
+
+
+@dataclass(frozen=True)
+class HbmEcc:
+    """`dcmi_get_device_ecc_info(HBM)`, as npu-exporter's ECCInfo (its two `next_isolated` counters unused)."""
+
+    enable_flag: int
+    single_bit_error_cnt: int
+    double_bit_error_cnt: int
+    total_single_bit_error_cnt: int
+    total_double_bit_error_cnt: int
+    single_bit_isolated_pages_cnt: int
+    double_bit_isolated_pages_cnt: int
+
+
+@dataclass(frozen=True)
+class PcieBandwidth:
+    """`dcmi_get_pcie_link_bandwidth_info`: per PCIE_KINDS entry, (min, max, avg) in MB/ms."""
+
+    rates: dict[str, tuple[int, int, int]]
+
+
+@dataclass(frozen=True)
+class ChipTelemetry:
+    """What npu-exporter reads besides our poll, one sample of one chip; None: the library did not
+    answer that field (unsupported on this chip, or failed this round)."""
+
+    voltage_v: float | None = None
+    aicore_freq_mhz: int | None = None
+    vector_pct: int | None = None
+    cube_pct: int | None = None
+    overall_pct: int | None = None
+    hbm_ecc: HbmEcc | None = None
+    pcie: PcieBandwidth | None = None
+
+
+class NetStatsProbe(Protocol):
+    """The RoCE / MAC counters of a chip (`hccn_tool -i <phy> -stat -g` on the dcmi backend), by
+    the tool's key names. Async, outside the DCMI call pool, as HangProbe."""
+
+    async def net_stats(self, chip: Chip) -> dict[str, int] | None:
+        """None when the chip has no such counters (a family without RoCE) or they cannot be read."""
+
+    async def optical(self, chip: Chip) -> dict[str, float] | None:
+        """The optical module (`hccn_tool -i <phy> -optical -g`): `present` (1 / 0) and the readable
+        powers, Vcc and temperature by the tool's key names; None as for net_stats."""
+
+    async def link(self, chip: Chip) -> dict[str, float] | None:
+        """`link_status` (1 UP, 0 another state, -1 unreadable), `link_speed` (Mb/s), `link_up_num`,
+        `bandwidth_tx` / `bandwidth_rx` (MB/s), each only when read; None as for net_stats."""

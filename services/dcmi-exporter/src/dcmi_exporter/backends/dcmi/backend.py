@@ -40,7 +40,14 @@ from ascend_common.schemas.exporter import (
 from ascend_common.schemas.reading import Reading
 from ascend_common.vnpu import TEMPLATES
 
-from dcmi_exporter.backends.base import EventSink, RawFaultEvent
+from dcmi_exporter.backends.base import (
+    PCIE_KINDS,
+    ChipTelemetry,
+    EventSink,
+    HbmEcc,
+    PcieBandwidth,
+    RawFaultEvent,
+)
 from dcmi_exporter.backends.dcmi import structs as s
 from dcmi_exporter.backends.dcmi.generations import NO_CARD, V1, V2, Generation
 from dcmi_exporter.backends.dcmi.library import DEFAULT_LIB_PATH, DcmiLibrary
@@ -718,3 +725,88 @@ class DcmiBackend:
         if self._gen.by_logic_id:
             raise NotSupported(op, message=f"{op} has no dcmiv2 counterpart")
         self._lib.call(op, policy)
+
+    # ---------------------------------------------------------------- metrics (npu-exporter parity)
+
+    def read_telemetry(self, chip: ChipAddress) -> ChipTelemetry:
+        """The slow reads behind the extra metric families, each field on its own: a call the
+        driver lacks or refuses leaves that field None (npu-exporter drops the series then)."""
+        vector, cube, overall = self._multi_utilization(chip)
+        return ChipTelemetry(
+            voltage_v=_value(lambda: self._voltage(chip)),
+            aicore_freq_mhz=_value(lambda: self._aicore_frequency(chip)),
+            vector_pct=vector,
+            cube_pct=cube,
+            overall_pct=overall,
+            hbm_ecc=_value(lambda: self._hbm_ecc(chip)),
+            pcie=_value(lambda: self._pcie_bandwidth(chip)),
+        )
+
+    def _uint_out(self, op: str, chip: ChipAddress, *args: Any) -> int:
+        value = ctypes.c_uint(0)
+        self._call(op, chip, *args, ctypes.byref(value))
+        return int(value.value)
+
+    def _voltage(self, chip: ChipAddress) -> float:
+        op = "dcmi_get_device_voltage"
+        hundredths = self._uint_out(op, chip)
+        if hundredths >= INT32_LIMIT:  # the reference's IsGreaterThanOrEqualInt32: a bogus read
+            raise DcmiError(op, RC_INTERNAL, message=f"invalid voltage {hundredths}")
+        return hundredths / 100.0
+
+    def _aicore_frequency(self, chip: ChipAddress) -> int:
+        op = "dcmi_get_device_frequency"
+        mhz = self._uint_out(op, chip, FREQ_AICORE_CURRENT)
+        if mhz >= INT32_LIMIT:
+            raise DcmiError(op, RC_INTERNAL, message=f"invalid frequency {mhz}")
+        return mhz
+
+    def _multi_utilization(self, chip: ChipAddress) -> tuple[int | None, int | None, int | None]:
+        """(vector, cube, overall) %: the multi-utilization call when the driver has it (the only
+        source of cube), else the v1 call's vector (12) and overall (13), as collectUtilV1."""
+        info = s.DcmiMultiUtilizationInfo()
+        try:
+            self._call("dcmi_get_device_multi_utilization_rate", chip, ctypes.byref(info))
+            return int(info.aiv_util), int(info.aic_util), int(info.npu_util)
+        except DcmiError:
+            pass
+        op = "dcmi_get_device_utilization_rate"
+        vector = _value(lambda: self._uint_out(op, chip, UTIL_VECTOR))
+        overall = _value(lambda: self._uint_out(op, chip, UTIL_OVERALL))
+        return vector, None, overall
+
+    def _hbm_ecc(self, chip: ChipAddress) -> HbmEcc:
+        info = s.DcmiEccInfo()
+        self._call("dcmi_get_device_ecc_info", chip, DEVICE_TYPE_HBM, ctypes.byref(info))
+        return HbmEcc(
+            enable_flag=int(info.enable_flag),
+            single_bit_error_cnt=int(info.single_bit_error_cnt),
+            double_bit_error_cnt=int(info.double_bit_error_cnt),
+            total_single_bit_error_cnt=int(info.total_single_bit_error_cnt),
+            total_double_bit_error_cnt=int(info.total_double_bit_error_cnt),
+            single_bit_isolated_pages_cnt=int(info.single_bit_isolated_pages_cnt),
+            double_bit_isolated_pages_cnt=int(info.double_bit_isolated_pages_cnt),
+        )
+
+    def _pcie_bandwidth(self, chip: ChipAddress) -> PcieBandwidth:
+        info = s.DcmiPcieLinkBandwidthInfo(profiling_time=PCIE_PROFILING_MS)
+        self._call("dcmi_get_pcie_link_bandwidth_info", chip, ctypes.byref(info))
+        # Each array is (min, max, avg), the reference's convertPcieBw.
+        rates = {kind: tuple(int(v) for v in getattr(info, f"{kind}_bw")) for kind in PCIE_KINDS}
+        return PcieBandwidth(rates={k: (v[0], v[1], v[2]) for k, v in rates.items()})
+
+
+INT32_LIMIT = 2**31 - 1
+FREQ_AICORE_CURRENT = 7  # enum dcmi_freq_type DCMI_FREQ_AICORE_CURRENT_
+UTIL_VECTOR = 12  # dcmi_get_device_utilization_rate input types (the reference's VectorCore, Overall)
+UTIL_OVERALL = 13
+DEVICE_TYPE_HBM = 2  # enum dcmi_device_type DCMI_DEVICE_TYPE_HBM
+PCIE_PROFILING_MS = 200  # npu-exporter's default -profilingTime
+
+
+def _value(fn: Callable[[], T]) -> T | None:
+    """One telemetry field: its value, or None when the call (or the symbol) failed."""
+    try:
+        return fn()
+    except DcmiError:
+        return None

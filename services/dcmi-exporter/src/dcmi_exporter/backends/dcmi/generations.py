@@ -52,6 +52,11 @@ V2_SYMBOLS: Final[Mapping[str, str | None]] = {
     "dcmi_get_eid_list_by_urma_dev_index": "dcmiv2_get_eid_list_by_urma_dev_index",  # same dcmi_urma_eid_info_t
     "dcmi_create_vdevice": None,  # DeviceManagerV2.CreateVirtualDevice: not supported
     "dcmi_set_destroy_vdevice": None,
+    "dcmi_get_device_voltage": "dcmiv2_get_device_voltage",
+    "dcmi_get_device_frequency": "dcmiv2_get_device_frequency",
+    "dcmi_get_device_ecc_info": "dcmiv2_get_device_ecc_info",  # same struct dcmi_ecc_info
+    "dcmi_get_pcie_link_bandwidth_info": "dcmiv2_get_pcie_link_bandwidth_info",
+    "dcmi_get_device_multi_utilization_rate": "dcmiv2_get_device_multi_utilization_rate",
 }
 
 NO_CARD = -1  # the card and device id of a v2 chip (the reference's GetCardIDDeviceID answers -1, -1)

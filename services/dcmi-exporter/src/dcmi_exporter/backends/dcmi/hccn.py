@@ -316,3 +316,251 @@ class HccnUbPorts:
         self._wired[key] = parse_port_info(out).get(PORT_ENABLE_KEY) == PORT_ENABLE_ON
         if not self._wired[key]:
             log.debug("UB port not wired: not counted", extra={"logic_id": logic, "udie": row.udie, "port": row.port})
+
+
+# ---------------------------------------------------------------------- RoCE / MAC counters (metrics)
+
+# The `-stat -g` keys npu-exporter's RoCE collector reads (collector_for_roce.go getMainStatInfo).
+ROCE_STAT_KEYS = (
+    "mac_rx_mac_pause_num",
+    "mac_tx_mac_pause_num",
+    "mac_rx_pfc_pkt_num",
+    "mac_tx_pfc_pkt_num",
+    "mac_rx_bad_pkt_num",
+    "mac_tx_bad_pkt_num",
+    "mac_rx_bad_oct_num",
+    "mac_tx_bad_oct_num",
+    "mac_rx_fcs_err_pkt_num",
+    "roce_rx_all_pkt_num",
+    "roce_tx_all_pkt_num",
+    "roce_rx_err_pkt_num",
+    "roce_tx_err_pkt_num",
+    "roce_rx_cnp_pkt_num",
+    "roce_tx_cnp_pkt_num",
+    "roce_new_pkt_rty_num",
+    "roce_unexpected_ack_num",
+    "roce_out_of_order_num",
+    "roce_verification_err_num",
+    "roce_qp_status_err_num",
+    "roce_ecn_db_num",
+)
+# npu-exporter's RoceCollector: training cards only, and not the 950 (its ports are UB).
+ROCE_FAMILIES = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
+
+
+def roce_stats(stat: Mapping[str, int]) -> dict[str, int]:
+    """The RoCE collector's counters of a `-stat -g` output. The reference reads a missing key as 0;
+    an output with none of them is no RoCE port's, and unreadable for us."""
+    if not any(key in stat for key in ROCE_STAT_KEYS):
+        raise HccnError("no RoCE counter in the -stat output")
+    return {key: stat.get(key, 0) for key in ROCE_STAT_KEYS}
+
+
+class HccnNetStats:
+    """RoCE / MAC counters of a chip for the metrics (`hccn_tool -i <phy> -stat -g`), through the
+    shared runner (its timeout and concurrency). A chip whose counters cannot be read is logged
+    once, until they are readable again."""
+
+    def __init__(self, tool: HccnTool) -> None:
+        self.tool = tool
+        self._failing = FailingChips(
+            log, "RoCE counters unreadable; their metric series are dropped", "RoCE counters are back"
+        )
+        self._optical = HccnOptical(tool)
+        self._link = HccnLink(tool)
+
+    async def optical(self, chip: Chip) -> dict[str, float] | None:
+        return await self._optical.optical(chip)
+
+    async def link(self, chip: Chip) -> dict[str, float] | None:
+        return await self._link.link(chip)
+
+    async def net_stats(self, chip: Chip) -> dict[str, int] | None:
+        if chip.family not in ROCE_FAMILIES:
+            return None
+        try:
+            stats = roce_stats(parse_stat(await self.tool.run("-i", str(chip.phy_id), "-stat", "-g")))
+        except HccnError as exc:
+            self._failing.failed(chip, str(exc))
+            return None
+        self._failing.succeeded(chip)
+        return stats
+
+
+# ---------------------------------------------------------------------- optical module (metrics)
+
+OPTICAL_PRESENT = "present"  # the key, and its value when a module sits in the port
+OPTICAL_ABSENT = "not present"
+OPTICAL_NUMBERS = (
+    "Tx_Power0", "Tx_Power1", "Tx_Power2", "Tx_Power3",
+    "Rx_Power0", "Rx_Power1", "Rx_Power2", "Rx_Power3",
+    "Vcc", "temperature",
+)  # fmt: skip
+
+
+def parse_optical(text: str) -> dict[str, str]:
+    """`hccn_tool -i <phy> -optical -g` (`GetNPUOpticalInfo`): lines of exactly one `:`, the key
+    trimmed with its spaces turned to `_`, the value trimmed."""
+    out: dict[str, str] = {}
+    for line in text.split("\n"):
+        parts = line.split(":")
+        if len(parts) == 2:
+            out[parts[0].strip().replace(" ", "_")] = parts[1].strip()
+    return out
+
+
+def optical_number(value: str | None) -> float | None:
+    """`GetFloatDataFromStr`: "<number> <unit>"; empty, NA, "not supported", another shape or a
+    bad number is no value (the reference's -1, which it never shows)."""
+    if not value or any(bad in value for bad in _NOT_A_NUMBER):
+        return None
+    parts = value.split(" ")
+    if len(parts) != 2:
+        return None
+    try:
+        return float(parts[0])
+    except ValueError:
+        return None
+
+
+def optical_values(info: Mapping[str, str]) -> dict[str, float]:
+    """What npu-exporter's getMainOptInfo keeps: `present` 1 / 0 (no value for another answer) and
+    each of OPTICAL_NUMBERS that reads as a number."""
+    out: dict[str, float] = {}
+    state = info.get(OPTICAL_PRESENT)
+    if state in (OPTICAL_PRESENT, OPTICAL_ABSENT):
+        out[OPTICAL_PRESENT] = 1.0 if state == OPTICAL_PRESENT else 0.0
+    for key in OPTICAL_NUMBERS:
+        if (number := optical_number(info.get(key))) is not None:
+            out[key] = number
+    return out
+
+
+class HccnOptical:
+    """A chip's optical module (`hccn_tool -i <phy> -optical -g`) through the shared runner; the 910
+    families only, as npu-exporter's OpticalCollector off the 950. Failures logged once per chip."""
+
+    def __init__(self, tool: HccnTool) -> None:
+        self.tool = tool
+        self._failing = FailingChips(
+            log, "optical module unreadable; its metric series are dropped", "optical module readable again"
+        )
+
+    async def optical(self, chip: Chip) -> dict[str, float] | None:
+        if chip.family not in ROCE_FAMILIES:
+            return None
+        try:
+            values = optical_values(parse_optical(await self.tool.run("-i", str(chip.phy_id), "-optical", "-g")))
+        except HccnError as exc:
+            self._failing.failed(chip, str(exc))
+            return None
+        self._failing.succeeded(chip)
+        return values
+
+
+# ---------------------------------------------------------------------- link state, speed, bandwidth (metrics)
+
+LINK_UNKNOWN, LINK_NOT_REPORTED = "Unknown", "NotReport"  # npu-exporter's states for a failed / skipped read
+SPEED_UNKNOWN = "Unknown!"
+LINK_UP_COUNT = "link up count"
+
+
+def link_status_code(status: str) -> int | None:
+    """npu-exporter's getLinkStatusCode as it shows: UP 1, any other answer 0, a failed read -1
+    (its FailedValue), a status never asked none (its UnRetError, which it never shows)."""
+    if status == LINK_NOT_REPORTED:
+        return None
+    if status == LINK_UNKNOWN:
+        return -1
+    return 1 if status == LINK_UP else 0
+
+
+def parse_link_status(text: str) -> str:
+    """`hccn_tool -i <phy> -link -g` ("link status: UP"), as GetNPULinkStatus: the newlines dropped,
+    exactly three space-separated parts, the third is the state."""
+    parts = text.replace("\n", "").split(" ")
+    if len(parts) != 3:
+        raise HccnError(f"-link output of {len(parts)} parts, not 3: {text[:80]!r}")
+    return parts[2]
+
+
+def parse_link_speed(text: str) -> int:
+    """`hccn_tool -i <phy> -speed -g` ("Speed: 100000 Mb/s"), as getSpeedFromOutStr."""
+    if SPEED_UNKNOWN in text:
+        raise HccnError("link speed is unknown")
+    parts = text.replace("\n", "").split(" ")
+    if len(parts) != 3 or (speed := atoi(parts[1])) is None:
+        raise HccnError(f"-speed output not '<label> <speed> <unit>': {text[:80]!r}")
+    return speed
+
+
+def parse_link_up_num(text: str) -> int:
+    """`hccn_tool -i <phy> -link_stat -g` ("[device 0]link up count : 3"), as GetNPULinkUpNum: the
+    first line naming the count, six fields, the last one the number."""
+    for line in text.split("\n"):
+        if not line or LINK_UP_COUNT not in line:
+            continue
+        fields = line.split()
+        if len(fields) != 6 or (count := atoi(fields[-1])) is None:
+            raise HccnError(f"-link_stat line not as the reference reads it: {line[:80]!r}")
+        return count
+    raise HccnError("no link up count in the -link_stat output")
+
+
+def parse_bandwidth(text: str) -> tuple[float | None, float | None]:
+    """`hccn_tool -i <phy> -bandwidth -g` ("Bandwidth TX: 0.00 MB/sec" and RX), as
+    GetNPUInterfaceTraffic: (tx, rx) MB/s, None for a side it could not read."""
+    tx: float | None = None
+    rx: float | None = None
+    for line in text.split("\n"):
+        fields = line.split()
+        if len(fields) != 4:
+            continue
+        try:
+            number = float(fields[2])
+        except ValueError:
+            continue
+        if "TX:" in line:
+            tx = number
+        if "RX:" in line:
+            rx = number
+    return tx, rx
+
+
+class HccnLink:
+    """A chip's link state, speed, link-up count and bandwidth (npu-exporter's NetworkCollector,
+    910 families), four tool runs through the shared runner. The state is -1 when unreadable, as
+    the reference shows it; the others have no value then."""
+
+    def __init__(self, tool: HccnTool) -> None:
+        self.tool = tool
+        self._failing = FailingChips(log, "link state unreadable; shown as -1", "link state readable again")
+
+    async def link(self, chip: Chip) -> dict[str, float] | None:
+        if chip.family not in ROCE_FAMILIES:
+            return None
+        phy = str(chip.phy_id)
+        out: dict[str, float] = {}
+        try:
+            status = parse_link_status(await self.tool.run("-i", phy, "-link", "-g"))
+            self._failing.succeeded(chip)
+        except HccnError as exc:
+            self._failing.failed(chip, str(exc))
+            status = LINK_UNKNOWN
+        if (code := link_status_code(status)) is not None:
+            out["link_status"] = code
+        for key, args, parse in (
+            ("link_speed", ("-speed", "-g"), parse_link_speed),
+            ("link_up_num", ("-link_stat", "-g"), parse_link_up_num),
+        ):
+            try:
+                out[key] = parse(await self.tool.run("-i", phy, *args))
+            except HccnError as exc:
+                log.debug("hccn_tool link read failed", extra={"chip": chip.name, "args": args, "error": str(exc)})
+        try:
+            tx, rx = parse_bandwidth(await self.tool.run("-i", phy, "-bandwidth", "-g"))
+        except HccnError as exc:
+            log.debug("hccn_tool bandwidth read failed", extra={"chip": chip.name, "error": str(exc)})
+        else:
+            out.update({k: v for k, v in (("bandwidth_tx", tx), ("bandwidth_rx", rx)) if v is not None})
+        return out

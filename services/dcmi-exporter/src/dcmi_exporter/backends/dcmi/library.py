@@ -119,6 +119,17 @@ SIGNATURES: dict[str, Sequence[Any]] = {
     "dcmiv2_get_eid_list_by_urma_dev_index": (_int, _uint, ctypes.POINTER(s.DcmiUrmaEidInfo), _puint),
     # enum dcmi_multi_die_policy (0 union, 1 independent), as the reference's wrapper passes it: unsigned
     "dcmi_set_multi_die_policy": (_uint,),
+    # Metrics (npu-exporter parity); optional: a driver without them costs those series only.
+    "dcmi_get_device_voltage": (_int, _int, _puint),  # 0.01 V
+    "dcmi_get_device_frequency": (_int, _int, _int, _puint),  # (card, dev, enum dcmi_freq_type, MHz)
+    "dcmi_get_device_ecc_info": (_int, _int, _int, ctypes.POINTER(s.DcmiEccInfo)),  # enum dcmi_device_type
+    "dcmi_get_pcie_link_bandwidth_info": (_int, _int, ctypes.POINTER(s.DcmiPcieLinkBandwidthInfo)),
+    "dcmi_get_device_multi_utilization_rate": (_int, _int, ctypes.POINTER(s.DcmiMultiUtilizationInfo)),
+    "dcmiv2_get_device_voltage": (_int, _puint),
+    "dcmiv2_get_device_frequency": (_int, _int, _puint),
+    "dcmiv2_get_device_ecc_info": (_int, _int, ctypes.POINTER(s.DcmiEccInfo)),
+    "dcmiv2_get_pcie_link_bandwidth_info": (_int, ctypes.POINTER(s.DcmiPcieLinkBandwidthInfo)),
+    "dcmiv2_get_device_multi_utilization_rate": (_int, ctypes.POINTER(s.DcmiMultiUtilizationInfo)),
 }
 
 

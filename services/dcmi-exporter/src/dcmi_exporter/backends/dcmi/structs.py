@@ -251,3 +251,57 @@ def c_text(raw: bytes | ctypes.Array[ctypes.c_ubyte] | ctypes.Array[ctypes.c_cha
     if end >= 0:
         data = data[:end]
     return data.decode("utf-8", errors="replace").strip()
+
+
+# ---------------------------------------------------------------------- metrics (npu-exporter parity)
+
+PROF_DATA_NUM = 3  # AGENTDRV_PROF_DATA_NUM: min, max, avg
+UTIL_RESERVED_LEN = 8  # DCMI_UTIL_RESERVED_LEN
+
+
+class DcmiEccInfo(ctypes.Structure):
+    """dcmi_get_device_ecc_info."""
+
+    _fields_ = [
+        ("enable_flag", ctypes.c_int),
+        ("single_bit_error_cnt", ctypes.c_uint),
+        ("double_bit_error_cnt", ctypes.c_uint),
+        ("total_single_bit_error_cnt", ctypes.c_uint),
+        ("total_double_bit_error_cnt", ctypes.c_uint),
+        ("single_bit_isolated_pages_cnt", ctypes.c_uint),
+        ("double_bit_isolated_pages_cnt", ctypes.c_uint),
+        ("single_bit_next_isolated_pages_cnt", ctypes.c_uint),
+        ("double_bit_next_isolated_pages_cnt", ctypes.c_uint),
+    ]
+
+
+class DcmiPcieLinkBandwidthInfo(ctypes.Structure):
+    """dcmi_get_pcie_link_bandwidth_info: `profiling_time` in (ms), each array (min, max, avg) out."""
+
+    _fields_ = [
+        ("profiling_time", ctypes.c_int),
+        ("tx_p_bw", ctypes.c_uint * PROF_DATA_NUM),
+        ("tx_np_bw", ctypes.c_uint * PROF_DATA_NUM),
+        ("tx_cpl_bw", ctypes.c_uint * PROF_DATA_NUM),
+        ("tx_np_lantency", ctypes.c_uint * PROF_DATA_NUM),  # sic, as spelled by the library
+        ("rx_p_bw", ctypes.c_uint * PROF_DATA_NUM),
+        ("rx_np_bw", ctypes.c_uint * PROF_DATA_NUM),
+        ("rx_cpl_bw", ctypes.c_uint * PROF_DATA_NUM),
+    ]
+
+
+class DcmiMultiUtilizationInfo(ctypes.Structure):
+    """dcmi_get_device_multi_utilization_rate: cube (aic), vector (aiv), AI core and overall (npu) in %."""
+
+    _fields_ = [
+        ("aic_util", ctypes.c_uint),
+        ("aiv_util", ctypes.c_uint),
+        ("aicore_util", ctypes.c_uint),
+        ("npu_util", ctypes.c_uint),
+        ("reserved", ctypes.c_uint * UTIL_RESERVED_LEN),
+    ]
+
+
+C_TYPES["dcmi_ecc_info"] = DcmiEccInfo
+C_TYPES["dcmi_pcie_link_bandwidth_info"] = DcmiPcieLinkBandwidthInfo
+C_TYPES["dcmi_multi_utilization_info"] = DcmiMultiUtilizationInfo

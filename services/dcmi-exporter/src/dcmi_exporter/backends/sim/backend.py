@@ -32,7 +32,7 @@ from ascend_common.schemas.exporter import (
 from ascend_common.schemas.reading import Reading
 from ascend_common.vnpu import TEMPLATES, template_allowed
 
-from dcmi_exporter.backends.base import EventSink, RawFaultEvent, RawSwitchEvent
+from dcmi_exporter.backends.base import ChipTelemetry, EventSink, RawFaultEvent, RawSwitchEvent
 from dcmi_exporter.backends.dieid import DieType, format_die_id
 from dcmi_exporter.backends.errors import (
     RC_NOT_SUPPORTED,
@@ -658,3 +658,62 @@ class SimBackend:
 
     def _now_ms(self) -> int:
         return int(self.clock.now() * 1000)
+
+    # ---------------------------------------------------------------- metrics (npu-exporter parity)
+
+    def read_telemetry(self, chip: ChipAddress) -> ChipTelemetry:
+        """The extra metric families' reads, from the same model as `read_dynamic`: HBM ECC on the
+        HBM families and PCIe bandwidth on the 910B and 950, as npu-exporter asks them."""
+        st = self._enter(chip, "dcmi_get_device_voltage")
+        now = self.clock.monotonic()
+        with self._lock:
+            processes = len(st.processes)
+            idle = st.idle_job is not None
+        t = (now - self._origin) * self.clock.time_scale
+        util = 0 if idle else telemetry.aicore_util(st.traits, t, processes)
+        family = self.layout.family
+        return ChipTelemetry(
+            voltage_v=round(0.80 + util / 1000, 2),
+            aicore_freq_mhz=1800 if util else 800,
+            vector_pct=util * 4 // 5,
+            cube_pct=util * 9 // 10,
+            overall_pct=util,
+            hbm_ecc=telemetry.hbm_ecc(st.traits) if family in telemetry.HBM_FAMILIES else None,
+            pcie=telemetry.pcie_bandwidth(util, chip.phy_id) if family in telemetry.PCIE_FAMILIES else None,
+        )
+
+    def net_stats(self, logic_id: int) -> dict[str, int] | None:
+        """`hccn_tool -i <phy> -stat -g` as the driver would print it, from the traffic counters;
+        None on a card without a RoCE port (310) and on the 950 (UB, not RoCE)."""
+        if not self.layout.has_network or self.layout.library_v2:
+            return None
+        tx, rx = self.traffic(logic_id)
+        return telemetry.roce_stats(tx, rx)
+
+    def optical(self, logic_id: int) -> dict[str, float] | None:
+        """`hccn_tool -i <phy> -optical -g` as npu-exporter keeps it: a present module, steady
+        readings, a little colder with the link down."""
+        if not self.layout.has_network or self.layout.library_v2:
+            return None
+        st = self._control_chip(logic_id)
+        with self._lock:
+            down = st.network_down
+        return telemetry.optical(st.traits, down)
+
+    def link(self, logic_id: int) -> dict[str, float] | None:
+        """The RoCE port's state, speed, link-up count and bandwidth as npu-exporter keeps them; the
+        state follows the chip's network (`set_network`)."""
+        if not self.layout.has_network or self.layout.library_v2:
+            return None
+        st = self._control_chip(logic_id)
+        with self._lock:
+            down = st.network_down
+            idle = st.idle_job is not None
+        busy = 0.0 if down or idle else 1200.0 + logic_id
+        return {
+            "link_status": 0 if down else 1,
+            "link_speed": 200_000,
+            "link_up_num": 1,
+            "bandwidth_tx": busy,
+            "bandwidth_rx": busy,
+        }

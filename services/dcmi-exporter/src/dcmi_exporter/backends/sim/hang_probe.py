@@ -27,3 +27,19 @@ class SimUbPortsProbe:
 
     async def ub_ports(self, chip: Chip) -> UbPorts:
         return self.backend.ub_ports(chip.logic_id)
+
+
+class SimNetStats:
+    """The RoCE / MAC counters (`NetStatsProbe`) from the simulator's traffic."""
+
+    def __init__(self, backend: SimBackend) -> None:
+        self.backend = backend
+
+    async def net_stats(self, chip: Chip) -> dict[str, int] | None:
+        return self.backend.net_stats(chip.logic_id)
+
+    async def optical(self, chip: Chip) -> dict[str, float] | None:
+        return self.backend.optical(chip.logic_id)
+
+    async def link(self, chip: Chip) -> dict[str, float] | None:
+        return self.backend.link(chip.logic_id)

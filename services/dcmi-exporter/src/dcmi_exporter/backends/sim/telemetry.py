@@ -10,6 +10,9 @@ import math
 import random
 from dataclasses import dataclass
 
+from ascend_common.chips import ChipFamily
+
+from dcmi_exporter.backends.base import PCIE_KINDS, HbmEcc, PcieBandwidth
 from dcmi_exporter.backends.sim.profiles import Profile
 
 TEMP_MIN_C = 35
@@ -68,3 +71,71 @@ def power_w(profile: Profile, traits: ChipTraits, t: float, util_pct: int) -> fl
 
 def _clamp(value: float, lo: float, hi: float) -> float:
     return max(lo, min(hi, value))
+
+
+# ---------------------------------------------------------------------- metrics (npu-exporter parity)
+
+# The families npu-exporter asks each of (its supportedHbmDevices and supportedPcieDevices).
+HBM_FAMILIES = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
+PCIE_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND950})
+
+
+def hbm_ecc(traits: ChipTraits) -> HbmEcc:
+    """A healthy chip's ECC: detection on, a few corrected single-bit errors, nothing else."""
+    singles = int(traits.base_temp_c) % 5
+    return HbmEcc(
+        enable_flag=1,
+        single_bit_error_cnt=singles,
+        double_bit_error_cnt=0,
+        total_single_bit_error_cnt=singles,
+        total_double_bit_error_cnt=0,
+        single_bit_isolated_pages_cnt=0,
+        double_bit_isolated_pages_cnt=0,
+    )
+
+
+def pcie_bandwidth(util_pct: int, phy_id: int) -> PcieBandwidth:
+    """(min, max, avg) MB/ms per direction and kind, busier with the AI core."""
+    rates: dict[str, tuple[int, int, int]] = {}
+    for i, kind in enumerate(PCIE_KINDS):
+        avg = 10 * util_pct + 100 * i + phy_id
+        rates[kind] = (avg // 2, avg * 2, avg)
+    return PcieBandwidth(rates=rates)
+
+
+def roce_stats(tx_pkts: int, rx_pkts: int) -> dict[str, int]:
+    """A clean RoCE port's `-stat -g` counters: everything moves, nothing fails."""
+    return {
+        "roce_tx_all_pkt_num": tx_pkts,
+        "roce_rx_all_pkt_num": rx_pkts,
+        "roce_tx_err_pkt_num": 0,
+        "roce_rx_err_pkt_num": 0,
+        "roce_tx_cnp_pkt_num": tx_pkts // 1000,
+        "roce_rx_cnp_pkt_num": rx_pkts // 1000,
+        "mac_tx_mac_pause_num": 0,
+        "mac_rx_mac_pause_num": 0,
+        "mac_tx_pfc_pkt_num": 0,
+        "mac_rx_pfc_pkt_num": 0,
+        "mac_tx_bad_pkt_num": 0,
+        "mac_rx_bad_pkt_num": 0,
+        "mac_tx_bad_oct_num": 0,
+        "mac_rx_bad_oct_num": 0,
+        "mac_rx_fcs_err_pkt_num": 0,
+        "roce_new_pkt_rty_num": 0,
+        "roce_out_of_order_num": 0,
+        "roce_qp_status_err_num": 0,
+        "roce_unexpected_ack_num": 0,
+        "roce_verification_err_num": 0,
+        "roce_ecn_db_num": 0,
+    }
+
+
+def optical(traits: ChipTraits, link_down: bool) -> dict[str, float]:
+    rx = -40.0 if link_down else round(-2.0 + traits.phase / 10, 2)
+    return {
+        "present": 1.0,
+        "Vcc": 3.3,
+        "temperature": round(traits.base_temp_c - 5, 1),
+        **{f"Tx_Power{i}": round(0.5 + traits.phase2 / 10, 2) for i in range(4)},
+        **{f"Rx_Power{i}": rx for i in range(4)},
+    }

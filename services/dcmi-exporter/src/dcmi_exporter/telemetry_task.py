@@ -1,0 +1,150 @@
+"""The slow sources behind npu-exporter's extra metric families, each sampled in a task of its own.
+
+A scrape never calls a library or runs a tool: it reads the last samples kept here. Two loops, each
+on its own period, so one slow source holds back only its own families:
+
+- chip telemetry (voltage, AI-core frequency, vector / cube / overall utilisation, HBM ECC, PCIe
+  bandwidth): libdcmi calls through a call pool of their own, each time-bounded, so a hung call
+  costs this chip's telemetry and never a thread or a key of the poller's pool;
+- RoCE / MAC counters: `hccn_tool -stat` through the shared runner (its timeout kills a stuck tool).
+
+A chip whose read fails this round loses its sample (its series disappear) rather than showing
+stale numbers; npu-exporter would keep serving the last value it had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from ascend_common.adapters.lifecycle import TaskScope
+from ascend_common.chips import ChipAddress
+from ascend_common.schemas.exporter import Chip, ChipState
+
+from dcmi_exporter.backends.base import ChipTelemetry, NetStatsProbe
+from dcmi_exporter.backends.failing import FailingChips
+from dcmi_exporter.calls import CallGuard
+from dcmi_exporter.poller import ChipPoller, every_round
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The last samples, by logic id; replaced whole, so a scrape reads one consistent view."""
+
+    chips: dict[int, ChipTelemetry] = field(default_factory=dict)
+    net: dict[int, dict[str, int]] = field(default_factory=dict)
+    optical: dict[int, dict[str, float]] = field(default_factory=dict)
+    link: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+class TelemetryTask:
+    def __init__(
+        self,
+        poller: ChipPoller,
+        read: Callable[[ChipAddress], ChipTelemetry] | None,
+        net: NetStatsProbe | None,
+        guard: CallGuard,
+        period_s: float,
+        net_period_s: float,
+        tasks: TaskScope,
+    ) -> None:
+        """`read`: the backend's `read_telemetry` (blocking; run in `guard`'s pool), None: no such
+        families. `net`: the RoCE counters' probe, None: no such families."""
+        self.poller = poller
+        self.read = read
+        self.net = net
+        self.guard = guard
+        self.period_s = period_s
+        self.net_period_s = net_period_s
+        self._tasks = tasks
+        self.samples = Samples()
+        self._failing = FailingChips(
+            log, "chip telemetry unreadable; its metric series are dropped", "chip telemetry is back"
+        )
+
+    async def start(self) -> None:
+        if self.read is not None:
+            self._tasks.essential(
+                self._loop(self.period_s, self.chip_round, "chip telemetry round failed"), "telemetry"
+            )
+        if self.net is not None:
+            self._tasks.essential(
+                self._loop(self.net_period_s, self.net_round, "RoCE counters round failed"), "net-stats"
+            )
+
+    async def stop(self) -> None:
+        await self._tasks.stop()
+        self.guard.shutdown()
+
+    async def _loop(self, period: float, round_: Callable[[], Awaitable[None]], failed: str) -> None:
+        # The first round as soon as the chips are known, so a first scrape has the families.
+        await self.poller.discovered.wait()
+        try:
+            await round_()
+        except Exception:
+            log.exception(failed)
+        await every_round(period, round_, failed)
+
+    def _answering(self) -> list[Chip]:
+        return [chip for chip in self.poller.snapshot.chips if chip.state is ChipState.OK]
+
+    async def chip_round(self) -> None:
+        chips = self._answering()
+        results = await asyncio.gather(*(self._read_chip(chip) for chip in chips))
+        self.samples = Samples(
+            chips={chip.logic_id: r for chip, r in zip(chips, results, strict=True) if r is not None},
+            net=self.samples.net,
+            optical=self.samples.optical,
+            link=self.samples.link,
+        )
+
+    async def _read_chip(self, chip: Chip) -> ChipTelemetry | None:
+        read, addr = self.read, self.poller.address(chip.logic_id)
+        if read is None or addr is None:
+            return None
+        try:
+            sample = await self.guard.call(chip.logic_id, lambda: read(addr))
+        except Exception as exc:  # a timeout, a hung chip's fast failure, a card drop
+            self._failing.failed(chip, repr(exc))
+            return None
+        self._failing.succeeded(chip)
+        return sample
+
+    async def net_round(self) -> None:
+        net = self.net
+        if net is None:
+            return
+        chips = self._answering()
+        results = await asyncio.gather(*(self._read_net(net, chip) for chip in chips))
+        pairs = list(zip(chips, results, strict=True))
+        self.samples = Samples(
+            chips=self.samples.chips,
+            net={chip.logic_id: counters for chip, (counters, _, _) in pairs if counters is not None},
+            optical={chip.logic_id: optical for chip, (_, optical, _) in pairs if optical is not None},
+            link={chip.logic_id: link for chip, (_, _, link) in pairs if link is not None},
+        )
+
+    async def _read_net(
+        self, net: NetStatsProbe, chip: Chip
+    ) -> tuple[dict[str, int] | None, dict[str, float] | None, dict[str, float] | None]:
+        """(counters, optical, link) of one chip, one tool run after the other (the runner bounds each)."""
+        try:
+            counters = await net.net_stats(chip)
+        except Exception:  # a probe bug costs this chip's families only
+            log.exception("RoCE counters read failed", extra={"logic_id": chip.logic_id, "chip": chip.name})
+            counters = None
+        return counters, await self._read_floats(net.optical, chip), await self._read_floats(net.link, chip)
+
+    @staticmethod
+    async def _read_floats(
+        read: Callable[[Chip], Awaitable[dict[str, float] | None]], chip: Chip
+    ) -> dict[str, float] | None:
+        try:
+            return await read(chip)
+        except Exception:  # a probe bug costs this chip's families only
+            log.exception("network read failed", extra={"logic_id": chip.logic_id, "chip": chip.name})
+            return None
