@@ -79,7 +79,9 @@ async def test_an_echo_is_dropped_a_lone_aicore_fault_published_5s_late_with_ref
         await until(three, what="three reference-format Events")
         written = [e for e in events(events_file) if e["reason"] == "Occur"]
         assert all(e["metadata"]["name"].startswith("fm-pod.") for e in written)
-        assert all(e["involvedObject"] == {"kind": "pod", "namespace": "kube-system", "name": "fm-pod"} for e in written)
+        assert all(
+            e["involvedObject"] == {"kind": "pod", "namespace": "kube-system", "name": "fm-pod"} for e in written
+        )
         # The action is the code's own level in the tables (GetFaultTypeByCode), not the chip's.
         assert sorted((e["message"].split("faultCodes:")[1].split(",")[0], e["action"]) for e in written) == [
             (AIV, "RestartRequest"),

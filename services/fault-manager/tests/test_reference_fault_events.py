@@ -105,7 +105,9 @@ def sink(api: ApiClient) -> ApiEventSink:
     return ApiEventSink(api, base_delay=0.01, max_delay=0.05)
 
 
-async def test_reference_events_are_created_in_kube_system_with_unique_names(fake: FakeApiServer, api: ApiClient) -> None:
+async def test_reference_events_are_created_in_kube_system_with_unique_names(
+    fake: FakeApiServer, api: ApiClient
+) -> None:
     clock = FakeClock()
     ev = FaultEvents(sink(api), "node-a", clock, pod="fm-abcde", fault_format="reference")
     ev.arrived(notice("80E01801", "occur", logic=3, card=3, device=0, level="SeparateNPU"))

@@ -190,3 +190,32 @@ def test_release_all_gives_back_what_is_held() -> None:
     association.admit(held, T + 1)
     assert sorted(association.release_all().apply, key=lambda r: r.chip) == held
     assert association.held == []
+
+
+# --- `fault-manager replay`: the same association over a timeline ----------------------------------
+
+
+def test_the_replay_tool_drops_the_echo_and_reports_a_lone_one_5s_late() -> None:
+    import json
+
+    from fault_manager.policy.keeper import build
+    from fault_manager.policy.replay import Replayer, parse_timeline
+
+    rule = {
+        "FaultDuration": [{"EventId": [HBM], "FaultTimeout": 0, "RecoverTimeout": 0, "FaultHandling": "SeparateNPU"}]
+    }
+    policy = build({"faultCustomization.json": json.dumps(rule)})
+    lines = [
+        {"t": 0, "chip": "Ascend910-1", "code": HBM, "assertion": "occur", "severity": 2},
+        {"t": 3, "chip": "Ascend910-1", "code": AIV, "assertion": "occur", "severity": 2},
+        {"t": 3, "chip": "Ascend910-2", "code": AIV, "assertion": "occur", "severity": 2},
+        {"t": 7.9, "query": True},
+        {"t": 8.002, "query": True},
+    ]
+    replayer = Replayer(policy)
+    before, after = replayer.run(parse_timeline(json.dumps(line) for line in lines))
+    assert before["chips"]["Ascend910-1"]["level"] == after["chips"]["Ascend910-1"]["level"] == "SeparateNPU"
+    assert replayer.engine.chips["Ascend910-1"].present == {HBM}, "the echo dropped"
+    assert replayer.engine.chips["Ascend910-2"].present == {AIV}
+    assert before["chips"]["Ascend910-2"]["level"] == "NormalNPU", "held"
+    assert after["chips"]["Ascend910-2"]["level"] == "RestartRequest", "reported 5 s after it was raised"

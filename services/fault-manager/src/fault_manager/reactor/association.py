@@ -134,4 +134,3 @@ def replay(association: HbmAssociation, rows: list[FaultEventRow], now_ms: int) 
         out.extend(association.admit([row], row.recorded_at_ms))
     out.extend(association.due(now_ms))
     return out
-
