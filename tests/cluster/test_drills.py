@@ -575,6 +575,57 @@ def test_soft_share_two_pods_on_one_chip(stack: Stack, tmp_path: Path) -> None:
     train_a_unchanged(stack, train)
 
 
+def test_fault_events_in_the_references_format_are_accepted_by_the_apiserver(stack: Stack) -> None:
+    """`--fault-event-format reference` rolled out: a fault's occurrence and recovery on a free chip
+    become the reference's Events (doWriteFaultToEvent), created by the real apiserver in
+    kube-system under the fault-manager's narrowed RBAC (events create in kube-system only)."""
+    args = [
+        {"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--fault-event-format"},
+        {"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "reference"},
+    ]
+    rollout(stack, {"fault-manager-sim": args})
+    [fm_pod] = [
+        p["metadata"]["name"]
+        for p in stack.cluster.pods()
+        if p["metadata"]["name"].startswith("fault-manager-sim-") and p["metadata"].get("deletionTimestamp") is None
+    ]
+    in_use = set(
+        stack.cluster.get("pod", "train-a", "-n", "default")["metadata"]["annotations"]["huawei.com/AscendReal"].split(
+            ","
+        )
+    )
+    chip = next(c for c in reversed(stack.exporter.chips()) if c["name"] not in in_use)
+    logic, node = chip["logic_id"], stack.cluster.node
+    until_sync(lambda: listed_healthy(stack, chip["name"]), 60, f"{chip['name']} healthy before the drill", 0.2)
+
+    def written(reason: str) -> list[dict[str, Any]]:
+        listed = stack.cluster.get("events", "-n", "kube-system", "--field-selector", f"reason={reason}")
+        return [e for e in listed["items"] if f"faultCodes:{SEPARATE_NPU}," in e["message"]]
+
+    stack.exporter.fault(logic, SEPARATE_NPU, "occur")
+    until_sync(lambda: written("Occur"), 30, "the reference's Occur Event", 0.2)
+    stack.exporter.fault(logic, SEPARATE_NPU, "recover")
+    until_sync(lambda: written("Recovery"), 30, "the reference's Recovery Event", 0.2)
+    for reason, type_ in (("Occur", "Warning"), ("Recovery", "Normal")):
+        [event] = written(reason)
+        assert re.fullmatch(rf"{re.escape(fm_pod)}\.\d{{13}}{logic}", event["metadata"]["name"]), event
+        assert event["metadata"]["namespace"] == "kube-system"
+        assert event["involvedObject"] == {"kind": "pod", "namespace": "kube-system", "name": fm_pod}, event
+        assert (event["reason"], event["action"], event["type"]) == (reason, "SeparateNPU", type_), event
+        assert re.fullmatch(
+            rf"device fault, nodeName:{re.escape(node)}, assertion:{reason}, cardID:{chip['card_id']}, "
+            rf"deviceID:{chip['device_id']}, faultCodes:{SEPARATE_NPU}, faultLevelName:SeparateNPU, "
+            r"alarmRaisedTime:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d",
+            event["message"],
+        ), event["message"]
+        assert (event["reportingComponent"], event["reportingInstance"]) == ("fault-manager", fm_pod), event
+        assert event["source"] == {"component": "fault-manager", "host": node}, event
+    # Ours is not written alongside.
+    ours = stack.cluster.get("events", "-n", "kube-system", "--field-selector", "reason=NPUFaultOccurred")["items"]
+    assert not [e for e in ours if (e.get("eventTime") or "") >= written("Occur")[0]["eventTime"]]
+    until_sync(lambda: listed_healthy(stack, chip["name"]), 60, f"{chip['name']} healthy again", 0.2)
+
+
 A5_PROFILE = "a5-superpod-8"
 NPU = "huawei.com/npu"
 A5_COMPONENT = ROOT / "deploy" / "kustomize" / "components" / "ascend-950"

@@ -914,6 +914,8 @@ class FakeApiServer:
                 f'Event in version "v1" cannot be handled as a Event: parsing time {event_time!r} as '
                 '"2006-01-02T15:04:05.000000Z07:00"',
             )
+        if legacy_event:
+            _legacy_validate_event(route.namespace or "default", obj)
         return obj
 
     def _create(self, route: _Route, body: Any, dry_run: bool) -> JsonObj:
@@ -1137,3 +1139,26 @@ def write_kubeconfig(path: Path, url: str) -> Path:
               "users": [{"name": "fake", "user": {}}], "contexts": [context]}  # fmt: skip
     path.write_text(json.dumps(config))
     return path
+
+
+def _legacy_validate_event(namespace: str, obj: JsonObj) -> None:
+    """k8s pkg/apis/core/validation/events.go `legacyValidateEvent` for a core/v1 Event (422 when it fails)."""
+    involved = obj.get("involvedObject") or {}
+    involved_ns = involved.get("namespace") or "" if isinstance(involved, dict) else ""
+    problems: list[str] = []
+    if not obj.get("eventTime"):
+        if (not involved_ns and namespace not in ("", "default")) or (involved_ns and involved_ns != namespace):
+            problems.append("involvedObject.namespace: does not match event.namespace")
+    else:
+        if not involved_ns and namespace not in ("default", "kube-system"):
+            problems.append("involvedObject.namespace: does not match event.namespace")
+        for key, limit in (("reportingComponent", 253), ("reportingInstance", 128), ("action", 128), ("reason", 128)):
+            value = obj.get(key) or ""
+            if not value:
+                problems.append(f"{key}: Required value")
+            elif len(value) > limit:
+                problems.append(f"{key}: can have at most {limit} characters")
+        if len(obj.get("message") or "") > 1024:
+            problems.append("message: can have at most 1024 characters")
+    if problems:
+        raise ApiError(422, f"Event is invalid: {'; '.join(problems)}")

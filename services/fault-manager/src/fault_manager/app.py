@@ -101,7 +101,7 @@ class Service:
             build(policy_files(settings)), time_scale=settings.time_scale, hot_reset=mode == HOT_RESET_TRAIN
         )
         pod = settings.pod_name or os.environ.get("HOSTNAME") or socket.gethostname()
-        events = FaultEvents(sink, settings.node_name, clock.now, pod=pod)
+        events = FaultEvents(sink, settings.node_name, clock.now, pod=pod, fault_format=settings.fault_event_format)
         inbox = Inbox()
         published = Published(VerdictBoard(), NodeState(engine.policy))
         name = configmap_name(settings.node_name)

@@ -47,6 +47,14 @@ class FaultManagerSettings(BaseSettings):
     refresh_period: float = Field(300.0, ge=1, le=3600, description="Rewrite the ConfigMap at least this often (s).")
     write_interval: float = Field(1.0, ge=0.05, le=60, description="At most one ConfigMap write per this many s.")
     log_level: str = Field("INFO", description="Log level.")
+    fault_event_format: Literal["ours", "reference"] = Field(
+        "ours",
+        description="Fault Events: ours, NPUFaultOccurred / NPUFaultRecovered on the Node per code the policy "
+        "applied; reference, the reference device plugin's (doWriteFaultToEvent): one Event per fault event, "
+        "named <pod>.<unix ms><logic id> in kube-system, about this pod, reason Occur/Recovery/Notice, action "
+        "the code's level, for alert rules written against the reference.",
+    )
+
     hot_reset_mode: int | None = Field(
         None,
         description="The reference's -hotReset: -1 off; 0 inference (an idle faulty chip is reset when no pod "

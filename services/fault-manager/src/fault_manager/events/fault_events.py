@@ -11,6 +11,13 @@ logged and the event dropped.
 A flapping chip can report the same code many times a second. Each chip has a token bucket;
 what it refuses is counted, and one summary event ("N more fault events on Ascend910-3
 suppressed") goes out once the bucket has a token again.
+
+Two formats for a fault's occurrence and recovery (`--fault-event-format`): ours (default), one
+`NPUFaultOccurred` / `NPUFaultRecovered` Event on the Node per code the policy applied, with the
+chip's level; or the reference's (`events.reference`), one Event about the writer's pod per fault
+event the chip reported. The per-chip buckets limit both: the reference's one node-wide limiter
+(10 a minute) lets one flapping chip silence every other. In the reference's format what a
+bucket refused is logged and counted, not summarised in an Event of a shape the reference has not.
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ascend_common.adapters.kube.client import status_of
 from ascend_common.adapters.kube.events import EventSink, event_body, micro_time
+
+from fault_manager.events.reference import FaultNotice, NoticeError, reference_fault_event
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +43,9 @@ REASON_RECOVERED = "NPUFaultRecovered"
 REASON_ISOLATED = "NPUIsolated"
 REASON_RELEASED = "NPUReleased"
 REASON_SUPPRESSED = "NPUFaultEventsSuppressed"
+REASON_REFERENCE = "reference-format fault"  # what a refused reference-format Event is logged as
+
+FaultEventFormat = Literal["ours", "reference"]
 
 
 REASON_RELEASE_UPGRADE_FAULT = "EventReleaseUpgradeFault"
@@ -102,6 +114,7 @@ class FaultEvents:
         node_uid: str | None = None,
         tick_s: float = 1.0,
         pod: str = "",
+        fault_format: FaultEventFormat = "ours",
     ) -> None:
         if per_chip_per_minute <= 0 or (burst is not None and burst <= 0) or max_pending <= 0:
             raise ValueError("per_chip_per_minute, burst and max_pending must be positive")
@@ -114,6 +127,8 @@ class FaultEvents:
         self._capacity = float(burst if burst is not None else per_chip_per_minute)
         self._max_pending = max_pending
         self._tick_s = tick_s
+        self.fault_format = fault_format
+        self._last_ms = 0  # the last reference-format Event's time: two never share a name
         self._buckets: dict[str, _Bucket] = {}
         self._pending: deque[_Pending] = deque()
         self._wake = asyncio.Event()
@@ -128,10 +143,19 @@ class FaultEvents:
     # -- what the reactor calls (sync, never raises) ------------------------------------------
 
     def occurred(self, chip: str, code: str, level: str) -> None:
-        self._limited(chip, REASON_OCCURRED, "Warning", f"{chip}: fault {code} occurred, level {level}")
+        """The policy applied an occurrence of `code` (ours; the chip now at `level`)."""
+        if self.fault_format == "ours":
+            self._limited(chip, REASON_OCCURRED, "Warning", f"{chip}: fault {code} occurred, level {level}")
 
     def recovered(self, chip: str, code: str) -> None:
-        self._limited(chip, REASON_RECOVERED, "Normal", f"{chip}: fault {code} recovered")
+        """The policy applied a recovery of `code` (ours)."""
+        if self.fault_format == "ours":
+            self._limited(chip, REASON_RECOVERED, "Normal", f"{chip}: fault {code} recovered")
+
+    def arrived(self, notice: FaultNotice) -> None:
+        """The chip reported a fault event (the reference's format writes one Event for each)."""
+        if self.fault_format == "reference":
+            self._limited(notice.chip, REASON_REFERENCE, "", "", notice=notice)
 
     # Isolation and release are decisions (of the policy or an operator), not hardware noise:
     # rare, and each one matters, so they skip the rate limit.
@@ -149,7 +173,7 @@ class FaultEvents:
         except Exception:
             log.exception("release event not queued", extra={"reason": REASON_RELEASE_UPGRADE_FAULT})
 
-    def _limited(self, chip: str, reason: str, type_: str, message: str) -> None:
+    def _limited(self, chip: str, reason: str, type_: str, message: str, notice: FaultNotice | None = None) -> None:
         try:
             now = self._now()
             bucket = self._buckets.get(chip)
@@ -159,7 +183,10 @@ class FaultEvents:
             self._summary_if_due(chip, bucket, force=False)  # the summary goes before what follows it
             if bucket.tokens >= 1.0:
                 bucket.tokens -= 1.0
-                self._push(chip, reason, type_, message, now)
+                if notice is None:
+                    self._push(chip, reason, type_, message, now)
+                else:
+                    self._push_reference(notice, now)
                 return
             if not bucket.suppressed:
                 bucket.first_suppressed = now
@@ -169,6 +196,17 @@ class FaultEvents:
             self._wake.set()  # the sender starts polling for this chip's refill
         except Exception:
             log.exception("fault event not queued", extra={"chip": chip, "reason": reason})
+
+    def _push_reference(self, notice: FaultNotice, now: float) -> None:
+        # Unique names: two Events of one chip in one millisecond would otherwise collide (409).
+        ms = max(int(now * 1000), self._last_ms + 1)
+        try:
+            body = reference_fault_event(self._pod, self._node, notice, ms, COMPONENT)
+        except NoticeError as exc:
+            log.error("fault event not written", extra={"chip": notice.chip, "code": notice.code, "error": str(exc)})
+            return
+        self._last_ms = ms
+        self._enqueue(notice.chip, body)
 
     def _unlimited(self, chip: str, reason: str, type_: str, message: str) -> None:
         try:
@@ -211,6 +249,9 @@ class FaultEvents:
         bucket.tokens = max(0.0, bucket.tokens - 1.0)
         n, bucket.suppressed = bucket.suppressed, 0
         message = f"{n} more fault events on {chip} suppressed"
+        if self.fault_format == "reference":
+            log.warning("fault events suppressed", extra={"chip": chip, "count": n})
+            return
         self._push(chip, REASON_SUPPRESSED, "Warning", message, bucket.first_suppressed, bucket.last_suppressed, n)
 
     def _tick(self, *, force: bool = False) -> None:

@@ -9,7 +9,8 @@ Time `t` is in seconds and never decreases. The engine is driven exactly as the 
 each event is applied and its chip evaluated at that instant, and every chip is evaluated again at
 the instant its state changes by itself (the service's wake-up timer), so isolations and releases
 happen when they would on a node, whether or not a query looks at that moment. A query prints one
-JSON line with every chip named so far.
+JSON line with every chip named so far. The HBM / AI-core association holds and drops events as
+the reactor does (reactor.association), each event taken to arrive when it was raised.
 
 With `--db`, a node's stored event history is replayed under the (candidate) policy and compared
 with what the node decided, chip by chip.
@@ -37,7 +38,8 @@ from fault_manager.policy.engine import (
     Policy,
     stored_escalation,
 )
-from fault_manager.store import Store
+from fault_manager.reactor.association import HBM_MULTI_BIT_ECC, HbmAssociation, Outcome
+from fault_manager.store import FaultEventRow, Store
 
 ASSERTIONS = ("occur", "recover", "once")
 _EVENT_KEYS = {"t", "chip", "code", "assertion", "severity"}
@@ -121,18 +123,22 @@ class Replayer:
     def __init__(self, policy: Policy) -> None:
         self.engine = FaultEngine(policy)
         self.evaluations: dict[str, Evaluation] = {}
+        self.association = HbmAssociation()
+        self._seq = 0
 
     def _evaluate(self, chip: str, now: float) -> Evaluation:
         ev = self.evaluations[chip] = self.engine.evaluate(chip, now)
         return ev
 
     def advance(self, until: float) -> None:
-        """Fire every wake-up due at or before `until`, in time order."""
+        """Fire every wake-up due at or before `until`, in time order (the association's too)."""
         while True:
             due = [(ev.wake_at, chip) for chip, ev in self.evaluations.items() if ev.wake_at is not None]
-            if not due:
-                return
-            at, chip = min(due)
+            at, chip = min(due) if due else (None, "")
+            held = self.association.wake_at_ms()
+            if held is not None and held / 1000 <= until and (at is None or held / 1000 <= at):
+                self._apply(self.association.due(held), held / 1000)
+                continue
             if at is None or at > until:
                 return
             self._evaluate(chip, at)
@@ -140,8 +146,23 @@ class Replayer:
     def event(self, step: Event) -> None:
         self.advance(step.t)
         self.engine.chip(step.chip, -1, -1)
-        self.engine.apply(step.chip, step.code, step.assertion, step.severity, step.t)
+        ms = round(step.t * 1000)
+        self._seq += 1
+        row = FaultEventRow(f"replay-{self._seq}", step.chip, -1, -1, step.code, step.assertion, step.severity,
+                            "subscription", ms, ms)  # fmt: skip
+        if self.engine.policy.customization.duration_rule(HBM_MULTI_BIT_ECC) is None:
+            outcome = self.association.release_all()
+            outcome.apply.append(row)
+        else:
+            outcome = self.association.admit([row], ms)
+        self._apply(outcome, step.t)
         self._evaluate(step.chip, step.t)
+
+    def _apply(self, outcome: Outcome, now: float) -> None:
+        for row in outcome.apply:
+            self.engine.apply(row.chip, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
+        for chip in sorted({row.chip for row in outcome.apply}):
+            self._evaluate(chip, now)
 
     def operator(self, chip: str, isolate: bool, t: float) -> None:
         """An operator isolated or released the chip at `t` (from the store's audit)."""

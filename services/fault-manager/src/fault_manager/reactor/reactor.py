@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from ascend_common.chips import ChipFamily
 from ascend_common.clock import Clock
+from ascend_common.faults import code_level, is_network_code, network_level
 from ascend_common.inuse import chips_in_use_for_health
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState
 from ascend_common.superpod import super_pod
@@ -23,8 +24,10 @@ from ascend_common.superpod import super_pod
 from fault_manager.deviceinfo.configmap import UNWATCHED_SWITCH, SwitchReport, UnwatchedSwitch
 from fault_manager.deviceinfo.faultlist import Reason
 from fault_manager.events.fault_events import FaultEvents
+from fault_manager.events.reference import FaultNotice
 from fault_manager.hotreset.duo import duo_card_mates, with_duo_rule
 from fault_manager.policy.engine import BY_RELEASE, BY_RULE, ChipFaults, Evaluation, FaultEngine, Policy
+from fault_manager.reactor.association import HBM_MULTI_BIT_ECC, HbmAssociation, Outcome
 from fault_manager.reactor.chips_in_use import ChipsInUse, FreeListUse
 from fault_manager.reactor.ingest import reconcile_rows
 from fault_manager.reactor.inputs import (
@@ -91,6 +94,8 @@ class Reactor:
         self.events = events  # Kubernetes Events (rate-limited); None: not reported
         self.isolations = IsolationKeeper(engine, store, clock, published, events, configmap)
         self.switches = SwitchFaults()
+        self.association = HbmAssociation()  # AI-core echoes of an HBM error: held, dropped or reported late
+        self._chip_ids: dict[str, tuple[int, int, bool]] = {}  # card id, device id, a 950 chip (fault Events)
         self.in_use_for_health = ChipsInUse(chips_in_use_for_health)
         self.free_list_use = FreeListUse()
         self.evaluations: dict[str, Evaluation] = {}
@@ -112,7 +117,7 @@ class Reactor:
 
     async def start(self) -> None:
         """Rebuild the engine from SQLite and publish it (before `run`)."""
-        self._fresh = await restore(self.engine, self.store, self.clock)
+        self._fresh = await restore(self.engine, self.store, self.clock, self.association)
         self._dirty.update(self.engine.chips)
         await self.isolations.autofill()
         await self._evaluate()
@@ -138,12 +143,12 @@ class Reactor:
         if queued is None or queued.answer is None:
             if queued is not None:
                 await self._apply(queued.input)
-            self._due()
+            await self._due()
             await self._evaluate()
             return
         try:
             answer = await self._apply(queued.input)
-            self._due()
+            await self._due()
             await self._evaluate()
         except Exception as exc:  # the asker's failure (the API answers 500), not the reactor's
             if not queued.answer.done():
@@ -155,13 +160,22 @@ class Reactor:
     def _idle_for(self) -> float:
         """Seconds until something falls due without a new input: a policy window, pod changes."""
         wakes = [ev.wake_at for ev in self.evaluations.values() if ev.wake_at is not None]
+        held = self.association.wake_at_ms()
+        if held is not None:
+            wakes.append(held / 1000)
         delay = max(0.0, min(wakes) - self.clock.now()) if wakes else IDLE_WAKE_S
         if self._pods_due is not None:
             delay = min(delay, max(0.0, self._pods_due - asyncio.get_running_loop().time()))
         return delay + 0.001
 
-    def _due(self) -> None:
+    async def _due(self) -> None:
         now = self.clock.now()
+        if self.association.held:
+            if self.engine.policy.customization.duration_rule(HBM_MULTI_BIT_ECC) is None:
+                outcome = self.association.release_all()  # a new policy without the rule: nothing is held
+            else:
+                outcome = self.association.due(int(now * 1000))
+            await self._apply_rows(self._associated(outcome))
         self._dirty.update(n for n, ev in self.evaluations.items() if ev.wake_at is not None and ev.wake_at <= now)
         if self._pods_due is not None and asyncio.get_running_loop().time() >= self._pods_due:
             self._pods_due = None
@@ -263,6 +277,7 @@ class Reactor:
             self._rtype = chip.resource_type.value
         if chip.family in (ChipFamily.ASCEND910A3, ChipFamily.ASCEND950):
             self._switch_family = chip.family
+        self._chip_ids[chip.name] = (chip.card_id, chip.device_id, chip.family is ChipFamily.ASCEND950)
         state = self.engine.chip(chip.name, chip.logic_id, chip.phy_id)
         state.reachable = chip.state is not ChipState.UNKNOWN
         self._dirty.add(chip.name)
@@ -275,17 +290,52 @@ class Reactor:
             self.engine.chip(row.chip, row.logic_id, row.phy_id)
         inserted = await in_store_thread(self.store.events.append, rows)
         self.ingested += inserted
+        if self.events is not None and inserted:
+            for row in rows:
+                self.events.arrived(self._notice(row))
+        policy = self.engine.policy
+        if policy.customization.duration_rule(HBM_MULTI_BIT_ECC) is None:
+            outcome = self.association.release_all()  # nothing held unless the rule just went
+            outcome.apply.extend(rows)
+        else:
+            outcome = self.association.admit(rows, int(self.clock.now() * 1000))
+        await self._apply_rows(self._associated(outcome), announce=bool(inserted))
+
+    def _associated(self, outcome: Outcome) -> list[FaultEventRow]:
+        """The rows the association lets through; the drops logged (the store keeps them)."""
+        for row in outcome.dropped:
+            log.info(
+                "AI-core fault dropped: an HBM multi-bit ECC fault of the chip explains it",
+                extra={"chip": row.chip, "code": row.code, "assertion": row.assertion, "event_id": row.event_id,
+                       "raised_at_ms": row.raised_at_ms},
+            )  # fmt: skip
+        return outcome.apply
+
+    async def _apply_rows(self, rows: list[FaultEventRow], *, announce: bool = True) -> None:
+        """Fault events into the engine, the chips evaluated, and (`announce`) our Events of them."""
         for row in rows:
             self.engine.apply(row.chip, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
             self._dirty.add(row.chip)
         await self._evaluate()
-        if self.events is not None and inserted:
+        if self.events is not None and announce:
             for row in rows:
                 if row.assertion == "recover":
                     self.events.recovered(row.chip, row.code)
                 else:
                     ev = self.evaluations.get(row.chip)
                     self.events.occurred(row.chip, row.code, ev.verdict.fault_level.value if ev else "")
+
+    def _notice(self, row: FaultEventRow) -> FaultNotice:
+        """A fault event as the reference's Event describes it: the code's own level, the chip's ids."""
+        policy = self.engine.policy
+        if is_network_code(row.code):
+            level = network_level(policy.table, row.code)
+        else:
+            chip = self.engine.chips.get(row.chip)
+            severity = row.severity if row.severity is not None or chip is None else chip.severity.get(row.code)
+            level = code_level(policy.table, row.code, severity)
+        card, device, a5 = self._chip_ids.get(row.chip, (None, None, False))
+        return FaultNotice(row.chip, row.logic_id, card, device, a5, policy.spell(row.code), row.assertion, level.value)
 
     def _reevaluate_all(self) -> None:
         self._dirty.update(self.engine.chips)

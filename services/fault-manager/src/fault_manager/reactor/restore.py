@@ -5,13 +5,20 @@ from __future__ import annotations
 from ascend_common.clock import Clock
 
 from fault_manager.policy.engine import BY_ADOPTION, BY_RULE, UPGRADE_AUTOFILL, FaultEngine, stored_escalation
+from fault_manager.reactor.association import HBM_MULTI_BIT_ECC, HbmAssociation, replay
 from fault_manager.store import Store, in_store_thread
 
 
-async def restore(engine: FaultEngine, store: Store, clock: Clock) -> bool:
+async def restore(engine: FaultEngine, store: Store, clock: Clock, association: HbmAssociation | None = None) -> bool:
     """Rebuild `engine`'s chips; returns whether the database held no state for the node (new, or
     its hostPath lost): then what the device-info ConfigMap says is isolated, and why, is adopted
-    before our first write."""
+    before our first write.
+
+    With `association` (and the policy's 80E01801 FaultDuration rule), the stored events pass the
+    HBM / AI-core association again in the order they arrived: what it dropped stays out, and
+    what it still holds is held there for the reactor's timer."""
+    associating = association is not None and engine.policy.customization.duration_rule(HBM_MULTI_BIT_ECC) is not None
+    now_ms = int(clock.now() * 1000)
     manual = await in_store_thread(store.manual.chips)
     states = await in_store_thread(store.states.all)
     since_ms = int((clock.now() - engine.real_time(engine.keep_s)) * 1000)
@@ -31,6 +38,10 @@ async def restore(engine: FaultEngine, store: Store, clock: Clock) -> bool:
             # Frequency windows restart at a release: without this a restart would count the
             # occurrences before it again and isolate the chip anew.
             chip.released_at = engine.policy_time(last[0].at_ms / 1000)
+        if association is not None and associating:
+            arrived = sorted(rows, key=lambda r: (r.recorded_at_ms, r.id or 0))
+            kept = {r.event_id for r in replay(association, arrived, now_ms).apply}
+            rows = [r for r in rows if r.event_id in kept]
         for row in rows:
             engine.apply(name, row.code, row.assertion, row.severity, row.raised_at_ms / 1000)
     return not states and not manual
