@@ -334,3 +334,73 @@ def test_on_the_dcmi_backend_hang_detection_and_ub_codes_share_one_hccn_tool_run
     assert isinstance(hang, DcmiHangProbe) and isinstance(ub, HccnUbPorts)
     assert hang._traffic.tool is ub.tool
     assert ub.tool.path == tmp_path / "hccn_tool"
+
+
+# ---------------------------------------------------------------------- a reset between two rounds
+
+
+async def _lost_port_and_no_look(rig: Rig, logic: int) -> None:
+    await rig.round()  # the first round reads every chip: all up
+    rig.sim.set_ub_port(logic, 0, 1, "UB", up=False, event=False)  # the driver's event is lost
+    rig.clock.advance(QUERY_PERIOD_S)
+    await rig.round()
+    assert rig.codes(logic) == [], "with a live subscription and no reset, nothing asks the ports"
+
+
+def _boot(rig: Rig, logic: int) -> int | None:
+    dynamic = rig.exp.poller.snapshot.by_logic[logic].dynamic
+    return dynamic.boot_status.value if dynamic is not None else None
+
+
+async def test_a_reset_begun_and_ended_between_two_rounds_is_not_missed(rig: Rig) -> None:
+    """Issue 25 C: the poller saw the chip booting, but no UB round did; the next round still looks."""
+    await _lost_port_and_no_look(rig, 5)
+    addr = rig.exp.poller.address(5)
+    assert addr is not None
+    rig.sim.reset(addr, ResetChannel.INBAND)
+    while _boot(rig, 5) == BOOT_STATUS_READY:
+        await asyncio.sleep(0.05)
+    while _boot(rig, 5) != BOOT_STATUS_READY:
+        await asyncio.sleep(0.1)
+    await rig.round()
+    assert rig.codes(5) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+    await rig.round()
+    assert rig.probe.queries.count(5) == 2, "one read at the first round, one after the reset, no more"
+
+
+async def test_a_reset_job_the_poller_never_saw_booting_is_not_missed(tmp_path: Path) -> None:
+    """A reset job whose chip is back before any poll read it booting (sim time 100x faster than the
+    polls): the job's own boot-status reads tell the poller, and the next round looks."""
+    settings = ExporterSettings(
+        socket=tmp_path / "sock", profile="a5-superpod-8", poll_period=5.0, reset_poll_period=0.05
+    )
+    sim = SimBackend("a5-superpod-8", clock=SystemClock(time_scale=100))
+    exp = Exporter(settings, sim, SystemClock(), TokenTable())
+    clock = ManualClock()
+    probe = CountingProbe(sim)
+    task = UbCodesTask(exp.poller, probe, 1.0, clock, exp.lifecycle.scope("ub-test"))
+    await exp.start()
+    try:
+        while not exp.poller.snapshot.node.ready:
+            await asyncio.sleep(0.02)
+        rig = Rig(exp, sim, task, probe, clock)
+        await _lost_port_and_no_look(rig, 6)
+        epoch = exp.poller.reset_epoch(6)
+        job = await exp.jobs.start(6, "inband")
+        while (done := exp.jobs.get(job.id)) is not None and done.state.value in ("pending", "running"):
+            await asyncio.sleep(0.02)
+        assert done is not None and done.state.value == "succeeded", done
+        assert _boot(rig, 6) == BOOT_STATUS_READY, "no poll saw the chip booting"
+        assert exp.poller.reset_epoch(6) > epoch
+        await rig.round()
+        assert rig.codes(6) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+    finally:
+        await exp.stop()
+
+
+async def test_the_drivers_reset_finished_event_makes_the_next_round_look(rig: Rig) -> None:
+    """8C2FA009 (ResetFinishFaultCode) from the subscription: the reference's SetDeviceInit."""
+    await _lost_port_and_no_look(rig, 1)
+    rig.sim.inject_fault(1, "8C2FA009", "once", severity=0)
+    await rig.round()
+    assert rig.codes(1) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
