@@ -14,7 +14,7 @@ import pytest
 from ascend_common.clock import ManualClock, SystemClock
 from ascend_common.schemas.exporter import BOOT_STATUS_READY, Chip, EventSource, EventType, ResetChannel, UbPorts
 from ascend_common.tokens import TokenTable
-from dcmi_exporter.backends.dcmi.hccn import HccnTool, HccnUbPorts
+from dcmi_exporter.backends.dcmi.hccn import HccnRoceLink, HccnTool, HccnUbPorts
 from dcmi_exporter.backends.sim.backend import SimBackend
 from dcmi_exporter.backends.sim.hang_probe import SimUbPortsProbe
 from dcmi_exporter.backends.sim.scenario import ScenarioError, ScenarioRunner, apply_step, parse_scenario
@@ -330,9 +330,10 @@ def test_on_the_dcmi_backend_hang_detection_and_ub_codes_share_one_hccn_tool_run
     from dcmi_exporter.runtime import make_probes
 
     settings = ExporterSettings(socket=tmp_path / "sock", backend="dcmi", hccn_tool=tmp_path / "hccn_tool")
-    hang, ub = make_probes(settings, SimBackend("a5-8"))  # the backend is not used on this path
-    assert isinstance(hang, DcmiHangProbe) and isinstance(ub, HccnUbPorts)
+    hang, ub, roce = make_probes(settings, SimBackend("a5-8"))  # the backend is not used on this path
+    assert isinstance(hang, DcmiHangProbe) and isinstance(ub, HccnUbPorts) and isinstance(roce, HccnRoceLink)
     assert hang._traffic.tool is ub.tool
+    assert roce.tool is ub.tool, "the RoCE link shares the runner too: one timeout, one concurrency limit"
     assert ub.tool.path == tmp_path / "hccn_tool"
 
 

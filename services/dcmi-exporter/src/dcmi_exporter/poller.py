@@ -421,6 +421,11 @@ class ChipPoller:
             new = with_codes(chip, [*codes, raw.code])
         elif raw.assertion is Assertion.RECOVER and raw.code in codes:
             new = with_codes(chip, [c for c in codes if c != raw.code])
+            derived = self._derived.get(raw.logic_id)
+            if derived is not None and raw.code in derived:
+                # A code we raised for a lost event, now recovered by the driver: its word is newer
+                # (the task that raised it raises it again if its own reading still says so).
+                derived.remove(raw.code)
         else:
             # A repeated occur or a recover of an absent code changes nothing and is not an
             # occurrence of its own: the library re-sends on re-subscription.

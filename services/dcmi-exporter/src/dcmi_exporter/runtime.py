@@ -13,7 +13,7 @@ from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import TokenTable, load_token_file
 
-from dcmi_exporter.backends.base import Backend, HangProbe, UbPortsProbe
+from dcmi_exporter.backends.base import Backend, HangProbe, RoceLinkProbe, UbPortsProbe
 from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.events import EventLog
 from dcmi_exporter.hang import HangConfig
@@ -21,6 +21,7 @@ from dcmi_exporter.hang_task import HangTask
 from dcmi_exporter.jobs import ResetJobs
 from dcmi_exporter.nics import NicAddressTask, host_addresses
 from dcmi_exporter.poller import ChipPoller
+from dcmi_exporter.roce_task import RoceLinkTask
 from dcmi_exporter.settings import ExporterSettings
 from dcmi_exporter.ub_task import UbCodesTask
 
@@ -38,20 +39,22 @@ def make_backend(settings: ExporterSettings, clock: Clock) -> Backend:
     return DcmiBackend(settings.library)
 
 
-def make_probes(settings: ExporterSettings, backend: Backend) -> tuple[HangProbe, UbPortsProbe]:
-    """Hung-job detection's and the UB codes' readers; on the dcmi backend they share one
-    `hccn_tool` runner (the reference serialises its runs behind one mutex)."""
+def make_probes(settings: ExporterSettings, backend: Backend) -> tuple[HangProbe, UbPortsProbe, RoceLinkProbe]:
+    """Hung-job detection's, the UB codes' and the RoCE link's readers; on the dcmi backend they share one
+    `hccn_tool` runner, so one timeout and one limit on concurrent runs hold for all three (the
+    reference serialises its runs behind one mutex)."""
     if settings.backend == "sim":
         from dcmi_exporter.backends.sim.backend import SimBackend
-        from dcmi_exporter.backends.sim.hang_probe import SimHangProbe, SimUbPortsProbe
+        from dcmi_exporter.backends.sim.hang_probe import SimHangProbe, SimRoceLinkProbe, SimUbPortsProbe
 
         assert isinstance(backend, SimBackend)
-        return SimHangProbe(backend), SimUbPortsProbe(backend)
+        return SimHangProbe(backend), SimUbPortsProbe(backend), SimRoceLinkProbe(backend)
     from dcmi_exporter.backends.dcmi.hang_probe import DcmiHangProbe
-    from dcmi_exporter.backends.dcmi.hccn import HccnTool, HccnUbPorts
+    from dcmi_exporter.backends.dcmi.hccn import HccnRoceLink, HccnTool, HccnUbPorts
 
     tool = HccnTool(settings.hccn_tool)
-    return DcmiHangProbe(settings.hccn_tool, settings.host_proc, tool=tool), HccnUbPorts(tool)
+    hang = DcmiHangProbe(settings.hccn_tool, settings.host_proc, tool=tool)
+    return hang, HccnUbPorts(tool), HccnRoceLink(tool)
 
 
 def load_hang_config(path: Path | None) -> HangConfig:
@@ -99,6 +102,7 @@ class Exporter:
     hang: HangTask | None = None
     nics: NicAddressTask | None = None
     ub: UbCodesTask | None = None
+    roce: RoceLinkTask | None = None
     stream_clients: int = 0
 
     def __post_init__(self) -> None:
@@ -126,7 +130,7 @@ class Exporter:
         tokens = load_token_file(settings.token_file) if settings.token_file else TokenTable()
         backend = make_backend(settings, clock)
         exporter = cls(settings, backend, clock, tokens)
-        hang_probe, ub_probe = make_probes(settings, backend)
+        hang_probe, ub_probe, roce_probe = make_probes(settings, backend)
         exporter.hang = HangTask(
             exporter.poller,
             hang_probe,
@@ -149,6 +153,9 @@ class Exporter:
             clock,
             exporter.lifecycle.scope("ub"),
         )
+        exporter.roce = RoceLinkTask(
+            exporter.poller, roce_probe, settings.poll_period, clock, exporter.lifecycle.scope("roce")
+        )
         if settings.scenario is not None:
             exporter._scenario_plan = _load_scenario(settings)  # fail at start-up, not later
         return exporter
@@ -162,6 +169,8 @@ class Exporter:
             self._nic_scope.spawn(self.nics.refresh_forever(), "nic-addresses")
         if self.ub is not None:
             await self.ub.start()
+        if self.roce is not None:
+            await self.roce.start()
         if self._scenario_plan is not None:
             self._scenario_task = asyncio.create_task(self._start_scenario(self._scenario_plan), name="scenario")
 
@@ -190,6 +199,8 @@ class Exporter:
             await self.hang.stop()
         if self.ub is not None:
             await self.ub.stop()
+        if self.roce is not None:
+            await self.roce.stop()
         await self.poller.stop()
         try:
             await self.guard.call("node", self.backend.close)

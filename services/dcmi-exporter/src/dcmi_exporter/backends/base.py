@@ -103,3 +103,12 @@ class UbPortsProbe(Protocol):
 
     async def ub_ports(self, chip: Chip) -> UbPorts:
         """Raises `HccnError` (dcmi) or ValueError when the state cannot be read."""
+
+
+class RoceLinkProbe(Protocol):
+    """The 910's RoCE link state (`hccn_tool -i <phy> -link -g` on the dcmi backend). Async, outside the
+    DCMI call pool, as HangProbe."""
+
+    async def link_status(self, chip: Chip) -> str:
+        """ "UP", "DOWN" or whatever else the tool says; raises `HccnError` (dcmi) or ValueError when
+        the state cannot be read."""

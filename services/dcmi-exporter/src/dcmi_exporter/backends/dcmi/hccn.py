@@ -1,5 +1,5 @@
-"""Huawei's `hccn_tool`: network traffic counters for hung-job detection, and the 950's ports that
-are down, for the UB/UBoE codes.
+"""Huawei's `hccn_tool`: network traffic counters for hung-job detection, the 950's ports that
+are down, for the UB/UBoE codes, and the 910's RoCE link state, for its lost link-down events.
 
 The reference runs the tool (devmanager/hccn/hccn_tool.go) with a minimal environment and a
 1 MiB cap on its output. We run it as an asyncio subprocess, outside the DCMI call pool, at most
@@ -33,6 +33,7 @@ ROCE_TX, ROCE_RX = "roce_tx_all_pkt_num", "roce_rx_all_pkt_num"
 UB_TX, UB_RX = "tx_busi_flit_num", "rx_busi_flit_num"
 _NOT_A_NUMBER = ("NA", "not supported")
 LINK_DOWN, LINK_UP = "DOWN", "UP"
+LINK_STATUS_PARTS = 3  # "link status: DOWN"
 BONDING_PORT, UB_PORT = "ETH", "UB"  # the PortType column
 PORT_ENABLE_KEY, PORT_ENABLE_ON = "port_enable", "on"
 
@@ -170,6 +171,15 @@ def ub_counter(value: str | None) -> int:
         return 0
     number = atoi(value)
     return number if number is not None and number > 0 else 0
+
+
+def parse_link_status(text: str) -> str:
+    """`hccn_tool -i <phy> -link -g`: `link status: DOWN` gives "DOWN". As `GetNPULinkStatus`: newlines
+    removed, split on single spaces, exactly three parts, the third; anything else is unreadable."""
+    parts = text.replace("\n", "").split(" ")
+    if len(parts) != LINK_STATUS_PARTS:
+        raise HccnError(f"-link output is not 'link status: <state>': {text[:200]!r}")
+    return parts[2]
 
 
 # ---------------------------------------------------------------------- the runner
@@ -316,3 +326,13 @@ class HccnUbPorts:
         self._wired[key] = parse_port_info(out).get(PORT_ENABLE_KEY) == PORT_ENABLE_ON
         if not self._wired[key]:
             log.debug("UB port not wired: not counted", extra={"logic_id": logic, "udie": row.udie, "port": row.port})
+
+
+class HccnRoceLink:
+    """The RoCE link state of a 910 chip (`GetNPULinkStatus`), by phy id as the reference asks it."""
+
+    def __init__(self, tool: HccnTool) -> None:
+        self.tool = tool
+
+    async def link_status(self, chip: Chip) -> str:
+        return parse_link_status(await self.tool.run("-i", str(chip.phy_id), "-link", "-g"))
