@@ -278,11 +278,15 @@ async def test_after_a_reset_a_lost_ub_event_is_looked_for(rig: Rig) -> None:
     assert rig.codes(2) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
 
 
-async def test_lost_uboe_on_a_uboe_board_is_looked_for_after_5_min_of_unhealthy_network(
-    rig: Rig, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The sim's 950 boards (0x03) have no UBoE device; pretend this one is a 0x25.
-    monkeypatch.setattr(UbCodesTask, "_uboe_board", staticmethod(lambda _chip: True))
+@pytest.fixture
+async def rig_850(tmp_path: Path) -> AsyncIterator[Rig]:
+    async for r in rig_for(tmp_path, profile="a5-8"):  # an Atlas 850 server: main board 0x25, a UBoE device
+        yield r
+
+
+async def test_lost_uboe_on_a_uboe_board_is_looked_for_after_5_min_of_unhealthy_network(rig_850: Rig) -> None:
+    rig = rig_850
+    assert rig.exp.poller.snapshot.by_logic[1].static.main_board_id.value == 0x25
     await rig.round()
     rig.sim.set_ub_port(1, 1, 0, "ETH", up=False, event=False)  # the UBoE event is lost
     rig.sim.set_network(1, healthy=False)
