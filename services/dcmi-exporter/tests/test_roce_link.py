@@ -144,6 +144,20 @@ def test_lost_first_round_after_a_reset_and_without_subscription() -> None:
     assert not rule.lost(chip, subscription_failed=False), "once per reset noticed"
 
 
+def test_a_reset_reads_again_within_the_5_minutes() -> None:
+    """Ours: the reference answers a post-reset check from its pre-reset cache within the 5 minutes."""
+    poller = _Poller()
+    rule = LostEventRule(poller)  # type: ignore[arg-type]
+    chip = chip_discovered(ChipAddress(0, 0, 3, 7), placeholder_static(-8005))
+    none: frozenset[str] = frozenset()
+    assert rule.lost(chip, subscription_failed=False) and rule.due(3, none, 0.0)
+    assert not rule.due(3, none, 10.0)
+    poller.epochs[3] = 1
+    assert rule.lost(chip, subscription_failed=False)
+    assert rule.due(3, none, 20.0), "the reset: read now"
+    assert not rule.due(3, none, 30.0), "one read per reset, then the 5 minutes again"
+
+
 # ---------------------------------------------------------------------- the task over the sim
 
 

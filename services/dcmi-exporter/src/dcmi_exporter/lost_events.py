@@ -6,8 +6,9 @@ UBoE ports, the 910's RoCE link), as the reference's HandleLost*FaultEvents shar
 A chip's plane is looked for at its first round (the reference's first flush), after a reset, while
 the subscription has failed and, for the parameter plane, once its network has been unhealthy for
 more than 5 minutes. Its state is read at most once per 5 minutes per chip (the reference's
-rate.Every(5 min / 1) limiter), except when the library's own codes of that plane change: that is an
-event, read now.
+rate.Every(5 min / 1) limiter), except when the library's own codes of that plane change (an event,
+read now) and after a reset: what was read before it says nothing about the chip after it (the
+reference answers from its pre-reset cache within the 5 minutes; ours reads).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class LostEventRule:
         self._net_bad_since: dict[int, float] = {}
         self._read_at: dict[int, float] = {}  # clock.monotonic() of the last read
         self._read_for: dict[int, frozenset[str]] = {}  # the library's plane codes at that read
+        self._reset: set[int] = set()  # chips reset since their last read
 
     def lost(self, chip: Chip, subscription_failed: bool) -> bool:
         """The first round of this chip, the first round it is ready after a reset, or no subscription."""
@@ -59,6 +61,7 @@ class LostEventRule:
         if epoch == seen or not _ready(chip):
             return False  # no reset since our last look, or still booting: look once it is back
         self._epochs[chip.logic_id] = epoch
+        self._reset.add(chip.logic_id)
         return True
 
     def network_bad_long(self, chip: Chip, now: float) -> bool:
@@ -70,14 +73,12 @@ class LostEventRule:
 
     def due(self, logic: int, plane: frozenset[str], now: float) -> bool:
         """Whether the plane's state may be read now; a True answer counts as the read."""
-        if (
-            logic in self._read_at
-            and self._read_for.get(logic) == plane
-            and now - self._read_at[logic] < QUERY_PERIOD_S
-        ):
+        recent = logic in self._read_at and now - self._read_at[logic] < QUERY_PERIOD_S
+        if recent and self._read_for.get(logic) == plane and logic not in self._reset:
             return False
-        # Never read, the library's codes changed (an event: read now), or 5 minutes have passed.
+        # Never read, the library's codes changed (an event: read now), a reset since, or 5 minutes passed.
         self._read_at[logic], self._read_for[logic] = now, plane
+        self._reset.discard(logic)
         return True
 
 
