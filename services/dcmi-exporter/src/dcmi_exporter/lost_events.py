@@ -14,7 +14,7 @@ reference answers from its pre-reset cache within the 5 minutes; ours reads).
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 from ascend_common.clock import Clock
 from ascend_common.schemas.exporter import (
@@ -103,8 +103,8 @@ class DerivedCodes:
     def current(self, logic: int) -> list[str]:
         return [c for c in self.poller.derived(logic) if c in self.owned]
 
-    def apply(self, logic: int, target: Iterable[str], details: object) -> bool:
-        """Make the chip's derived codes of this task `target`; `details` says what they come from.
+    def apply(self, logic: int, target: Iterable[str], details: Mapping[str, object]) -> bool:
+        """Make the chip's derived codes of this task `target`; `details` (log fields) say what they come from.
         False when the chip is not OK now: nothing changed."""
         chip = self.poller.snapshot.by_logic.get(logic)
         if chip is None or chip.state is not ChipState.OK:
@@ -118,7 +118,7 @@ class DerivedCodes:
                 self.poller.set_derived(logic, self._fault(code, Assertion.RECOVER))
         for code in wanted:
             if code not in current:
-                log.warning(f"{self.what} raised", extra={**fields, "code": code, "state": details})
+                log.warning(f"{self.what} raised", extra={**fields, "code": code, **details})
                 self.poller.set_derived(logic, self._fault(code, Assertion.OCCUR))
         return True
 

@@ -60,7 +60,11 @@ class RoceLinkTask:
         chips = [
             c
             for c in snap.chips
-            if is_910_family(c.family) and c.state is ChipState.OK and c.dynamic and c.dynamic.error_codes.is_ok
+            if c.family is not None
+            and is_910_family(c.family)
+            and c.state is ChipState.OK
+            and c.dynamic
+            and c.dynamic.error_codes.is_ok
         ]
         if not chips:
             return

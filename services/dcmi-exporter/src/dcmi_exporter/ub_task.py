@@ -125,5 +125,5 @@ class UbCodesTask:
 
     def _apply(self, logic: int, raw: frozenset[str], extra: list[str]) -> None:
         ports = self._ports.get(logic)
-        if self._codes.apply(logic, extra, ports.model_dump() if ports is not None else None):
+        if self._codes.apply(logic, extra, {"ports": ports.model_dump() if ports is not None else None}):
             self._listed[logic] = frozenset((raw & UB_DERIVED_CODES) | set(extra))

@@ -384,8 +384,8 @@ class SimBackend:
                 if not event:
                     return
                 kind = Assertion.RECOVER if healthy else Assertion.OCCUR
-                event = self._apply_locked(st, LINK_DOWN_CODE, kind, LINK_DOWN_SEVERITY, False)
-            self._emit([event])
+                fired = self._apply_locked(st, LINK_DOWN_CODE, kind, LINK_DOWN_SEVERITY, False)
+            self._emit([fired])
 
     def link_status(self, logic_id: int) -> str:
         """The RoCE link as `hccn_tool -i <phy> -link -g` names it. ValueError on 310 profiles."""
