@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 from ascend_common.chips import ChipAddress, ChipFamily, is_910_family
 from ascend_common.clock import ManualClock, SystemClock
-from ascend_common.schemas.exporter import Chip, EventSource, EventType, FaultEventData, UbPorts
+from ascend_common.schemas.exporter import (
+    Chip,
+    EventSource,
+    EventType,
+    FaultEventData,
+    NodeInfo,
+    SubscriptionState,
+    UbPorts,
+)
+from ascend_common.schemas.reading import Reading
 from ascend_common.tokens import TokenTable
 from dcmi_exporter.backends.dcmi.hccn import HccnRoceLink, HccnTool
 from dcmi_exporter.backends.sim.backend import SimBackend
@@ -28,8 +37,10 @@ from dcmi_exporter.snapshot import (
     UBOE_PRESEPARATE_CODE,
     UBOE_SUBHEALTH_CODE,
     RoceChipInput,
+    Snapshot,
     UbChipInput,
     chip_discovered,
+    chip_ok,
     codes_of,
     placeholder_static,
     roce_codes,
@@ -89,6 +100,7 @@ def test_query_network_status_without_roce_dev_case5_a5_all_ports_up() -> None:
         # TestWithoutParameterPlane: which chips the RoCE task asks (the 950's plane is the UB task's)
         ("01-Ascend310 without parameter plane", ChipFamily.ASCEND310, False),
         ("02-Ascend310P without parameter plane", ChipFamily.ASCEND310P, False),
+        ("03-Ascend310B without parameter plane", ChipFamily.ASCEND310B, False),
         ("04/05-Ascend910A5: its UBoE plane is the UB task's, never RoCE", ChipFamily.ASCEND950, False),
         ("06-Ascend910 with parameter plane", ChipFamily.ASCEND910, True),
         ("910B (Ascend910 run mode)", ChipFamily.ASCEND910B, True),
@@ -369,3 +381,60 @@ async def test_over_hccn_tool_the_link_of_the_chips_phy_id(tmp_path: Path) -> No
         calls = (state / "calls").read_text().splitlines()
         assert calls.count(f"-i {chip.phy_id} -link -g") == 1, "one read per chip per 5 minutes"
         assert len(calls) == 8
+
+
+# ---------------------------------------------------------------------- codes unreadable
+
+
+class _StubPoller:
+    """A poller holding one 910B chip whose error-code list cannot be read, and no subscription."""
+
+    def __init__(self, chip: Chip) -> None:
+        self.snapshot = Snapshot.build(_node(SubscriptionState.POLLING), {chip.logic_id: chip})
+        self.raised: list[FaultEventData] = []
+
+    def derived(self, _logic: int) -> tuple[str, ...]:
+        return ()
+
+    def reset_epoch(self, _logic: int) -> int:
+        return 0
+
+    def set_derived(self, _logic: int, fault: FaultEventData) -> None:
+        self.raised.append(fault)
+
+
+def _node(subscription: SubscriptionState) -> NodeInfo:
+    return NodeInfo(
+        backend="sim",
+        profile="910b-8",
+        run_id="r",
+        dcmi_version=Reading[str].ok("x"),
+        card_count=0,
+        chip_count=0,
+        chips_by_state={},
+        subscription=subscription,
+        poll_period_s=1.0,
+        started_at=0.0,
+        updated_at=0.0,
+        last_event_id=None,
+        ready=True,
+    )
+
+
+async def test_handle_lost_network_fault_events_01_codes_unreadable_changes_nothing() -> None:
+    """TestHandleLostNetworkFaultEvents 01: GetDeviceAllErrorCode fails -> no event. Ours: a chip whose
+    code list is unreadable is neither asked nor changed (whether the library lists the code is unknown)."""
+    sim = SimBackend("910b-8")
+    addr = sim.discover()[1]
+    dynamic = sim.read_dynamic(addr).model_copy(update={"error_codes": Reading[list[str]].error(-8005)})
+    chip = chip_ok(addr, sim.read_static(addr), dynamic, 0.0)
+    sim.set_network(1, healthy=False, event=False)
+    poller = _StubPoller(chip)
+    probe = CountingProbe(sim)
+    task = RoceLinkTask(poller, probe, 1.0, ManualClock(), None)  # type: ignore[arg-type]
+    await task.tick()
+    assert probe.queries == [] and poller.raised == []
+    readable = chip.model_copy(update={"dynamic": sim.read_dynamic(addr)})
+    poller.snapshot = Snapshot.build(poller.snapshot.node, {1: readable})
+    await task.tick()
+    assert probe.queries == [1] and [f.code for f in poller.raised] == [LINK_DOWN], "the same chip, readable"
