@@ -17,9 +17,11 @@ from ascend_common.schemas.reading import Reading
 from dcmi_exporter.backends.dcmi.hccn import (
     OUTPUT_LIMIT,
     HccnError,
+    HccnRoceLink,
     HccnTool,
     HccnTraffic,
     parse_dev_info,
+    parse_link_status,
     parse_stat,
     parse_ub_stat,
     roce_traffic,
@@ -221,3 +223,40 @@ esac
     calls = log_file.read_text().splitlines()
     assert calls.count("-g -dev_info -i 0") == 1 and not any("dev_info -i 1" in c for c in calls)
     assert "-g -stat -i 1 -u 1 -p 9" in calls
+
+
+# ---------------------------------------------------------------------- RoCE link (issue 26 item 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("link status: DOWN\n", "DOWN"),  # the reference's comment: "success result example is: link status: DOWN"
+        ("link status: UP\n", "UP"),
+        ("link status: UP", "UP"),
+        ("link status:\nUP\n", None),  # newlines removed, not replaced: two parts
+        ("link  status: UP\n", None),  # split on single spaces: four parts
+        ("link status: UP (100G)\n", None),
+        ("", None),
+        ("link status: \n", ""),  # three parts, the third empty: no "DOWN", so no link-down code either
+    ],
+)
+def test_get_npu_link_status(text: str, status: str | None) -> None:  # GetNPULinkStatus's parse
+    if status is None:
+        with pytest.raises(HccnError, match="-link output"):
+            parse_link_status(text)
+    else:
+        assert parse_link_status(text) == status
+
+
+async def test_roce_link_runs_the_tool_with_the_phy_id(tmp_path: Path) -> None:
+    log_file = tmp_path / "args"
+    path = tool(tmp_path, f'echo "$@" >> {log_file}\necho "link status: DOWN"\n')
+    assert await HccnRoceLink(HccnTool(path)).link_status(chip(1, 5)) == "DOWN"
+    assert log_file.read_text() == "-i 5 -link -g\n"
+
+
+async def test_a_failing_link_read_is_an_hccn_error(tmp_path: Path) -> None:
+    path = tool(tmp_path, 'echo "device 5 not found" >&2; exit 1\n')
+    with pytest.raises(HccnError, match="device 5 not found"):
+        await HccnRoceLink(HccnTool(path)).link_status(chip(1, 5))

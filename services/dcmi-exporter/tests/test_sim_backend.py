@@ -229,7 +229,7 @@ NONE = 0xFFFFFFFF  # the library's uint32 "none"
     ("profile", "pod", "index", "rack", "kind", "size", "board", "main_board"),
     [
         ("a5-superpod-8", 5, 1, 3, 2, 8192, 0x50, 0x03),  # a 2D pod's server
-        ("a5-8", NONE, NONE, NONE, 0, NONE, 0x50, 0x03),  # a server in no super pod
+        ("a5-8", NONE, NONE, NONE, 0, NONE, 0x50, 0x25),  # a server in no super pod, an Atlas 850 UBoE board
         ("a5-atlas350-4", NONE, NONE, NONE, 5, NONE, 0x1B, 0x68),
         ("a5-atlas350-4p", NONE, NONE, NONE, 6, NONE, 0x1C, 0x6C),
     ],

@@ -14,7 +14,7 @@ import pytest
 from ascend_common.clock import ManualClock, SystemClock
 from ascend_common.schemas.exporter import BOOT_STATUS_READY, Chip, EventSource, EventType, ResetChannel, UbPorts
 from ascend_common.tokens import TokenTable
-from dcmi_exporter.backends.dcmi.hccn import HccnTool, HccnUbPorts
+from dcmi_exporter.backends.dcmi.hccn import HccnNetStats, HccnRoceLink, HccnTool, HccnUbPorts
 from dcmi_exporter.backends.sim.backend import SimBackend
 from dcmi_exporter.backends.sim.hang_probe import SimUbPortsProbe
 from dcmi_exporter.backends.sim.scenario import ScenarioError, ScenarioRunner, apply_step, parse_scenario
@@ -278,11 +278,15 @@ async def test_after_a_reset_a_lost_ub_event_is_looked_for(rig: Rig) -> None:
     assert rig.codes(2) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
 
 
-async def test_lost_uboe_on_a_uboe_board_is_looked_for_after_5_min_of_unhealthy_network(
-    rig: Rig, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The sim's 950 boards (0x03) have no UBoE device; pretend this one is a 0x25.
-    monkeypatch.setattr(UbCodesTask, "_uboe_board", staticmethod(lambda _chip: True))
+@pytest.fixture
+async def rig_850(tmp_path: Path) -> AsyncIterator[Rig]:
+    async for r in rig_for(tmp_path, profile="a5-8"):  # an Atlas 850 server: main board 0x25, a UBoE device
+        yield r
+
+
+async def test_lost_uboe_on_a_uboe_board_is_looked_for_after_5_min_of_unhealthy_network(rig_850: Rig) -> None:
+    rig = rig_850
+    assert rig.exp.poller.snapshot.by_logic[1].static.main_board_id.value == 0x25
     await rig.round()
     rig.sim.set_ub_port(1, 1, 0, "ETH", up=False, event=False)  # the UBoE event is lost
     rig.sim.set_network(1, healthy=False)
@@ -330,7 +334,80 @@ def test_on_the_dcmi_backend_hang_detection_and_ub_codes_share_one_hccn_tool_run
     from dcmi_exporter.runtime import make_probes
 
     settings = ExporterSettings(socket=tmp_path / "sock", backend="dcmi", hccn_tool=tmp_path / "hccn_tool")
-    hang, ub = make_probes(settings, SimBackend("a5-8"))  # the backend is not used on this path
-    assert isinstance(hang, DcmiHangProbe) and isinstance(ub, HccnUbPorts)
+    hang, ub, roce, net_stats = make_probes(settings, SimBackend("a5-8"))  # the backend is not used on this path
+    assert isinstance(hang, DcmiHangProbe) and isinstance(ub, HccnUbPorts) and isinstance(roce, HccnRoceLink)
+    assert isinstance(net_stats, HccnNetStats)
     assert hang._traffic.tool is ub.tool
+    assert roce.tool is ub.tool, "the RoCE link shares the runner too: one timeout, one concurrency limit"
+    assert net_stats.tool is ub.tool, "and the RoCE counters of the metrics"
     assert ub.tool.path == tmp_path / "hccn_tool"
+
+
+# ---------------------------------------------------------------------- a reset between two rounds
+
+
+async def _lost_port_and_no_look(rig: Rig, logic: int) -> None:
+    await rig.round()  # the first round reads every chip: all up
+    rig.sim.set_ub_port(logic, 0, 1, "UB", up=False, event=False)  # the driver's event is lost
+    rig.clock.advance(QUERY_PERIOD_S)
+    await rig.round()
+    assert rig.codes(logic) == [], "with a live subscription and no reset, nothing asks the ports"
+
+
+def _boot(rig: Rig, logic: int) -> int | None:
+    dynamic = rig.exp.poller.snapshot.by_logic[logic].dynamic
+    return dynamic.boot_status.value if dynamic is not None else None
+
+
+async def test_a_reset_begun_and_ended_between_two_rounds_is_not_missed(rig: Rig) -> None:
+    """Issue 25 C: the poller saw the chip booting, but no UB round did; the next round still looks."""
+    await _lost_port_and_no_look(rig, 5)
+    addr = rig.exp.poller.address(5)
+    assert addr is not None
+    rig.sim.reset(addr, ResetChannel.INBAND)
+    while _boot(rig, 5) == BOOT_STATUS_READY:
+        await asyncio.sleep(0.05)
+    while _boot(rig, 5) != BOOT_STATUS_READY:
+        await asyncio.sleep(0.1)
+    await rig.round()
+    assert rig.codes(5) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+    await rig.round()
+    assert rig.probe.queries.count(5) == 2, "one read at the first round, one after the reset, no more"
+
+
+async def test_a_reset_job_the_poller_never_saw_booting_is_not_missed(tmp_path: Path) -> None:
+    """A reset job whose chip is back before any poll read it booting (sim time 100x faster than the
+    polls): the job's own boot-status reads tell the poller, and the next round looks."""
+    settings = ExporterSettings(
+        socket=tmp_path / "sock", profile="a5-superpod-8", poll_period=5.0, reset_poll_period=0.05
+    )
+    sim = SimBackend("a5-superpod-8", clock=SystemClock(time_scale=100))
+    exp = Exporter(settings, sim, SystemClock(), TokenTable())
+    clock = ManualClock()
+    probe = CountingProbe(sim)
+    task = UbCodesTask(exp.poller, probe, 1.0, clock, exp.lifecycle.scope("ub-test"))
+    await exp.start()
+    try:
+        while not exp.poller.snapshot.node.ready:
+            await asyncio.sleep(0.02)
+        rig = Rig(exp, sim, task, probe, clock)
+        await _lost_port_and_no_look(rig, 6)
+        epoch = exp.poller.reset_epoch(6)
+        job = await exp.jobs.start(6, "inband")
+        while (done := exp.jobs.get(job.id)) is not None and done.state.value in ("pending", "running"):
+            await asyncio.sleep(0.02)
+        assert done is not None and done.state.value == "succeeded", done
+        assert _boot(rig, 6) == BOOT_STATUS_READY, "no poll saw the chip booting"
+        assert exp.poller.reset_epoch(6) > epoch
+        await rig.round()
+        assert rig.codes(6) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+    finally:
+        await exp.stop()
+
+
+async def test_the_drivers_reset_finished_event_makes_the_next_round_look(rig: Rig) -> None:
+    """8C2FA009 (ResetFinishFaultCode) from the subscription: the reference's SetDeviceInit."""
+    await _lost_port_and_no_look(rig, 1)
+    rig.sim.inject_fault(1, "8C2FA009", "once", severity=0)
+    await rig.round()
+    assert rig.codes(1) == [UB_DOWN_CODE, UB_SEPARATE_CODE]

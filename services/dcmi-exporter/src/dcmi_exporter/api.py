@@ -248,7 +248,7 @@ def _sim_routes(app: FastAPI, exporter: Exporter, auth: Any, chip_or_404: Any) -
     @app.put("/v1/sim/chips/{logic_id}/network", status_code=204, **kw)
     async def network(logic_id: LogicId, body: simreq.NetworkState) -> Response:
         chip_or_404(logic_id)
-        run(sim().set_network, logic_id, body.healthy)
+        run(sim().set_network, logic_id, body.healthy, event=body.event)
         return Response(status_code=204)
 
     @app.put("/v1/sim/chips/{logic_id}/ub-ports/{udie}/{port}", status_code=204, **kw)

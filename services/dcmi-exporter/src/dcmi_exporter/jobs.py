@@ -170,6 +170,9 @@ class ResetJobs:
                 job = job.model_copy(update={"boot_status": status})
                 self._store(job)
             if all(v == BOOT_STATUS_READY for v in status.values()):
+                for logic in job.logic_ids:
+                    # Its boot-status reads here are not the poller's: tell it, so lost events get looked for.
+                    self.poller.mark_reset(logic)
                 job = job.model_copy(update={"state": JobState.SUCCEEDED, "finished_at": self.clock.now()})
                 self._store(job)
                 log.info("reset job succeeded", extra={"job": job.id})

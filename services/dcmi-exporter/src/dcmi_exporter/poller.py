@@ -20,6 +20,7 @@ from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import ChipAddress
 from ascend_common.clock import Clock
 from ascend_common.schemas.exporter import (
+    BOOT_STATUS_READY,
     Assertion,
     Chip,
     ChipDynamic,
@@ -56,6 +57,7 @@ from dcmi_exporter.snapshot import (
 
 log = logging.getLogger(__name__)
 NODE_KEY = "node"
+RESET_FINISH_CODE = "8C2FA009"  # the driver's "reset finished" event (the reference's ResetFinishFaultCode)
 STATIC_RETRY_S = 30.0
 
 
@@ -110,6 +112,10 @@ class ChipPoller:
         self._derived: dict[int, list[str]] = {}
         # The 950's port state (UB codes' task): no DCMI read has it, so each read gets it back.
         self._ub_ports: dict[int, Reading[UbPorts]] = {}
+        # Resets noticed per chip (a read short of boot-ready, a reset job done, the driver's reset-finish
+        # event): the lost-event rule compares it between rounds, so a reset that began and ended
+        # between two of them is not missed.
+        self._reset_epochs: dict[int, int] = {}
         self._wake: dict[int, asyncio.Event] = {}
         self._tasks = tasks
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -255,6 +261,8 @@ class ChipPoller:
             new = chip_unknown(prev)
         else:
             new = chip_ok(self._addr[logic], self._static[logic], result, now)
+            if _booting(new) and not _booting(prev):
+                self.mark_reset(logic)
             codes = merge_codes(codes_of(prev), codes_of(new), self._touched_since(logic, started))
             codes += [c for c in self._derived.get(logic, ()) if c not in codes]
             new = with_ub_ports(with_codes(new, codes), self._ub_ports.get(logic))
@@ -286,6 +294,14 @@ class ChipPoller:
     def derived(self, logic: int) -> tuple[str, ...]:
         """The codes the exporter raised itself on this chip (hang, UB)."""
         return tuple(self._derived.get(logic, ()))
+
+    def mark_reset(self, logic: int) -> None:
+        """Note that the chip was reset (or is being reset): its lost events get looked for once it is back."""
+        self._reset_epochs[logic] = self._reset_epochs.get(logic, 0) + 1
+
+    def reset_epoch(self, logic: int) -> int:
+        """How many resets of the chip this exporter noticed; only its changes mean anything."""
+        return self._reset_epochs.get(logic, 0)
 
     def set_ub_ports(self, logic: int, ports: Reading[UbPorts]) -> None:
         """Record a chip's port state; it changes no health, so it publishes no event."""
@@ -388,6 +404,8 @@ class ChipPoller:
             log.warning("fault event for an unknown chip dropped", extra={"logic_id": raw.logic_id, "code": raw.code})
             return
         self._sub_touched[(raw.logic_id, raw.code)] = time.monotonic()
+        if raw.code == RESET_FINISH_CODE:
+            self.mark_reset(raw.logic_id)  # as the reference's SetDeviceInit; the event is published as any other
         fault = FaultEventData(
             code=raw.code,
             assertion=raw.assertion,
@@ -405,6 +423,11 @@ class ChipPoller:
             new = with_codes(chip, [*codes, raw.code])
         elif raw.assertion is Assertion.RECOVER and raw.code in codes:
             new = with_codes(chip, [c for c in codes if c != raw.code])
+            derived = self._derived.get(raw.logic_id)
+            if derived is not None and raw.code in derived:
+                # A code we raised for a lost event, now recovered by the driver: its word is newer
+                # (the task that raised it raises it again if its own reading still says so).
+                derived.remove(raw.code)
         else:
             # A repeated occur or a recover of an absent code changes nothing and is not an
             # occurrence of its own: the library re-sends on re-subscription.
@@ -457,3 +480,9 @@ class ChipPoller:
 def switch_key(data: SwitchFaultData) -> str:
     """`<code>_<switch chip>_<port>`: one active switch fault (the FaultTimeAndLevelMap key)."""
     return f"{data.assembled_fault_code}_{data.switch_chip_id}_{data.switch_port_id}"
+
+
+def _booting(chip: Chip) -> bool:
+    """The chip's last read showed a boot status short of ready: it is being reset."""
+    boot = chip.dynamic.boot_status if chip.dynamic is not None else None
+    return boot is not None and boot.is_ok and boot.value != BOOT_STATUS_READY

@@ -7,14 +7,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.chips import ChipAddress
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import TokenTable, load_token_file
 
-from dcmi_exporter.backends.base import Backend, ChipTelemetry, HangProbe, NetStatsProbe, UbPortsProbe
+from dcmi_exporter.backends.base import Backend, ChipTelemetry, HangProbe, NetStatsProbe, RoceLinkProbe, UbPortsProbe
 from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.die_policy import apply_die_policy
 from dcmi_exporter.events import EventLog
@@ -23,6 +23,7 @@ from dcmi_exporter.hang_task import HangTask
 from dcmi_exporter.jobs import ResetJobs
 from dcmi_exporter.nics import NicAddressTask, host_addresses
 from dcmi_exporter.poller import ChipPoller
+from dcmi_exporter.roce_task import RoceLinkTask
 from dcmi_exporter.settings import ExporterSettings
 from dcmi_exporter.switch_task import SwitchFaultTask
 from dcmi_exporter.telemetry_task import TelemetryTask
@@ -42,35 +43,31 @@ def make_backend(settings: ExporterSettings, clock: Clock) -> Backend:
     return DcmiBackend(settings.library)
 
 
-def make_probes(settings: ExporterSettings, backend: Backend) -> tuple[HangProbe, UbPortsProbe]:
-    """Hung-job detection's and the UB codes' readers; on the dcmi backend they share one
-    `hccn_tool` runner (the reference serialises its runs behind one mutex)."""
+class Probes(NamedTuple):
+    """The readers that run `hccn_tool` on the dcmi backend (the simulator's own on sim)."""
+
+    hang: HangProbe
+    ub: UbPortsProbe
+    roce: RoceLinkProbe
+    net_stats: NetStatsProbe
+
+
+def make_probes(settings: ExporterSettings, backend: Backend) -> Probes:
+    """Hung-job detection's, the UB codes', the RoCE link's and the RoCE counters' readers; on the
+    dcmi backend they share one `hccn_tool` runner, so one timeout and one limit on concurrent runs
+    hold for all of them (the reference serialises its runs behind one mutex)."""
     if settings.backend == "sim":
         from dcmi_exporter.backends.sim.backend import SimBackend
-        from dcmi_exporter.backends.sim.hang_probe import SimHangProbe, SimUbPortsProbe
+        from dcmi_exporter.backends.sim.hang_probe import SimHangProbe, SimNetStats, SimRoceLinkProbe, SimUbPortsProbe
 
         assert isinstance(backend, SimBackend)
-        return SimHangProbe(backend), SimUbPortsProbe(backend)
+        return Probes(SimHangProbe(backend), SimUbPortsProbe(backend), SimRoceLinkProbe(backend), SimNetStats(backend))
     from dcmi_exporter.backends.dcmi.hang_probe import DcmiHangProbe
-    from dcmi_exporter.backends.dcmi.hccn import HccnTool, HccnUbPorts
+    from dcmi_exporter.backends.dcmi.hccn import HccnNetStats, HccnRoceLink, HccnTool, HccnUbPorts
 
     tool = HccnTool(settings.hccn_tool)
-    return DcmiHangProbe(settings.hccn_tool, settings.host_proc, tool=tool), HccnUbPorts(tool)
-
-
-def make_net_stats(settings: ExporterSettings, backend: Backend, ub_probe: UbPortsProbe) -> NetStatsProbe:
-    """The RoCE counters' reader; on the dcmi backend it runs `hccn_tool` through the runner hang
-    detection and the UB codes use, so one timeout and one concurrency bound hold for every run."""
-    if settings.backend == "sim":
-        from dcmi_exporter.backends.sim.backend import SimBackend
-        from dcmi_exporter.backends.sim.hang_probe import SimNetStats
-
-        assert isinstance(backend, SimBackend)
-        return SimNetStats(backend)
-    from dcmi_exporter.backends.dcmi.hccn import HccnNetStats, HccnUbPorts
-
-    assert isinstance(ub_probe, HccnUbPorts)
-    return HccnNetStats(ub_probe.tool)
+    hang = DcmiHangProbe(settings.hccn_tool, settings.host_proc, tool=tool)
+    return Probes(hang, HccnUbPorts(tool), HccnRoceLink(tool), HccnNetStats(tool))
 
 
 def telemetry_reader(backend: Backend) -> Callable[[ChipAddress], ChipTelemetry] | None:
@@ -126,6 +123,7 @@ class Exporter:
     ub: UbCodesTask | None = None
     switch: SwitchFaultTask | None = None
     telemetry: TelemetryTask | None = None
+    roce: RoceLinkTask | None = None
     stream_clients: int = 0
 
     def __post_init__(self) -> None:
@@ -155,10 +153,10 @@ class Exporter:
         tokens = load_token_file(settings.token_file) if settings.token_file else TokenTable()
         backend = make_backend(settings, clock)
         exporter = cls(settings, backend, clock, tokens)
-        hang_probe, ub_probe = make_probes(settings, backend)
+        probes = make_probes(settings, backend)
         exporter.hang = HangTask(
             exporter.poller,
-            hang_probe,
+            probes.hang,
             load_hang_config(settings.hang_config),
             settings.hang_interval,
             clock,
@@ -173,15 +171,18 @@ class Exporter:
             )
         exporter.ub = UbCodesTask(
             exporter.poller,
-            ub_probe,
+            probes.ub,
             settings.poll_period,
             clock,
             exporter.lifecycle.scope("ub"),
         )
+        exporter.roce = RoceLinkTask(
+            exporter.poller, probes.roce, settings.poll_period, clock, exporter.lifecycle.scope("roce")
+        )
         exporter.telemetry = TelemetryTask(
             exporter.poller,
             telemetry_reader(backend),
-            make_net_stats(settings, backend, ub_probe),
+            probes.net_stats,
             # A pool of its own: a hung telemetry call never takes a thread or a chip key of the poller's.
             CallGuard(keys=MAX_CHIPS, timeout_s=settings.call_timeout),
             settings.telemetry_period,
@@ -219,6 +220,8 @@ class Exporter:
         )
         if self.telemetry is not None:
             await self.telemetry.start()
+        if self.roce is not None:
+            await self.roce.start()
         if self._scenario_plan is not None:
             self._scenario_task = asyncio.create_task(self._start_scenario(self._scenario_plan), name="scenario")
 
@@ -252,6 +255,8 @@ class Exporter:
         await self._setup_scope.stop()
         if self.telemetry is not None:
             await self.telemetry.stop()
+        if self.roce is not None:
+            await self.roce.stop()
         await self.poller.stop()
         try:
             await self.guard.call("node", self.backend.close)

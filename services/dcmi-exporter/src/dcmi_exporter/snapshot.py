@@ -256,12 +256,13 @@ class UbChipInput:
     lost_uboe: bool = False
 
 
-def _plane_down(code: str, chip: UbChipInput, down: int | None, lost: bool) -> bool:
+def _plane_down(code: str, raw: frozenset[str], held: frozenset[str], down: int | None, lost: bool) -> bool:
     """Whether the plane's port-down code is listed: the library says so; or we listed it (a recover
-    while a port is still down re-occurs, a failed snapshot changes nothing); or an event was lost."""
-    if code in chip.raw:
+    while a port is still down re-occurs, a failed snapshot changes nothing); or an event was lost.
+    `down`: the ports of the plane down at the last read, None when never read or unreadable."""
+    if code in raw:
         return True
-    if code in chip.held:
+    if code in held:
         return down is None or down > 0
     return lost and down is not None and down > 0
 
@@ -270,7 +271,7 @@ def ub_codes(chips: Mapping[int, UbChipInput]) -> dict[int, list[str]]:
     """The codes each 950 chip gets on top of the library's, recomputed whole every time (ours:
     after every chip was 020000002, a partial recovery brings 020001002 back)."""
     ub_down = {
-        logic: _plane_down(UB_DOWN_CODE, c, c.ports.ub_down if c.ports else None, c.lost_ub)
+        logic: _plane_down(UB_DOWN_CODE, c.raw, c.held, c.ports.ub_down if c.ports else None, c.lost_ub)
         for logic, c in chips.items()
     }
     everyone = bool(chips) and all(ub_down.values())
@@ -282,7 +283,7 @@ def ub_codes(chips: Mapping[int, UbChipInput]) -> dict[int, list[str]]:
                 extra.append(UB_DOWN_CODE)
             extra.append(UB_SUBHEALTH_CODE if everyone else UB_SEPARATE_CODE)
         bonding = chip.ports.bonding_down if chip.ports else None
-        if _plane_down(UBOE_DOWN_CODE, chip, bonding, chip.lost_uboe):
+        if _plane_down(UBOE_DOWN_CODE, chip.raw, chip.held, bonding, chip.lost_uboe):
             if UBOE_DOWN_CODE not in chip.raw:
                 extra.append(UBOE_DOWN_CODE)
             if bonding is None:
@@ -293,3 +294,42 @@ def ub_codes(chips: Mapping[int, UbChipInput]) -> dict[int, list[str]]:
             # 0 or > 2 ports down: the reference drops the library's code too; ours keeps it.
         out[logic] = [c for c in extra if c not in chip.raw]
     return out
+
+
+# ---------------------------------------------------------------------- 910 RoCE link (lost events)
+# The reference synthesizes the link-down code from `hccn_tool -i <phy> -link -g` when the event may have
+# been lost (ascendcommon.go queryParameterPlaneStatusWithoutFaultCode, getRoceParameterPlaneStatus).
+
+ROCE_LINK_DOWN_CODE = "81078603"  # the reference's LinkDownFaultCode
+ROCE_LINK_DOWN = "DOWN"  # NPUNetworkLinkDownStatus
+# The library's parameter-plane codes (the reference's NetworkFaultCodes): any of them listed, the event
+# was not lost, and the link is not asked.
+NETWORK_PLANE_CODES = frozenset({ROCE_LINK_DOWN_CODE, UBOE_DOWN_CODE, UBOE_SUBHEALTH_CODE, UBOE_PRESEPARATE_CODE})
+
+
+@dataclass(frozen=True)
+class RoceChipInput:
+    """One 910 chip as the RoCE rule sees it.
+
+    `raw`: the codes the library lists (without ours); `held`: whether we list 81078603 now; `link`: the
+    link state at the last read ("UP", "DOWN", or whatever else the tool said), None when never read or
+    unreadable; `lost`: whether the lost-event check applies now (first round, after a reset,
+    subscription failed, network unhealthy over 5 min).
+    """
+
+    raw: frozenset[str]
+    held: bool = False
+    link: str | None = None
+    lost: bool = False
+
+
+def roce_codes(chip: RoceChipInput) -> list[str]:
+    """The code a 910 chip gets on top of the library's: 81078603 while its link reads DOWN and its
+    event was lost (or we listed it and no read since said otherwise); nothing when the library lists a
+    parameter-plane code itself. Ours: a link that cannot be read raises nothing (the reference counts
+    it as down)."""
+    if chip.raw & NETWORK_PLANE_CODES:
+        return []
+    down = None if chip.link is None else int(chip.link == ROCE_LINK_DOWN)
+    held = frozenset({ROCE_LINK_DOWN_CODE}) if chip.held else frozenset()
+    return [ROCE_LINK_DOWN_CODE] if _plane_down(ROCE_LINK_DOWN_CODE, chip.raw, held, down, chip.lost) else []

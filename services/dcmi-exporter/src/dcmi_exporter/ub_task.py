@@ -4,8 +4,8 @@ poller. The rule is `snapshot.ub_codes`; this file decides when to read and what
 
 A chip's ports are read when its library plane codes (81B18603, 81078607) change, as the
 reference does at each event, and otherwise at most once per 5 minutes while anything depends on
-them (the reference's lost-event rate limit); chips with no such code and no lost-event check
-are not read at all.
+them (`lost_events`: the reference's lost-event rule and rate limit, shared with the RoCE link);
+chips with no such code and no lost-event check are not read at all.
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import ChipFamily
 from ascend_common.clock import Clock
 from ascend_common.schemas.exporter import (
-    BOOT_STATUS_READY,
-    Assertion,
     Chip,
     ChipState,
     EventSource,
-    FaultEventData,
     SubscriptionState,
     UbPorts,
 )
@@ -30,6 +27,7 @@ from ascend_common.schemas.reading import Reading
 
 from dcmi_exporter.backends.base import UbPortsProbe
 from dcmi_exporter.backends.failing import FailingChips
+from dcmi_exporter.lost_events import QUERY_PERIOD_S, DerivedCodes, LostEventRule
 from dcmi_exporter.poller import ChipPoller, every_round
 from dcmi_exporter.snapshot import (
     UB_DERIVED_CODES,
@@ -43,8 +41,7 @@ from dcmi_exporter.snapshot import (
 
 log = logging.getLogger(__name__)
 
-QUERY_PERIOD_S = 300.0  # rate.Every(5 min / 1): one snapshot per chip per 5 minutes
-NETWORK_UNHEALTHY_S = 300.0  # networkMoreThanFiveMin
+__all__ = ["QUERY_PERIOD_S", "UbCodesTask"]
 PLANE_CODES = frozenset({UB_DOWN_CODE, UBOE_DOWN_CODE})
 
 
@@ -59,11 +56,8 @@ class UbCodesTask:
         self._tasks = tasks
         self._listed: dict[int, frozenset[str]] = {}  # the chip's UB/UBoE codes after our last round
         self._ports: dict[int, UbPorts | None] = {}  # the latest snapshot; None: the last read failed
-        self._read_at: dict[int, float] = {}  # clock.monotonic() of the last read
-        self._read_for: dict[int, frozenset[str]] = {}  # the library's plane codes at that read
-        self._seen: set[int] = set()  # chips past their first round (the reference's first flush)
-        self._booting: set[int] = set()  # chips seen with a boot status short of ready (a reset)
-        self._net_bad_since: dict[int, float] = {}
+        self._rule = LostEventRule(poller)
+        self._codes = DerivedCodes(poller, clock, EventSource.UB, UB_DERIVED_CODES, "UB code")
         self._failing = FailingChips(
             log, "950 port state unreadable; UB codes stay as they are", "950 port state readable again"
         )
@@ -96,12 +90,10 @@ class UbCodesTask:
             if chip.state is not ChipState.OK:
                 inputs[logic] = UbChipInput(raw=raw, held=held)
                 continue
-            lost_ub = subscription_failed or logic not in self._seen or self._after_reset(chip)
-            lost_uboe = self._uboe_board(chip) and (lost_ub or self._network_bad_long(chip, now))
-            self._seen.add(logic)
+            lost_ub = self._rule.lost(chip, subscription_failed)
+            lost_uboe = self._uboe_board(chip) and (lost_ub or self._rule.network_bad_long(chip, now))
             plane = raw & PLANE_CODES
-            if (plane or held or lost_ub or lost_uboe) and self._due(logic, plane, now):
-                self._read_at[logic], self._read_for[logic] = now, plane
+            if (plane or held or lost_ub or lost_uboe) and self._rule.due(logic, plane, now):
                 to_read.append(chip)
             inputs[logic] = UbChipInput(raw=raw, held=held, lost_ub=lost_ub, lost_uboe=lost_uboe)
         for chip, ports in zip(to_read, await asyncio.gather(*(self._read(c) for c in to_read)), strict=True):
@@ -117,11 +109,6 @@ class UbCodesTask:
         for logic, extra in ub_codes(inputs).items():
             self._apply(logic, inputs[logic].raw, extra)
 
-    def _due(self, logic: int, plane: frozenset[str], now: float) -> bool:
-        if logic not in self._read_at or self._read_for.get(logic) != plane:
-            return True  # never read, or the library's codes changed: an event, read now
-        return now - self._read_at[logic] >= QUERY_PERIOD_S
-
     async def _read(self, chip: Chip) -> UbPorts | None:
         try:
             ports = await self.probe.ub_ports(chip)
@@ -131,55 +118,12 @@ class UbCodesTask:
         self._failing.succeeded(chip)
         return ports
 
-    def _after_reset(self, chip: Chip) -> bool:
-        """True once, at the first round a chip is ready again after a boot status short of ready."""
-        assert chip.dynamic is not None
-        boot = chip.dynamic.boot_status
-        if boot.is_ok and boot.value != BOOT_STATUS_READY:
-            self._booting.add(chip.logic_id)
-            return False
-        if chip.logic_id in self._booting:
-            self._booting.discard(chip.logic_id)
-            return True
-        return False
-
-    def _network_bad_long(self, chip: Chip, now: float) -> bool:
-        if chip.network_healthy is False:
-            return now - self._net_bad_since.setdefault(chip.logic_id, now) > NETWORK_UNHEALTHY_S
-        self._net_bad_since.pop(chip.logic_id, None)
-        return False
-
     @staticmethod
     def _uboe_board(chip: Chip) -> bool:
         board = chip.static.main_board_id
         return board.is_ok and board.value in UBOE_BOARDS
 
     def _apply(self, logic: int, raw: frozenset[str], extra: list[str]) -> None:
-        chip = self.poller.snapshot.by_logic.get(logic)
-        if chip is None or chip.state is not ChipState.OK:
-            return  # it stopped answering while its ports were read: its codes publish nothing
-        current = [c for c in self.poller.derived(logic) if c in UB_DERIVED_CODES]
-        target = set(extra)
-        fields = {"logic_id": logic, "chip": chip.name}
-        for code in current:
-            if code not in target:
-                log.info("UB code cleared", extra={**fields, "code": code})
-                self.poller.set_derived(logic, self._fault(code, Assertion.RECOVER))
-        for code in extra:
-            if code not in current:
-                ports = self._ports.get(logic)
-                log.warning(
-                    "UB code raised",
-                    extra={**fields, "code": code, "ports": ports.model_dump() if ports is not None else None},
-                )
-                self.poller.set_derived(logic, self._fault(code, Assertion.OCCUR))
-        self._listed[logic] = frozenset((raw & UB_DERIVED_CODES) | target)
-
-    def _fault(self, code: str, assertion: Assertion) -> FaultEventData:
-        return FaultEventData(
-            code=code,
-            assertion=assertion,
-            severity=None,
-            source=EventSource.UB,
-            raised_at_ms=int(self.clock.now() * 1000),
-        )
+        ports = self._ports.get(logic)
+        if self._codes.apply(logic, extra, {"ports": ports.model_dump() if ports is not None else None}):
+            self._listed[logic] = frozenset((raw & UB_DERIVED_CODES) | set(extra))

@@ -40,6 +40,7 @@ class EventSource(StrEnum):
     POLL = "poll"  # a code that appeared in, or vanished from, the polled error-code list
     HANG = "hang"  # the exporter's own hung-job detection (code 200001002)
     UB = "ub"  # the exporter's own 950 UB/UBoE codes, from hccn_tool's port state
+    ROCE = "roce"  # the exporter's own 910 RoCE link-down code (a lost event), from hccn_tool's link state
 
 
 class Frozen(BaseModel):

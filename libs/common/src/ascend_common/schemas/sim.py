@@ -36,6 +36,7 @@ class CardDrop(Body):
 
 class NetworkState(Body):
     healthy: bool
+    event: bool = Field(True, description="false: the driver's link event (81078603) is lost, no code is listed")
 
 
 class UbPort(Body):

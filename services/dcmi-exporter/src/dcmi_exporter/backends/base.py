@@ -158,3 +158,12 @@ class NetStatsProbe(Protocol):
     async def link(self, chip: Chip) -> dict[str, float] | None:
         """`link_status` (1 UP, 0 another state, -1 unreadable), `link_speed` (Mb/s), `link_up_num`,
         `bandwidth_tx` / `bandwidth_rx` (MB/s), each only when read; None as for net_stats."""
+
+
+class RoceLinkProbe(Protocol):
+    """The 910's RoCE link state (`hccn_tool -i <phy> -link -g` on the dcmi backend). Async, outside the
+    DCMI call pool, as HangProbe."""
+
+    async def link_status(self, chip: Chip) -> str:
+        """ "UP", "DOWN" or whatever else the tool says; raises `HccnError` (dcmi) or ValueError when
+        the state cannot be read."""

@@ -1,5 +1,5 @@
-"""Huawei's `hccn_tool`: network traffic counters for hung-job detection, and the 950's ports that
-are down, for the UB/UBoE codes.
+"""Huawei's `hccn_tool`: network traffic counters for hung-job detection, the 950's ports that
+are down, for the UB/UBoE codes, and the 910's RoCE link state, for its lost link-down events.
 
 The reference runs the tool (devmanager/hccn/hccn_tool.go) with a minimal environment and a
 1 MiB cap on its output. We run it as an asyncio subprocess, outside the DCMI call pool, at most
@@ -33,6 +33,7 @@ ROCE_TX, ROCE_RX = "roce_tx_all_pkt_num", "roce_rx_all_pkt_num"
 UB_TX, UB_RX = "tx_busi_flit_num", "rx_busi_flit_num"
 _NOT_A_NUMBER = ("NA", "not supported")
 LINK_DOWN, LINK_UP = "DOWN", "UP"
+LINK_STATUS_PARTS = 3  # "link status: DOWN"
 BONDING_PORT, UB_PORT = "ETH", "UB"  # the PortType column
 PORT_ENABLE_KEY, PORT_ENABLE_ON = "port_enable", "on"
 
@@ -170,6 +171,15 @@ def ub_counter(value: str | None) -> int:
         return 0
     number = atoi(value)
     return number if number is not None and number > 0 else 0
+
+
+def parse_link_status(text: str) -> str:
+    """`hccn_tool -i <phy> -link -g`: `link status: DOWN` gives "DOWN". As `GetNPULinkStatus`: newlines
+    removed, split on single spaces, exactly three parts, the third; anything else is unreadable."""
+    parts = text.replace("\n", "").split(" ")
+    if len(parts) != LINK_STATUS_PARTS:
+        raise HccnError(f"-link output is not 'link status: <state>': {text[:200]!r}")
+    return parts[2]
 
 
 # ---------------------------------------------------------------------- the runner
@@ -475,15 +485,6 @@ def link_status_code(status: str) -> int | None:
     return 1 if status == LINK_UP else 0
 
 
-def parse_link_status(text: str) -> str:
-    """`hccn_tool -i <phy> -link -g` ("link status: UP"), as GetNPULinkStatus: the newlines dropped,
-    exactly three space-separated parts, the third is the state."""
-    parts = text.replace("\n", "").split(" ")
-    if len(parts) != 3:
-        raise HccnError(f"-link output of {len(parts)} parts, not 3: {text[:80]!r}")
-    return parts[2]
-
-
 def parse_link_speed(text: str) -> int:
     """`hccn_tool -i <phy> -speed -g` ("Speed: 100000 Mb/s"), as getSpeedFromOutStr."""
     if SPEED_UNKNOWN in text:
@@ -564,3 +565,13 @@ class HccnLink:
         else:
             out.update({k: v for k, v in (("bandwidth_tx", tx), ("bandwidth_rx", rx)) if v is not None})
         return out
+
+
+class HccnRoceLink:
+    """The RoCE link state of a 910 chip (`GetNPULinkStatus`), by phy id as the reference asks it."""
+
+    def __init__(self, tool: HccnTool) -> None:
+        self.tool = tool
+
+    async def link_status(self, chip: Chip) -> str:
+        return parse_link_status(await self.tool.run("-i", str(chip.phy_id), "-link", "-g"))

@@ -367,10 +367,12 @@ class SimBackend:
     def card_of(self, logic_id: int) -> int:
         return self._control_chip(logic_id).addr.card_id
 
-    def set_network(self, logic_id: int, healthy: bool) -> None:
+    def set_network(self, logic_id: int, healthy: bool, event: bool = True) -> None:
         """Link down: network_health 1 and code 81078603 occurs; link up: it recovers.
 
-        Only a change fires an event. ValueError on 310 profiles (no RoCE port)."""
+        Only a change fires an event. Without `event` the link changes but the driver's event is lost
+        (no code either): what the exporter's RoCE link polling looks for. ValueError on 310 profiles
+        (no RoCE port)."""
         st = self._control_chip(logic_id)
         if not self.layout.has_network:
             raise ValueError(f"profile {self.layout.name} has no chip network")
@@ -379,9 +381,19 @@ class SimBackend:
                 if st.network_down == (not healthy):
                     return
                 st.network_down = not healthy
+                if not event:
+                    return
                 kind = Assertion.RECOVER if healthy else Assertion.OCCUR
-                event = self._apply_locked(st, LINK_DOWN_CODE, kind, LINK_DOWN_SEVERITY, False)
-            self._emit([event])
+                fired = self._apply_locked(st, LINK_DOWN_CODE, kind, LINK_DOWN_SEVERITY, False)
+            self._emit([fired])
+
+    def link_status(self, logic_id: int) -> str:
+        """The RoCE link as `hccn_tool -i <phy> -link -g` names it. ValueError on 310 profiles."""
+        st = self._control_chip(logic_id)
+        if not self.layout.has_network or self.layout.library_v2:
+            raise ValueError(f"profile {self.layout.name} has no RoCE link")
+        with self._lock:
+            return "DOWN" if st.network_down else "UP"
 
     def hang(self, logic_id: int, seconds: float | None) -> None:
         """Calls for this chip block until release() or `seconds` of sim time pass (None: until released)."""

@@ -1,4 +1,5 @@
-"""The sim backend's HangProbe and UbPortsProbe: traffic, CPU time and 950 ports from the simulator's state."""
+"""The sim backend's HangProbe, UbPortsProbe and RoceLinkProbe: traffic, CPU time, 950 ports and the RoCE
+link from the simulator's state."""
 
 from __future__ import annotations
 
@@ -43,3 +44,11 @@ class SimNetStats:
 
     async def link(self, chip: Chip) -> dict[str, float] | None:
         return self.backend.link(chip.logic_id)
+
+
+class SimRoceLinkProbe:
+    def __init__(self, backend: SimBackend) -> None:
+        self.backend = backend
+
+    async def link_status(self, chip: Chip) -> str:
+        return self.backend.link_status(chip.logic_id)

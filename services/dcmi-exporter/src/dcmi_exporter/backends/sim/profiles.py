@@ -177,6 +177,9 @@ SDID_SERVER_SHIFT = 22
 # board ids are arbitrary ones outside the A3 and Atlas 350 sets and the customised main boards.
 A5_SERVER_BOARD_ID = 0x50
 A5_SERVER_MAIN_BOARD_ID = 0x03  # the reference's device-discovery test's mockMainBoardId
+# An Atlas 850 server's main board (the reference's Atlas850MainBoardID2): one with a UBoE device, so
+# its bonding ports raise the UBoE codes and its lost UBoE events are looked for (issue 25's board 0x25).
+A5_850_MAIN_BOARD_ID = 0x25
 UINT32_NONE = 0xFFFFFFFF  # the library's "none" (the reference's InvalidSuperPodID / InvalidSuperPodSize)
 A5_SUPER_POD_SIZE = 8192  # the reference's setSuperPodInfo test
 
@@ -288,7 +291,8 @@ PROFILES: dict[str, Profile] = {
             urma="pod",
         ),
         Profile(
-            # An 8-chip 950 server outside any super pod: the chips answer "none" for pod, server, rack and size.
+            # An 8-chip 950 server outside any super pod (an Atlas 850, UBoE main board 0x25): the chips
+            # answer "none" for pod, server, rack and size.
             name="a5-8",
             chip_name="Ascend950PR",
             board_id=A5_SERVER_BOARD_ID,
@@ -306,7 +310,7 @@ PROFILES: dict[str, Profile] = {
             rack_id=UINT32_NONE,
             super_pod_type=ProductType.SERVER,
             scale_type=UINT32_NONE,
-            main_board_id=A5_SERVER_MAIN_BOARD_ID,
+            main_board_id=A5_850_MAIN_BOARD_ID,
             urma="server",
         ),
         Profile(
