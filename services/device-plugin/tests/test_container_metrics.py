@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from ascend_common.schemas.exporter import Chip, ChipState, Hbm, Utilization, Vnpu
@@ -15,6 +16,7 @@ from ascend_common.schemas.reading import Reading
 from ascend_device_plugin.container_metrics import ContainerMetrics
 from ascend_device_plugin.core.container_metrics import (
     CARD_LABELS,
+    FAMILIES,
     INFO,
     INFO_LABELS,
     NOT_DISPLAYED_FOR_MULTI_POD,
@@ -199,6 +201,13 @@ CASES: list[tuple[str, list[ContainerDevices], list[Chip], dict[tuple[str, str],
         [reading_chip(1)],
         {("ns", "dyn"): "Ascend910-2c-101-1_0"},
         [info(1, "ns", "dyn", "c")],
+    ),
+    (
+        "310P mixed insert: the product resource's ids (<resource>-<phy>)",
+        [row("ns", "p", "c", "Ascend310P-V-2", resource="huawei.com/Ascend310P-V")],
+        [reading_chip(2)],
+        {},
+        [info(2, "ns", "p", "c"), *values(2, "ns", "p", "c")],
     ),
     (
         "a 950 chip (resource npu, ids npu-<phy>)",
@@ -417,3 +426,8 @@ def test_vnpu_fixture_sanity() -> None:
     assert container_samples(
         [row("ns", "p", "c", "Ascend910-4c-100-0", resource="huawei.com/Ascend910-4c")], [chip]
     ) == [Sample(INFO, ("0", "Ascend910B3", "", "", "ns", "p", "c", "", "ns_p_c"), 1.0)]
+
+
+def test_every_family_is_documented_beside_npu_exporters_name() -> None:
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "wire-formats.md").read_text("utf-8")
+    assert [name for name, _, _ in FAMILIES if f"`{name}`" not in doc] == []
