@@ -92,6 +92,12 @@ class _HangingPodResources(pr_grpc.PodResourcesListerServicer):
         await asyncio.sleep(3600)
         raise AssertionError("unreachable")
 
+    async def GetAllocatableResources(
+        self, request: pr.AllocatableResourcesRequest, context: Any
+    ) -> pr.AllocatableResourcesResponse:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
 
 async def test_a_hanging_kubelet_podresources_delays_no_scrape(workdir: Path) -> None:
     exporter = start_exporter(workdir / "exporter")
