@@ -235,6 +235,39 @@ def test_container_samples(
     assert container_samples(listing, chips, real) == expected
 
 
+VOLCANO_CASES: list[tuple[str, list[ContainerDevices], dict[tuple[str, str], str], list[Sample]]] = [
+    (
+        "the annotation known: its chips",
+        [row("ns", "vc", "main", "Ascend910-0")],
+        {("ns", "vc"): "Ascend910-1"},
+        [info(1, "ns", "vc", "main"), *values(1, "ns", "vc", "main")],
+    ),
+    (
+        "the annotation not known yet: nothing (the kubelet's ids are not the chips)",
+        [row("ns", "vc", "main", "Ascend910-0")],
+        {},
+        [],
+    ),
+    (
+        "two NPU containers: nothing for the chips, the vNPUs as the kubelet gave them",
+        [
+            row("ns", "vc", "a", "Ascend910-0"),
+            row("ns", "vc", "b", "Ascend910-4c-100-1", resource="huawei.com/Ascend910-4c"),
+        ],
+        {("ns", "vc"): "Ascend910-1"},
+        [info(1, "ns", "vc", "b")],
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "listing", "real", "expected"), VOLCANO_CASES, ids=[c[0] for c in VOLCANO_CASES])
+def test_container_samples_with_volcano_type(
+    case: str, listing: list[ContainerDevices], real: dict[tuple[str, str], str], expected: list[Sample]
+) -> None:
+    chips = [reading_chip(0), reading_chip(1)]
+    assert container_samples(listing, chips, real, kubelet_chips=False) == expected
+
+
 def test_container_samples_without_fresh_readings_serve_info_only() -> None:
     listing = [row("ns", "p", "c", "Ascend910-0")]
     assert container_samples(listing, [reading_chip(0)], with_values=False) == [info(0, "ns", "p", "c")]

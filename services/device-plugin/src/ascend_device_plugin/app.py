@@ -146,6 +146,7 @@ class DevicePlugin:
                 self._exporter_chips,
                 self._real_allocations,
                 period=s.container_metrics_period,
+                kubelet_chips=not s.volcano_type,
             )
             self.metrics.registry.register(self.container_metrics)
         kit.ready_when(lambda: None if self.follower.state.connected else "exporter unreachable")

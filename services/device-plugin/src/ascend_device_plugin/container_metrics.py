@@ -39,12 +39,15 @@ class ContainerMetrics(Collector):
         real: RealAllocations = dict,
         *,
         period: float,
+        kubelet_chips: bool = True,
     ) -> None:
-        """`real`: the pods' `huawei.com/AscendReal` annotations by (namespace, name), from the pod cache."""
+        """`real`: the pods' `huawei.com/AscendReal` annotations by (namespace, name), from the pod
+        cache. `kubelet_chips` False (--volcano-type): the kubelet's chip ids are not the chips."""
         self._containers = containers
         self._chips = chips
         self._real = real
         self.period = period
+        self.kubelet_chips = kubelet_chips
         self.timeout = min(MAX_CALL_S, period)
         self.samples: tuple[Sample, ...] = ()
         self.rounds = 0  # completed rounds (tests wait on it)
@@ -67,7 +70,13 @@ class ContainerMetrics(Collector):
         if chips is not None:
             self._last_chips = chips
         self.samples = tuple(
-            container_samples(self._listing, self._last_chips, self._real(), with_values=chips is not None)
+            container_samples(
+                self._listing,
+                self._last_chips,
+                self._real(),
+                with_values=chips is not None,
+                kubelet_chips=self.kubelet_chips,
+            )
         )
         self.rounds += 1
 

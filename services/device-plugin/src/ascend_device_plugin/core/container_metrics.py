@@ -73,7 +73,10 @@ DeviceKey = tuple[int, int | None]
 
 
 def container_map(
-    listing: Iterable[ContainerDevices], real: Mapping[tuple[str, str], str] | None = None
+    listing: Iterable[ContainerDevices],
+    real: Mapping[tuple[str, str], str] | None = None,
+    *,
+    kubelet_chips: bool = True,
 ) -> dict[DeviceKey, list[ContainerRef]]:
     """Device -> the containers holding it (npu-exporter's GetContainerNPUInfo), in container order.
 
@@ -81,7 +84,10 @@ def container_map(
     `npu-core-<n>` names neither). `real`: a pod's `huawei.com/AscendReal` annotation by
     (namespace, pod). On the Volcano path the kubelet's ids are not the chips the container got;
     the annotation is (the plugin writes it), so a pod with one container holding our devices is
-    mapped by it. A container holding a chip twice (shared copies) counts once.
+    mapped by it. `kubelet_chips` False (--volcano-type): a kubelet id that names a chip is not
+    believed, so a pod whose annotation is not known yet, or that has several such containers, maps
+    only its vNPUs (whose ids are the vNPUs they got). A container holding a chip twice (shared
+    copies) counts once.
     """
     held: dict[ContainerRef, list[str]] = {}
     for row in listing:
@@ -93,9 +99,12 @@ def container_map(
     out: dict[DeviceKey, list[ContainerRef]] = {}
     for ref, ids in held.items():
         annotated = (real or {}).get((ref.namespace, ref.pod))
+        keys = _keys(ids)
         if annotated and per_pod[(ref.namespace, ref.pod)] == 1:
-            ids = [i for i in annotated.split(",") if i]
-        for key in _keys(ids):
+            keys = _keys([i for i in annotated.split(",") if i])
+        elif not kubelet_chips:
+            keys = [key for key in keys if key[1] is not None]
+        for key in keys:
             holders = out.setdefault(key, [])
             if ref not in holders:
                 holders.append(ref)
@@ -136,6 +145,7 @@ def container_samples(
     real: Mapping[tuple[str, str], str] | None = None,
     *,
     with_values: bool = True,
+    kubelet_chips: bool = True,
 ) -> list[Sample]:
     """The container families' samples, chip by chip in phy-id order.
 
@@ -145,9 +155,9 @@ def container_samples(
     support this metrics"), nor a reading the exporter could not take (validateNum). A chip that
     several containers hold (shared copies) has no container series. `containerID` is empty: the
     PodResources API does not name the runtime's containers. `with_values` False (the exporter's
-    readings are stale): the info series only.
+    readings are stale): the info series only. `kubelet_chips`: see container_map.
     """
-    by_device = container_map(listing, real)
+    by_device = container_map(listing, real, kubelet_chips=kubelet_chips)
     out: list[Sample] = []
     for chip in sorted(chips, key=lambda c: c.phy_id):
         card = (str(chip.phy_id), model_name(chip), chip.static.vdie_id or "", "")
