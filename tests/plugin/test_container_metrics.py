@@ -5,6 +5,8 @@ which chip; and a kubelet whose PodResources hangs delays no scrape."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -128,3 +130,36 @@ async def test_a_hanging_kubelet_podresources_delays_no_scrape(workdir: Path) ->
         await kubelet.stop()
         exporter.stop()
     assert code == 0, plugin.log_path.read_text()[-3000:]
+
+
+async def test_a_stopped_exporter_delays_no_scrape_and_its_readings_are_not_served_stale(workdir: Path) -> None:
+    node = await make_node(workdir, "--container-metrics-period", PERIOD)
+    try:
+        await wait_ready(node.plugin)
+        node.kubelet.set_pod_resources([("ns", "p", "c", "huawei.com/Ascend910", ["Ascend910-0"])])
+
+        async def families() -> dict[str, list[tuple[dict[str, str], float]]]:
+            return container_series(await asyncio.to_thread(node.plugin.metrics))
+
+        async def with_values() -> bool:
+            return bool((await families())["container_npu_utilization"])
+
+        await until(with_values, 10, "the chip's container utilization")
+        os.kill(node.exporter.proc.pid, signal.SIGSTOP)  # every exporter call now hangs
+        try:
+
+            async def info_only() -> bool:
+                series = await families()
+                return bool(series["npu_container_info"]) and not series["container_npu_utilization"]
+
+            await until(info_only, 10, "the readings to go while the exporter hangs, the mapping to stay")
+            for _ in range(5):
+                started = time.monotonic()
+                await asyncio.to_thread(node.plugin.metrics)
+                assert time.monotonic() - started < 1.0, "a scrape waited on the exporter"
+                await asyncio.sleep(0.1)
+        finally:
+            os.kill(node.exporter.proc.pid, signal.SIGCONT)
+        await until(with_values, 10, "the readings to come back with the exporter")
+    finally:
+        await close_node(node)
