@@ -17,6 +17,7 @@ from ascend_common.adapters.ops import ops_app
 from ascend_common.adapters.serving import bind_tcp_socket, server
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.faults import default_fault_code_table
+from ascend_common.inuse import ASCEND_REAL
 from ascend_common.schemas.exporter import Chip, NodeInfo
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
@@ -30,6 +31,8 @@ from ascend_device_plugin.allocation.softshare import SoftSharePath
 from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
 from ascend_device_plugin.allocation.softshare_files import HostFiles
 from ascend_device_plugin.allocation.vnpu import DynamicVnpu
+from ascend_device_plugin.container_metrics import ContainerMetrics
+from ascend_device_plugin.kubelet.podresources import list_container_devices
 from ascend_device_plugin.kubelet.registrar import Registrar
 from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
 from ascend_device_plugin.metrics import PluginMetrics
@@ -136,6 +139,16 @@ class DevicePlugin:
             s.plugin_dir, lambda: self.servers, self._options, self.metrics, require_root=s.require_root_owned
         )
         self._loops = kit.scope("device-plugin")
+        self.container_metrics: ContainerMetrics | None = None
+        if s.container_metrics_period > 0:
+            self.container_metrics = ContainerMetrics(
+                lambda deadline_s: list_container_devices(s.podresources_socket, deadline_s),
+                self._exporter_chips,
+                self._real_allocations,
+                period=s.container_metrics_period,
+                kubelet_chips=not s.volcano_type,
+            )
+            self.metrics.registry.register(self.container_metrics)
         kit.ready_when(lambda: None if self.follower.state.connected else "exporter unreachable")
         kit.ready_when(lambda: None if self.servers else "no chips yet")
         kit.ready_when(lambda: None if self.registrar.all_registered() else "not registered with the kubelet")
@@ -182,6 +195,17 @@ class DevicePlugin:
         self.allocator.forget(self.kube.uids())
         if self.soft_share_dirs is not None:
             self.soft_share_dirs.forget(self.kube.uids())
+
+    async def _exporter_chips(self, deadline_s: float) -> list[Chip]:
+        # Read afresh: the follower re-reads a chip on its events only, so its readings are old.
+        async with asyncio.timeout(deadline_s):
+            return (await self.exporter.chips()).chips
+
+    def _real_allocations(self) -> dict[tuple[str, str], str]:
+        if self.kube is None:
+            return {}
+        return {(p.namespace, p.name): p.annotations[ASCEND_REAL] for p in self.kube.allocated().values()
+                if ASCEND_REAL in p.annotations}  # fmt: skip
 
     def _options(self, resource: str) -> pb.DevicePluginOptions:
         return pb.DevicePluginOptions(
@@ -234,6 +258,9 @@ class DevicePlugin:
             self._loops.spawn(self.soft_share_dirs.sweep_when(self.kube.wait_synced), "soft-share-sweep")
         if not self.settings.preset_virtual_device and self.kube is not None:
             self._loops.essential(self._vnpu_gc(), "vnpu-gc")
+        if self.container_metrics is not None:
+            # Not essential: the container families are an extra; each round's failures are logged.
+            self._loops.spawn(self.container_metrics.run(), "container-metrics")
         if self.settings.ras_net_root_path is not None:
             writer = RasTopologyWriter(self.settings.ras_net_root_path, lambda: self.manager.inventory.super_pod)
             # Not essential: the diagnosis file is an extra; its failures are logged each round.

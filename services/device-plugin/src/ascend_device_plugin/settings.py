@@ -105,6 +105,15 @@ class PluginSettings(BaseSettings):
         "<resource>-<phy>, and containers get /dev/davinci* mounted (as with --use-ascend-docker false). "
         "Refuses --volcano-type, --share-dev-count above 1, and a node with any other product.",
     )
+    container_metrics_period: float = Field(
+        15.0,
+        ge=0,
+        le=3600,
+        description="Seconds between samples of npu-exporter's container families on /metrics "
+        "(container_npu_utilization, container_npu_total_memory, container_npu_used_memory, npu_container_info): "
+        "the kubelet's PodResources List and the exporter's chips, each within min(5 s, period); a scrape "
+        "serves the last sample. 0: off.",
+    )
 
     @model_validator(mode="after")
     def _check_share(self) -> Self:

@@ -1,4 +1,5 @@
-"""Ask the kubelet's PodResources API which pod got a set of device ids (plain path)."""
+"""The kubelet's PodResources API: which pod got a set of device ids (plain path), and what every
+container holds (the container metrics)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import grpc
 from ascend_common.adapters.kubelet import podresources_pb2 as pr
 from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 from grpc import aio
+
+from ascend_device_plugin.core.container_metrics import ContainerDevices
 
 log = logging.getLogger(__name__)
 
@@ -42,3 +45,18 @@ async def find_pod(
             return None
         await asyncio.sleep(interval)
         interval = min(interval * 2, 1.0)
+
+
+async def list_container_devices(socket: Path, deadline_s: float) -> list[ContainerDevices]:
+    """Every container's devices, as one PodResources `List` answers them (one call, `deadline_s` s).
+
+    Raises grpc.aio.AioRpcError when the kubelet is away or does not answer in time.
+    """
+    async with aio.insecure_channel(f"unix://{socket}") as channel:
+        reply = await pr_grpc.PodResourcesListerStub(channel).List(pr.ListPodResourcesRequest(), timeout=deadline_s)
+    return [
+        ContainerDevices(pod.namespace, pod.name, container.name, devices.resource_name, tuple(devices.device_ids))
+        for pod in reply.pod_resources
+        for container in pod.containers
+        for devices in container.devices
+    ]
