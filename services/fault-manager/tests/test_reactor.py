@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-from ascend_common.clock import ManualClock
-from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
 from ascend_common.schemas.exporter import Chip, ChipList
 from ascend_common.schemas.reading import Reading
 from fault_manager.deviceinfo.configmap import UNWATCHED_SWITCH
 from fault_manager.deviceinfo.reports import device_info
-from fault_manager.policy.engine import FaultEngine, Policy
 from fault_manager.reactor.ingest import reconcile_rows
 from fault_manager.reactor.inputs import Inbox, Snapshot
-from fault_manager.reactor.published import NodeState, Published
+from fault_manager.reactor.published import Published
 from fault_manager.reactor.reactor import Reactor
-from fault_manager.reactor.verdicts import VerdictBoard
-from fault_manager.store import Store
 
 from tests.support.chips import exporter_chip
 
@@ -42,25 +35,6 @@ def test_reconcile_rows_are_the_difference_with_deterministic_ids() -> None:
     assert reconcile_rows(snapshot, present, now_ms=7)[0].event_id == rows[0].event_id, (
         "a second reconcile doubles nothing"
     )
-
-
-@pytest.fixture
-async def running(tmp_path: Path) -> AsyncIterator[tuple[Reactor, Inbox, Published]]:
-    store = Store(tmp_path / "fm.db")
-    engine = FaultEngine(
-        Policy(default_fault_code_table(), default_fault_customization(), default_switch_fault_table())
-    )
-    inbox = Inbox()
-    published = Published(VerdictBoard(), NodeState(engine.policy))
-    reactor = Reactor(engine, store, inbox, published, ManualClock(), None, "mindx-dl-deviceinfo-node-a")
-    await reactor.start()
-    task = asyncio.create_task(reactor.run())
-    try:
-        yield reactor, inbox, published
-    finally:
-        task.cancel()
-        await asyncio.wait([task])
-        store.close()
 
 
 async def test_a_snapshot_publishes_the_node_and_an_asked_input_is_answered_once_published(

@@ -18,16 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
+from typing import Any
 
 import pytest
-from ascend_common.clock import ManualClock
 from ascend_common.faults import (
     FaultLevel,
-    default_fault_code_table,
-    default_fault_customization,
-    default_switch_fault_table,
 )
 from ascend_common.pods import SlimPod
 from ascend_common.reset_groups import group_of
@@ -36,13 +31,10 @@ from ascend_common.schemas.reading import Reading
 from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
 from fault_manager.hotreset import planner
 from fault_manager.hotreset.duo import duo_card_mates, with_duo_rule
-from fault_manager.policy.engine import FaultEngine, Policy
 from fault_manager.reactor.inputs import Inbox, Snapshot
-from fault_manager.reactor.published import NodeState, Published
+from fault_manager.reactor.published import Published
 from fault_manager.reactor.reactor import Reactor
-from fault_manager.reactor.verdicts import VerdictBoard
 from fault_manager.settings import HOT_RESET_INFER, HOT_RESET_OFF, HOT_RESET_TRAIN, FaultManagerSettings
-from fault_manager.store import Store
 from pydantic import ValidationError
 
 from tests.support.chips import exporter_chip
@@ -168,27 +160,14 @@ def test_SetHealthyIfDuoCard_04_update_unhealthy_card_status_should_update_group
 
 
 @pytest.fixture
-async def duo_reactor(tmp_path: Path) -> AsyncIterator[tuple[Inbox, Published]]:
-    store = Store(tmp_path / "fm.db")
-    policy = Policy(default_fault_code_table(), default_fault_customization(), default_switch_fault_table())
-    engine = FaultEngine(policy)
-    inbox = Inbox()
-    published = Published(VerdictBoard(), NodeState(engine.policy))
-    reactor = Reactor(engine, store, inbox, published, ManualClock(), None, "mindx-dl-deviceinfo-node-a", duo_rule=True)
-    await reactor.start()
-    task = asyncio.create_task(reactor.run())
-    try:
-        yield inbox, published
-    finally:
-        task.cancel()
-        await asyncio.wait([task])
-        store.close()
+def reactor_options() -> dict[str, Any]:
+    return {"duo_rule": True}
 
 
 async def test_SetHealthyIfDuoCard_04_through_the_reactor_the_cardmate_follows_and_comes_back(
-    duo_reactor: tuple[Inbox, Published],
+    running: tuple[Reactor, Inbox, Published],
 ) -> None:
-    inbox, published = duo_reactor
+    _, inbox, published = running
     inbox.put(Snapshot(ChipList(last_event_id="run-1", chips=duo_node({1: [RESTART_NPU]})), switch_faults=None))
     async with asyncio.timeout(5):
         await published.inventory.wait()

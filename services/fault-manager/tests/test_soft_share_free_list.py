@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Iterable
-from pathlib import Path
+from collections.abc import Iterable
 from types import MappingProxyType
 
 import pytest
@@ -26,7 +25,6 @@ from fault_manager.reactor.inputs import Inbox, Snapshot
 from fault_manager.reactor.published import NodeState, Published
 from fault_manager.reactor.reactor import Reactor, first_chip_hbm_mb
 from fault_manager.reactor.verdicts import VerdictBoard
-from fault_manager.store import Store
 
 from tests.support.chips import exporter_chip
 
@@ -274,25 +272,6 @@ def test_the_hbm_size_is_read_on_the_families_with_on_chip_memory_only() -> None
 # ---- the reactor ------------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def running(tmp_path: Path) -> AsyncIterator[tuple[Inbox, Published]]:
-    store = Store(tmp_path / "fm.db")
-    engine = FaultEngine(
-        Policy(default_fault_code_table(), default_fault_customization(), default_switch_fault_table())
-    )
-    inbox = Inbox()
-    published = Published(VerdictBoard(), NodeState(engine.policy))
-    reactor = Reactor(engine, store, inbox, published, ManualClock(), None, "mindx-dl-deviceinfo-node-a")
-    await reactor.start()
-    task = asyncio.create_task(reactor.run())
-    try:
-        yield inbox, published
-    finally:
-        task.cancel()
-        await asyncio.wait([task])
-        store.close()
-
-
 def free(published: Published) -> set[str]:
     return {r.name for r in device_info(published.state).reports if r.healthy and not r.in_use}
 
@@ -305,9 +284,9 @@ async def settled(inbox: Inbox) -> None:
 
 
 async def test_the_reactor_publishes_the_quota_rule_with_the_first_chips_hbm(
-    running: tuple[Inbox, Published], caplog: pytest.LogCaptureFixture
+    running: tuple[Reactor, Inbox, Published], caplog: pytest.LogCaptureFixture
 ) -> None:
-    inbox, published = running
+    _, inbox, published = running
     chips = [exporter_chip(i, i) for i in range(4)]  # their HBM unsupported: the size is unknown
     inbox.put(Snapshot(ChipList(last_event_id="run-1", chips=chips), switch_faults=None))
     async with asyncio.timeout(5):
