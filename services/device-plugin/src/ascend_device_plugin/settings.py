@@ -9,7 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Self
 
-from ascend_common.adapters.kubelet.constants import DEFAULT_PLUGIN_DIR, DEFAULT_PODRESOURCES_SOCKET
+from ascend_common.adapters.kubelet.constants import (
+    DEFAULT_KUBELET_PLUGINS_DIR,
+    DEFAULT_PLUGIN_DIR,
+    DEFAULT_PLUGINS_REGISTRY_DIR,
+    DEFAULT_PODRESOURCES_SOCKET,
+)
 from ascend_common.adapters.settings import HostPort, service_config
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, CliImplicitFlag
@@ -97,6 +102,25 @@ class PluginSettings(BaseSettings):
     max_message_bytes: int = Field(4 << 20, ge=64 << 10, le=64 << 20, description="gRPC message size cap.")
     max_streams: int = Field(16, ge=1, le=1024, description="Concurrent gRPC streams per connection.")
     log_level: str = Field("INFO", description="Log level.")
+    # ---- Dynamic Resource Allocation (issue 27) -----------------------------------------------
+    kubelet_api: Literal["device-plugin", "dra", "both"] = Field(
+        "device-plugin",
+        description="The kubelet API the chips are offered through: device-plugin (huawei.com/<type> resources), "
+        "dra (a DRA driver npu.huawei.com: ResourceSlices, NodePrepareResources), or both at once.",
+    )
+    plugins_registry_dir: Path = Field(
+        Path(DEFAULT_PLUGINS_REGISTRY_DIR),
+        description="DRA: the kubelet plugin watcher's directory, where the registration socket "
+        "npu.huawei.com-reg.sock is created.",
+    )
+    kubelet_plugins_dir: Path = Field(
+        Path(DEFAULT_KUBELET_PLUGINS_DIR),
+        description="DRA: the kubelet's plugins directory; the driver serves <dir>/npu.huawei.com/dra.sock and "
+        "keeps its checkpoint of prepared claims there.",
+    )
+    cdi_root: Path = Field(
+        Path("/var/run/cdi"), description="DRA: where the per-claim CDI specs are written (the runtime's CDI dir)."
+    )
 
     @model_validator(mode="after")
     def _check_share(self) -> Self:
