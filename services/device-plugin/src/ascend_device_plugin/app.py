@@ -29,6 +29,11 @@ from ascend_device_plugin.allocation.softshare import SoftSharePath
 from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
 from ascend_device_plugin.allocation.softshare_files import HostFiles
 from ascend_device_plugin.allocation.vnpu import DynamicVnpu
+from ascend_device_plugin.core.dra import DRIVER
+from ascend_device_plugin.dra.driver import DraDriver
+from ascend_device_plugin.dra.kube import ResourceApi
+from ascend_device_plugin.dra.server import DraServers
+from ascend_device_plugin.dra.slices import SlicePublisher
 from ascend_device_plugin.kubelet.registrar import Registrar
 from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
 from ascend_device_plugin.metrics import PluginMetrics
@@ -128,10 +133,34 @@ class DevicePlugin:
         self._loops = kit.scope("device-plugin")
         kit.ready_when(lambda: None if self.follower.state.connected else "exporter unreachable")
         kit.ready_when(lambda: None if self.servers else "no chips yet")
-        kit.ready_when(lambda: None if self.registrar.all_registered() else "not registered with the kubelet")
+        if s.kubelet_api != "dra":
+            kit.ready_when(lambda: None if self.registrar.all_registered() else "not registered with the kubelet")
+        self.dra: DraServers | None = None
+        self.slices: SlicePublisher | None = None
+        if s.kubelet_api != "device-plugin":
+            self._wire_dra()
         self._unmappable: set[str] = set()  # pods whose kltDev/AscendReal could not be read (logged once)
         self._started = False  # start() checked the chips it saw; later chips are checked as they come
         self._refused = False
+
+    def _wire_dra(self) -> None:
+        """The DRA driver beside (or instead of) the device plugin, on the same resource manager."""
+        s = self.settings
+        api = ResourceApi(lambda: self.kube.api if self.kube is not None else None)
+        self.dra_driver = DraDriver(
+            s.node_name, self.manager, api, s.kubelet_plugins_dir / DRIVER, s.cdi_root, on_change=self._dra_changed
+        )
+        self.dra = DraServers(self.dra_driver, s.kubelet_plugins_dir, s.plugins_registry_dir, s.max_message_bytes)
+        if self.kube is not None:
+            self.slices = SlicePublisher(s.node_name, self.manager, self.board, api, period=s.list_watch_period)
+        dra = self.dra
+        self.lifecycle.ready_when(
+            lambda: None if dra.registration.registered else "dra driver not registered with the kubelet"
+        )
+
+    def _dra_changed(self) -> None:
+        if self.slices is not None:
+            self.slices.kick()
 
     # ---- inputs ------------------------------------------------------------------------------
 
@@ -205,7 +234,13 @@ class DevicePlugin:
         if (reason := self.manager.soft_share_refusal()) is not None:
             raise SoftShareRefused(reason)
         self._started = True
-        await self.registrar.start()
+        if self.settings.kubelet_api != "dra":
+            await self.registrar.start()
+        if self.dra is not None:
+            await self.dra_driver.load()
+            await self.dra.start()
+        if self.slices is not None:
+            self._loops.essential(self.slices.run(), "dra-resourceslice")
         self._loops.essential(self._grace_watch(), "exporter-grace")
         if self.soft_share_dirs is not None and not await self.soft_share_dirs.ready():
             # Not fatal: the admin may create it later; until then every soft-share Allocate is refused.
@@ -239,6 +274,8 @@ class DevicePlugin:
 
     async def stop(self) -> None:
         await self._loops.stop()
+        if self.dra is not None:
+            await self.dra.stop()
         await self.registrar.shutdown()
         await self.allocator.stop()
         if self.soft_share_dirs is not None:
