@@ -1,0 +1,120 @@
+"""Process tier: the device-plugin with `--kubelet-api dra` beside a sim exporter, under the fake
+DRA kubelet, with claims and slices in the fake API server (resource.k8s.io/v1beta1, as a 1.32
+apiserver serves it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ascend_common.adapters.kubelet import dra_pb2 as dra
+
+from tests.support.exporter import ExporterProc, start_exporter
+from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.support.fake_dra_kubelet import FakeDraKubelet
+from tests.support.fake_kubelet import short_tmp_dir
+from tests.support.plugin import PluginProc, start_plugin, wait_ready
+from tests.support.waiting import until
+
+DRIVER = "npu.huawei.com"
+SLICE = "node-a-npu.huawei.com"
+
+
+@pytest.fixture
+def apiserver() -> Iterator[FakeApiServer]:
+    with FakeApiServer(resource_api_versions=("v1beta1",)) as server:
+        server.add_node("node-a", internal_ip="10.1.2.3")
+        yield server
+
+
+@dataclass
+class DraNode:
+    workdir: Path
+    exporter: ExporterProc
+    kubelet: FakeDraKubelet
+    plugin: PluginProc
+
+    @property
+    def cdi_root(self) -> Path:
+        return self.workdir / "cdi"
+
+
+def dra_args(workdir: Path, apiserver: FakeApiServer) -> list[str]:
+    return [
+        "--kubelet-api", "dra",
+        "--plugins-registry-dir", str(workdir / "k" / "plugins_registry"),
+        "--kubelet-plugins-dir", str(workdir / "k" / "plugins"),
+        "--cdi-root", str(workdir / "cdi"),
+        "--kubeconfig", str(write_kubeconfig(workdir / "kubeconfig", apiserver.url)),
+    ]  # fmt: skip
+
+
+@pytest.fixture
+async def node(apiserver: FakeApiServer) -> AsyncIterator[DraNode]:
+    with short_tmp_dir("dra-") as workdir:
+        exporter = start_exporter(workdir / "exporter", profile="910b-8")
+        kubelet = FakeDraKubelet(workdir / "k")
+        await kubelet.start()
+        (workdir / "dp").mkdir()
+        plugin = start_plugin(workdir, exporter, workdir / "dp", *dra_args(workdir, apiserver), kube="api")
+        n = DraNode(workdir, exporter, kubelet, plugin)
+        try:
+            await wait_ready(plugin)
+            yield n
+        finally:
+            code = n.plugin.stop()
+            shutil.copyfile(n.plugin.log_path, Path(tempfile.gettempdir()) / "last-device-plugin-dra.log")
+            await kubelet.stop()
+            exporter.stop()
+            assert code == 0, n.plugin.log_path.read_text()[-3000:]
+            assert not list((workdir / "k").rglob("*.sock")), "the driver removes its sockets on shutdown"
+
+
+def slice_devices(apiserver: FakeApiServer) -> list[dict[str, Any]]:
+    obj = apiserver.get_object("resourceslices", SLICE)
+    return list((obj or {}).get("spec", {}).get("devices", []))
+
+
+async def test_registers_publishes_the_slice_and_prepares_across_a_restart(
+    node: DraNode, apiserver: FakeApiServer
+) -> None:
+    plugin = node.kubelet.plugins[DRIVER]  # ready means registered: the kubelet told the plugin so
+    assert plugin.service == "v1beta1.DRAPlugin"
+
+    await until(lambda: len(slice_devices(apiserver)) == 8, what="the node's ResourceSlice with 8 chips")
+    devices = slice_devices(apiserver)
+    assert [d["name"] for d in devices] == [f"Ascend910-{p}" for p in range(8)]
+    attrs = devices[3]["basic"]["attributes"]
+    assert set(attrs) >= {"deviceType", "physicId", "logicId", "numaNode", "cardId", "hccsRing"}
+    assert attrs["physicId"] == {"int": 3}
+
+    claim_obj = apiserver.put_object(
+        "resourceclaims",
+        {
+            "metadata": {"name": "train", "namespace": "ml"},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "npu", "driver": DRIVER, "pool": "node-a", "device": "Ascend910-3"},
+            ]}}},
+        },
+    )  # fmt: skip
+    claim = dra.Claim(namespace="ml", name="train", uid=claim_obj["metadata"]["uid"])
+    result = await node.kubelet.prepare(DRIVER, [claim])
+    result.raise_for_errors([claim])
+    assert [list(d.cdi_device_ids) for d in result.devices[claim.uid]] == [["ascend.com/npu=3"]]
+    spec_file = node.cdi_root / f"ascend.com-npu_{claim.uid}.yaml"
+    env = json.loads(spec_file.read_text())["containerEdits"]["env"]
+    logic = attrs["logicId"]["int"]
+    # The 910B's runtime is told phy ids, as by Allocate (only the 950's is told logic ids).
+    assert "ASCEND_VISIBLE_DEVICES=3" in env, (env, logic)
+
+    node.plugin = node.plugin.restart()
+    await wait_ready(node.plugin)
+    await until(lambda: DRIVER in node.kubelet.plugins, what="the restarted driver to register")
+    assert await node.kubelet.unprepare(DRIVER, [claim]) == {}
+    assert not spec_file.exists()
