@@ -24,7 +24,7 @@ from ascend_common.adapters.kubelet import dra_pb2 as dra
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState
 from ascend_device_plugin.core.dra import DRIVER, slice_name
-from ascend_device_plugin.dra.driver import DraDriver
+from ascend_device_plugin.dra.driver import ClaimRef, DraDriver
 from ascend_device_plugin.dra.kube import NoResourceApi, ResourceApi
 from ascend_device_plugin.dra.server import DraServers
 from ascend_device_plugin.dra.slices import SlicePublisher
@@ -339,3 +339,51 @@ async def test_v1_is_chosen_where_the_apiserver_serves_it() -> None:
             assert await ResourceApi(lambda: client).version() == "v1"
         finally:
             await client.close()  # type: ignore[no-untyped-call]
+
+
+# ---- one chip, one consumer (`--kubelet-api both`) --------------------------------------------
+
+
+async def test_a_chip_the_device_plugin_holds_is_refused_and_left_out_of_the_slice(
+    rig: Rig, fake: FakeApiServer
+) -> None:
+    held = frozenset({"Ascend910-2"})
+    driver = DraDriver(
+        NODE, rig.manager, rig.resource_api, rig.root / "state-both", rig.root / "cdi-both",
+        dev_root=rig.root / "host", held_elsewhere=lambda: held,
+    )  # fmt: skip
+    await driver.load()
+    claim = put_claim(fake, "wants-2", [ours("Ascend910-2")])
+    (outcome,) = (await driver.prepare([ClaimRef("default", "wants-2", claim.uid)])).values()
+    assert outcome.error == "claim default/wants-2: Ascend910-2 is allocated through the device plugin"
+    assert not (rig.root / "cdi-both").exists() or not list((rig.root / "cdi-both").iterdir())
+    publisher = SlicePublisher(NODE, rig.manager, rig.board, rig.resource_api, period=5.0, withheld=lambda: held)
+    assert "Ascend910-2" not in [d.name for d in publisher.devices()]
+    assert len(publisher.devices()) == 7
+
+
+async def test_a_chip_prepared_for_one_claim_is_refused_to_another(rig: Rig, fake: FakeApiServer) -> None:
+    first = put_claim(fake, "first", [ours("Ascend910-4")])
+    second = put_claim(fake, "second", [ours("Ascend910-4")])
+    assert not (await rig.kubelet.prepare(DRIVER, [first])).errors
+    result = await rig.kubelet.prepare(DRIVER, [second])
+    assert f"Ascend910-4 is prepared for claim uid {first.uid}" in result.errors[second.uid]
+    assert rig.specs() == [f"ascend.com-npu_{first.uid}.yaml"]
+
+
+def test_withheld_chips_are_unhealthy_for_the_device_plugin_only() -> None:
+    board = ViewBoard()
+    manager = ResourceManager(board, default_fault_code_table(), PluginMetrics())
+    manager.set_chips(chips_with())
+
+    def advertised() -> dict[str, bool]:
+        view = board.get("Ascend910")
+        assert view is not None
+        return {d.id: d.healthy for d in view.devices}
+
+    manager.set_withheld(frozenset({"Ascend910-3"}))
+    assert advertised()["Ascend910-3"] is False
+    assert sum(advertised().values()) == 7
+    assert manager.inventory.chips[3].healthy  # the chip itself is fine: the slice keeps offering it
+    manager.set_withheld(frozenset())
+    assert all(advertised().values())

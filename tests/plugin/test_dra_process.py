@@ -18,7 +18,7 @@ from ascend_common.adapters.kubelet import dra_pb2 as dra
 from tests.support.exporter import ExporterProc, start_exporter
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.fake_dra_kubelet import FakeDraKubelet
-from tests.support.fake_kubelet import short_tmp_dir
+from tests.support.fake_kubelet import FakeKubelet, short_tmp_dir
 from tests.support.plugin import PluginProc, start_plugin, wait_ready
 from tests.support.waiting import until
 
@@ -118,3 +118,64 @@ async def test_registers_publishes_the_slice_and_prepares_across_a_restart(
     await until(lambda: DRIVER in node.kubelet.plugins, what="the restarted driver to register")
     assert await node.kubelet.unprepare(DRIVER, [claim]) == {}
     assert not spec_file.exists()
+
+
+# ---- --kubelet-api both: one chip, one consumer ------------------------------------------------
+
+
+def put_claim(apiserver: FakeApiServer, name: str, device: str) -> dra.Claim:
+    obj = apiserver.put_object(
+        "resourceclaims",
+        {
+            "metadata": {"name": name, "namespace": "ml"},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "npu", "driver": DRIVER, "pool": "node-a", "device": device},
+            ]}}},
+        },
+    )  # fmt: skip
+    return dra.Claim(namespace="ml", name=name, uid=obj["metadata"]["uid"])
+
+
+async def test_both_apis_never_hand_out_the_same_chip(apiserver: FakeApiServer) -> None:
+    with short_tmp_dir("drb-") as workdir:
+        exporter = start_exporter(workdir / "exporter", profile="910b-8")
+        dra_kubelet = FakeDraKubelet(workdir / "k")
+        await dra_kubelet.start()
+        (workdir / "dp").mkdir()
+        dp_kubelet = FakeKubelet(workdir / "dp", workdir / "podres")
+        await dp_kubelet.start()
+        args = [a if a != "dra" else "both" for a in dra_args(workdir, apiserver)]
+        plugin = start_plugin(workdir, exporter, workdir / "dp", *args, kube="api")
+        try:
+            await wait_ready(plugin)
+            resource = "huawei.com/Ascend910"
+            await until(lambda: dp_kubelet.allocatable(resource) == 8, what="8 allocatable through the device plugin")
+            await until(lambda: len(slice_devices(apiserver)) == 8, what="8 devices in the slice")
+
+            # DRA -> device plugin: a chip prepared for a claim is Unhealthy for the kubelet's device manager.
+            claim = put_claim(apiserver, "dra-job", "Ascend910-3")
+            (await dra_kubelet.prepare(DRIVER, [claim])).raise_for_errors([claim])
+            await until(lambda: "Ascend910-3" not in dp_kubelet.healthy_ids(resource), what="Ascend910-3 Unhealthy")
+            assert dp_kubelet.allocatable(resource) == 7
+            # ... and healthy again once the claim is released.
+            assert await dra_kubelet.unprepare(DRIVER, [claim]) == {}
+            await until(lambda: dp_kubelet.allocatable(resource) == 8, what="Ascend910-3 back for the device plugin")
+
+            # Device plugin -> DRA: a chip a device-plugin pod holds leaves the slice, and a claim for it is refused.
+            apiserver.add_pod("dp-job", "ml", annotations={"huawei.com/AscendReal": "Ascend910-5"},
+                              requests={resource: 1})  # fmt: skip
+            await until(
+                lambda: "Ascend910-5" not in [d["name"] for d in slice_devices(apiserver)],
+                what="Ascend910-5 to leave the slice",
+            )
+            late = put_claim(apiserver, "late", "Ascend910-5")
+            result = await dra_kubelet.prepare(DRIVER, [late])
+            assert "Ascend910-5 is allocated through the device plugin" in result.errors[late.uid]
+            assert not list((workdir / "cdi").glob(f"*{late.uid}*"))
+        finally:
+            code = plugin.stop()
+            shutil.copyfile(plugin.log_path, Path(tempfile.gettempdir()) / "last-device-plugin-both.log")
+            await dp_kubelet.stop()
+            await dra_kubelet.stop()
+            exporter.stop()
+            assert code == 0, plugin.log_path.read_text()[-3000:]

@@ -17,6 +17,7 @@ from ascend_common.adapters.ops import ops_app
 from ascend_common.adapters.serving import bind_tcp_socket, server
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.faults import default_fault_code_table
+from ascend_common.inuse import chips_in_use_for_allocation
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
@@ -147,20 +148,31 @@ class DevicePlugin:
         """The DRA driver beside (or instead of) the device plugin, on the same resource manager."""
         s = self.settings
         api = ResourceApi(lambda: self.kube.api if self.kube is not None else None)
+        # `both`: a chip goes to one API at a time. The device plugin's pods name theirs in the
+        # annotations it writes after Allocate; a chip prepared for a claim turns Unhealthy for it.
+        held = self._held_by_device_plugin if s.kubelet_api == "both" else frozenset
         self.dra_driver = DraDriver(
-            s.node_name, self.manager, api, s.kubelet_plugins_dir / DRIVER, s.cdi_root, on_change=self._dra_changed
-        )
+            s.node_name, self.manager, api, s.kubelet_plugins_dir / DRIVER, s.cdi_root, on_change=self._dra_changed,
+            held_elsewhere=held,
+        )  # fmt: skip
         self.dra = DraServers(self.dra_driver, s.kubelet_plugins_dir, s.plugins_registry_dir, s.max_message_bytes)
         if self.kube is not None:
-            self.slices = SlicePublisher(s.node_name, self.manager, self.board, api, period=s.list_watch_period)
+            self.slices = SlicePublisher(
+                s.node_name, self.manager, self.board, api, period=s.list_watch_period, withheld=held
+            )
         dra = self.dra
         self.lifecycle.ready_when(
             lambda: None if dra.registration.registered else "dra driver not registered with the kubelet"
         )
 
     def _dra_changed(self) -> None:
+        if self.settings.kubelet_api == "both":
+            self.manager.set_withheld(self.dra_driver.prepared_devices())
         if self.slices is not None:
             self.slices.kick()
+
+    def _held_by_device_plugin(self) -> frozenset[str]:
+        return frozenset(chips_in_use_for_allocation(self.kube.pods())) if self.kube is not None else frozenset()
 
     # ---- inputs ------------------------------------------------------------------------------
 
@@ -193,6 +205,8 @@ class DevicePlugin:
             self.kube.pods(), in_use_for_health=self.kube.in_use_for_health(), holding=self.kube.holding()
         )
         self.allocator.forget(self.kube.uids())
+        if self.slices is not None and self.settings.kubelet_api == "both":
+            self.slices.kick()  # a pod's chips may have changed hands
         if self.soft_share_dirs is not None:
             self.soft_share_dirs.forget(self.kube.uids())
 

@@ -86,6 +86,7 @@ class DraDriver:
         *,
         dev_root: Path = Path("/"),
         on_change: Callable[[], None] = lambda: None,
+        held_elsewhere: Callable[[], frozenset[str]] = frozenset,
     ) -> None:
         self.node = node
         self.resources = resources
@@ -94,6 +95,8 @@ class DraDriver:
         self.specs = CdiSpecs(cdi_root)
         self.dev_root = dev_root
         self._on_change = on_change  # told when the set of prepared chips changed
+        # `--kubelet-api both`: the chips the device plugin handed out, which no claim may get.
+        self._held_elsewhere = held_elsewhere
         self._prepared: PreparedClaims = {}
         self._lock = asyncio.Lock()
 
@@ -135,6 +138,7 @@ class DraDriver:
             return self._failed("prepare", ref, f"claim {ref.key}: {exc}")
         try:
             devices = claim_devices(claim, uid=ref.uid, node=self.node, chips=self._chips_by_name())
+            self._check_free(ref, devices)
             await self._write_spec(ref, devices)
         except (ClaimError, ValueError) as exc:
             return self._failed("prepare", ref, str(exc))
@@ -170,6 +174,17 @@ class DraDriver:
     def _failed(self, what: str, ref: ClaimRef, error: str) -> Outcome:
         log.warning(f"dra {what} refused", extra={"claim": ref.key, "uid": ref.uid, "error": error})
         return Outcome(error=error)
+
+    def _check_free(self, ref: ClaimRef, devices: Sequence[ClaimDevice]) -> None:
+        """No chip goes to two consumers: not one the device plugin handed out, not one another claim holds."""
+        elsewhere = self._held_elsewhere()
+        taken = [d.device for d in devices if d.device in elsewhere]
+        if taken:
+            raise ClaimError(f"claim {ref.key}: {', '.join(taken)} is allocated through the device plugin")
+        others = {d.deviceName: uid for uid, ds in self._prepared.items() if uid != ref.uid for d in ds}
+        double = [d.device for d in devices if d.device in others]
+        if double:
+            raise ClaimError(f"claim {ref.key}: {', '.join(double)} is prepared for claim uid {others[double[0]]}")
 
     def _chips_by_name(self) -> dict[str, int]:
         return {chip.name: phy for phy, chip in self.resources.inventory.chips.items()}
