@@ -75,6 +75,7 @@ class FakeDraKubelet:
         self.plugins: dict[str, Registered] = {}
         self.refusals: list[str] = []  # what the watcher told plugins it refused
         self.calls: list[tuple[str, list[str]]] = []  # (method, claim uids), in order
+        self.deregistered: list[str] = []  # drivers whose ResourceSlices the kubelet would wipe
         self._on_deregister = on_deregister
         self._seen: dict[Path, tuple[int, int]] = {}
         self._task: asyncio.Task[None] | None = None
@@ -138,6 +139,7 @@ class FakeDraKubelet:
                 channel = self._channels.pop(name, None)
                 if channel is not None:
                     asyncio.get_running_loop().create_task(channel.close())
+                self.deregistered.append(name)
                 self._on_deregister(name)
 
     async def _register(self, socket: Path) -> None:
