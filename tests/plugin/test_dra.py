@@ -65,6 +65,7 @@ class Rig:
     kubelet: FakeDraKubelet
     driver: DraDriver
     servers: DraServers
+    publisher: SlicePublisher  # not running unless a test runs it
 
     @property
     def cdi_root(self) -> Path:
@@ -83,7 +84,11 @@ class Rig:
         await until(lambda: DRIVER not in self.kubelet.plugins, what="the kubelet to see the driver leave")
         self.driver = new_driver(self.root, self.manager, self.resource_api, self.kubelet)
         await self.driver.load()
-        self.servers = DraServers(self.driver, self.kubelet.plugins_dir, self.kubelet.registry_dir, 4 << 20)
+        publisher = self.publisher
+        self.servers = DraServers(
+            self.driver, self.kubelet.plugins_dir, self.kubelet.registry_dir, 4 << 20,
+            on_registered=lambda: publisher.kick(verify=True),
+        )  # fmt: skip
         await self.servers.start()
         await until(lambda: DRIVER in self.kubelet.plugins, what="the driver to register again")
 
@@ -100,8 +105,15 @@ def chips_with(state: dict[int, ChipState] | None = None) -> dict[int, Chip]:
     return chips
 
 
+def wipe(fake: FakeApiServer, driver: str | None = None) -> None:
+    """What the kubelet's registration handler deletes: the node's slices (of one driver)."""
+    for obj in fake.objects("resourceslices"):
+        if obj["spec"].get("nodeName") == NODE and driver in (None, obj["spec"].get("driver")):
+            fake.remove("resourceslices", obj["metadata"]["name"])
+
+
 @pytest.fixture
-async def rig(api: ApiClient) -> AsyncIterator[Rig]:
+async def rig(api: ApiClient, fake: FakeApiServer) -> AsyncIterator[Rig]:
     with short_tmp_dir("dra-") as root:
         dev = root / "host" / "dev"
         dev.mkdir(parents=True)
@@ -111,13 +123,17 @@ async def rig(api: ApiClient) -> AsyncIterator[Rig]:
         manager = ResourceManager(board, default_fault_code_table(), PluginMetrics())
         manager.set_chips(chips_with())
         resource_api = ResourceApi(lambda: api)
-        kubelet = FakeDraKubelet(root)
+        kubelet = FakeDraKubelet(root, on_start=lambda: wipe(fake), on_deregister=lambda driver: wipe(fake, driver))
         await kubelet.start()
         driver = new_driver(root, manager, resource_api, kubelet)
         await driver.load()
-        servers = DraServers(driver, kubelet.plugins_dir, kubelet.registry_dir, 4 << 20)
+        publisher = SlicePublisher(NODE, manager, board, resource_api, period=5.0)
+        servers = DraServers(
+            driver, kubelet.plugins_dir, kubelet.registry_dir, 4 << 20,
+            on_registered=lambda: publisher.kick(verify=True),
+        )  # fmt: skip
         await servers.start()
-        rig = Rig(root, manager, board, resource_api, kubelet, driver, servers)
+        rig = Rig(root, manager, board, resource_api, kubelet, driver, servers, publisher)
         try:
             await until(lambda: DRIVER in kubelet.plugins, what="the driver to register")
             yield rig
@@ -387,3 +403,15 @@ def test_withheld_chips_are_unhealthy_for_the_device_plugin_only() -> None:
     assert manager.inventory.chips[3].healthy  # the chip itself is fine: the slice keeps offering it
     manager.set_withheld(frozenset())
     assert all(advertised().values())
+
+
+async def test_a_kubelet_restart_wipes_the_slice_and_the_driver_writes_it_again(rig: Rig, fake: FakeApiServer) -> None:
+    task = asyncio.create_task(rig.publisher.run())
+    try:
+        await until(lambda: len(device_names(the_slice(fake))) == 8, what="the first slice")
+        await rig.kubelet.restart()  # wipes the node's slices, then registers the driver again
+        assert the_slice(fake) is None or rig.kubelet.plugins  # wiped before (or as) the driver came back
+        await until(lambda: len(device_names(the_slice(fake))) == 8, timeout=3, what="the slice written again")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -59,7 +59,7 @@ def dra_args(workdir: Path, apiserver: FakeApiServer) -> list[str]:
 async def node(apiserver: FakeApiServer) -> AsyncIterator[DraNode]:
     with short_tmp_dir("dra-") as workdir:
         exporter = start_exporter(workdir / "exporter", profile="910b-8")
-        kubelet = FakeDraKubelet(workdir / "k")
+        kubelet = kubelet_for(workdir / "k", apiserver)
         await kubelet.start()
         (workdir / "dp").mkdir()
         plugin = start_plugin(workdir, exporter, workdir / "dp", *dra_args(workdir, apiserver), kube="api")
@@ -74,6 +74,17 @@ async def node(apiserver: FakeApiServer) -> AsyncIterator[DraNode]:
             exporter.stop()
             assert code == 0, n.plugin.log_path.read_text()[-3000:]
             assert not list((workdir / "k").rglob("*.sock")), "the driver removes its sockets on shutdown"
+
+
+def kubelet_for(root: Path, apiserver: FakeApiServer) -> FakeDraKubelet:
+    """The fake DRA kubelet, deleting the node's slices where the real one does (its start, a driver leaving)."""
+
+    def wipe(driver: str | None = None) -> None:
+        for obj in apiserver.objects("resourceslices"):
+            if obj["spec"].get("nodeName") == "node-a" and driver in (None, obj["spec"].get("driver")):
+                apiserver.remove("resourceslices", obj["metadata"]["name"])
+
+    return FakeDraKubelet(root, on_start=wipe, on_deregister=wipe)
 
 
 def slice_devices(apiserver: FakeApiServer) -> list[dict[str, Any]]:
@@ -116,6 +127,8 @@ async def test_registers_publishes_the_slice_and_prepares_across_a_restart(
     node.plugin = node.plugin.restart()
     await wait_ready(node.plugin)
     await until(lambda: DRIVER in node.kubelet.plugins, what="the restarted driver to register")
+    assert node.kubelet.deregistered == [DRIVER]  # the kubelet wiped the slice when the driver left...
+    await until(lambda: len(slice_devices(apiserver)) == 8, what="...and the restarted driver wrote it again")
     assert await node.kubelet.unprepare(DRIVER, [claim]) == {}
     assert not spec_file.exists()
 
@@ -139,7 +152,7 @@ def put_claim(apiserver: FakeApiServer, name: str, device: str) -> dra.Claim:
 async def test_both_apis_never_hand_out_the_same_chip(apiserver: FakeApiServer) -> None:
     with short_tmp_dir("drb-") as workdir:
         exporter = start_exporter(workdir / "exporter", profile="910b-8")
-        dra_kubelet = FakeDraKubelet(workdir / "k")
+        dra_kubelet = kubelet_for(workdir / "k", apiserver)
         await dra_kubelet.start()
         (workdir / "dp").mkdir()
         dp_kubelet = FakeKubelet(workdir / "dp", workdir / "podres")

@@ -10,7 +10,8 @@ kubeedge) where a driver can tell the difference:
   registers the driver (a second registration replaces the first) and only then tells the plugin
   through NotifyRegistrationStatus; a refusal is told as well, with the kubelet's message;
 - a socket that goes away deregisters its driver, and the kubelet wipes the driver's ResourceSlices
-  of its node (`on_deregister` here, since the fake has no clientset of its own);
+  of its node (`on_deregister` here, since the fake has no clientset of its own); a kubelet that
+  starts wipes every ResourceSlice of its node before any driver registers (`on_start`);
 - NodePrepareResources / NodeUnprepareResources go to the registered endpoint with the 45 s call
   timeout; an answer for a claim uid that was not asked, or one that leaves a claim out, is an
   error of the whole call (`DraCallError`), as in manager.go; a claim's own error is returned per
@@ -69,7 +70,13 @@ class PrepareResult:
 
 
 class FakeDraKubelet:
-    def __init__(self, root: Path, *, on_deregister: Callable[[str], None] = lambda name: None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        on_deregister: Callable[[str], None] = lambda name: None,
+        on_start: Callable[[], None] = lambda: None,
+    ) -> None:
         self.registry_dir = root / "plugins_registry"
         self.plugins_dir = root / "plugins"
         self.plugins: dict[str, Registered] = {}
@@ -77,6 +84,7 @@ class FakeDraKubelet:
         self.calls: list[tuple[str, list[str]]] = []  # (method, claim uids), in order
         self.deregistered: list[str] = []  # drivers whose ResourceSlices the kubelet would wipe
         self._on_deregister = on_deregister
+        self._on_start = on_start  # NewRegistrationHandler wipes every slice of the node when the kubelet starts
         self._seen: dict[Path, tuple[int, int]] = {}
         self._task: asyncio.Task[None] | None = None
         self._channels: dict[str, grpc.aio.Channel] = {}
@@ -84,6 +92,7 @@ class FakeDraKubelet:
     async def start(self) -> None:
         self.registry_dir.mkdir(parents=True, exist_ok=True)
         self.plugins_dir.mkdir(parents=True, exist_ok=True)
+        self._on_start()
         await self._scan()  # traversePluginDir
         self._task = asyncio.create_task(self._watch(), name="fake-dra-plugin-watcher")
 

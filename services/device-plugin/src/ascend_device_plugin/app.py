@@ -155,11 +155,16 @@ class DevicePlugin:
             s.node_name, self.manager, api, s.kubelet_plugins_dir / DRIVER, s.cdi_root, on_change=self._dra_changed,
             held_elsewhere=held,
         )  # fmt: skip
-        self.dra = DraServers(self.dra_driver, s.kubelet_plugins_dir, s.plugins_registry_dir, s.max_message_bytes)
         if self.kube is not None:
             self.slices = SlicePublisher(
                 s.node_name, self.manager, self.board, api, period=s.list_watch_period, withheld=held
             )
+        slices = self.slices
+        self.dra = DraServers(
+            self.dra_driver, s.kubelet_plugins_dir, s.plugins_registry_dir, s.max_message_bytes,
+            # A (re)starting kubelet deleted the node's slices before it registered us again.
+            on_registered=(lambda: slices.kick(verify=True)) if slices is not None else lambda: None,
+        )  # fmt: skip
         dra = self.dra
         self.lifecycle.ready_when(
             lambda: None if dra.registration.registered else "dra driver not registered with the kubelet"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,9 @@ class DraService(dra_grpc.DRAPluginServicer):
 
 
 class RegistrationService(reg_grpc.RegistrationServicer):
-    def __init__(self, endpoint: Path) -> None:
+    def __init__(self, endpoint: Path, on_registered: Callable[[], None] = lambda: None) -> None:
         self.endpoint = endpoint
+        self._on_registered = on_registered
         self.registered = False
         self.error = ""
 
@@ -97,6 +99,7 @@ class RegistrationService(reg_grpc.RegistrationServicer):
         self.registered, self.error = request.plugin_registered, request.error
         if request.plugin_registered:
             log.info("dra driver registered with the kubelet", extra={"driver": DRIVER})
+            self._on_registered()
         else:
             log.error("the kubelet refused the dra driver", extra={"driver": DRIVER, "error": request.error})
         return reg.RegistrationStatusResponse()
@@ -124,10 +127,18 @@ async def _start_unix(server: aio.Server, path: Path) -> None:
 class DraServers:
     """Both servers; the DRA service starts first, so the kubelet never finds a driver it cannot call."""
 
-    def __init__(self, driver: DraDriver, plugins_dir: Path, registry_dir: Path, max_message: int) -> None:
+    def __init__(
+        self,
+        driver: DraDriver,
+        plugins_dir: Path,
+        registry_dir: Path,
+        max_message: int,
+        *,
+        on_registered: Callable[[], None] = lambda: None,
+    ) -> None:
         self.socket_path = plugins_dir / DRIVER / DRA_SOCKET
         self.registration_path = registry_dir / REGISTRATION_SOCKET
-        self.registration = RegistrationService(self.socket_path)
+        self.registration = RegistrationService(self.socket_path, on_registered)
         self._service = DraService(driver)
         self._max_message = max_message
         self._servers: list[tuple[aio.Server, Path]] = []

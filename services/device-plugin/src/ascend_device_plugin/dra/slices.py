@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -47,8 +48,16 @@ class SlicePublisher:
         self._wake = asyncio.Event()
         self.published: tuple[DraDevice, ...] | None = None  # what the slice holds, as last written
         self.generation = 0
+        # The kubelet deletes the node's slices when it starts and when a driver deregisters; both
+        # end with our driver registering again, which kicks a read-back (`verify`). A slow read-back
+        # besides catches anyone else's deletion without a GET per wake on every node.
+        self._verify = False
+        self._verify_period = max(60.0, 10 * period)
+        self._verified_at = time.monotonic()
 
-    def kick(self) -> None:
+    def kick(self, *, verify: bool = False) -> None:
+        """Look at the pool again soon; `verify`: read the slice back even if the pool did not change."""
+        self._verify = self._verify or verify
         self._wake.set()
 
     def devices(self) -> list[DraDevice]:
@@ -103,10 +112,14 @@ class SlicePublisher:
         if self.resources.inventory.physical_type is None:
             return False  # no chip yet: an empty slice now would only be replaced in a moment
         devices = tuple(self.devices())
-        if devices == self.published:
+        verify = self._verify or time.monotonic() - self._verified_at > self._verify_period
+        if devices == self.published and not verify:
             return False
         version = await self.api.version()
         current = await self.api.read_slice(slice_name(self.node))
+        self._verify, self._verified_at = False, time.monotonic()
+        if devices == self.published and current is not None and _holds(current, self.generation, devices):
+            return False
         rv: str | None = None
         if current is not None:
             rv = str((current.get("metadata") or {}).get("resourceVersion") or "") or None
@@ -120,6 +133,13 @@ class SlicePublisher:
             extra={"node": self.node, "generation": self.generation, "devices": [d.name for d in devices]},
         )
         return True
+
+
+def _holds(obj: Mapping[str, Any], generation: int, devices: tuple[DraDevice, ...]) -> bool:
+    """The slice as read is the one last written: its generation and device names."""
+    spec = obj.get("spec") or {}
+    names = [d.get("name") for d in spec.get("devices") or [] if isinstance(d, Mapping)]
+    return _generation(obj) == generation and names == [d.name for d in devices]
 
 
 def _generation(obj: Any) -> int:
