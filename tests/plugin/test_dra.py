@@ -415,3 +415,14 @@ async def test_a_kubelet_restart_wipes_the_slice_and_the_driver_writes_it_again(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_spec_left_by_an_unfinished_prepare_is_removed_at_start(rig: Rig, fake: FakeApiServer) -> None:
+    kept = put_claim(fake, "kept", [ours("Ascend910-6")])
+    await rig.kubelet.prepare(DRIVER, [kept])
+    orphan = rig.cdi_root / "ascend.com-npu_dead-beef.yaml"
+    orphan.write_text("{}")  # as if the process died between the spec and the checkpoint
+    other_vendor = rig.cdi_root / "nvidia.com-gpu_x.yaml"
+    other_vendor.write_text("{}")
+    await rig.restart_plugin()
+    assert rig.specs() == sorted([f"ascend.com-npu_{kept.uid}.yaml", "nvidia.com-gpu_x.yaml"])

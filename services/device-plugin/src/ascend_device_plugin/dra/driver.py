@@ -104,6 +104,13 @@ class DraDriver:
         """Read the checkpoint (CheckpointError when it is corrupt: the service must not start)."""
         self._prepared = await asyncio.to_thread(self.checkpoint.load)
         log.info("dra checkpoint loaded", extra={"claims": len(self._prepared), "path": str(self.checkpoint.path)})
+        # A spec without its checkpoint entry was written by a Prepare that did not finish (the
+        # process died before the checkpoint); nothing refers to it, and a retry writes it again.
+        ours = {cdi_spec_name(uid) for uid in self._prepared}
+        for name in await asyncio.to_thread(self.specs.names, cdi_spec_name("")):
+            if name not in ours:
+                await asyncio.to_thread(self.specs.remove, name)
+                log.warning("dra: removed a CDI spec no prepared claim owns", extra={"spec": name})
         self._on_change()
 
     def prepared_devices(self) -> frozenset[str]:

@@ -119,6 +119,13 @@ class CdiSpecs:
     def exists(self, spec_name: str) -> bool:
         return self.path(spec_name).is_file()
 
+    def names(self, prefix: str) -> list[str]:
+        """The spec names in the CDI dir that start with `prefix` (other vendors' files are not ours)."""
+        try:
+            return sorted(p.stem for p in self.root.glob(f"{prefix}*.yaml") if p.is_file())
+        except OSError:
+            return []
+
     def remove(self, spec_name: str) -> None:
         """Idempotent: a spec that is not there is no error (cdi.DeleteClaimSpec)."""
         with contextlib.suppress(FileNotFoundError):
