@@ -66,6 +66,7 @@ def test_messages_and_fields_match_the_upstream_proto(
 def test_the_prepare_maps_are_keyed_by_claim_uid_strings() -> None:
     for name in ("NodePrepareResourcesResponse", "NodeUnprepareResourcesResponse"):
         entry = dra_pb2.DESCRIPTOR.message_types_by_name[name].fields_by_name["claims"].message_type
+        assert entry is not None, name
         assert entry.GetOptions().map_entry, name
         assert entry.fields_by_name["key"].type == STRING
 
