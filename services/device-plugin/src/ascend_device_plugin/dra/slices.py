@@ -54,6 +54,7 @@ class SlicePublisher:
         self._verify = False
         self._verify_period = max(60.0, 10 * period)
         self._verified_at = time.monotonic()
+        self._resource_version: str | None = None  # of our last write; None: read before writing
 
     def kick(self, *, verify: bool = False) -> None:
         """Look at the pool again soon; `verify`: read the slice back even if the pool did not change."""
@@ -108,7 +109,12 @@ class SlicePublisher:
         self._wake.clear()
 
     async def sync(self) -> bool:
-        """Write the slice if the pool changed since it was last written; True when it was written."""
+        """Write the slice if the pool changed since it was last written; True when it was written.
+
+        The slice is replaced at the resourceVersion of our own last write, without reading it first
+        (one request per change on the fault path); it is read only on the first write, a verify, or
+        a 409 (someone else changed it), and then written at once from what was read.
+        """
         if self.resources.inventory.physical_type is None:
             return False  # no chip yet: an empty slice now would only be replaced in a moment
         devices = tuple(self.devices())
@@ -116,23 +122,38 @@ class SlicePublisher:
         if devices == self.published and not verify:
             return False
         version = await self.api.version()
+        if (verify or self._resource_version is None) and not await self._read(devices):
+            return False
+        try:
+            await self._write(devices, version)
+        except SliceConflict:
+            await self._read(devices)
+            await self._write(devices, version)
+        return True
+
+    async def _read(self, devices: tuple[DraDevice, ...]) -> bool:
+        """Read the slice back; False when it holds `devices` as last written (nothing to do)."""
         current = await self.api.read_slice(slice_name(self.node))
         self._verify, self._verified_at = False, time.monotonic()
-        if devices == self.published and current is not None and _holds(current, self.generation, devices):
+        if current is None:
+            self._resource_version = None
+            return True
+        if devices == self.published and _holds(current, self.generation, devices):
             return False
-        rv: str | None = None
-        if current is not None:
-            rv = str((current.get("metadata") or {}).get("resourceVersion") or "") or None
-            self.generation = max(self.generation, _generation(current))
+        self._resource_version = str((current.get("metadata") or {}).get("resourceVersion") or "") or None
+        self.generation = max(self.generation, _generation(current))
+        return True
+
+    async def _write(self, devices: tuple[DraDevice, ...], version: str) -> None:
         body = resource_slice(self.node, devices, self.generation + 1, version)
-        await self.api.write_slice(body, rv)
+        written = await self.api.write_slice(body, self._resource_version)
         self.generation += 1
         self.published = devices
+        self._resource_version = str((written.get("metadata") or {}).get("resourceVersion") or "") or None
         log.info(
             "resourceslice written",
             extra={"node": self.node, "generation": self.generation, "devices": [d.name for d in devices]},
         )
-        return True
 
 
 def _holds(obj: Mapping[str, Any], generation: int, devices: tuple[DraDevice, ...]) -> bool:
