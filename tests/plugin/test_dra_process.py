@@ -124,6 +124,10 @@ async def test_registers_publishes_the_slice_and_prepares_across_a_restart(
     # The 910B's runtime is told phy ids, as by Allocate (only the 950's is told logic ids).
     assert "ASCEND_VISIBLE_DEVICES=3" in env, (env, logic)
 
+    metrics = node.plugin.metrics()
+    assert 'ascend_device_plugin_dra_claims_total{call="prepare",result="ok"} 1.0' in metrics
+    assert "ascend_device_plugin_dra_slice_devices 8.0" in metrics
+
     node.plugin = node.plugin.restart()
     await wait_ready(node.plugin)
     await until(lambda: DRIVER in node.kubelet.plugins, what="the restarted driver to register")

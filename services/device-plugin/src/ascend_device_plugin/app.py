@@ -157,13 +157,15 @@ class DevicePlugin:
         )  # fmt: skip
         if self.kube is not None:
             self.slices = SlicePublisher(
-                s.node_name, self.manager, self.board, api, period=s.list_watch_period, withheld=held
-            )
+                s.node_name, self.manager, self.board, api, period=s.list_watch_period, withheld=held,
+                on_written=self._slice_written,
+            )  # fmt: skip
         slices = self.slices
         self.dra = DraServers(
             self.dra_driver, s.kubelet_plugins_dir, s.plugins_registry_dir, s.max_message_bytes,
             # A (re)starting kubelet deleted the node's slices before it registered us again.
             on_registered=(lambda: slices.kick(verify=True)) if slices is not None else lambda: None,
+            metrics=self.metrics,
         )  # fmt: skip
         dra = self.dra
         self.lifecycle.ready_when(
@@ -175,6 +177,10 @@ class DevicePlugin:
             self.manager.set_withheld(self.dra_driver.prepared_devices())
         if self.slices is not None:
             self.slices.kick()
+
+    def _slice_written(self, devices: int) -> None:
+        self.metrics.dra_slice_writes.inc()
+        self.metrics.dra_slice_devices.set(devices)
 
     def _held_by_device_plugin(self) -> frozenset[str]:
         return frozenset(chips_in_use_for_allocation(self.kube.pods())) if self.kube is not None else frozenset()

@@ -30,6 +30,7 @@ from grpc import aio
 
 from ascend_device_plugin.core.dra import DRIVER
 from ascend_device_plugin.dra.driver import ClaimRef, DraDriver, Outcome
+from ascend_device_plugin.metrics import PluginMetrics
 
 log = logging.getLogger(__name__)
 Ctx = aio.ServicerContext[Any, Any]
@@ -54,8 +55,14 @@ def _prepared(outcome: Outcome) -> dra.NodePrepareResourceResponse:
 
 
 class DraService(dra_grpc.DRAPluginServicer):
-    def __init__(self, driver: DraDriver) -> None:
+    def __init__(self, driver: DraDriver, metrics: PluginMetrics | None = None) -> None:
         self.driver = driver
+        self.metrics = metrics
+
+    def _count(self, call: str, outcomes: dict[str, Outcome]) -> None:
+        if self.metrics is not None:
+            for outcome in outcomes.values():
+                self.metrics.dra_claims.labels(call, "refused" if outcome.error else "ok").inc()
 
     async def NodePrepareResources(
         self, request: dra.NodePrepareResourcesRequest, context: Ctx
@@ -64,6 +71,7 @@ class DraService(dra_grpc.DRAPluginServicer):
         if bad:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"claim {bad[0].namespace}/{bad[0].name} has no uid")
         outcomes = await self.driver.prepare(_refs(request.claims))
+        self._count("prepare", outcomes)
         return dra.NodePrepareResourcesResponse(claims={uid: _prepared(o) for uid, o in outcomes.items()})
 
     async def NodeUnprepareResources(
@@ -73,6 +81,7 @@ class DraService(dra_grpc.DRAPluginServicer):
         if bad:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"claim {bad[0].namespace}/{bad[0].name} has no uid")
         outcomes = await self.driver.unprepare(_refs(request.claims))
+        self._count("unprepare", outcomes)
         return dra.NodeUnprepareResourcesResponse(
             claims={uid: dra.NodeUnprepareResourceResponse(error=o.error) for uid, o in outcomes.items()}
         )
@@ -135,11 +144,12 @@ class DraServers:
         max_message: int,
         *,
         on_registered: Callable[[], None] = lambda: None,
+        metrics: PluginMetrics | None = None,
     ) -> None:
         self.socket_path = plugins_dir / DRIVER / DRA_SOCKET
         self.registration_path = registry_dir / REGISTRATION_SOCKET
         self.registration = RegistrationService(self.socket_path, on_registered)
-        self._service = DraService(driver)
+        self._service = DraService(driver, metrics)
         self._max_message = max_message
         self._servers: list[tuple[aio.Server, Path]] = []
 

@@ -38,6 +38,7 @@ class SlicePublisher:
         *,
         period: float,
         withheld: Callable[[], frozenset[str]] = frozenset,
+        on_written: Callable[[int], None] = lambda devices: None,
     ) -> None:
         self.node = node
         self.resources = resources
@@ -45,6 +46,7 @@ class SlicePublisher:
         self.api = api
         self.period = period
         self._withheld = withheld  # device names the other API holds: not offered here
+        self._on_written = on_written  # told the device count of each generation written (metrics)
         self._wake = asyncio.Event()
         self.published: tuple[DraDevice, ...] | None = None  # what the slice holds, as last written
         self.generation = 0
@@ -150,6 +152,7 @@ class SlicePublisher:
         self.generation += 1
         self.published = devices
         self._resource_version = str((written.get("metadata") or {}).get("resourceVersion") or "") or None
+        self._on_written(len(devices))
         log.info(
             "resourceslice written",
             extra={"node": self.node, "generation": self.generation, "devices": [d.name for d in devices]},
