@@ -30,11 +30,6 @@ from ascend_device_plugin.allocation.softshare import SoftSharePath
 from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
 from ascend_device_plugin.allocation.softshare_files import HostFiles
 from ascend_device_plugin.allocation.vnpu import DynamicVnpu
-from ascend_device_plugin.core.dra import DRIVER
-from ascend_device_plugin.dra.driver import DraDriver
-from ascend_device_plugin.dra.kube import ResourceApi
-from ascend_device_plugin.dra.server import DraServers
-from ascend_device_plugin.dra.slices import SlicePublisher
 from ascend_device_plugin.kubelet.registrar import Registrar
 from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
 from ascend_device_plugin.metrics import PluginMetrics
@@ -47,6 +42,9 @@ from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
 
 if TYPE_CHECKING:
+    from ascend_device_plugin.dra.driver import DraDriver
+    from ascend_device_plugin.dra.server import DraServers
+    from ascend_device_plugin.dra.slices import SlicePublisher
     from ascend_device_plugin.kube import KubeBridge
 
 log = logging.getLogger(__name__)
@@ -137,6 +135,7 @@ class DevicePlugin:
         if s.kubelet_api != "dra":
             kit.ready_when(lambda: None if self.registrar.all_registered() else "not registered with the kubelet")
         self.dra: DraServers | None = None
+        self.dra_driver: DraDriver | None = None
         self.slices: SlicePublisher | None = None
         if s.kubelet_api != "device-plugin":
             self._wire_dra()
@@ -146,6 +145,14 @@ class DevicePlugin:
 
     def _wire_dra(self) -> None:
         """The DRA driver beside (or instead of) the device plugin, on the same resource manager."""
+        # Imported only when switched on: the resource API client pulls in the Kubernetes client,
+        # which a device plugin without DRA (and without a cluster) must not load.
+        from ascend_device_plugin.core.dra import DRIVER
+        from ascend_device_plugin.dra.driver import DraDriver
+        from ascend_device_plugin.dra.kube import ResourceApi
+        from ascend_device_plugin.dra.server import DraServers
+        from ascend_device_plugin.dra.slices import SlicePublisher
+
         s = self.settings
         api = ResourceApi(lambda: self.kube.api if self.kube is not None else None)
         # `both`: a chip goes to one API at a time. The device plugin's pods name theirs in the
@@ -173,7 +180,7 @@ class DevicePlugin:
         )
 
     def _dra_changed(self) -> None:
-        if self.settings.kubelet_api == "both":
+        if self.settings.kubelet_api == "both" and self.dra_driver is not None:
             self.manager.set_withheld(self.dra_driver.prepared_devices())
         if self.slices is not None:
             self.slices.kick()
@@ -261,7 +268,7 @@ class DevicePlugin:
         self._started = True
         if self.settings.kubelet_api != "dra":
             await self.registrar.start()
-        if self.dra is not None:
+        if self.dra is not None and self.dra_driver is not None:
             await self.dra_driver.load()
             await self.dra.start()
         if self.slices is not None:
