@@ -79,7 +79,9 @@ async def test_registration_prepare_restart_unprepare_under_the_real_dra_manager
     binary: Path, apiserver: FakeApiServer
 ) -> None:
     with short_tmp_dir("drr-") as workdir:
-        kubelet = RealDraKubelet(binary, workdir / "k" / "plugins_registry", workdir / "kstate", workdir / "kubelet.log")
+        kubelet = RealDraKubelet(
+            binary, workdir / "k" / "plugins_registry", workdir / "kstate", workdir / "kubelet.log"
+        )
         await kubelet.start()
         exporter = start_exporter(workdir / "exporter", profile="910b-8")
         (workdir / "dp").mkdir()
@@ -119,7 +121,9 @@ async def test_registration_prepare_restart_unprepare_under_the_real_dra_manager
             await wait_ready(plugin)
             await until(lambda: len(kubelet.events("register", DRIVER)) == 2, what="the restarted driver registered")
             assert [e["event"] for e in kubelet.registrations if e["event"] != "validate"] == [
-                "register", "deregister", "register"
+                "register",
+                "deregister",
+                "register",
             ], kubelet.registrations
             assert spec_file.exists(), "a restart keeps the prepared claim's CDI spec"
             await until(lambda: len(slice_devices(apiserver)) == 8, what="the restarted driver's slice")
