@@ -155,3 +155,64 @@ async def test_registration_prepare_restart_unprepare_under_the_real_dra_manager
             shutil.copyfile(kubelet.log, Path(tempfile.gettempdir()) / "last-kubelet-dra-harness.log")
             exporter.stop()
             assert code == 0, plugin.log_path.read_text()[-3000:]
+
+
+async def test_kubelet_restart_and_a_bad_claim_under_the_real_dra_manager(
+    binary: Path, apiserver: FakeApiServer
+) -> None:
+    """The kubelet restarts between Prepare and Unprepare (its checkpoint kept, the driver found again in
+    plugins_registry without restarting); a claim for another node's pool fails the pod's preparation with
+    our per-claim reason, and no file is written."""
+    with short_tmp_dir("drk-") as workdir:
+
+        def kubelet_process() -> RealDraKubelet:
+            return RealDraKubelet(
+                binary, workdir / "k" / "plugins_registry", workdir / "kstate", workdir / "kubelet.log"
+            )
+
+        kubelet = kubelet_process()
+        await kubelet.start()
+        exporter = start_exporter(workdir / "exporter", profile="910b-8")
+        (workdir / "dp").mkdir()
+        plugin = start_plugin(workdir, exporter, workdir / "dp", *dra_args(workdir, apiserver), kube="api")
+        try:
+            await wait_ready(plugin)
+            pod = pod_with_claim("train-0", "train")
+            stored = apiserver.put_object("resourceclaims", allocated_claim("train", "Ascend910-5", pod))
+            await kubelet.claim(stored)
+            assert (await kubelet.prepare(pod))["cdi"] == {"main": ["ascend.com/npu=5"]}
+            spec_file = workdir / "cdi" / f"ascend.com-npu_{stored['metadata']['uid']}.yaml"
+            assert spec_file.exists()
+
+            await kubelet.stop()
+            kubelet = kubelet_process()
+            await kubelet.start()
+            # The new plugin manager walks plugins_registry at start and registers the running driver again.
+            await until(lambda: kubelet.events("register", DRIVER), what="the driver registered with the new kubelet")
+            assert kubelet.events("register", DRIVER)[0]["error"] == ""
+            await kubelet.claim(stored)  # the API server outlives a kubelet: the new clientset holds the claim too
+            # The restarted manager restores the claim from its checkpoint but not that it was prepared (1.32 keeps
+            # `prepared` in memory only), so it sends NodePrepareResources again and appends the answer's devices
+            # to the restored ones: the driver must answer a prepared claim again with the same devices.
+            prepared_again = await kubelet.prepare(pod)
+            assert prepared_again["error"] == "", prepared_again
+            assert prepared_again["cdi"] == {"main": ["ascend.com/npu=5", "ascend.com/npu=5"]}  # the kubelet's doubling
+            assert 'dra_claims_total{call="prepare",result="ok"} 2.0' in plugin.metrics()
+            assert list((workdir / "cdi").iterdir()) == [spec_file]
+            assert (await kubelet.unprepare(pod))["error"] == ""
+            assert not spec_file.exists()
+
+            other = pod_with_claim("train-1", "elsewhere")
+            bad = allocated_claim("elsewhere", "Ascend910-2", other)
+            bad["status"]["allocation"]["devices"]["results"][0]["pool"] = "node-b"
+            bad_stored = apiserver.put_object("resourceclaims", bad)
+            await kubelet.claim(bad_stored)
+            refused = await kubelet.prepare(other)
+            assert refused["error"].startswith("NodePrepareResources failed for claim ml/elsewhere: "), refused
+            assert "node-b" in refused["error"], refused
+            assert not list((workdir / "cdi").glob(f"*{bad_stored['metadata']['uid']}*"))
+        finally:
+            code = plugin.stop()
+            await kubelet.stop()
+            exporter.stop()
+            assert code == 0, plugin.log_path.read_text()[-3000:]
