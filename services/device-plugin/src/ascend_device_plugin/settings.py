@@ -9,7 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Self
 
-from ascend_common.adapters.kubelet.constants import DEFAULT_PLUGIN_DIR, DEFAULT_PODRESOURCES_SOCKET
+from ascend_common.adapters.kubelet.constants import (
+    DEFAULT_KUBELET_PLUGINS_DIR,
+    DEFAULT_PLUGIN_DIR,
+    DEFAULT_PLUGINS_REGISTRY_DIR,
+    DEFAULT_PODRESOURCES_SOCKET,
+)
 from ascend_common.adapters.settings import HostPort, service_config
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, CliImplicitFlag
@@ -113,6 +118,25 @@ class PluginSettings(BaseSettings):
         "(container_npu_utilization, container_npu_total_memory, container_npu_used_memory, npu_container_info): "
         "the kubelet's PodResources List and the exporter's chips, each within min(5 s, period); a scrape "
         "serves the last sample. 0: off.",
+    )
+    # ---- Dynamic Resource Allocation (issue 27) -----------------------------------------------
+    kubelet_api: Literal["device-plugin", "dra", "both"] = Field(
+        "device-plugin",
+        description="The kubelet API the chips are offered through: device-plugin (huawei.com/<type> resources), "
+        "dra (a DRA driver npu.huawei.com: ResourceSlices, NodePrepareResources), or both at once.",
+    )
+    plugins_registry_dir: Path = Field(
+        Path(DEFAULT_PLUGINS_REGISTRY_DIR),
+        description="DRA: the kubelet plugin watcher's directory, where the registration socket "
+        "npu.huawei.com-reg.sock is created.",
+    )
+    kubelet_plugins_dir: Path = Field(
+        Path(DEFAULT_KUBELET_PLUGINS_DIR),
+        description="DRA: the kubelet's plugins directory; the driver serves <dir>/npu.huawei.com/dra.sock and "
+        "keeps its checkpoint of prepared claims there.",
+    )
+    cdi_root: Path = Field(
+        Path("/var/run/cdi"), description="DRA: where the per-claim CDI specs are written (the runtime's CDI dir)."
     )
 
     @model_validator(mode="after")

@@ -102,6 +102,8 @@ class ResourceManager:
         self._super_pod: SuperPod = NO_SUPER_POD
         self._main_board_id: int | None = None
         self._inventory = Inventory.empty()
+        # `--kubelet-api both`: chips the DRA driver prepared for claims, Unhealthy for the kubelet here.
+        self._withheld: frozenset[str] = frozenset()
 
     @property
     def inventory(self) -> Inventory:
@@ -231,7 +233,7 @@ class ResourceManager:
         rtype = inventory.physical_type
         if rtype is None:
             return
-        chips = list(inventory.chips.values())
+        chips = [replace(c, healthy=False) if c.name in self._withheld else c for c in inventory.chips.values()]
         if not self._share_warned and chips:
             warning = ignored_share_count((c.family for c in chips), self._share_count, self._soft_share)
             if warning is not None:
@@ -279,3 +281,11 @@ class ResourceManager:
         devices = tuple(AdvertisedDevice(e.id, e.healthy, e.numa) for e in entries)
         if self._board.publish(resource, devices):
             self._listener.devices_published(resource, devices)
+
+    def set_withheld(self, names: frozenset[str]) -> None:
+        """`--kubelet-api both`: these chips (by name) are prepared for DRA claims, so the device
+        plugin advertises them Unhealthy (the kubelet allocates only Healthy devices) until they are
+        released. Their health as the inventory says it, which the ResourceSlice follows, is unchanged."""
+        if names != self._withheld:
+            self._withheld = names
+            self._publish_devices()

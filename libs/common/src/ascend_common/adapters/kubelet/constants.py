@@ -41,3 +41,21 @@ PODRESOURCES_GET_ALLOCATABLE_METHOD: Final = f"/{PODRESOURCES_SERVICE}/GetAlloca
 
 # The kubelet gives PreStartContainer this long before it fails the container start.
 PRE_START_CONTAINER_TIMEOUT_S: Final = 30.0
+
+# ---- Dynamic Resource Allocation (k8s.io/kubelet/pkg/apis/dra/v1beta1, pluginregistration/v1) ----
+# The kubelet's plugin watcher scans this directory for registration sockets (a name starting with
+# "." is skipped); a DRA driver serves its own API on a socket under DEFAULT_KUBELET_PLUGINS_DIR/<driver>/.
+DEFAULT_PLUGINS_REGISTRY_DIR: Final = Path("/var/lib/kubelet/plugins_registry")
+DEFAULT_KUBELET_PLUGINS_DIR: Final = Path("/var/lib/kubelet/plugins")
+DRA_PLUGIN_TYPE: Final = "DRAPlugin"  # PluginInfo.type (pluginregistration/v1 constants.go)
+# What a driver lists in PluginInfo.supported_versions: "<proto package's last part>.<service>"
+# (dra/v1beta1 types.go DRAPluginService); the kubelet 1.32 picks it before v1alpha4.NodeService.
+DRA_V1BETA1_SERVICE_NAME: Final = "v1beta1.DRAPlugin"
+PLUGIN_REGISTRATION_SERVICE: Final = "pluginregistration.Registration"
+GET_INFO_METHOD: Final = f"/{PLUGIN_REGISTRATION_SERVICE}/GetInfo"
+NOTIFY_REGISTRATION_STATUS_METHOD: Final = f"/{PLUGIN_REGISTRATION_SERVICE}/NotifyRegistrationStatus"
+DRA_V1BETA1_SERVICE: Final = "k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin"
+NODE_PREPARE_RESOURCES_METHOD: Final = f"/{DRA_V1BETA1_SERVICE}/NodePrepareResources"
+NODE_UNPREPARE_RESOURCES_METHOD: Final = f"/{DRA_V1BETA1_SERVICE}/NodeUnprepareResources"
+# The kubelet's deadline for one DRA call (cm/dra/plugin/registration.go defaultClientCallTimeout).
+DRA_CALL_TIMEOUT_S: Final = 45.0

@@ -1,0 +1,148 @@
+"""The node's chips as Dynamic Resource Allocation devices: the ResourceSlice the driver publishes.
+
+Pure. Reference: component/ascend-dynamic-resource-allocation (internal/device/generation_910.go,
+generation_950.go, internal/driver/driver.go `buildDriverResources`): driver `npu.huawei.com`, one
+slice per node whose pool is the node name, a device per chip named `Ascend910-<phy>` (the 950:
+`npu-<phy>`), attributes `deviceType` (the device manager's dev type, `Ascend910A5` on the 950)
+and `physicId`. Beyond the reference every device carries what the plugin knows of its chip:
+`logicId`, `numaNode`, `cardId`, `hccsRing` (the chip's hot-reset group, named by its lowest logic
+id, so that `matchAttribute` on it asks for chips of one ring), `superPodId`, `serverIndex`,
+`rackId` (950) and the capacity `hbm`. Every device carries every attribute of its family, -1
+where the chip did not report it (as the plugin's labels and annotations say "not read"), so that
+a selector never meets a missing key (a CEL error, not a non-match); `hbm` is left out when unread,
+as a made-up capacity would satisfy requests it cannot.
+
+Health: a chip that is not healthy leaves the pool's next generation and comes back when it
+recovers. The Kubernetes 1.32 API (resource.k8s.io/v1beta1, the kubelet vendored here) has no
+device taints; dropping the device works on every API version, and the scheduler never allocates
+a device that is not in the current generation of its pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ascend_common.chips import ChipFamily
+from ascend_common.reset_groups import reset_group, topology_of
+from ascend_common.schemas.exporter import Chip
+from ascend_common.superpod import SuperPod
+
+DRIVER: Final = "npu.huawei.com"
+DEVICE_CLASS: Final = DRIVER
+RESOURCE_GROUP: Final = "resource.k8s.io"
+# Newest first: the version a slice is written in is the newest the apiserver serves.
+API_VERSIONS: Final = ("v1", "v1beta1")
+
+ATTR_DEVICE_TYPE: Final = "deviceType"
+ATTR_PHYSIC_ID: Final = "physicId"
+ATTR_LOGIC_ID: Final = "logicId"
+ATTR_NUMA_NODE: Final = "numaNode"
+ATTR_CARD_ID: Final = "cardId"
+ATTR_HCCS_RING: Final = "hccsRing"
+ATTR_SUPER_POD_ID: Final = "superPodId"
+ATTR_SERVER_INDEX: Final = "serverIndex"
+ATTR_RACK_ID: Final = "rackId"
+CAPACITY_HBM: Final = "hbm"
+
+# The reference's dev type (devmanager GetDevType) where it differs from our family name.
+_DEV_TYPE: Final[Mapping[ChipFamily, str]] = {ChipFamily.ASCEND950: "Ascend910A5"}
+
+AttributeValue = int | str | bool
+UNKNOWN: Final = -1  # not reported, or not in a super pod
+
+
+@dataclass(frozen=True)
+class DraDevice:
+    """One chip as a DRA device: its name in the pool, attributes and capacities."""
+
+    name: str
+    phy_id: int
+    logic_id: int
+    attributes: Mapping[str, AttributeValue] = field(hash=False)
+    capacity: Mapping[str, str] = field(hash=False)  # Kubernetes quantities, e.g. "65536Mi"
+
+
+def device_type(family: ChipFamily) -> str:
+    """The `deviceType` attribute: the reference's dev type (`Ascend910B`, `Ascend910A3`, `Ascend910A5`)."""
+    return _DEV_TYPE.get(family, family.value)
+
+
+def dra_devices(chips: Iterable[Chip], super_pod: SuperPod) -> list[DraDevice]:
+    """Every chip of known family as a DRA device, by phy id, whatever its health."""
+    known = [c for c in chips if c.family is not None and c.resource_type is not None]
+    topologies = [t for t in (topology_of(c) for c in known) if t is not None]
+    devices = []
+    for chip in known:
+        assert chip.family is not None  # filtered above; narrows for mypy
+        s = chip.static
+        attrs: dict[str, AttributeValue] = {
+            ATTR_DEVICE_TYPE: device_type(chip.family),
+            ATTR_PHYSIC_ID: chip.phy_id,
+            ATTR_LOGIC_ID: chip.logic_id,
+        }
+        numa = s.numa_node.value if s.numa_node.is_ok and s.numa_node.value is not None else UNKNOWN
+        topo = topology_of(chip)
+        attrs[ATTR_NUMA_NODE] = max(numa, UNKNOWN)
+        attrs[ATTR_CARD_ID] = max(chip.card_id, UNKNOWN)
+        attrs[ATTR_HCCS_RING] = min(reset_group(topo, topologies)) if topo is not None else chip.logic_id
+        attrs[ATTR_SUPER_POD_ID] = super_pod.super_pod_id
+        attrs[ATTR_SERVER_INDEX] = super_pod.server_index
+        if chip.family is ChipFamily.ASCEND950:
+            attrs[ATTR_RACK_ID] = super_pod.rack_id
+        capacity: dict[str, str] = {}
+        hbm = chip.dynamic.hbm.value if chip.dynamic is not None and chip.dynamic.hbm.is_ok else None
+        if hbm is not None and hbm.total_mb > 0:
+            capacity[CAPACITY_HBM] = f"{hbm.total_mb}Mi"
+        devices.append(DraDevice(chip.name, chip.phy_id, chip.logic_id, attrs, capacity))
+    return sorted(devices, key=lambda d: d.phy_id)
+
+
+def pool_devices(devices: Sequence[DraDevice], healthy: Mapping[int, bool]) -> list[DraDevice]:
+    """The devices the pool offers: the healthy ones (`healthy` by phy id; an unknown chip is not)."""
+    return [d for d in devices if healthy.get(d.phy_id, False)]
+
+
+def _attribute(value: AttributeValue) -> dict[str, AttributeValue]:
+    # bool before int: a bool is an int in Python, and the API keeps the two apart.
+    if isinstance(value, bool):
+        return {"bool": value}
+    if isinstance(value, int):
+        return {"int": value}
+    return {"string": value}
+
+
+def _device_body(device: DraDevice, api_version: str) -> dict[str, Any]:
+    attrs = {name: _attribute(value) for name, value in device.attributes.items()}
+    capacity = {name: {"value": quantity} for name, quantity in device.capacity.items()}
+    inner: dict[str, Any] = {"attributes": attrs}
+    if capacity:
+        inner["capacity"] = capacity
+    # v1 flattened the device; v1beta1 keeps its fields under `basic`.
+    return {"name": device.name, **inner} if api_version == "v1" else {"name": device.name, "basic": inner}
+
+
+def slice_name(node: str) -> str:
+    """The node's slice: one per node and driver (the reference's helper generates a name; we need a
+    fixed one to update in place). At most 253 characters: a node name is at most 253 too, so the
+    name keeps the node's head and stays unique through the driver suffix."""
+    suffix = "-" + DRIVER
+    return node[: 253 - len(suffix)] + suffix
+
+
+def resource_slice(node: str, devices: Sequence[DraDevice], generation: int, api_version: str = "v1") -> dict[str, Any]:
+    """The ResourceSlice object for `node`'s pool at `generation` (no resourceVersion: the caller sets it)."""
+    if api_version not in API_VERSIONS:
+        raise ValueError(f"unsupported resource.k8s.io version {api_version!r}; known: {', '.join(API_VERSIONS)}")
+    return {
+        "apiVersion": f"{RESOURCE_GROUP}/{api_version}",
+        "kind": "ResourceSlice",
+        "metadata": {"name": slice_name(node), "labels": {"app.kubernetes.io/managed-by": "ascend-device-plugin"}},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
+            "devices": [_device_body(d, api_version) for d in devices],
+        },
+    }

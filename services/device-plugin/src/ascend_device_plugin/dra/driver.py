@@ -1,0 +1,219 @@
+"""NodePrepareResources / NodeUnprepareResources: claims in, CDI specs and the checkpoint out.
+
+The rules are core.dra_claims'; this is their shell: it reads the claim from the apiserver, the
+chips from the resource manager, and writes through `state` (in a thread: file I/O and fsync have
+no place on the event loop). Calls are serialized: the kubelet sends one batch per pod, and two
+batches that raced over the checkpoint could lose a claim.
+
+A bad claim gets its own error and writes nothing; the other claims of the batch go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ascend_device_plugin.allocation.containers import HOST_DEV_NODES
+from ascend_device_plugin.core.allocate import UB_DEVICE_DIRS, hccl_topo_path
+from ascend_device_plugin.core.dra_claims import (
+    ClaimDevice,
+    ClaimError,
+    cdi_device_id,
+    cdi_spec,
+    cdi_spec_name,
+    claim_devices,
+)
+from ascend_device_plugin.dra.state import CdiSpecs, Checkpoint, PreparedClaims, PreparedDevice
+from ascend_device_plugin.resources.inventory import InventorySource
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClaimRef:
+    """A claim as the kubelet names it (the proto's Claim)."""
+
+    namespace: str
+    name: str
+    uid: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class ClaimLookupError(Exception):
+    """The claim could not be read (no cluster, not found, apiserver down)."""
+
+
+class ClaimReader(Protocol):
+    async def read_claim(self, namespace: str, name: str) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One claim's answer: its devices, or why it failed."""
+
+    devices: tuple[PreparedDevice, ...] = ()
+    error: str = ""
+
+
+def _host_files(dev_root: Path) -> tuple[frozenset[str], list[str]]:
+    """The shared driver nodes the host has, and every UB device file (as Containers finds them)."""
+    nodes = frozenset(p for p in HOST_DEV_NODES if (dev_root / p.lstrip("/")).exists())
+    ub: list[str] = []
+    for directory in UB_DEVICE_DIRS:
+        try:
+            names = sorted(p.name for p in (dev_root / directory.lstrip("/")).iterdir() if not p.is_dir())
+        except OSError:
+            continue
+        ub.extend(f"{directory}/{name}" for name in names)
+    return nodes, ub
+
+
+class DraDriver:
+    def __init__(
+        self,
+        node: str,
+        resources: InventorySource,
+        claims: ClaimReader,
+        state_dir: Path,
+        cdi_root: Path,
+        *,
+        dev_root: Path = Path("/"),
+        on_change: Callable[[], None] = lambda: None,
+        held_elsewhere: Callable[[], frozenset[str]] = frozenset,
+    ) -> None:
+        self.node = node
+        self.resources = resources
+        self.claims = claims
+        self.checkpoint = Checkpoint(state_dir)
+        self.specs = CdiSpecs(cdi_root)
+        self.dev_root = dev_root
+        self._on_change = on_change  # told when the set of prepared chips changed
+        # `--kubelet-api both`: the chips the device plugin handed out, which no claim may get.
+        self._held_elsewhere = held_elsewhere
+        self._prepared: PreparedClaims = {}
+        self._lock = asyncio.Lock()
+
+    async def load(self) -> None:
+        """Read the checkpoint (CheckpointError when it is corrupt: the service must not start)."""
+        self._prepared = await asyncio.to_thread(self.checkpoint.load)
+        log.info("dra checkpoint loaded", extra={"claims": len(self._prepared), "path": str(self.checkpoint.path)})
+        # A spec without its checkpoint entry was written by a Prepare that did not finish (the
+        # process died before the checkpoint); nothing refers to it, and a retry writes it again.
+        ours = {cdi_spec_name(uid) for uid in self._prepared}
+        for name in await asyncio.to_thread(self.specs.names, cdi_spec_name("")):
+            if name not in ours:
+                await asyncio.to_thread(self.specs.remove, name)
+                log.warning("dra: removed a CDI spec no prepared claim owns", extra={"spec": name})
+        self._on_change()
+
+    def prepared_devices(self) -> frozenset[str]:
+        """The device names held by prepared claims (the other API must not hand them out)."""
+        return frozenset(d.deviceName for devices in self._prepared.values() for d in devices)
+
+    # ---- the calls ---------------------------------------------------------------------------
+
+    async def prepare(self, claims: Sequence[ClaimRef]) -> dict[str, Outcome]:
+        async with self._lock:
+            return {claim.uid: await self._prepare_one(claim) for claim in claims}
+
+    async def unprepare(self, claims: Sequence[ClaimRef]) -> dict[str, Outcome]:
+        async with self._lock:
+            return {claim.uid: await self._unprepare_one(claim) for claim in claims}
+
+    async def _prepare_one(self, ref: ClaimRef) -> Outcome:
+        known = self._prepared.get(ref.uid)
+        if known is not None:
+            # Prepared before (a kubelet retry, or a restart of either side): the same answer, and the
+            # spec again if it went missing; never a second entry.
+            if not await asyncio.to_thread(self.specs.exists, cdi_spec_name(ref.uid)):
+                try:
+                    devices = self._from_names(ref, known)
+                    await self._write_spec(ref, devices)
+                except (ClaimError, OSError, ValueError) as exc:
+                    return self._failed("prepare", ref, str(exc))
+            return Outcome(tuple(known))
+        try:
+            claim = await self.claims.read_claim(ref.namespace, ref.name)
+        except ClaimLookupError as exc:
+            return self._failed("prepare", ref, f"claim {ref.key}: {exc}")
+        try:
+            devices = claim_devices(claim, uid=ref.uid, node=self.node, chips=self._chips_by_name())
+            self._check_free(ref, devices)
+            await self._write_spec(ref, devices)
+        except (ClaimError, ValueError) as exc:
+            return self._failed("prepare", ref, str(exc))
+        except OSError as exc:
+            return self._failed("prepare", ref, f"claim {ref.key}: writing its CDI spec failed: {exc}")
+        prepared = [PreparedDevice([d.request], self.node, d.device, [cdi_device_id(d.phy_id)]) for d in devices]
+        claims = {**self._prepared, ref.uid: prepared}
+        try:
+            await asyncio.to_thread(self.checkpoint.save, claims)
+        except OSError as exc:
+            await asyncio.to_thread(self.specs.remove, cdi_spec_name(ref.uid))
+            return self._failed("prepare", ref, f"claim {ref.key}: saving the checkpoint failed: {exc}")
+        self._prepared = claims
+        log.info("dra claim prepared", extra={"claim": ref.key, "uid": ref.uid, "devices": [d.device for d in devices]})
+        self._on_change()
+        return Outcome(tuple(prepared))
+
+    async def _unprepare_one(self, ref: ClaimRef) -> Outcome:
+        try:
+            await asyncio.to_thread(self.specs.remove, cdi_spec_name(ref.uid))
+            if ref.uid in self._prepared:
+                claims = {uid: d for uid, d in self._prepared.items() if uid != ref.uid}
+                await asyncio.to_thread(self.checkpoint.save, claims)
+                self._prepared = claims
+                self._on_change()
+        except OSError as exc:
+            return self._failed("unprepare", ref, f"claim {ref.key}: {exc}")
+        log.info("dra claim unprepared", extra={"claim": ref.key, "uid": ref.uid})
+        return Outcome()
+
+    # ---- helpers -----------------------------------------------------------------------------
+
+    def _failed(self, what: str, ref: ClaimRef, error: str) -> Outcome:
+        log.warning(f"dra {what} refused", extra={"claim": ref.key, "uid": ref.uid, "error": error})
+        return Outcome(error=error)
+
+    def _check_free(self, ref: ClaimRef, devices: Sequence[ClaimDevice]) -> None:
+        """No chip goes to two consumers: not one the device plugin handed out, not one another claim holds."""
+        elsewhere = self._held_elsewhere()
+        taken = [d.device for d in devices if d.device in elsewhere]
+        if taken:
+            raise ClaimError(f"claim {ref.key}: {', '.join(taken)} is allocated through the device plugin")
+        others = {d.deviceName: uid for uid, ds in self._prepared.items() if uid != ref.uid for d in ds}
+        double = [d.device for d in devices if d.device in others]
+        if double:
+            raise ClaimError(f"claim {ref.key}: {', '.join(double)} is prepared for claim uid {others[double[0]]}")
+
+    def _chips_by_name(self) -> dict[str, int]:
+        return {chip.name: phy for phy, chip in self.resources.inventory.chips.items()}
+
+    def _from_names(self, ref: ClaimRef, prepared: Sequence[PreparedDevice]) -> list[ClaimDevice]:
+        chips = self._chips_by_name()
+        missing = [d.deviceName for d in prepared if d.deviceName not in chips]
+        if missing:
+            raise ClaimError(f"claim {ref.key}: its prepared devices {missing} are no chips of this node any more")
+        return [ClaimDevice(d.requestNames[0] if d.requestNames else "", d.deviceName, chips[d.deviceName])
+                for d in prepared]  # fmt: skip
+
+    async def _write_spec(self, ref: ClaimRef, devices: Sequence[ClaimDevice]) -> None:
+        inventory = self.resources.inventory
+        if not inventory.chips:
+            raise ClaimError(f"claim {ref.key}: no chip inventory yet")
+        first = min(inventory.chips.values(), key=lambda c: c.logic_id)
+        family = first.family
+        nodes, ub = await asyncio.to_thread(_host_files, self.dev_root)
+        spec = cdi_spec(
+            devices, family=family, logic_by_phy={phy: c.logic_id for phy, c in inventory.chips.items()},
+            host_dev_nodes=nodes, ub_devices=ub,
+            hccl_topo=hccl_topo_path(family, first.board_id, inventory.main_board_id, first.super_pod_type),
+        )  # fmt: skip
+        await asyncio.to_thread(self.specs.write, cdi_spec_name(ref.uid), spec)

@@ -1,0 +1,172 @@
+"""Keeps this node's ResourceSlice in step with the chips and their health.
+
+Woken by the same ViewBoard change that wakes the device plugin's ListAndWatch streams (the
+resource manager publishes the physical resource's devices with their health), and by the driver
+when the chips the other API holds change (`--kubelet-api both`); the list-watch period bounds a
+wait otherwise. Each wake renders the pool (core.dra) and writes it only when it differs from
+what was written: a new generation, replacing the slice at the resourceVersion read (a 409 reads
+it again). The slice is this node's only: its name, nodeName and pool are the node's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ascend_common.adapters.clients.backoff import Backoff
+from ascend_common.adapters.kube.client import KubeApiError
+
+from ascend_device_plugin.core.dra import DraDevice, dra_devices, pool_devices, resource_slice, slice_name
+from ascend_device_plugin.dra.kube import ResourceApi, SliceConflict
+from ascend_device_plugin.resources.inventory import InventorySource
+from ascend_device_plugin.resources.views import ViewBoard
+
+log = logging.getLogger(__name__)
+
+
+class SlicePublisher:
+    def __init__(
+        self,
+        node: str,
+        resources: InventorySource,
+        board: ViewBoard,
+        api: ResourceApi,
+        *,
+        period: float,
+        withheld: Callable[[], frozenset[str]] = frozenset,
+        on_written: Callable[[int], None] = lambda devices: None,
+    ) -> None:
+        self.node = node
+        self.resources = resources
+        self.board = board
+        self.api = api
+        self.period = period
+        self._withheld = withheld  # device names the other API holds: not offered here
+        self._on_written = on_written  # told the device count of each generation written (metrics)
+        self._wake = asyncio.Event()
+        self.published: tuple[DraDevice, ...] | None = None  # what the slice holds, as last written
+        self.generation = 0
+        # The kubelet deletes the node's slices when it starts and when a driver deregisters; both
+        # end with our driver registering again, which kicks a read-back (`verify`). A slow read-back
+        # besides catches anyone else's deletion without a GET per wake on every node.
+        self._verify = False
+        self._verify_period = max(60.0, 10 * period)
+        self._verified_at = time.monotonic()
+        self._resource_version: str | None = None  # of our last write; None: read before writing
+
+    def kick(self, *, verify: bool = False) -> None:
+        """Look at the pool again soon; `verify`: read the slice back even if the pool did not change."""
+        self._verify = self._verify or verify
+        self._wake.set()
+
+    def devices(self) -> list[DraDevice]:
+        inventory = self.resources.inventory
+        withheld = self._withheld()
+        healthy = {phy: chip.healthy and chip.name not in withheld for phy, chip in inventory.chips.items()}
+        return pool_devices(dra_devices(inventory.reported.values(), inventory.super_pod), healthy)
+
+    async def run(self) -> None:
+        backoff = Backoff(0.2, 10.0)
+        while True:
+            version = self._seen_version()
+            try:
+                await self.sync()
+                backoff.reset()
+            except (KubeApiError, SliceConflict) as exc:
+                delay = backoff.next()
+                log.warning("resourceslice not written", extra={"node": self.node, "error": str(exc),
+                                                                "retry_s": round(delay, 3)})  # fmt: skip
+                await asyncio.sleep(delay)
+                continue
+            await self._wait(version)
+
+    def _resource(self) -> str | None:
+        rtype = self.resources.inventory.physical_type
+        return rtype.value if rtype is not None else None
+
+    def _seen_version(self) -> int:
+        resource = self._resource()
+        view = self.board.get(resource) if resource is not None else None
+        return view.version if view is not None else -1
+
+    async def _wait(self, version: int) -> None:
+        resource = self._resource()
+        change = (
+            self.board.wait_change(resource, version, self.period)
+            if resource is not None
+            else self.board.wait_resources(self.period)
+        )
+        waits = [asyncio.ensure_future(change), asyncio.ensure_future(self._wake.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._wake.clear()
+
+    async def sync(self) -> bool:
+        """Write the slice if the pool changed since it was last written; True when it was written.
+
+        The slice is replaced at the resourceVersion of our own last write, without reading it first
+        (one request per change on the fault path); it is read only on the first write, a verify, or
+        a 409 (someone else changed it), and then written at once from what was read.
+        """
+        if self.resources.inventory.physical_type is None:
+            return False  # no chip yet: an empty slice now would only be replaced in a moment
+        devices = tuple(self.devices())
+        verify = self._verify or time.monotonic() - self._verified_at > self._verify_period
+        if devices == self.published and not verify:
+            return False
+        version = await self.api.version()
+        if (verify or self._resource_version is None) and not await self._read(devices):
+            return False
+        try:
+            await self._write(devices, version)
+        except SliceConflict:
+            await self._read(devices)
+            await self._write(devices, version)
+        return True
+
+    async def _read(self, devices: tuple[DraDevice, ...]) -> bool:
+        """Read the slice back; False when it holds `devices` as last written (nothing to do)."""
+        current = await self.api.read_slice(slice_name(self.node))
+        self._verify, self._verified_at = False, time.monotonic()
+        if current is None:
+            self._resource_version = None
+            return True
+        if devices == self.published and _holds(current, self.generation, devices):
+            return False
+        self._resource_version = str((current.get("metadata") or {}).get("resourceVersion") or "") or None
+        self.generation = max(self.generation, _generation(current))
+        return True
+
+    async def _write(self, devices: tuple[DraDevice, ...], version: str) -> None:
+        body = resource_slice(self.node, devices, self.generation + 1, version)
+        written = await self.api.write_slice(body, self._resource_version)
+        self.generation += 1
+        self.published = devices
+        self._resource_version = str((written.get("metadata") or {}).get("resourceVersion") or "") or None
+        self._on_written(len(devices))
+        log.info(
+            "resourceslice written",
+            extra={"node": self.node, "generation": self.generation, "devices": [d.name for d in devices]},
+        )
+
+
+def _holds(obj: Mapping[str, Any], generation: int, devices: tuple[DraDevice, ...]) -> bool:
+    """The slice as read is the one last written: its generation and device names."""
+    spec = obj.get("spec") or {}
+    names = [d.get("name") for d in spec.get("devices") or [] if isinstance(d, Mapping)]
+    return _generation(obj) == generation and names == [d.name for d in devices]
+
+
+def _generation(obj: Any) -> int:
+    pool = ((obj.get("spec") or {}).get("pool") or {}) if isinstance(obj, Mapping) else {}
+    value = pool.get("generation", 0)
+    return value if isinstance(value, int) else 0

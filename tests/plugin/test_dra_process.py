@@ -1,0 +1,198 @@
+"""Process tier: the device-plugin with `--kubelet-api dra` beside a sim exporter, under the fake
+DRA kubelet, with claims and slices in the fake API server (resource.k8s.io/v1beta1, as a 1.32
+apiserver serves it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ascend_common.adapters.kubelet import dra_pb2 as dra
+
+from tests.support.exporter import ExporterProc, start_exporter
+from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.support.fake_dra_kubelet import FakeDraKubelet
+from tests.support.fake_kubelet import FakeKubelet, short_tmp_dir
+from tests.support.plugin import PluginProc, start_plugin, wait_ready
+from tests.support.waiting import until
+
+DRIVER = "npu.huawei.com"
+SLICE = "node-a-npu.huawei.com"
+
+
+@pytest.fixture
+def apiserver() -> Iterator[FakeApiServer]:
+    with FakeApiServer(resource_api_versions=("v1beta1",)) as server:
+        server.add_node("node-a", internal_ip="10.1.2.3")
+        yield server
+
+
+@dataclass
+class DraNode:
+    workdir: Path
+    exporter: ExporterProc
+    kubelet: FakeDraKubelet
+    plugin: PluginProc
+
+    @property
+    def cdi_root(self) -> Path:
+        return self.workdir / "cdi"
+
+
+def dra_args(workdir: Path, apiserver: FakeApiServer) -> list[str]:
+    return [
+        "--kubelet-api", "dra",
+        "--plugins-registry-dir", str(workdir / "k" / "plugins_registry"),
+        "--kubelet-plugins-dir", str(workdir / "k" / "plugins"),
+        "--cdi-root", str(workdir / "cdi"),
+        "--kubeconfig", str(write_kubeconfig(workdir / "kubeconfig", apiserver.url)),
+    ]  # fmt: skip
+
+
+@pytest.fixture
+async def node(apiserver: FakeApiServer) -> AsyncIterator[DraNode]:
+    with short_tmp_dir("dra-") as workdir:
+        exporter = start_exporter(workdir / "exporter", profile="910b-8")
+        kubelet = kubelet_for(workdir / "k", apiserver)
+        await kubelet.start()
+        (workdir / "dp").mkdir()
+        plugin = start_plugin(workdir, exporter, workdir / "dp", *dra_args(workdir, apiserver), kube="api")
+        n = DraNode(workdir, exporter, kubelet, plugin)
+        try:
+            await wait_ready(plugin)
+            yield n
+        finally:
+            code = n.plugin.stop()
+            shutil.copyfile(n.plugin.log_path, Path(tempfile.gettempdir()) / "last-device-plugin-dra.log")
+            await kubelet.stop()
+            exporter.stop()
+            assert code == 0, n.plugin.log_path.read_text()[-3000:]
+            assert not list((workdir / "k").rglob("*.sock")), "the driver removes its sockets on shutdown"
+
+
+def kubelet_for(root: Path, apiserver: FakeApiServer) -> FakeDraKubelet:
+    """The fake DRA kubelet, deleting the node's slices where the real one does (its start, a driver leaving)."""
+
+    def wipe(driver: str | None = None) -> None:
+        for obj in apiserver.objects("resourceslices"):
+            if obj["spec"].get("nodeName") == "node-a" and driver in (None, obj["spec"].get("driver")):
+                apiserver.remove("resourceslices", obj["metadata"]["name"])
+
+    return FakeDraKubelet(root, on_start=wipe, on_deregister=wipe)
+
+
+def slice_devices(apiserver: FakeApiServer) -> list[dict[str, Any]]:
+    obj = apiserver.get_object("resourceslices", SLICE)
+    return list((obj or {}).get("spec", {}).get("devices", []))
+
+
+async def test_registers_publishes_the_slice_and_prepares_across_a_restart(
+    node: DraNode, apiserver: FakeApiServer
+) -> None:
+    plugin = node.kubelet.plugins[DRIVER]  # ready means registered: the kubelet told the plugin so
+    assert plugin.service == "v1beta1.DRAPlugin"
+
+    await until(lambda: len(slice_devices(apiserver)) == 8, what="the node's ResourceSlice with 8 chips")
+    devices = slice_devices(apiserver)
+    assert [d["name"] for d in devices] == [f"Ascend910-{p}" for p in range(8)]
+    attrs = devices[3]["basic"]["attributes"]
+    assert set(attrs) >= {"deviceType", "physicId", "logicId", "numaNode", "cardId", "hccsRing"}
+    assert attrs["physicId"] == {"int": 3}
+
+    claim_obj = apiserver.put_object(
+        "resourceclaims",
+        {
+            "metadata": {"name": "train", "namespace": "ml"},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "npu", "driver": DRIVER, "pool": "node-a", "device": "Ascend910-3"},
+            ]}}},
+        },
+    )  # fmt: skip
+    claim = dra.Claim(namespace="ml", name="train", uid=claim_obj["metadata"]["uid"])
+    result = await node.kubelet.prepare(DRIVER, [claim])
+    result.raise_for_errors([claim])
+    assert [list(d.cdi_device_ids) for d in result.devices[claim.uid]] == [["ascend.com/npu=3"]]
+    spec_file = node.cdi_root / f"ascend.com-npu_{claim.uid}.yaml"
+    env = json.loads(spec_file.read_text())["containerEdits"]["env"]
+    logic = attrs["logicId"]["int"]
+    # The 910B's runtime is told phy ids, as by Allocate (only the 950's is told logic ids).
+    assert "ASCEND_VISIBLE_DEVICES=3" in env, (env, logic)
+
+    metrics = node.plugin.metrics()
+    assert 'ascend_device_plugin_dra_claims_total{call="prepare",result="ok"} 1.0' in metrics
+    assert "ascend_device_plugin_dra_slice_devices 8.0" in metrics
+
+    node.plugin = node.plugin.restart()
+    await wait_ready(node.plugin)
+    await until(lambda: DRIVER in node.kubelet.plugins, what="the restarted driver to register")
+    assert node.kubelet.deregistered == [DRIVER]  # the kubelet wiped the slice when the driver left...
+    await until(lambda: len(slice_devices(apiserver)) == 8, what="...and the restarted driver wrote it again")
+    assert await node.kubelet.unprepare(DRIVER, [claim]) == {}
+    assert not spec_file.exists()
+
+
+# ---- --kubelet-api both: one chip, one consumer ------------------------------------------------
+
+
+def put_claim(apiserver: FakeApiServer, name: str, device: str) -> dra.Claim:
+    obj = apiserver.put_object(
+        "resourceclaims",
+        {
+            "metadata": {"name": name, "namespace": "ml"},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "npu", "driver": DRIVER, "pool": "node-a", "device": device},
+            ]}}},
+        },
+    )  # fmt: skip
+    return dra.Claim(namespace="ml", name=name, uid=obj["metadata"]["uid"])
+
+
+async def test_both_apis_never_hand_out_the_same_chip(apiserver: FakeApiServer) -> None:
+    with short_tmp_dir("drb-") as workdir:
+        exporter = start_exporter(workdir / "exporter", profile="910b-8")
+        dra_kubelet = kubelet_for(workdir / "k", apiserver)
+        await dra_kubelet.start()
+        (workdir / "dp").mkdir()
+        dp_kubelet = FakeKubelet(workdir / "dp", workdir / "podres")
+        await dp_kubelet.start()
+        args = [a if a != "dra" else "both" for a in dra_args(workdir, apiserver)]
+        plugin = start_plugin(workdir, exporter, workdir / "dp", *args, kube="api")
+        try:
+            await wait_ready(plugin)
+            resource = "huawei.com/Ascend910"
+            await until(lambda: dp_kubelet.allocatable(resource) == 8, what="8 allocatable through the device plugin")
+            await until(lambda: len(slice_devices(apiserver)) == 8, what="8 devices in the slice")
+
+            # DRA -> device plugin: a chip prepared for a claim is Unhealthy for the kubelet's device manager.
+            claim = put_claim(apiserver, "dra-job", "Ascend910-3")
+            (await dra_kubelet.prepare(DRIVER, [claim])).raise_for_errors([claim])
+            await until(lambda: "Ascend910-3" not in dp_kubelet.healthy_ids(resource), what="Ascend910-3 Unhealthy")
+            assert dp_kubelet.allocatable(resource) == 7
+            # ... and healthy again once the claim is released.
+            assert await dra_kubelet.unprepare(DRIVER, [claim]) == {}
+            await until(lambda: dp_kubelet.allocatable(resource) == 8, what="Ascend910-3 back for the device plugin")
+
+            # Device plugin -> DRA: a chip a device-plugin pod holds leaves the slice, and a claim for it is refused.
+            apiserver.add_pod("dp-job", "ml", annotations={"huawei.com/AscendReal": "Ascend910-5"},
+                              requests={resource: 1})  # fmt: skip
+            await until(
+                lambda: "Ascend910-5" not in [d["name"] for d in slice_devices(apiserver)],
+                what="Ascend910-5 to leave the slice",
+            )
+            late = put_claim(apiserver, "late", "Ascend910-5")
+            result = await dra_kubelet.prepare(DRIVER, [late])
+            assert "Ascend910-5 is allocated through the device plugin" in result.errors[late.uid]
+            assert not list((workdir / "cdi").glob(f"*{late.uid}*"))
+        finally:
+            code = plugin.stop()
+            shutil.copyfile(plugin.log_path, Path(tempfile.gettempdir()) / "last-device-plugin-both.log")
+            await dp_kubelet.stop()
+            await dra_kubelet.stop()
+            exporter.stop()
+            assert code == 0, plugin.log_path.read_text()[-3000:]
