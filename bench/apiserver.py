@@ -9,7 +9,8 @@ Protocol: the parent writes one JSON command per line to the child's stdin
 (`{"op": "count", "args": {...}}`) and reads one JSON answer per line from its stdout
 (`{"ok": <result>}` or `{"error": "<text>"}`); the child's first line is `{"url": ...}`.
 
-    python -m bench.apiserver [--history N]      (the child; started by RemoteApiServer)
+    python -m bench.apiserver [--history N] [--resource-api-versions v1,v1beta1]
+        (the child; started by RemoteApiServer)
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ PodSpec = Mapping[str, Any]  # keyword arguments of FakeApiServer.add_pod
 class RemoteApiServer:
     """A FakeApiServer running in a child process; the few calls the benchmarks need."""
 
-    def __init__(self, *, history: int = 1000) -> None:
+    def __init__(self, *, history: int = 1000, resource_api_versions: tuple[str, ...] = ()) -> None:
+        versions = ["--resource-api-versions", ",".join(resource_api_versions)] if resource_api_versions else []
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.apiserver", "--history", str(history)],
+            [sys.executable, "-m", "bench.apiserver", "--history", str(history), *versions],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=dict(os.environ), text=True,
         )  # fmt: skip
         hello = self._read()
@@ -101,9 +103,9 @@ class RemoteApiServer:
         self.stop()
 
 
-def _serve(history: int) -> None:
+def _serve(history: int, resource_api_versions: tuple[str, ...] = ()) -> None:
     """The child: answer commands until `stop` or the parent closes the pipe."""
-    with FakeApiServer(history=history) as api:
+    with FakeApiServer(history=history, resource_api_versions=resource_api_versions) as api:
         print(json.dumps({"url": api.url}), flush=True)
         for line in sys.stdin:
             cmd = json.loads(line)
@@ -132,4 +134,8 @@ def _serve(history: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--history", type=int, default=1000, help="watch events the fake keeps")
-    _serve(parser.parse_args().history)
+    parser.add_argument(
+        "--resource-api-versions", default="", help="resource.k8s.io versions to serve, comma-separated (none)"
+    )
+    args = parser.parse_args()
+    _serve(args.history, tuple(v for v in args.resource_api_versions.split(",") if v))

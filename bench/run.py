@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 
 import psutil
 
-from bench import admission, cache, coldstart, history, node, scale, volcano
+from bench import admission, cache, coldstart, dra, history, node, scale, volcano
 from bench.apiserver import ROOT
 from bench.figures import Section
 from bench.footprint import footprint, warm
@@ -28,7 +28,7 @@ from bench.plan import FULL, QUICK, Plan
 from bench.realnode import kept_block, splice
 from bench.report import Machine, Run, load, render, splice_sections
 
-SECTIONS = ("node", "volcano", "scale", "cache", "coldstart", "admission", "history")
+SECTIONS = ("node", "volcano", "scale", "cache", "coldstart", "admission", "dra", "history")
 
 
 def scenarios(plan: Plan) -> dict[str, Callable[[], Awaitable[Section]]]:
@@ -45,6 +45,7 @@ def scenarios(plan: Plan) -> dict[str, Callable[[], Awaitable[Section]]]:
         "cache": lambda: cache.run(plan.cached_pods, scale_rounds, plan.idle_s),
         "coldstart": lambda: coldstart.run(plan.cold_starts),
         "admission": lambda: admission.run(plan.admission_rounds),
+        "dra": lambda: dra.run(plan.fault_rounds),
         "history": history_section,
     }
 

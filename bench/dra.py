@@ -1,0 +1,215 @@
+"""DRA on the 8-chip node (910b-8): a chip fault -> the node's next ResourceSlice without the chip,
+and its recovery -> the chip back in the slice (issue 27's Health target: 100 ms p99).
+
+Real processes on real sockets: the sim exporter, the device-plugin with `--kubelet-api dra`
+registered under the tests' fake DRA kubelet (in this process), optionally the fault-manager
+whose verdicts the plugin then follows, and the tests' fake API server in a process of its own
+serving resource.k8s.io v1 and v1beta1 (as 1.34 does; the driver writes v1). The slice is observed
+as a scheduler would see it: a watch on resourceslices through the official asyncio client, each
+event timed as it arrives here. The fault is injected on the event path (the simulator fires the
+library's fault-event callback) on the chip whose phy id is 3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ascend_common.adapters.kube.client import ApiClient, core_v1
+from ascend_common.adapters.kube.config import build_api_client
+from ascend_common.adapters.kube.watch import RawWatch
+
+from bench.apiserver import RemoteApiServer
+from bench.figures import Figure, Section, timing
+from bench.latency import FAULT_CODE, ROUND_TIMEOUT_S
+from bench.pods import NODE
+from bench.stack import EXPORTER_ARGS, READY_TIMEOUT_S, sim_fault
+from tests.support.exporter import ExporterProc, start_exporter
+from tests.support.fake_apiserver import write_kubeconfig
+from tests.support.fake_dra_kubelet import FakeDraKubelet
+from tests.support.fake_kubelet import short_tmp_dir
+from tests.support.faultmanager import FaultManagerProc, start_fault_manager
+from tests.support.faultmanager import wait_ready as wait_fm_ready
+from tests.support.plugin import PluginProc, start_plugin, wait_ready
+
+DRIVER = "npu.huawei.com"
+RESOURCE_VERSIONS = ("v1", "v1beta1")  # what a 1.34 apiserver serves; the driver picks v1
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+PHY = 3  # the issue's chip
+DEVICE = f"Ascend910-{PHY}"
+TARGET_S = 0.1
+WATCH_S = 300  # one watch request's server-side timeout; the watcher opens the next one from where it was
+REFERENCE = "never: the reference's DRA driver publishes no health (a faulty chip stays in its slice)"
+
+
+@dataclass(frozen=True)
+class SliceSeen:
+    """One watch event of the node's slice, as it arrived here."""
+
+    at: float  # time.monotonic()
+    devices: frozenset[str]
+
+
+@dataclass
+class SliceWatch:
+    """Every event of this node's slice, in order, with a wake-up for whoever waits on the next."""
+
+    seen: list[SliceSeen] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    versions: set[str] = field(default_factory=set)  # the apiVersions the slice was written in
+
+    def record(self, obj: dict[str, Any]) -> None:
+        spec = obj.get("spec") or {}
+        if spec.get("nodeName") != NODE or spec.get("driver") != DRIVER:
+            return
+        names = frozenset(str(d.get("name")) for d in spec.get("devices") or [] if isinstance(d, dict))
+        self.seen.append(SliceSeen(time.monotonic(), names))
+        self.versions.add(str(obj.get("apiVersion")))
+        self.changed.set()
+
+    async def wait_for(self, reached: Callable[[frozenset[str]], bool], after: int, bound_s: float) -> SliceSeen:
+        """The first event after the first `after` ones whose devices satisfy `reached`."""
+        async with asyncio.timeout(bound_s):
+            while True:
+                for event in self.seen[after:]:
+                    if reached(event.devices):
+                        return event
+                after = len(self.seen)
+                self.changed.clear()
+                await self.changed.wait()
+
+    async def run(self, api: ApiClient) -> None:
+        """Follow the slices from the beginning (resourceVersion 0: the current objects come first)."""
+        list_slices = functools.partial(core_v1(api).request, "GET", SLICES)
+        version = "0"
+        while True:
+            async with RawWatch(list_slices, timeout_seconds=WATCH_S, resourceVersion=version) as events:
+                async for event in events:
+                    obj = event.get("object") or {}
+                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        self.record(obj)
+
+
+@dataclass
+class DraStack:
+    exporter: ExporterProc
+    kubelet: FakeDraKubelet
+    plugin: PluginProc
+    fm: FaultManagerProc | None
+    slices: SliceWatch
+
+
+@contextlib.asynccontextmanager
+async def dra_stack(fault_manager: bool) -> AsyncIterator[DraStack]:
+    """The node up: the plugin registered as the DRA driver and its slice seen with every chip."""
+    with RemoteApiServer(resource_api_versions=RESOURCE_VERSIONS) as remote, short_tmp_dir("bench-dra-") as workdir:
+        remote.add_node(NODE)
+        kubeconfig = write_kubeconfig(workdir / "kubeconfig", remote.url)
+        exporter = start_exporter(workdir / "exporter", *EXPORTER_ARGS, profile="910b-8")
+        kubelet = FakeDraKubelet(workdir / "k")
+        fm: FaultManagerProc | None = None
+        plugin: PluginProc | None = None
+        api = await build_api_client(url=remote.url)
+        slices = SliceWatch()
+        watcher = asyncio.create_task(slices.run(api), name="bench-dra-slice-watch")
+        try:
+            await kubelet.start()
+            args = dra_args(workdir, kubeconfig)
+            if fault_manager:
+                fm = start_fault_manager(workdir / "fm", exporter, "--kubeconfig", str(kubeconfig), kube="api")
+                await wait_fm_ready(fm, timeout=READY_TIMEOUT_S)
+                args += ["--fault-manager-socket", str(fm.socket)]
+            (workdir / "dp").mkdir()
+            plugin = start_plugin(workdir, exporter, workdir / "dp", *args, kube="api")
+            await wait_ready(plugin, timeout=READY_TIMEOUT_S)  # ready: registered with the DRA kubelet
+            await slices.wait_for(lambda names: len(names) == 8, 0, READY_TIMEOUT_S)
+            yield DraStack(exporter, kubelet, plugin, fm, slices)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            await api.close()  # type: ignore[no-untyped-call]
+            if plugin is not None:
+                plugin.stop()
+            await kubelet.stop()
+            if fm is not None:
+                fm.stop()
+            exporter.stop()
+
+
+def dra_args(workdir: Path, kubeconfig: Path) -> list[str]:
+    return [
+        "--kubelet-api", "dra",
+        "--plugins-registry-dir", str(workdir / "k" / "plugins_registry"),
+        "--kubelet-plugins-dir", str(workdir / "k" / "plugins"),
+        "--cdi-root", str(workdir / "cdi"),
+        "--kubeconfig", str(kubeconfig),
+    ]  # fmt: skip
+
+
+async def fault_to_slice(s: DraStack, rounds: int) -> tuple[list[float], list[float]]:
+    """(fault -> slice without the chip, recovery -> slice with it again) samples, one of each per
+    round; each round waits for the recovered slice before the next fault."""
+    faults: list[float] = []
+    recoveries: list[float] = []
+    async with s.exporter.client() as client:
+        chips = (await client.get("/v1/chips")).json()["chips"]
+        (logic_id,) = [int(c["logic_id"]) for c in chips if int(c["phy_id"]) == PHY]
+        for _ in range(rounds):
+            for assertion, samples, present in (("occur", faults, False), ("recover", recoveries, True)):
+                seen = len(s.slices.seen)
+                started = time.monotonic()
+                await sim_fault(client, logic_id, FAULT_CODE, assertion)
+
+                def reached(names: frozenset[str], want: bool = present) -> bool:
+                    return (DEVICE in names) == want and len(names) >= 7
+
+                event = await s.slices.wait_for(reached, seen, ROUND_TIMEOUT_S)
+                samples.append(event.at - started)
+            await asyncio.sleep(0.02)
+    return faults, recoveries
+
+
+def figures(label: str, faults: list[float], recoveries: list[float]) -> list[Figure]:
+    """p50 and p99 of fault -> slice (p99 against the 100 ms target) and of recovery -> slice."""
+    out = []
+    for p, target in ((50, None), (99, TARGET_S)):
+        figure = timing(f"fault on chip {PHY} -> ResourceSlice without it, {label}", faults, p, target)
+        figure.reference = REFERENCE
+        out.append(figure)
+    for p in (50, 99):
+        out.append(timing(f"recovery -> ResourceSlice with chip {PHY} again, {label}", recoveries, p, None))
+    return out
+
+
+async def run(rounds: int, *, fault_manager: bool = True) -> Section:
+    started = time.monotonic()
+    section = Section("DRA: fault -> ResourceSlice (910b-8)", "`.venv/bin/python -m bench.run --only dra`")
+    versions: set[str] = set()
+    async with dra_stack(fault_manager=False) as s:
+        faults, recoveries = await fault_to_slice(s, rounds)
+        section.figures += figures("plugin alone (code policy)", faults, recoveries)
+        versions |= s.slices.versions
+    if fault_manager:
+        async with dra_stack(fault_manager=True) as s:
+            faults, recoveries = await fault_to_slice(s, rounds)
+            section.figures += figures("whole stack (fault-manager verdict)", faults, recoveries)
+            versions |= s.slices.versions
+    section.notes += [
+        "Injection (the simulator's fault-event callback, on the chip with phy id 3) -> exporter event ->"
+        " (fault-manager verdict ->) the plugin's resource manager -> its ResourceSlice publisher -> one PUT to the"
+        " fake API server -> the watch event arriving in the benchmark process. The recovery of the same chip is"
+        " timed the same way; each round waits for the chip to be back before the next fault.",
+        f"The plugin runs with --kubelet-api dra, registered under the tests' fake DRA kubelet; the fake API server"
+        f" serves resource.k8s.io {' and '.join(RESOURCE_VERSIONS)} and the slice was written as"
+        f" {', '.join(sorted(versions)) or 'nothing'}.",
+    ]
+    section.seconds = time.monotonic() - started
+    return section
