@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from ascend_common.schemas.exporter import Chip, ChipList
@@ -16,6 +18,7 @@ from fault_manager.reactor.published import Published
 from fault_manager.reactor.reactor import Reactor
 
 from tests.support.chips import exporter_chip
+from tests.support.reactor import running_reactor
 
 RESTART_NPU = "8C1FA006"
 
@@ -35,6 +38,12 @@ def test_reconcile_rows_are_the_difference_with_deterministic_ids() -> None:
     assert reconcile_rows(snapshot, present, now_ms=7)[0].event_id == rows[0].event_id, (
         "a second reconcile doubles nothing"
     )
+
+
+@pytest.fixture
+async def running(tmp_path: Path) -> AsyncIterator[tuple[Reactor, Inbox, Published]]:
+    async with running_reactor(tmp_path) as rig:
+        yield rig
 
 
 async def test_a_snapshot_publishes_the_node_and_an_asked_input_is_answered_once_published(

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from ascend_common.faults import (
@@ -38,6 +39,7 @@ from fault_manager.settings import HOT_RESET_INFER, HOT_RESET_OFF, HOT_RESET_TRA
 from pydantic import ValidationError
 
 from tests.support.chips import exporter_chip
+from tests.support.reactor import running_reactor
 
 RESTART_NPU = "8C1FA006"
 DUO = "Atlas 300I Duo"
@@ -160,8 +162,9 @@ def test_SetHealthyIfDuoCard_04_update_unhealthy_card_status_should_update_group
 
 
 @pytest.fixture
-def reactor_options() -> dict[str, Any]:
-    return {"duo_rule": True}
+async def running(tmp_path: Path) -> AsyncIterator[tuple[Reactor, Inbox, Published]]:
+    async with running_reactor(tmp_path, duo_rule=True) as rig:
+        yield rig
 
 
 async def test_SetHealthyIfDuoCard_04_through_the_reactor_the_cardmate_follows_and_comes_back(

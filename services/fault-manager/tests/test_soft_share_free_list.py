@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
@@ -27,6 +28,7 @@ from fault_manager.reactor.reactor import Reactor, first_chip_hbm_mb
 from fault_manager.reactor.verdicts import VerdictBoard
 
 from tests.support.chips import exporter_chip
+from tests.support.reactor import running_reactor
 
 HBM_MB = 65536
 SLOTS = ",".join(f"Ascend910-1-{i}" for i in range(30))  # anonymous kubelet ids: they name no chip
@@ -281,6 +283,12 @@ async def settled(inbox: Inbox) -> None:
     is answered after the step that publishes them)."""
     await asyncio.sleep(0.1)
     await inbox.admin_edits(set(), set())
+
+
+@pytest.fixture
+async def running(tmp_path: Path) -> AsyncIterator[tuple[Reactor, Inbox, Published]]:
+    async with running_reactor(tmp_path) as rig:
+        yield rig
 
 
 async def test_the_reactor_publishes_the_quota_rule_with_the_first_chips_hbm(
