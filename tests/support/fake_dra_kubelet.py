@@ -286,10 +286,17 @@ class FakeDraKubelet:
     def _delete_slices(self, driver: str) -> str:
         """One attempt (blocking: run in a thread): the Node must exist, then DeleteCollection."""
         assert self._api is not None
-        k8s.CoreV1Api(self._api).read_node(self.node)  # getNode: not found yet -> try again later
+        # The answers are not needed (an error status still raises): unparsed, they cost no model building.
+        node = k8s.CoreV1Api(self._api).read_node(self.node, _preload_content=False)  # not found: try again later
+        node.drain_conn()
+        node.release_conn()
         # fields.Set.String() sorts the keys.
         selector = f"spec.nodeName={self.node}" if not driver else f"spec.driver={driver},spec.nodeName={self.node}"
-        k8s.ResourceV1beta1Api(self._api).delete_collection_resource_slice(field_selector=selector)
+        deleted = k8s.ResourceV1beta1Api(self._api).delete_collection_resource_slice(
+            field_selector=selector, _preload_content=False
+        )
+        deleted.drain_conn()
+        deleted.release_conn()
         return selector
 
     # ---- the DRA manager ---------------------------------------------------------------------
