@@ -151,7 +151,7 @@ class FakeDraKubelet:
         self.claims: dict[str, ClaimInfo] = {}  # the claim info cache, by namespace/name; survives restart()
         self._api = api  # the kubelet's client; None: no claim can be read and no slice is wiped
         self._reconcile_period = reconcile_period
-        self._wipe_delay = wipe_delay
+        self.wipe_delay = wipe_delay  # before each wipe's first attempt (a test may change it)
         self._seen: dict[Path, tuple[int, int]] = {}
         self._task: asyncio.Task[None] | None = None
         self._wiping: set[asyncio.Task[None]] = set()
@@ -273,7 +273,7 @@ class FakeDraKubelet:
         task.add_done_callback(self._wiping.discard)
 
     async def _wipe(self, driver: str) -> None:
-        await asyncio.sleep(self._wipe_delay)
+        await asyncio.sleep(self.wipe_delay)
         delay, factor, cap = WIPE_BACKOFF_S
         while True:
             try:
