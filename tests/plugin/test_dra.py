@@ -209,11 +209,14 @@ async def test_a_plugin_restart_between_prepare_and_unprepare_loses_nothing(rig:
     # Within one kubelet run a prepared claim is not sent again, whatever the plugin did.
     assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=5"]}
     assert len(rig.kubelet.calls) == 1
+
     # A kubelet restart keeps the claim (its checkpoint) but not that it was prepared: it is sent again.
     # The answer comes from the driver's checkpoint, not the apiserver, whose claim now names another
     # chip (the manager reads only the drivers from it), and no second entry or file appears.
-    fake.modify("resourceclaims", "survivor", "default",
-                mutate=lambda o: o["status"]["allocation"]["devices"]["results"][0].update(device="Ascend910-6"))  # fmt: skip
+    def other_chip(obj: JsonObj) -> None:
+        obj["status"]["allocation"]["devices"]["results"][0]["device"] = "Ascend910-6"
+
+    fake.modify("resourceclaims", "survivor", "default", mutate=other_chip)
     await rig.kubelet.restart()
     await until(lambda: DRIVER in rig.kubelet.plugins, what="registration with the restarted kubelet")
     assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=5"] * 2}  # the manager doubles them
