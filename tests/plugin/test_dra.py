@@ -378,6 +378,17 @@ async def test_a_slice_changed_by_someone_else_is_replaced_at_its_resource_versi
     assert written is not None and written["spec"]["pool"]["generation"] == 11
 
 
+async def test_a_slice_deleted_since_it_was_written_is_created_on_the_next_change(
+    rig: Rig, fake: FakeApiServer
+) -> None:
+    publisher = SlicePublisher(NODE, rig.manager, rig.board, rig.resource_api, period=5.0)
+    assert await publisher.sync()
+    fake.remove("resourceslices", slice_name(NODE))  # a kubelet's wipe: the replace at our resourceVersion is a 404
+    rig.manager.set_chips(chips_with({0: ChipState.UNKNOWN}))
+    assert await publisher.sync()
+    assert device_names(the_slice(fake)) == [f"Ascend910-{p}" for p in range(1, 8)]
+
+
 async def test_an_apiserver_without_the_resource_api_is_a_clear_error() -> None:
     with FakeApiServer() as old:  # serves no resource.k8s.io, as the real 1.20 one
         client = await build_api_client(url=old.url)
