@@ -52,7 +52,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import urllib3
@@ -286,14 +286,18 @@ class FakeDraKubelet:
     def _delete_slices(self, driver: str) -> str:
         """One attempt (blocking: run in a thread): the Node must exist, then DeleteCollection."""
         assert self._api is not None
-        # The answers are not needed (an error status still raises): unparsed, they cost no model building.
-        node = k8s.CoreV1Api(self._api).read_node(self.node, _preload_content=False)  # not found: try again later
-        node.drain_conn()
+        # The answers are not needed (an error status still raises): unparsed, they cost no model
+        # building; the client's stubs name the model even then, hence the casts.
+        node = cast(urllib3.BaseHTTPResponse, k8s.CoreV1Api(self._api).read_node(self.node, _preload_content=False))
+        node.drain_conn()  # read, so the connection goes back to the pool whole
         node.release_conn()
         # fields.Set.String() sorts the keys.
         selector = f"spec.nodeName={self.node}" if not driver else f"spec.driver={driver},spec.nodeName={self.node}"
-        deleted = k8s.ResourceV1beta1Api(self._api).delete_collection_resource_slice(
-            field_selector=selector, _preload_content=False
+        deleted = cast(
+            urllib3.BaseHTTPResponse,
+            k8s.ResourceV1beta1Api(self._api).delete_collection_resource_slice(
+                field_selector=selector, _preload_content=False
+            ),
         )
         deleted.drain_conn()
         deleted.release_conn()
@@ -301,7 +305,9 @@ class FakeDraKubelet:
 
     # ---- the DRA manager ---------------------------------------------------------------------
 
-    def _claim_name(self, pod: Mapping[str, Any], pod_claim: Mapping[str, Any]) -> tuple[str | None, bool]:
+    def _claim_name(
+        self, pod: Mapping[str, Any], pod_claim: Mapping[str, Any], what: str = "prepare"
+    ) -> tuple[str | None, bool]:
         """resourceclaim.Name: the claim's name (None: no claim was generated) and whether the pod must own it."""
         namespace, name, _ = _name_of(pod)
         if pod_claim.get("resourceClaimName"):
@@ -311,9 +317,9 @@ class FakeDraKubelet:
                 if status.get("name") == pod_claim.get("name"):
                     claim = status.get("resourceClaimName")
                     return (str(claim) if claim else None), True
-            raise DraCallError(f'prepare resource claim: pod "{namespace}/{name}": ResourceClaim not created yet')
+            raise DraCallError(f'{what} resource claim: pod "{namespace}/{name}": ResourceClaim not created yet')
         raise DraCallError(
-            f'prepare resource claim: pod "{namespace}/{name}", spec.resourceClaim {pod_claim.get("name")!r}: '
+            f'{what} resource claim: pod "{namespace}/{name}", spec.resourceClaim {pod_claim.get("name")!r}: '
             "none of the supported fields are set"
         )
 
@@ -418,7 +424,7 @@ class FakeDraKubelet:
         batches: dict[str, list[dra.Claim]] = {}
         done: dict[str, ClaimInfo] = {}
         for pod_claim in (pod.get("spec") or {}).get("resourceClaims") or []:
-            name, _ = self._claim_name(pod, pod_claim)
+            name, _ = self._claim_name(pod, pod_claim, "unprepare")
             info = self.claims.get(f"{namespace}/{name}") if name is not None else None
             if info is None:
                 continue  # not cached: nothing to unprepare
