@@ -381,6 +381,6 @@ async def test_at_the_real_reconcile_period_registration_waits_for_the_loop(fake
                 await asyncio.sleep(0.3)
                 assert DRIVER not in kubelet.plugins  # the fast poll would have registered it by now
                 await until(lambda: DRIVER in kubelet.plugins, timeout=3, what="registration at the next loop")
-                assert time.monotonic() - started < REAL_RECONCILE_S + 0.5
+                assert time.monotonic() - started < REAL_RECONCILE_S + 1.0  # one loop, plus a loaded machine
         finally:
             await kubelet.stop()
