@@ -2,7 +2,8 @@
 
 In process: the resource manager fed with 910b-8-shaped chips, the driver's two gRPC servers on
 their sockets, the fake kubelet's plugin watcher and DRA calls (tests/support/fake_dra_kubelet),
-the apiserver serving resource.k8s.io/v1beta1 as a 1.32 one does.
+the apiserver serving resource.k8s.io/v1beta1 as a 1.32 one does. The kubelet is given pods: it
+reads their claims from the apiserver and sends the driver only what the 1.32 manager would.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ascend_common.adapters.kubelet import dra_pb2 as dra
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState
 from ascend_device_plugin.core.dra import DRIVER, slice_name
-from ascend_device_plugin.dra.driver import ClaimRef, DraDriver
+from ascend_device_plugin.dra.driver import ClaimRef, DraDriver, Outcome
 from ascend_device_plugin.dra.kube import NoResourceApi, ResourceApi
 from ascend_device_plugin.dra.server import DraServers
 from ascend_device_plugin.dra.slices import SlicePublisher
@@ -35,7 +36,7 @@ from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.chips import node_910b
 from tests.support.fake_apiserver import FakeApiServer
-from tests.support.fake_dra_kubelet import DraCallError, FakeDraKubelet
+from tests.support.fake_dra_kubelet import DraCallError, FakeDraKubelet, JsonObj, allocated_claim, pod_using
 from tests.support.fake_kubelet import short_tmp_dir
 from tests.support.waiting import until
 
@@ -46,6 +47,7 @@ SHARED = ("davinci_manager", "hisi_hdc", "devmm_svm", "dvpp_cmdlist")
 @pytest.fixture
 def fake() -> Iterator[FakeApiServer]:
     with FakeApiServer(resource_api_versions=("v1beta1",)) as server:
+        server.add_node(NODE)  # the kubelet's slice wipes wait for its Node
         yield server
 
 
@@ -105,13 +107,6 @@ def chips_with(state: dict[int, ChipState] | None = None) -> dict[int, Chip]:
     return chips
 
 
-def wipe(fake: FakeApiServer, driver: str | None = None) -> None:
-    """What the kubelet's registration handler deletes: the node's slices (of one driver)."""
-    for obj in fake.objects("resourceslices"):
-        if obj["spec"].get("nodeName") == NODE and driver in (None, obj["spec"].get("driver")):
-            fake.remove("resourceslices", obj["metadata"]["name"])
-
-
 @pytest.fixture
 async def rig(api: ApiClient, fake: FakeApiServer) -> AsyncIterator[Rig]:
     with short_tmp_dir("dra-") as root:
@@ -123,7 +118,7 @@ async def rig(api: ApiClient, fake: FakeApiServer) -> AsyncIterator[Rig]:
         manager = ResourceManager(board, default_fault_code_table(), PluginMetrics())
         manager.set_chips(chips_with())
         resource_api = ResourceApi(lambda: api)
-        kubelet = FakeDraKubelet(root, on_start=lambda: wipe(fake), on_deregister=lambda driver: wipe(fake, driver))
+        kubelet = FakeDraKubelet(root, api=fake.api_client(), node=NODE)
         await kubelet.start()
         driver = new_driver(root, manager, resource_api, kubelet)
         await driver.load()
@@ -142,20 +137,20 @@ async def rig(api: ApiClient, fake: FakeApiServer) -> AsyncIterator[Rig]:
             await kubelet.stop()
 
 
-def put_claim(
-    fake: FakeApiServer, name: str, results: list[dict[str, str]], *, namespace: str = "default"
-) -> dra.Claim:
-    obj = fake.put_object(
-        "resourceclaims",
-        {
-            "apiVersion": "resource.k8s.io/v1beta1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"devices": {"requests": [{"name": "npu", "deviceClassName": DRIVER}]}},
-            "status": {"allocation": {"devices": {"results": results}}},
-        },
-    )
-    return dra.Claim(namespace=namespace, name=name, uid=obj["metadata"]["uid"])
+def put_claim(fake: FakeApiServer, name: str, results: list[dict[str, str]], *pods: JsonObj) -> dra.Claim:
+    """A claim allocated with `results` and reserved for `pods` (as the scheduler leaves it), in the apiserver."""
+    obj = fake.put_object("resourceclaims", allocated_claim(name, results, *pods))
+    return dra.Claim(namespace="default", name=name, uid=obj["metadata"]["uid"])
+
+
+def claimed(fake: FakeApiServer, claim: str, results: list[dict[str, str]]) -> tuple[JsonObj, dra.Claim]:
+    """A pod using one claim, and the claim."""
+    pod = pod_using(f"{claim}-pod", [claim])
+    return pod, put_claim(fake, claim, results, pod)
+
+
+def spec_name(claim: dra.Claim) -> str:
+    return f"ascend.com-npu_{claim.uid}.yaml"
 
 
 def ours(device: str, *, pool: str = NODE, driver: str = DRIVER) -> dict[str, str]:
@@ -185,13 +180,14 @@ async def test_a_kubelet_restart_finds_the_driver_again(rig: Rig) -> None:
 
 
 async def test_prepare_writes_the_spec_answers_its_id_and_unprepare_removes_it(rig: Rig, fake: FakeApiServer) -> None:
-    claim = put_claim(fake, "one-chip", [ours("Ascend910-3")])
-    result = await rig.kubelet.prepare(DRIVER, [claim])
-    result.raise_for_errors([claim])
-    (device,) = result.devices[claim.uid]
+    pod, claim = claimed(fake, "one-chip", [ours("Ascend910-3")])
+    assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=3"]}  # what the runtime is handed
+    call = rig.kubelet.calls[-1]
+    assert call.uids == [claim.uid] and not call.errors
+    (device,) = call.devices[claim.uid]
     assert (device.pool_name, device.device_name, list(device.request_names)) == (NODE, "Ascend910-3", ["npu"])
     assert list(device.cdi_device_ids) == ["ascend.com/npu=3"]
-    spec_file = rig.cdi_root / f"ascend.com-npu_{claim.uid}.yaml"
+    spec_file = rig.cdi_root / spec_name(claim)
     spec = json.loads(spec_file.read_text())
     assert spec["kind"] == "ascend.com/npu"
     assert [d["name"] for d in spec["devices"]] == ["3"]
@@ -199,35 +195,53 @@ async def test_prepare_writes_the_spec_answers_its_id_and_unprepare_removes_it(r
     assert [n["path"] for n in spec["containerEdits"]["deviceNodes"]] == [f"/dev/{n}" for n in
                                                                          ("davinci_manager", "hisi_hdc", "devmm_svm",
                                                                           "dvpp_cmdlist")]  # fmt: skip
-    assert await rig.kubelet.unprepare(DRIVER, [claim]) == {}
+    await rig.kubelet.unprepare(pod)
+    unprepared = rig.kubelet.calls[-1]
+    assert (unprepared.method, unprepared.uids, unprepared.errors) == ("NodeUnprepareResources", [claim.uid], {})
     assert rig.specs() == []
 
 
 async def test_a_plugin_restart_between_prepare_and_unprepare_loses_nothing(rig: Rig, fake: FakeApiServer) -> None:
-    claim = put_claim(fake, "survivor", [ours("Ascend910-5")])
-    first = await rig.kubelet.prepare(DRIVER, [claim])
+    pod, claim = claimed(fake, "survivor", [ours("Ascend910-5")])
+    assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=5"]}
+    first = rig.kubelet.calls[-1]
     await rig.restart_plugin()
-    # The kubelet prepares again after a restart; the answer comes from the checkpoint, not the
-    # apiserver (the claim is gone from it here), and no second entry or file appears.
-    fake.remove("resourceclaims", "survivor", "default")
-    again = await rig.kubelet.prepare(DRIVER, [claim])
+    # Within one kubelet run a prepared claim is not sent again, whatever the plugin did.
+    assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=5"]}
+    assert len(rig.kubelet.calls) == 1
+
+    # A kubelet restart keeps the claim (its checkpoint) but not that it was prepared: it is sent again.
+    # The answer comes from the driver's checkpoint, not the apiserver, whose claim now names another
+    # chip (the manager reads only the drivers from it), and no second entry or file appears.
+    def other_chip(obj: JsonObj) -> None:
+        obj["status"]["allocation"]["devices"]["results"][0]["device"] = "Ascend910-6"
+
+    fake.modify("resourceclaims", "survivor", "default", mutate=other_chip)
+    await rig.kubelet.restart()
+    await until(lambda: DRIVER in rig.kubelet.plugins, what="registration with the restarted kubelet")
+    assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=5"] * 2}  # the manager doubles them
+    again = rig.kubelet.calls[-1]
+    assert again.uids == [claim.uid]
     assert again.devices == first.devices and not again.errors
-    assert rig.specs() == [f"ascend.com-npu_{claim.uid}.yaml"]
+    assert rig.specs() == [spec_name(claim)]
     checkpoint = json.loads((rig.state_dir / "checkpoint.json").read_text())
     assert list(checkpoint["v1"]["preparedClaims"]) == [claim.uid]
     await rig.restart_plugin()
-    assert await rig.kubelet.unprepare(DRIVER, [claim]) == {}
+    await rig.kubelet.unprepare(pod)
+    assert [c.method for c in rig.kubelet.calls] == ["NodePrepareResources"] * 2 + ["NodeUnprepareResources"]
     assert rig.specs() == []
     assert json.loads((rig.state_dir / "checkpoint.json").read_text())["v1"]["preparedClaims"] == {}
 
 
 async def test_a_lost_spec_is_written_again_on_the_next_prepare(rig: Rig, fake: FakeApiServer) -> None:
-    claim = put_claim(fake, "lost", [ours("Ascend910-1")])
-    await rig.kubelet.prepare(DRIVER, [claim])
-    (rig.cdi_root / f"ascend.com-npu_{claim.uid}.yaml").unlink()
-    result = await rig.kubelet.prepare(DRIVER, [claim])
-    assert not result.errors
-    assert rig.specs() == [f"ascend.com-npu_{claim.uid}.yaml"]
+    pod, claim = claimed(fake, "lost", [ours("Ascend910-1")])
+    await rig.kubelet.prepare(pod)
+    (rig.cdi_root / spec_name(claim)).unlink()
+    await rig.kubelet.restart()  # only a restarted kubelet sends a prepared claim again
+    await until(lambda: DRIVER in rig.kubelet.plugins, what="registration with the restarted kubelet")
+    await rig.kubelet.prepare(pod)
+    assert len(rig.kubelet.calls) == 2 and not rig.kubelet.calls[-1].errors
+    assert rig.specs() == [spec_name(claim)]
 
 
 @pytest.mark.parametrize(
@@ -235,40 +249,66 @@ async def test_a_lost_spec_is_written_again_on_the_next_prepare(rig: Rig, fake: 
     [
         pytest.param([ours("Ascend910-3", pool="node-b")], "pool 'node-b'", id="another node's pool"),
         pytest.param([ours("Ascend910-42")], "'Ascend910-42' is not a chip", id="unknown device"),
-        pytest.param([ours("gpu-0", driver="gpu.example.com")], "no device of driver", id="another driver"),
     ],
 )
 async def test_bad_claims_get_their_own_error_and_no_file(
     rig: Rig, fake: FakeApiServer, results: list[dict[str, str]], error: str
 ) -> None:
-    bad = put_claim(fake, "bad", results)
-    good = put_claim(fake, "good", [ours("Ascend910-0")])
-    result = await rig.kubelet.prepare(DRIVER, [bad, good])
-    assert error in result.errors[bad.uid]
-    assert bad.uid not in result.devices
-    assert [d.device_name for d in result.devices[good.uid]] == ["Ascend910-0"]  # the batch goes on
-    assert rig.specs() == [f"ascend.com-npu_{good.uid}.yaml"]
+    pod = pod_using("mixed", ["bad", "good"])
+    bad = put_claim(fake, "bad", results, pod)
+    good = put_claim(fake, "good", [ours("Ascend910-0")], pod)
     with pytest.raises(DraCallError, match=f"NodePrepareResources failed for claim default/bad: .*{error}"):
-        result.raise_for_errors([bad, good])
+        await rig.kubelet.prepare(pod)
+    call = rig.kubelet.calls[-1]
+    assert call.uids == [bad.uid, good.uid]  # one batch for the driver
+    assert error in call.errors[bad.uid]
+    assert bad.uid not in call.devices
+    assert [d.device_name for d in call.devices[good.uid]] == ["Ascend910-0"]  # the batch goes on
+    assert rig.specs() == [spec_name(good)]
+
+
+async def test_a_claim_for_another_driver_never_reaches_ours(rig: Rig, fake: FakeApiServer) -> None:
+    pod, claim = claimed(fake, "gpu", [ours("gpu-0", driver="gpu.example.com")])
+    with pytest.raises(DraCallError, match=r"failed to get gRPC client for driver gpu\.example\.com"):
+        await rig.kubelet.prepare(pod)
+    assert [c.driver for c in rig.kubelet.calls] == ["gpu.example.com"]  # the manager batches by the results' driver
+    # Were it sent to ours all the same, the driver refuses it on its own, and writes nothing.
+    (outcome,) = (await rig.driver.prepare([ClaimRef("default", "gpu", claim.uid)])).values()
+    assert "no device of driver" in outcome.error
+    assert rig.specs() == []
 
 
 async def test_a_claim_the_apiserver_does_not_have_is_refused(rig: Rig) -> None:
-    ghost = dra.Claim(namespace="default", name="ghost", uid="0000")
-    result = await rig.kubelet.prepare(DRIVER, [ghost])
-    assert result.errors == {"0000": "claim default/ghost: not found"}
+    with pytest.raises(DraCallError, match="failed to fetch ResourceClaim ghost referenced by pod ghost-pod: 404"):
+        await rig.kubelet.prepare(pod_using("ghost-pod", ["ghost"]))
+    assert rig.kubelet.calls == []  # the manager read it first
+    # The claim may still go between the manager's read and the driver's: the driver's own read refuses it.
+    outcomes = await rig.driver.prepare([ClaimRef("default", "ghost", "0000")])
+    assert {uid: o.error for uid, o in outcomes.items()} == {"0000": "claim default/ghost: not found"}
     assert rig.specs() == []
 
 
 async def test_a_recreated_claim_is_not_prepared_under_the_old_uid(rig: Rig, fake: FakeApiServer) -> None:
-    claim = put_claim(fake, "recreated", [ours("Ascend910-2")])
-    stale = dra.Claim(namespace="default", name="recreated", uid="not-" + claim.uid)
-    result = await rig.kubelet.prepare(DRIVER, [stale])
-    assert "the kubelet asked for" in result.errors[stale.uid]
+    pod = pod_using("recreated-pod", ["recreated"])
+    old = put_claim(fake, "recreated", [ours("Ascend910-42")], pod)
+    with pytest.raises(DraCallError, match="is not a chip"):
+        await rig.kubelet.prepare(pod)  # refused: the manager keeps its cache entry, with this uid
+    fake.remove("resourceclaims", "recreated", "default")
+    new = put_claim(fake, "recreated", [ours("Ascend910-2")], pod)
+    assert new.uid != old.uid
+    with pytest.raises(DraCallError, match="the kubelet asked for"):
+        await rig.kubelet.prepare(pod)
+    call = rig.kubelet.calls[-1]
+    assert call.uids == [old.uid]  # the manager sends its cached uid, not the one it just read
+    assert "the kubelet asked for" in call.errors[old.uid]
     assert rig.specs() == []
 
 
 async def test_unprepare_of_an_unknown_claim_is_no_error(rig: Rig) -> None:
-    assert await rig.kubelet.unprepare(DRIVER, [dra.Claim(namespace="default", name="x", uid="nope")]) == {}
+    await rig.kubelet.unprepare(pod_using("x-pod", ["x"]))  # not in the manager's cache: nothing is sent
+    assert rig.kubelet.calls == []
+    # Asked all the same (the kubelet's checkpoint kept what the driver's lost), the driver answers no error.
+    assert await rig.driver.unprepare([ClaimRef("default", "x", "nope")]) == {"nope": Outcome()}
 
 
 async def test_a_corrupt_checkpoint_stops_the_driver_from_starting(rig: Rig) -> None:
@@ -338,6 +378,17 @@ async def test_a_slice_changed_by_someone_else_is_replaced_at_its_resource_versi
     assert written is not None and written["spec"]["pool"]["generation"] == 11
 
 
+async def test_a_slice_deleted_since_it_was_written_is_created_on_the_next_change(
+    rig: Rig, fake: FakeApiServer
+) -> None:
+    publisher = SlicePublisher(NODE, rig.manager, rig.board, rig.resource_api, period=5.0)
+    assert await publisher.sync()
+    fake.remove("resourceslices", slice_name(NODE))  # a kubelet's wipe: the replace at our resourceVersion is a 404
+    rig.manager.set_chips(chips_with({0: ChipState.UNKNOWN}))
+    assert await publisher.sync()
+    assert device_names(the_slice(fake)) == [f"Ascend910-{p}" for p in range(1, 8)]
+
+
 async def test_an_apiserver_without_the_resource_api_is_a_clear_error() -> None:
     with FakeApiServer() as old:  # serves no resource.k8s.io, as the real 1.20 one
         client = await build_api_client(url=old.url)
@@ -369,7 +420,7 @@ async def test_a_chip_the_device_plugin_holds_is_refused_and_left_out_of_the_sli
         dev_root=rig.root / "host", held_elsewhere=lambda: held,
     )  # fmt: skip
     await driver.load()
-    claim = put_claim(fake, "wants-2", [ours("Ascend910-2")])
+    claim = put_claim(fake, "wants-2", [ours("Ascend910-2")], pod_using("p", ["wants-2"]))
     (outcome,) = (await driver.prepare([ClaimRef("default", "wants-2", claim.uid)])).values()
     assert outcome.error == "claim default/wants-2: Ascend910-2 is allocated through the device plugin"
     assert not (rig.root / "cdi-both").exists() or not list((rig.root / "cdi-both").iterdir())
@@ -379,12 +430,14 @@ async def test_a_chip_the_device_plugin_holds_is_refused_and_left_out_of_the_sli
 
 
 async def test_a_chip_prepared_for_one_claim_is_refused_to_another(rig: Rig, fake: FakeApiServer) -> None:
-    first = put_claim(fake, "first", [ours("Ascend910-4")])
-    second = put_claim(fake, "second", [ours("Ascend910-4")])
-    assert not (await rig.kubelet.prepare(DRIVER, [first])).errors
-    result = await rig.kubelet.prepare(DRIVER, [second])
-    assert f"Ascend910-4 is prepared for claim uid {first.uid}" in result.errors[second.uid]
-    assert rig.specs() == [f"ascend.com-npu_{first.uid}.yaml"]
+    first_pod, first = claimed(fake, "first", [ours("Ascend910-4")])
+    second_pod, second = claimed(fake, "second", [ours("Ascend910-4")])
+    await rig.kubelet.prepare(first_pod)
+    assert not rig.kubelet.calls[-1].errors
+    with pytest.raises(DraCallError, match="Ascend910-4 is prepared for claim uid"):
+        await rig.kubelet.prepare(second_pod)
+    assert f"Ascend910-4 is prepared for claim uid {first.uid}" in rig.kubelet.calls[-1].errors[second.uid]
+    assert rig.specs() == [spec_name(first)]
 
 
 def test_withheld_chips_are_unhealthy_for_the_device_plugin_only() -> None:
@@ -409,17 +462,45 @@ async def test_a_kubelet_restart_wipes_the_slice_and_the_driver_writes_it_again(
     task = asyncio.create_task(rig.publisher.run())
     try:
         await until(lambda: len(device_names(the_slice(fake))) == 8, what="the first slice")
+        await until(lambda: rig.kubelet.wipes, what="the first kubelet's start wipe")
         await rig.kubelet.restart()  # wipes the node's slices, then registers the driver again
         assert the_slice(fake) is None or rig.kubelet.plugins  # wiped before (or as) the driver came back
+        await until(lambda: len(rig.kubelet.wipes) == 2, what="the restarted kubelet's wipe")
         await until(lambda: len(device_names(the_slice(fake))) == 8, timeout=3, what="the slice written again")
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
 
+async def test_a_wipe_that_lands_after_the_driver_rewrote_its_slice_is_repaired(rig: Rig, fake: FakeApiServer) -> None:
+    """The kubelet's wipes are background DeleteCollections retried with a 1 s doubling backoff, ordered
+    against nothing: one may land after the driver registered again and read its slice back (a slow
+    apiserver, the Node not yet found). The driver must end with its slice, soon."""
+    task = asyncio.create_task(rig.publisher.run())
+    try:
+        await until(lambda: len(device_names(the_slice(fake))) == 8, what="the first slice")
+        await until(lambda: rig.kubelet.wipes, what="the first kubelet's start wipe")
+        rig.kubelet.wipe_delay = 0.5
+        mark = len(fake.requests)
+        await rig.kubelet.restart()
+        await until(lambda: len(rig.kubelet.wipes) == 2, timeout=5, what="the late wipe")
+        wiped_at = time.perf_counter()
+        requests = fake.requests[mark:]
+        wipe = next(i for i, r in enumerate(requests) if r.method == "DELETE")
+        read_back = [
+            i for i, r in enumerate(requests[:wipe]) if r.method == "GET" and r.path.endswith(slice_name(NODE))
+        ]
+        assert read_back, "the wipe landed after the registered driver's read-back"
+        await until(lambda: len(device_names(the_slice(fake))) == 8, timeout=10, what="the slice written again")
+        assert time.perf_counter() - wiped_at < 3.0, "repaired by the read-backs after a registration"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 async def test_a_spec_left_by_an_unfinished_prepare_is_removed_at_start(rig: Rig, fake: FakeApiServer) -> None:
-    kept = put_claim(fake, "kept", [ours("Ascend910-6")])
-    await rig.kubelet.prepare(DRIVER, [kept])
+    pod, kept = claimed(fake, "kept", [ours("Ascend910-6")])
+    await rig.kubelet.prepare(pod)
     orphan = rig.cdi_root / "ascend.com-npu_dead-beef.yaml"
     orphan.write_text("{}")  # as if the process died between the spec and the checkpoint
     other_vendor = rig.cdi_root / "nvidia.com-gpu_x.yaml"

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ascend_common.adapters.kubelet import dra_pb2 as dra
 
 from tests.support.exporter import ExporterProc, start_exporter
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
-from tests.support.fake_dra_kubelet import FakeDraKubelet
+from tests.support.fake_dra_kubelet import DraCallError, FakeDraKubelet, JsonObj, allocated_claim, pod_using
 from tests.support.fake_kubelet import FakeKubelet, short_tmp_dir
 from tests.support.plugin import PluginProc, start_plugin, wait_ready
 from tests.support.waiting import until
@@ -77,14 +76,8 @@ async def node(apiserver: FakeApiServer) -> AsyncIterator[DraNode]:
 
 
 def kubelet_for(root: Path, apiserver: FakeApiServer) -> FakeDraKubelet:
-    """The fake DRA kubelet, deleting the node's slices where the real one does (its start, a driver leaving)."""
-
-    def wipe(driver: str | None = None) -> None:
-        for obj in apiserver.objects("resourceslices"):
-            if obj["spec"].get("nodeName") == "node-a" and driver in (None, obj["spec"].get("driver")):
-                apiserver.remove("resourceslices", obj["metadata"]["name"])
-
-    return FakeDraKubelet(root, on_start=wipe, on_deregister=wipe)
+    """The fake DRA kubelet, reading claims and wiping the node's slices through the fake API server."""
+    return FakeDraKubelet(root, api=apiserver.api_client(), node="node-a")
 
 
 def slice_devices(apiserver: FakeApiServer) -> list[dict[str, Any]]:
@@ -105,20 +98,10 @@ async def test_registers_publishes_the_slice_and_prepares_across_a_restart(
     assert set(attrs) >= {"deviceType", "physicId", "logicId", "numaNode", "cardId", "hccsRing"}
     assert attrs["physicId"] == {"int": 3}
 
-    claim_obj = apiserver.put_object(
-        "resourceclaims",
-        {
-            "metadata": {"name": "train", "namespace": "ml"},
-            "status": {"allocation": {"devices": {"results": [
-                {"request": "npu", "driver": DRIVER, "pool": "node-a", "device": "Ascend910-3"},
-            ]}}},
-        },
-    )  # fmt: skip
-    claim = dra.Claim(namespace="ml", name="train", uid=claim_obj["metadata"]["uid"])
-    result = await node.kubelet.prepare(DRIVER, [claim])
-    result.raise_for_errors([claim])
-    assert [list(d.cdi_device_ids) for d in result.devices[claim.uid]] == [["ascend.com/npu=3"]]
-    spec_file = node.cdi_root / f"ascend.com-npu_{claim.uid}.yaml"
+    pod, uid = put_claim(apiserver, "train", "Ascend910-3")
+    assert await node.kubelet.prepare(pod) == {"main": ["ascend.com/npu=3"]}
+    assert [list(d.cdi_device_ids) for d in node.kubelet.calls[-1].devices[uid]] == [["ascend.com/npu=3"]]
+    spec_file = node.cdi_root / f"ascend.com-npu_{uid}.yaml"
     env = json.loads(spec_file.read_text())["containerEdits"]["env"]
     logic = attrs["logicId"]["int"]
     # The 910B's runtime is told phy ids, as by Allocate (only the 950's is told logic ids).
@@ -132,25 +115,22 @@ async def test_registers_publishes_the_slice_and_prepares_across_a_restart(
     await wait_ready(node.plugin)
     await until(lambda: DRIVER in node.kubelet.plugins, what="the restarted driver to register")
     assert node.kubelet.deregistered == [DRIVER]  # the kubelet wiped the slice when the driver left...
+    await until(lambda: f"spec.driver={DRIVER},spec.nodeName=node-a" in node.kubelet.wipes, what="the driver's wipe")
     await until(lambda: len(slice_devices(apiserver)) == 8, what="...and the restarted driver wrote it again")
-    assert await node.kubelet.unprepare(DRIVER, [claim]) == {}
+    await node.kubelet.unprepare(pod)  # from the kubelet's cache, to the restarted driver
+    assert [c.method for c in node.kubelet.calls] == ["NodePrepareResources", "NodeUnprepareResources"]
     assert not spec_file.exists()
 
 
 # ---- --kubelet-api both: one chip, one consumer ------------------------------------------------
 
 
-def put_claim(apiserver: FakeApiServer, name: str, device: str) -> dra.Claim:
-    obj = apiserver.put_object(
-        "resourceclaims",
-        {
-            "metadata": {"name": name, "namespace": "ml"},
-            "status": {"allocation": {"devices": {"results": [
-                {"request": "npu", "driver": DRIVER, "pool": "node-a", "device": device},
-            ]}}},
-        },
-    )  # fmt: skip
-    return dra.Claim(namespace="ml", name=name, uid=obj["metadata"]["uid"])
+def put_claim(apiserver: FakeApiServer, name: str, device: str) -> tuple[JsonObj, str]:
+    """A pod in namespace ml and its claim for `device`, allocated and reserved for it; the claim's uid."""
+    pod = pod_using(f"{name}-pod", [name], namespace="ml")
+    result = {"request": "npu", "driver": DRIVER, "pool": "node-a", "device": device}
+    obj = apiserver.put_object("resourceclaims", allocated_claim(name, [result], pod, namespace="ml"))
+    return pod, obj["metadata"]["uid"]
 
 
 async def test_both_apis_never_hand_out_the_same_chip(apiserver: FakeApiServer) -> None:
@@ -170,12 +150,12 @@ async def test_both_apis_never_hand_out_the_same_chip(apiserver: FakeApiServer) 
             await until(lambda: len(slice_devices(apiserver)) == 8, what="8 devices in the slice")
 
             # DRA -> device plugin: a chip prepared for a claim is Unhealthy for the kubelet's device manager.
-            claim = put_claim(apiserver, "dra-job", "Ascend910-3")
-            (await dra_kubelet.prepare(DRIVER, [claim])).raise_for_errors([claim])
+            pod, _ = put_claim(apiserver, "dra-job", "Ascend910-3")
+            await dra_kubelet.prepare(pod)
             await until(lambda: "Ascend910-3" not in dp_kubelet.healthy_ids(resource), what="Ascend910-3 Unhealthy")
             assert dp_kubelet.allocatable(resource) == 7
             # ... and healthy again once the claim is released.
-            assert await dra_kubelet.unprepare(DRIVER, [claim]) == {}
+            await dra_kubelet.unprepare(pod)
             await until(lambda: dp_kubelet.allocatable(resource) == 8, what="Ascend910-3 back for the device plugin")
 
             # Device plugin -> DRA: a chip a device-plugin pod holds leaves the slice, and a claim for it is refused.
@@ -185,10 +165,11 @@ async def test_both_apis_never_hand_out_the_same_chip(apiserver: FakeApiServer) 
                 lambda: "Ascend910-5" not in [d["name"] for d in slice_devices(apiserver)],
                 what="Ascend910-5 to leave the slice",
             )
-            late = put_claim(apiserver, "late", "Ascend910-5")
-            result = await dra_kubelet.prepare(DRIVER, [late])
-            assert "Ascend910-5 is allocated through the device plugin" in result.errors[late.uid]
-            assert not list((workdir / "cdi").glob(f"*{late.uid}*"))
+            late_pod, late = put_claim(apiserver, "late", "Ascend910-5")
+            with pytest.raises(DraCallError, match="NodePrepareResources failed for claim ml/late"):
+                await dra_kubelet.prepare(late_pod)
+            assert "Ascend910-5 is allocated through the device plugin" in dra_kubelet.calls[-1].errors[late]
+            assert not list((workdir / "cdi").glob(f"*{late}*"))
         finally:
             code = plugin.stop()
             shutil.copyfile(plugin.log_path, Path(tempfile.gettempdir()) / "last-device-plugin-both.log")

@@ -1,6 +1,7 @@
 """A stateful fake kube-apiserver on 127.0.0.1, good enough for the official `kubernetes` client.
 
-Core/v1 only: pods (namespaced and cluster-wide), nodes, configmaps, and events (create only).
+Core/v1: pods (namespaced and cluster-wide), nodes, configmaps, and events (create only); and
+resource.k8s.io's ResourceSlices (with deletecollection), ResourceClaims and DeviceClasses.
 It keeps the parts of the real server's behaviour that our code depends on:
 
 - one global resourceVersion counter; every write that changes an object bumps it (a no-op
@@ -117,8 +118,9 @@ def _spec_field(name: str) -> Callable[[JsonObj], str]:
 
 _KINDS.update(
     {
+        # deletecollection: the kubelet's registration handler wipes a node's (or a driver's) slices so.
         "resourceslices": _Kind(
-            "resourceslices", "ResourceSlice", False, _ALL_VERBS,
+            "resourceslices", "ResourceSlice", False, _ALL_VERBS | {"deletecollection"},
             {"metadata.name": lambda o: _meta(o, "name"), "spec.nodeName": _spec_field("nodeName"),
              "spec.driver": _spec_field("driver")},
             RESOURCE_GROUP,
@@ -873,6 +875,7 @@ class FakeApiServer:
             ("PUT", True): "update",
             ("PATCH", True): "patch",
             ("DELETE", True): "delete",
+            ("DELETE", False): "deletecollection",
         }.get((method, route.name is not None))
         if verb is None or verb not in kind.verbs:
             raise ApiError(405, f"{method} is not supported on {path}")
@@ -882,6 +885,8 @@ class FakeApiServer:
                 return 200, self._list(route, query)
             if verb == "create":
                 return 201, self._create(route, body, dry_run)
+            if verb == "deletecollection":
+                return 200, self._delete_collection(route, query, dry_run)
             assert route.name is not None
             key = self._key(kind, route.namespace, route.name)
             old = self._store[kind.plural].get(key)
@@ -1088,6 +1093,21 @@ class FakeApiServer:
             "status": "Success",
             "details": {"name": route.name, "kind": kind.plural, "uid": old["metadata"]["uid"]},
         }
+
+    def _delete_collection(self, route: _Route, query: Mapping[str, str], dry_run: bool) -> JsonObj:
+        """DELETE on the collection: every object the selectors match goes (a DELETED event each); the
+        answer is the list of what was deleted, as the real server's (generic registry DeleteCollection)."""
+        kind = route.kind
+        selector = _parse_selector(kind, query.get("fieldSelector"), query.get("labelSelector"))
+        keys = [
+            key
+            for key, o in sorted(self._store[kind.plural].items())
+            if (route.namespace is None or key[0] == route.namespace) and selector.matches(kind, o)
+        ]
+        gone = [copy.deepcopy(self._store[kind.plural][k]) for k in keys] if dry_run else [
+            self._delete_now(kind, k) for k in keys]  # fmt: skip
+        return {"kind": f"{kind.kind}List", "apiVersion": self._api_version(kind, None),
+                "metadata": {"resourceVersion": str(self._rv)}, "items": gone}  # fmt: skip
 
     def _watch_events(self, path: str, query: Mapping[str, str]) -> Generator[JsonObj, None, None]:
         route = self._route(path)

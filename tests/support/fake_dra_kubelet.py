@@ -1,24 +1,46 @@
 """A fake kubelet for DRA drivers (grpc.aio): the plugin watcher's registration and the DRA manager's calls.
 
 It behaves like the v1.32 kubelet (pkg/kubelet/pluginmanager and pkg/kubelet/cm/dra, vendored with
-kubeedge) where a driver can tell the difference:
+kubeedge; tests/dra_harness runs that code) where a driver can tell the difference:
 - the plugin watcher scans `plugins_registry/` at start and then sees new sockets (a name starting
   with "." is skipped); for each it dials the socket, asks GetInfo within 1 s, looks the type up
   (only "DRAPlugin" has a handler here), takes an empty endpoint as the registration socket
   itself, validates the supported services (an empty list is refused), picks "v1beta1.DRAPlugin"
   if listed, else falls back to "v1alpha4.Node" (which this fake, like our driver, cannot call),
   registers the driver (a second registration replaces the first) and only then tells the plugin
-  through NotifyRegistrationStatus; a refusal is told as well, with the kubelet's message;
-- a socket that goes away deregisters its driver, and the kubelet wipes the driver's ResourceSlices
-  of its node (`on_deregister` here, since the fake has no clientset of its own); a kubelet that
-  starts wipes every ResourceSlice of its node before any driver registers (`on_start`);
-- NodePrepareResources / NodeUnprepareResources go to the registered endpoint with the 45 s call
-  timeout; an answer for a claim uid that was not asked, or one that leaves a claim out, is an
-  error of the whole call (`DraCallError`), as in manager.go; a claim's own error is returned per
-  claim (manager.go then fails the pod's preparation with "NodePrepareResources failed for claim
-  <ns>/<name>: <error>", which `PrepareResult.raise_for_errors` reproduces).
+  through NotifyRegistrationStatus; a refusal is told as well, with the kubelet's message. The
+  real watcher is fsnotify feeding a reconciler that acts once a second (registration came
+  0.5-0.8 s after the socket appeared under the harness); `reconcile_period` = REAL_RECONCILE_S
+  acts that late, the default polls fast so that tests stay quick;
+- the ResourceSlice wipes go through the API server, as the registration handler's do: a
+  DeleteCollection of resource.k8s.io/v1beta1 resourceslices with the field selector
+  `spec.nodeName=<node>` when the kubelet starts (once the Node object exists) and
+  `spec.driver=<d>,spec.nodeName=<node>` when a driver's socket goes, each in a background task
+  retrying with the handler's backoff (1 s, doubling), ordered against nothing: a wipe may land
+  after the driver registered again (`wipe_delay` makes it late on purpose);
+- `prepare(pod)` is the manager's PrepareResources: for each of the pod's `spec.resourceClaims` it
+  finds the claim's name (`resourceClaimName`, or for a template the pod's
+  `status.resourceClaimStatuses`, then the claim must be controlled by the pod), reads the claim
+  from the API server itself (v1beta1, as 1.32 always does), refuses the pod unless the claim's
+  `status.reservedFor` holds the pod's uid and `status.allocation` is set, and adds the claim to
+  its cache (keyed namespace/name, with the pod's uid, the drivers named by the allocation
+  results, and the claim's uid as first read). A claim already prepared in this kubelet run is not
+  sent again; the others go in one NodePrepareResources batch per driver, with the 45 s call
+  timeout. An answer for a claim uid that was not asked, or one that leaves a claim out, or a
+  claim's own error fails the pod's preparation with manager.go's message (`DraCallError`); each
+  answered device is appended to the claim's cached devices; the answer is the CDI ids per
+  container (GetResources);
+- `unprepare(pod)` is UnprepareResources: only claims in the cache, only once the last pod using
+  the claim goes (before that the pod's reference is dropped, no call), from the cache (the API
+  server is not read), in one NodeUnprepareResources batch per driver;
+- `restart()` keeps the claim cache as the checkpoint (dra_manager_state) does, but not which
+  claims were prepared (1.32 keeps that flag in memory only): after a restart a prepared claim is
+  sent to NodePrepareResources again and the answer's devices are appended to the restored ones
+  (the runtime is then handed each CDI id twice, as the real manager does).
 
-Everything runs in the caller's event loop; `stop()` leaves no task, channel or server behind.
+Not modelled: the manager's 60 s reconcile loop (unprepare of pods no longer active), and the
+checkpoint's file and checksum. Everything runs in the caller's event loop; `stop()` leaves no task,
+channel or server behind.
 """
 
 from __future__ import annotations
@@ -26,26 +48,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import stat
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import grpc
+import urllib3
 from ascend_common.adapters.kubelet import constants
 from ascend_common.adapters.kubelet import dra_pb2 as dra
 from ascend_common.adapters.kubelet import dra_pb2_grpc as dra_grpc
 from ascend_common.adapters.kubelet import pluginregistration_pb2 as reg
 from ascend_common.adapters.kubelet import pluginregistration_pb2_grpc as reg_grpc
+from kubernetes import client as k8s
+
+JsonObj = dict[str, Any]
 
 GET_INFO_TIMEOUT_S = 1.0  # operation_generator.go: context.WithTimeout(..., time.Second)
 NOTIFY_TIMEOUT_S = 10.0  # notifyTimeoutDuration
 DIAL_TIMEOUT_S = 10.0  # dialTimeoutDuration
 V1ALPHA4_SERVICE = "v1alpha4.Node"
-SCAN_S = 0.02  # the real watcher uses fsnotify; a fast poll stands in for it
+FAST_SCAN_S = 0.02  # the default: a fast poll stands in for fsnotify and the reconciler
+REAL_RECONCILE_S = 1.0  # plugin_manager.go loopSleepDuration
+WIPE_BACKOFF_S = (1.0, 2.0, 300.0)  # registration.go wipeResourceSlices: first wait, factor, cap
+RESOURCE_GROUP = "resource.k8s.io"
+CLAIM_VERSION = "v1beta1"  # manager.go: m.kubeClient.ResourceV1beta1().ResourceClaims(ns).Get
 
 
 class DraCallError(Exception):
-    """The whole call failed, as the DRA manager would report it."""
+    """The pod's preparation (or unpreparation) failed, with the DRA manager's message."""
 
 
 @dataclass(frozen=True)
@@ -57,16 +89,45 @@ class Registered:
 
 
 @dataclass
-class PrepareResult:
-    devices: dict[str, list[dra.Device]] = field(default_factory=dict)  # by claim uid
+class Call:
+    """One gRPC call to a driver, as sent and as answered (empty answers when the call failed)."""
+
+    method: str  # "NodePrepareResources" or "NodeUnprepareResources"
+    driver: str
+    claims: list[dra.Claim]
+    devices: dict[str, list[dra.Device]] = field(default_factory=dict)  # by claim uid, in answer order
     errors: dict[str, str] = field(default_factory=dict)  # by claim uid
 
-    def raise_for_errors(self, claims: Sequence[dra.Claim]) -> None:
-        for claim in claims:
-            if claim.uid in self.errors:
-                raise DraCallError(
-                    f"NodePrepareResources failed for claim {claim.namespace}/{claim.name}: {self.errors[claim.uid]}"
-                )
+    @property
+    def uids(self) -> list[str]:
+        return [c.uid for c in self.claims]
+
+
+@dataclass
+class ClaimInfo:
+    """claiminfo.go's ClaimInfo: the checkpointed state, plus `prepared`, which is not checkpointed."""
+
+    namespace: str
+    name: str
+    uid: str  # as first read; a claim re-created under the same name keeps the cached uid
+    pod_uids: set[str]
+    devices: dict[str, list[dra.Device]]  # DriverState: by driver, every device any answer named
+    prepared: bool = False
+
+    def cdi_ids(self, request: str) -> list[str]:
+        """cdiDevicesAsList: the CDI ids of the devices for `request` (all of them for "")."""
+        return [
+            cdi
+            for devices in self.devices.values()
+            for device in devices
+            if not request or not device.request_names or request in device.request_names
+            for cdi in device.cdi_device_ids
+        ]
+
+
+def _name_of(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or ""), str(meta.get("uid") or "")
 
 
 class FakeDraKubelet:
@@ -74,50 +135,63 @@ class FakeDraKubelet:
         self,
         root: Path,
         *,
-        on_deregister: Callable[[str], None] = lambda name: None,
-        on_start: Callable[[], None] = lambda: None,
+        api: k8s.ApiClient | None = None,
+        node: str = "node-a",
+        reconcile_period: float = FAST_SCAN_S,
+        wipe_delay: float = 0.0,
     ) -> None:
         self.registry_dir = root / "plugins_registry"
         self.plugins_dir = root / "plugins"
+        self.node = node
         self.plugins: dict[str, Registered] = {}
         self.refusals: list[str] = []  # what the watcher told plugins it refused
-        self.calls: list[tuple[str, list[str]]] = []  # (method, claim uids), in order
-        self.deregistered: list[str] = []  # drivers whose ResourceSlices the kubelet would wipe
-        self._on_deregister = on_deregister
-        self._on_start = on_start  # NewRegistrationHandler wipes every slice of the node when the kubelet starts
+        self.calls: list[Call] = []  # every gRPC call to a driver, in order
+        self.deregistered: list[str] = []  # drivers whose sockets went
+        self.wipes: list[str] = []  # field selectors of the slice wipes done, in the order they landed
+        self.claims: dict[str, ClaimInfo] = {}  # the claim info cache, by namespace/name; survives restart()
+        self._api = api  # the kubelet's client; None: no claim can be read and no slice is wiped
+        self._reconcile_period = reconcile_period
+        self.wipe_delay = wipe_delay  # before each wipe's first attempt (a test may change it)
         self._seen: dict[Path, tuple[int, int]] = {}
         self._task: asyncio.Task[None] | None = None
+        self._wiping: set[asyncio.Task[None]] = set()
         self._channels: dict[str, grpc.aio.Channel] = {}
 
     async def start(self) -> None:
         self.registry_dir.mkdir(parents=True, exist_ok=True)
         self.plugins_dir.mkdir(parents=True, exist_ok=True)
-        self._on_start()
+        self._wipe_later("")  # NewRegistrationHandler: every slice of the node, in the background
         await self._scan()  # traversePluginDir
         self._task = asyncio.create_task(self._watch(), name="fake-dra-plugin-watcher")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        tasks = [t for t in (self._task, *self._wiping) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+                await task
+        self._task = None
+        self._wiping.clear()
         for channel in self._channels.values():
             await channel.close()
         self._channels.clear()
 
     async def restart(self) -> None:
-        """A kubelet restart: it forgets every driver, then finds the sockets in the registry dir again."""
+        """A kubelet restart: it forgets every driver (and a wipe not yet done), keeps its checkpoint (the
+        claim cache) without the prepared flags, then finds the sockets in the registry dir again."""
         await self.stop()
         self.plugins.clear()
         self._seen.clear()
+        for info in self.claims.values():
+            info.prepared = False  # newClaimInfoFromState: prepared is false
         await self.start()
 
     # ---- the plugin watcher ------------------------------------------------------------------
 
     async def _watch(self) -> None:
         while True:
-            await asyncio.sleep(SCAN_S)
+            await asyncio.sleep(self._reconcile_period)
             await self._scan()
 
     async def _scan(self) -> None:
@@ -149,7 +223,8 @@ class FakeDraKubelet:
                 if channel is not None:
                     asyncio.get_running_loop().create_task(channel.close())
                 self.deregistered.append(name)
-                self._on_deregister(name)
+                # DeRegisterPlugin: the driver may have died without cleaning up and may never come back.
+                self._wipe_later(name)
 
     async def _register(self, socket: Path) -> None:
         async with grpc.aio.insecure_channel(f"unix://{socket}") as channel:
@@ -188,50 +263,271 @@ class FakeDraKubelet:
         )
         raise DraCallError(error)
 
-    # ---- the DRA manager's calls -------------------------------------------------------------
+    # ---- the registration handler's ResourceSlice wipes --------------------------------------
 
-    def _stub(self, driver: str) -> dra_grpc.DRAPluginAsyncStub:
+    def _wipe_later(self, driver: str) -> None:
+        if self._api is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._wipe(driver), name=f"fake-dra-wipe-{driver or 'node'}")
+        self._wiping.add(task)
+        task.add_done_callback(self._wiping.discard)
+
+    async def _wipe(self, driver: str) -> None:
+        await asyncio.sleep(self.wipe_delay)
+        delay, factor, cap = WIPE_BACKOFF_S
+        while True:
+            try:
+                self.wipes.append(await asyncio.to_thread(self._delete_slices, driver))
+                return
+            except (k8s.ApiException, OSError, urllib3.exceptions.HTTPError):
+                await asyncio.sleep(delay)  # ExponentialBackoffWithContext: log and try again
+                delay = min(delay * factor, cap)
+
+    def _delete_slices(self, driver: str) -> str:
+        """One attempt (blocking: run in a thread): the Node must exist, then DeleteCollection."""
+        assert self._api is not None
+        # The answers are not needed (an error status still raises): unparsed, they cost no model
+        # building; the client's stubs name the model even then, hence the casts.
+        node = cast(urllib3.BaseHTTPResponse, k8s.CoreV1Api(self._api).read_node(self.node, _preload_content=False))
+        node.drain_conn()  # read, so the connection goes back to the pool whole
+        node.release_conn()
+        # fields.Set.String() sorts the keys.
+        selector = f"spec.nodeName={self.node}" if not driver else f"spec.driver={driver},spec.nodeName={self.node}"
+        deleted = cast(
+            urllib3.BaseHTTPResponse,
+            k8s.ResourceV1beta1Api(self._api).delete_collection_resource_slice(
+                field_selector=selector, _preload_content=False
+            ),
+        )
+        deleted.drain_conn()
+        deleted.release_conn()
+        return selector
+
+    # ---- the DRA manager ---------------------------------------------------------------------
+
+    def _claim_name(
+        self, pod: Mapping[str, Any], pod_claim: Mapping[str, Any], what: str = "prepare"
+    ) -> tuple[str | None, bool]:
+        """resourceclaim.Name: the claim's name (None: no claim was generated) and whether the pod must own it."""
+        namespace, name, _ = _name_of(pod)
+        if pod_claim.get("resourceClaimName"):
+            return str(pod_claim["resourceClaimName"]), False
+        if pod_claim.get("resourceClaimTemplateName"):
+            for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+                if status.get("name") == pod_claim.get("name"):
+                    claim = status.get("resourceClaimName")
+                    return (str(claim) if claim else None), True
+            raise DraCallError(f'{what} resource claim: pod "{namespace}/{name}": ResourceClaim not created yet')
+        raise DraCallError(
+            f'{what} resource claim: pod "{namespace}/{name}", spec.resourceClaim {pod_claim.get("name")!r}: '
+            "none of the supported fields are set"
+        )
+
+    async def _read_claim(self, namespace: str, name: str, pod_name: str) -> Mapping[str, Any]:
+        if self._api is None:
+            raise DraCallError("the fake DRA kubelet was given no API client: it cannot read claims")
+        custom = k8s.CustomObjectsApi(self._api)
+        try:
+            claim = await asyncio.to_thread(
+                custom.get_namespaced_custom_object, RESOURCE_GROUP, CLAIM_VERSION, namespace, "resourceclaims", name
+            )
+        except k8s.ApiException as exc:
+            raise DraCallError(
+                f"failed to fetch ResourceClaim {name} referenced by pod {pod_name}: {exc.status} {exc.reason}"
+            ) from exc
+        if not isinstance(claim, Mapping):
+            raise DraCallError(f"failed to fetch ResourceClaim {name} referenced by pod {pod_name}: no object")
+        return claim
+
+    async def prepare(self, pod: Mapping[str, Any]) -> dict[str, list[str]]:
+        """PrepareResources, then GetResources: the CDI ids each container is handed (DraCallError on failure)."""
+        namespace, pod_name, pod_uid = _name_of(pod)
+        batches: dict[str, list[dra.Claim]] = {}
+        sent: dict[str, ClaimInfo] = {}  # by claim uid: marked prepared once every batch succeeded
+        for pod_claim in (pod.get("spec") or {}).get("resourceClaims") or []:
+            name, must_check_owner = self._claim_name(pod, pod_claim)
+            if name is None:
+                continue
+            claim = await self._read_claim(namespace, name, pod_name)
+            claim_ns, claim_name, claim_uid = _name_of(claim)
+            status = claim.get("status") or {}
+            if must_check_owner and not (
+                claim_ns == namespace
+                and any(
+                    ref.get("controller") and ref.get("uid") == pod_uid
+                    for ref in (claim.get("metadata") or {}).get("ownerReferences") or []
+                )
+            ):
+                raise DraCallError(
+                    f"ResourceClaim {claim_ns}/{claim_name} was not created for pod {namespace}/{pod_name} "
+                    "(pod is not owner)"
+                )
+            if not any(ref.get("uid") == pod_uid for ref in status.get("reservedFor") or []):
+                raise DraCallError(
+                    f"pod {pod_name}({pod_uid}) is not allowed to use resource claim {name}({claim_uid})"
+                )
+            info = self.claims.get(f"{claim_ns}/{claim_name}")
+            if info is None:
+                allocation = status.get("allocation")
+                if not allocation:
+                    raise DraCallError(f"locked cache operation: claim {claim_ns}/{claim_name}: not allocated")
+                drivers = [r.get("driver", "") for r in (allocation.get("devices") or {}).get("results") or []]
+                info = ClaimInfo(claim_ns, claim_name, claim_uid, set(), {d: [] for d in drivers})
+                self.claims[f"{claim_ns}/{claim_name}"] = info
+            info.pod_uids.add(pod_uid)
+            if info.prepared:
+                continue  # prepared in this kubelet run: not sent again
+            sent[info.uid] = info
+            for driver in info.devices:
+                batches.setdefault(driver, []).append(dra.Claim(namespace=info.namespace, uid=info.uid, name=info.name))
+        for driver, claims in batches.items():
+            call = await self._call("NodePrepareResources", driver, claims)
+            for uid in call.devices.keys() | call.errors.keys():
+                if uid not in sent or uid not in call.uids:
+                    raise DraCallError(f"NodePrepareResources returned result for unknown claim UID {uid}")
+            for uid in [*call.errors, *call.devices]:
+                info = sent[uid]
+                if uid in call.errors:
+                    raise DraCallError(
+                        f"NodePrepareResources failed for claim {info.namespace}/{info.name}: {call.errors[uid]}"
+                    )
+                info.devices.setdefault(driver, []).extend(call.devices[uid])
+            if len(claims) - len(call.devices) - len(call.errors):
+                raise DraCallError(
+                    f"NodePrepareResources left out {len(claims) - len(call.devices) - len(call.errors)} claims"
+                )
+        for info in sent.values():
+            info.prepared = True
+        return self._resources(pod)
+
+    def _resources(self, pod: Mapping[str, Any]) -> dict[str, list[str]]:
+        """GetResources for each container: the CDI ids of the claims it uses."""
+        namespace = _name_of(pod)[0]
+        spec = pod.get("spec") or {}
+        names = {c.get("name"): self._claim_name(pod, c)[0] for c in spec.get("resourceClaims") or []}
+        out: dict[str, list[str]] = {}
+        for container in spec.get("containers") or []:
+            ids: list[str] = []
+            for used in (container.get("resources") or {}).get("claims") or []:
+                claim_name = names.get(used.get("name"))
+                info = self.claims.get(f"{namespace}/{claim_name}") if claim_name else None
+                if claim_name and info is None:
+                    raise DraCallError(f"unable to get claim info for claim {claim_name} in namespace {namespace}")
+                if info is not None:
+                    ids.extend(info.cdi_ids(str(used.get("request") or "")))
+            out[str(container.get("name"))] = ids
+        return out
+
+    async def unprepare(self, pod: Mapping[str, Any]) -> None:
+        """UnprepareResources (DraCallError on failure): from the cache, once the last pod using a claim goes."""
+        namespace, _, pod_uid = _name_of(pod)
+        batches: dict[str, list[dra.Claim]] = {}
+        done: dict[str, ClaimInfo] = {}
+        for pod_claim in (pod.get("spec") or {}).get("resourceClaims") or []:
+            name, _ = self._claim_name(pod, pod_claim, "unprepare")
+            info = self.claims.get(f"{namespace}/{name}") if name is not None else None
+            if info is None:
+                continue  # not cached: nothing to unprepare
+            if len(info.pod_uids) > 1:
+                info.pod_uids.discard(pod_uid)  # other pods still use it
+                continue
+            done[info.uid] = info
+            for driver in info.devices:
+                batches.setdefault(driver, []).append(dra.Claim(namespace=info.namespace, uid=info.uid, name=info.name))
+        for driver, claims in batches.items():
+            call = await self._call("NodeUnprepareResources", driver, claims)
+            for uid in [*call.errors, *call.devices]:
+                if uid not in call.uids:
+                    raise DraCallError(f"NodeUnprepareResources returned result for unknown claim UID {uid}")
+                if uid in call.errors:
+                    info = done[uid]
+                    raise DraCallError(
+                        f"NodeUnprepareResources failed for claim {info.namespace}/{info.name}: {call.errors[uid]}"
+                    )
+            if len(claims) - len(call.devices) - len(call.errors):
+                raise DraCallError(
+                    f"NodeUnprepareResources left out {len(claims) - len(call.devices) - len(call.errors)} claims"
+                )
+        for info in done.values():
+            del self.claims[f"{info.namespace}/{info.name}"]
+
+    async def _call(self, method: str, driver: str, claims: list[dra.Claim]) -> Call:
+        """One gRPC call, recorded; its answer by claim uid (an unprepare's successes under `devices`, empty)."""
+        call = Call(method, driver, claims)
+        self.calls.append(call)
         plugin = self.plugins.get(driver)
         if plugin is None:
-            raise DraCallError(f"plugin name {driver} not found in the list of registered DRA plugins")
+            what = "failed to get gRPC client for driver" if method == "NodePrepareResources" else (
+                "get gRPC client for DRA driver")  # fmt: skip
+            raise DraCallError(f"{what} {driver}: plugin name {driver} not found in the list of registered DRA plugins")
         if plugin.service != constants.DRA_V1BETA1_SERVICE_NAME:
-            raise DraCallError(f"internal error: unsupported chosen service: {plugin.service!r}")
+            raise DraCallError(f"{method} failed: internal error: unsupported chosen service: {plugin.service!r}")
         channel = self._channels.get(driver)
         if channel is None:
             channel = self._channels[driver] = grpc.aio.insecure_channel(f"unix://{plugin.endpoint}")
-        return dra_grpc.DRAPluginStub(channel)
-
-    async def prepare(self, driver: str, claims: Sequence[dra.Claim]) -> PrepareResult:
-        self.calls.append(("NodePrepareResources", [c.uid for c in claims]))
-        response = await self._stub(driver).NodePrepareResources(
-            dra.NodePrepareResourcesRequest(claims=claims), timeout=constants.DRA_CALL_TIMEOUT_S
-        )
-        result = PrepareResult()
-        asked = {c.uid for c in claims}
-        for uid, answer in response.claims.items():
-            if uid not in asked:
-                raise DraCallError(f"NodePrepareResources returned result for unknown claim UID {uid}")
-            if answer.error:
-                result.errors[uid] = answer.error
+        stub = dra_grpc.DRAPluginStub(channel)
+        try:
+            if method == "NodePrepareResources":
+                prepared = await stub.NodePrepareResources(
+                    dra.NodePrepareResourcesRequest(claims=claims), timeout=constants.DRA_CALL_TIMEOUT_S
+                )
+                for uid, answer in prepared.claims.items():
+                    if answer.error:
+                        call.errors[uid] = answer.error
+                    else:
+                        call.devices[uid] = list(answer.devices)
             else:
-                result.devices[uid] = list(answer.devices)
-        if len(claims) - len(response.claims):
-            raise DraCallError(f"NodePrepareResources left out {len(claims) - len(response.claims)} claims")
-        return result
+                unprepared = await stub.NodeUnprepareResources(
+                    dra.NodeUnprepareResourcesRequest(claims=claims), timeout=constants.DRA_CALL_TIMEOUT_S
+                )
+                for uid, result in unprepared.claims.items():
+                    if result.error:
+                        call.errors[uid] = result.error
+                    else:
+                        call.devices[uid] = []
+        except grpc.aio.AioRpcError as exc:
+            raise DraCallError(f"{method} failed: {exc.code().name}: {exc.details()}") from exc
+        return call
 
-    async def unprepare(self, driver: str, claims: Sequence[dra.Claim]) -> dict[str, str]:
-        """The per-claim errors (none: every claim unprepared)."""
-        self.calls.append(("NodeUnprepareResources", [c.uid for c in claims]))
-        response = await self._stub(driver).NodeUnprepareResources(
-            dra.NodeUnprepareResourcesRequest(claims=claims), timeout=constants.DRA_CALL_TIMEOUT_S
-        )
-        asked = {c.uid for c in claims}
-        errors = {}
-        for uid, answer in response.claims.items():
-            if uid not in asked:
-                raise DraCallError(f"NodeUnprepareResources returned result for unknown claim UID {uid}")
-            if answer.error:
-                errors[uid] = answer.error
-        if len(claims) - len(response.claims):
-            raise DraCallError(f"NodeUnprepareResources left out {len(claims) - len(response.claims)} claims")
-        return errors
+
+# ---- what the tests put in the API server: pods and claims as the scheduler leaves them ----------
+
+
+def pod_using(
+    name: str,
+    claims: Sequence[str],
+    *,
+    namespace: str = "default",
+    node: str = "node-a",
+    uid: str | None = None,
+) -> JsonObj:
+    """A pod naming existing claims directly (spec.resourceClaims[].resourceClaimName), one container using them."""
+    refs = [{"name": f"claim-{i}", "resourceClaimName": claim} for i, claim in enumerate(claims)]
+    return {
+        "metadata": {"name": name, "namespace": namespace, "uid": uid or str(uuid.uuid4())},
+        "spec": {
+            "nodeName": node,
+            "resourceClaims": refs,
+            "containers": [
+                {"name": "main", "image": "train", "resources": {"claims": [{"name": r["name"]} for r in refs]}}
+            ],
+        },
+    }
+
+
+def allocated_claim(
+    name: str, results: Sequence[Mapping[str, str]], *pods: Mapping[str, Any], namespace: str = "default"
+) -> JsonObj:
+    """A ResourceClaim (v1beta1) allocated with `results` and reserved for `pods`, as the scheduler leaves it."""
+    return {
+        "apiVersion": f"{RESOURCE_GROUP}/{CLAIM_VERSION}",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": [{"name": r.get("request", "npu")} for r in results[:1]]}},
+        "status": {
+            "allocation": {"devices": {"results": [dict(r) for r in results]}},
+            "reservedFor": [
+                {"resource": "pods", "name": p["metadata"]["name"], "uid": p["metadata"]["uid"]} for p in pods
+            ],
+        },
+    }

@@ -113,3 +113,37 @@ def test_device_classes_are_cluster_scoped(custom: Any) -> None:
     custom.create_cluster_custom_object(GROUP, "v1", "deviceclasses", body)
     got = custom.get_cluster_custom_object(GROUP, "v1", "deviceclasses", "npu.huawei.com")
     assert got["kind"] == "DeviceClass" and "namespace" not in got["metadata"]
+
+
+def test_slices_are_deleted_as_a_collection_by_node_and_driver(fake: FakeApiServer, custom: Any) -> None:
+    """The kubelet's wipes: DeleteCollection with spec.nodeName (at its start), plus spec.driver (a driver gone)."""
+    for name, node in (("a", "node-a"), ("b", "node-b")):
+        custom.create_cluster_custom_object(GROUP, "v1beta1", "resourceslices", a_slice(name, node))
+    other = {**a_slice("a-gpu", "node-a"), "spec": {**a_slice("a-gpu", "node-a")["spec"], "driver": "gpu.example.com"}}
+    custom.create_cluster_custom_object(GROUP, "v1beta1", "resourceslices", other)
+    resource = k8s.ResourceV1beta1Api(fake.api_client())  # the typed call the kubelet's clientset makes
+
+    resource.delete_collection_resource_slice(field_selector="spec.driver=npu.huawei.com,spec.nodeName=node-a")
+    assert [o["metadata"]["name"] for o in fake.objects("resourceslices")] == ["a-gpu", "b"]
+    assert fake.requests[-1].method == "DELETE" and fake.requests[-1].status == 200
+
+    rv = str(fake.resource_version)
+    resource.delete_collection_resource_slice(field_selector="spec.nodeName=node-a")
+    assert [o["metadata"]["name"] for o in fake.objects("resourceslices")] == ["b"]
+    w = k8s_watch.Watch()  # type: ignore[no-untyped-call]
+    events = [
+        (e["type"], e["object"]["metadata"]["name"])
+        for e in w.stream(  # type: ignore[no-untyped-call]
+            custom.list_cluster_custom_object, GROUP, "v1beta1", "resourceslices", resource_version=rv,
+            timeout_seconds=1,
+        )
+    ]  # fmt: skip
+    assert events == [("DELETED", "a-gpu")]
+
+    with pytest.raises(k8s.ApiException) as err:
+        resource.delete_collection_resource_slice(field_selector="spec.pool=node-b")
+    assert err.value.status == 400  # a field the real server does not index for slices
+    with pytest.raises(k8s.ApiException) as err:
+        k8s.ResourceV1beta1Api(fake.api_client()).delete_collection_namespaced_resource_claim("ml")
+    assert err.value.status == 405  # only the slices have it here
+    assert [o["metadata"]["name"] for o in fake.objects("resourceslices")] == ["b"]

@@ -108,7 +108,7 @@ class ResourceApi:
 
     async def write_slice(self, body: Mapping[str, Any], resource_version: str | None) -> Mapping[str, Any]:
         """Create the slice (`resource_version` None) or replace the one read at that version;
-        SliceConflict on a 409 (it exists already, or changed since)."""
+        SliceConflict on a 409 (it exists already, or changed since) or a replace's 404 (deleted since)."""
         name = body["metadata"]["name"]
         collection = await self._path("resourceslices")
         if resource_version is not None:
@@ -124,6 +124,9 @@ class ResourceApi:
             except Exception as exc:
                 if status_of(exc) == 409:
                     raise SliceConflict(f"resourceslice {name} changed since it was read") from exc
+                if status_of(exc) == 404 and resource_version is not None:
+                    # Deleted since it was read (the kubelet wipes a node's slices): read again, create.
+                    raise SliceConflict(f"resourceslice {name} was deleted since it was read") from exc
                 raise
 
         written = await retrying(write, f"write resourceslice {name}", passthrough=(SliceConflict,))

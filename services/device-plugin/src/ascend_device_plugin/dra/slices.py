@@ -27,6 +27,11 @@ from ascend_device_plugin.resources.views import ViewBoard
 
 log = logging.getLogger(__name__)
 
+# After a registration, read the slice back again at these delays: the kubelet's wipe runs in the
+# background, retried with a 1 s doubling backoff (registration.go wipeResourceSlices), ordered
+# against nothing, so it may land after the read-back the registration kicked.
+REVERIFY_AFTER_S = (1.0, 3.0, 7.0, 15.0, 31.0)
+
 
 class SlicePublisher:
     def __init__(
@@ -51,16 +56,22 @@ class SlicePublisher:
         self.published: tuple[DraDevice, ...] | None = None  # what the slice holds, as last written
         self.generation = 0
         # The kubelet deletes the node's slices when it starts and when a driver deregisters; both
-        # end with our driver registering again, which kicks a read-back (`verify`). A slow read-back
-        # besides catches anyone else's deletion without a GET per wake on every node.
+        # end with our driver registering again, which kicks a read-back (`verify`) and a few more
+        # over the next half minute (REVERIFY_AFTER_S: the wipe is asynchronous and may land after
+        # the first). A slow read-back besides catches anyone else's deletion without a GET per wake
+        # on every node.
         self._verify = False
         self._verify_period = max(60.0, 10 * period)
         self._verified_at = time.monotonic()
+        self._reverify_at: list[float] = []  # monotonic times of the read-backs still due after a registration
         self._resource_version: str | None = None  # of our last write; None: read before writing
 
     def kick(self, *, verify: bool = False) -> None:
         """Look at the pool again soon; `verify`: read the slice back even if the pool did not change."""
         self._verify = self._verify or verify
+        if verify:
+            now = time.monotonic()
+            self._reverify_at = [now + delay for delay in REVERIFY_AFTER_S]
         self._wake.set()
 
     def devices(self) -> list[DraDevice]:
@@ -95,10 +106,13 @@ class SlicePublisher:
 
     async def _wait(self, version: int) -> None:
         resource = self._resource()
+        timeout = self.period
+        if self._reverify_at:
+            timeout = max(0.0, min(timeout, self._reverify_at[0] - time.monotonic()))
         change = (
-            self.board.wait_change(resource, version, self.period)
+            self.board.wait_change(resource, version, timeout)
             if resource is not None
-            else self.board.wait_resources(self.period)
+            else self.board.wait_resources(timeout)
         )
         waits = [asyncio.ensure_future(change), asyncio.ensure_future(self._wake.wait())]
         try:
@@ -120,7 +134,10 @@ class SlicePublisher:
         if self.resources.inventory.physical_type is None:
             return False  # no chip yet: an empty slice now would only be replaced in a moment
         devices = tuple(self.devices())
-        verify = self._verify or time.monotonic() - self._verified_at > self._verify_period
+        now = time.monotonic()
+        due = bool(self._reverify_at) and self._reverify_at[0] <= now
+        self._reverify_at = [at for at in self._reverify_at if at > now]
+        verify = self._verify or due or now - self._verified_at > self._verify_period
         if devices == self.published and not verify:
             return False
         version = await self.api.version()
