@@ -589,12 +589,10 @@ def test_fault_events_in_the_references_format_are_accepted_by_the_apiserver(sta
         for p in stack.cluster.pods()
         if p["metadata"]["name"].startswith("fault-manager-sim-") and p["metadata"].get("deletionTimestamp") is None
     ]
-    in_use = set(
-        stack.cluster.get("pod", "train-a", "-n", "default")["metadata"]["annotations"]["huawei.com/AscendReal"].split(
-            ","
-        )
-    )
-    chip = next(c for c in reversed(stack.exporter.chips()) if c["name"] not in in_use)
+    # A chip the device-info ConfigMap lists as free: no earlier drill's pod holds it (train-a's chips,
+    # the Volcano drill's vc-0) and it is healthy.
+    free = names(stack.cluster.device_list().get(RESOURCE, ""))
+    chip = next(c for c in reversed(stack.exporter.chips()) if c["name"] in free)
     logic, node = chip["logic_id"], stack.cluster.node
     until_sync(lambda: listed_healthy(stack, chip["name"]), 60, f"{chip['name']} healthy before the drill", 0.2)
 
