@@ -25,8 +25,8 @@ from tests.deploy.test_kustomize import (
     _exporter_settings,
     _image_user,
     _mount_of,
-    _render,
     access_problems,
+    render_pools,
     validate,
 )
 
@@ -40,27 +40,9 @@ EXPORTER_ARGS = ["--npu-nic-mapping", str(MAPPING)]
 PLUGIN_ARGS = ["--ras-net-root-path", str(RAS_ROOT)]
 
 
-def _with_component(directory: Path, overlay: str) -> str:
-    directory.mkdir()
-    (directory / "kustomization.yaml").write_text(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
-        "kind: Kustomization\n"
-        f"resources: [{os.path.relpath(KUSTOMIZE / 'overlays' / overlay, directory)}]\n"
-        f"components: [{os.path.relpath(COMPONENT, directory)}]\n"
-    )
-    return _render(directory)
-
-
 @pytest.fixture(scope="module")
 def rendered950(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("ascend-950")
-    files: dict[str, Path] = {}
-    for pool in POOLS:
-        files[pool] = out / f"{pool}.yaml"
-        files[pool].write_text(_with_component(out / pool, pool))
-        files[f"{pool}-plain"] = out / f"{pool}-plain.yaml"
-        files[f"{pool}-plain"].write_text(_render(KUSTOMIZE / "overlays" / pool))
-    return files
+    return render_pools(tmp_path_factory.mktemp("ascend-950"), POOLS, COMPONENT)
 
 
 def _ds(path: Path, service: str) -> Manifest:

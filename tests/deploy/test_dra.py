@@ -36,8 +36,9 @@ from tests.deploy.test_kustomize import (
     _docs,
     _image_user,
     _of_kind,
-    _render,
     access_problems,
+    render_pools,
+    render_with_component,
 )
 
 COMPONENT = KUSTOMIZE / "components" / "dra"
@@ -54,29 +55,10 @@ NODE_NAME_KEY = "authentication.kubernetes.io/node-name"
 HTTP_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
-def _operator_overlay(directory: Path, overlay: str, extra: str = "") -> str:
-    """An operator's overlay: the pool overlay plus the component (and `extra` YAML), rendered."""
-    directory.mkdir()
-    (directory / "kustomization.yaml").write_text(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
-        "kind: Kustomization\n"
-        f"resources: [{os.path.relpath(KUSTOMIZE / 'overlays' / overlay, directory)}]\n"
-        f"components: [{os.path.relpath(COMPONENT, directory)}]\n" + extra
-    )
-    return _render(directory)
-
-
 @pytest.fixture(scope="module")
 def dra(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each pool rendered with the component, and without it, into files."""
-    out = tmp_path_factory.mktemp("dra")
-    files: dict[str, Path] = {}
-    for pool in OVERLAYS:
-        files[pool] = out / f"{pool}.yaml"
-        files[pool].write_text(_operator_overlay(out / pool, pool))
-        files[f"{pool}-plain"] = out / f"{pool}-plain.yaml"
-        files[f"{pool}-plain"].write_text(_render(KUSTOMIZE / "overlays" / pool))
-    return files
+    return render_pools(tmp_path_factory.mktemp("dra"), OVERLAYS, COMPONENT)
 
 
 def validate(path: Path, version: str) -> str:
@@ -242,7 +224,7 @@ def test_the_documented_recipe_for_both_apis_gives_both(tmp_path: Path, monkeypa
     recipe = _both_recipe()
     assert "--kubelet-api=both" in recipe
     rendered = tmp_path / "both.yaml"
-    rendered.write_text(_operator_overlay(tmp_path / "both", "ascend-910b", recipe))
+    rendered.write_text(render_with_component(tmp_path / "both", "ascend-910b", COMPONENT, recipe))
     assert validate(rendered, K8S_VERSIONS[0]) == ""
     ds = _plugin(rendered)
     settings = _settings(ds, monkeypatch)

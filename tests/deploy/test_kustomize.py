@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,29 @@ def _render(path: Path) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def render_with_component(directory: Path, overlay: str, component: Path, extra: str = "") -> str:
+    """An operator's overlay: the pool overlay plus a component (and `extra` YAML), rendered."""
+    directory.mkdir()
+    (directory / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+        "kind: Kustomization\n"
+        f"resources: [{os.path.relpath(KUSTOMIZE / 'overlays' / overlay, directory)}]\n"
+        f"components: [{os.path.relpath(component, directory)}]\n" + extra
+    )
+    return _render(directory)
+
+
+def render_pools(out: Path, pools: Iterable[str], component: Path) -> dict[str, Path]:
+    """Each pool rendered with the component (`<pool>`) and without it (`<pool>-plain`), into files."""
+    files: dict[str, Path] = {}
+    for pool in pools:
+        files[pool] = out / f"{pool}.yaml"
+        files[pool].write_text(render_with_component(out / pool, pool, component))
+        files[f"{pool}-plain"] = out / f"{pool}-plain.yaml"
+        files[f"{pool}-plain"].write_text(_render(KUSTOMIZE / "overlays" / pool))
+    return files
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ label Volcano shares on and nothing else."""
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,8 @@ from tests.deploy.test_kustomize import (
     _daemonsets,
     _docs,
     _image_user,
-    _render,
     access_problems,
+    render_pools,
     validate,
 )
 
@@ -45,29 +44,10 @@ ADDED_ARGS = [
 ]
 
 
-def _with_component(directory: Path, overlay: str) -> str:
-    """An operator's overlay: the pool overlay plus the component, rendered."""
-    directory.mkdir()
-    (directory / "kustomization.yaml").write_text(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
-        "kind: Kustomization\n"
-        f"resources: [{os.path.relpath(KUSTOMIZE / 'overlays' / overlay, directory)}]\n"
-        f"components: [{os.path.relpath(COMPONENT, directory)}]\n"
-    )
-    return _render(directory)
-
-
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each pool rendered with the component, and without it, into files."""
-    out = tmp_path_factory.mktemp("soft-share")
-    files: dict[str, Path] = {}
-    for pool in POOLS:
-        files[pool] = out / f"{pool}.yaml"
-        files[pool].write_text(_with_component(out / pool, pool))
-        files[f"{pool}-plain"] = out / f"{pool}-plain.yaml"
-        files[f"{pool}-plain"].write_text(_render(KUSTOMIZE / "overlays" / pool))
-    return files
+    return render_pools(tmp_path_factory.mktemp("soft-share"), POOLS, COMPONENT)
 
 
 def _plugin(path: Path) -> Manifest:
