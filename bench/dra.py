@@ -18,7 +18,6 @@ import functools
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ascend_common.adapters.kube.client import ApiClient, core_v1
@@ -36,7 +35,7 @@ from tests.support.fake_dra_kubelet import FakeDraKubelet
 from tests.support.fake_kubelet import short_tmp_dir
 from tests.support.faultmanager import FaultManagerProc, start_fault_manager
 from tests.support.faultmanager import wait_ready as wait_fm_ready
-from tests.support.plugin import PluginProc, start_plugin, wait_ready
+from tests.support.plugin import PluginProc, dra_args, start_plugin, wait_ready
 
 DRIVER = "npu.huawei.com"
 RESOURCE_VERSIONS = ("v1", "v1beta1")  # what a 1.34 apiserver serves; the driver picks v1
@@ -142,16 +141,6 @@ async def dra_stack(fault_manager: bool) -> AsyncIterator[DraStack]:
             if fm is not None:
                 fm.stop()
             exporter.stop()
-
-
-def dra_args(workdir: Path, kubeconfig: Path) -> list[str]:
-    return [
-        "--kubelet-api", "dra",
-        "--plugins-registry-dir", str(workdir / "k" / "plugins_registry"),
-        "--kubelet-plugins-dir", str(workdir / "k" / "plugins"),
-        "--cdi-root", str(workdir / "cdi"),
-        "--kubeconfig", str(kubeconfig),
-    ]  # fmt: skip
 
 
 async def fault_to_slice(s: DraStack, rounds: int) -> tuple[list[float], list[float]]:

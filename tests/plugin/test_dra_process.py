@@ -19,6 +19,7 @@ from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.fake_dra_kubelet import DraCallError, FakeDraKubelet, JsonObj, allocated_claim, pod_using
 from tests.support.fake_kubelet import FakeKubelet, short_tmp_dir
 from tests.support.plugin import PluginProc, start_plugin, wait_ready
+from tests.support.plugin import dra_args as plugin_dra_args
 from tests.support.waiting import until
 
 DRIVER = "npu.huawei.com"
@@ -45,13 +46,7 @@ class DraNode:
 
 
 def dra_args(workdir: Path, apiserver: FakeApiServer) -> list[str]:
-    return [
-        "--kubelet-api", "dra",
-        "--plugins-registry-dir", str(workdir / "k" / "plugins_registry"),
-        "--kubelet-plugins-dir", str(workdir / "k" / "plugins"),
-        "--cdi-root", str(workdir / "cdi"),
-        "--kubeconfig", str(write_kubeconfig(workdir / "kubeconfig", apiserver.url)),
-    ]  # fmt: skip
+    return plugin_dra_args(workdir, write_kubeconfig(workdir / "kubeconfig", apiserver.url))
 
 
 @pytest.fixture

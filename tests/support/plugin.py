@@ -47,6 +47,17 @@ class PluginProc:
         return self.proc.returncode
 
 
+def dra_args(workdir: Path, kubeconfig: Path) -> list[str]:
+    """The plugin as a DRA driver (--kubelet-api dra), its kubelet and CDI dirs under `workdir`."""
+    return [
+        "--kubelet-api", "dra",
+        "--plugins-registry-dir", str(workdir / "k" / "plugins_registry"),
+        "--kubelet-plugins-dir", str(workdir / "k" / "plugins"),
+        "--cdi-root", str(workdir / "cdi"),
+        "--kubeconfig", str(kubeconfig),
+    ]  # fmt: skip
+
+
 def start_plugin(
     workdir: Path,
     exporter: ExporterProc,
