@@ -38,7 +38,11 @@ DRA_SOCKET = "dra.sock"
 REGISTRATION_SOCKET = f"{DRIVER}-reg.sock"
 
 
-def _refs(claims: Any) -> list[ClaimRef]:
+async def _refs(claims: Any, context: Ctx) -> list[ClaimRef]:
+    """The request's claims; a claim without a uid refuses the whole call (the kubelet always sends one)."""
+    bad = [c for c in claims if not c.uid]
+    if bad:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"claim {bad[0].namespace}/{bad[0].name} has no uid")
     return [ClaimRef(c.namespace, c.name, c.uid) for c in claims]
 
 
@@ -67,20 +71,14 @@ class DraService(dra_grpc.DRAPluginServicer):
     async def NodePrepareResources(
         self, request: dra.NodePrepareResourcesRequest, context: Ctx
     ) -> dra.NodePrepareResourcesResponse:
-        bad = [c for c in request.claims if not c.uid]
-        if bad:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"claim {bad[0].namespace}/{bad[0].name} has no uid")
-        outcomes = await self.driver.prepare(_refs(request.claims))
+        outcomes = await self.driver.prepare(await _refs(request.claims, context))
         self._count("prepare", outcomes)
         return dra.NodePrepareResourcesResponse(claims={uid: _prepared(o) for uid, o in outcomes.items()})
 
     async def NodeUnprepareResources(
         self, request: dra.NodeUnprepareResourcesRequest, context: Ctx
     ) -> dra.NodeUnprepareResourcesResponse:
-        bad = [c for c in request.claims if not c.uid]
-        if bad:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"claim {bad[0].namespace}/{bad[0].name} has no uid")
-        outcomes = await self.driver.unprepare(_refs(request.claims))
+        outcomes = await self.driver.unprepare(await _refs(request.claims, context))
         self._count("unprepare", outcomes)
         return dra.NodeUnprepareResourcesResponse(
             claims={uid: dra.NodeUnprepareResourceResponse(error=o.error) for uid, o in outcomes.items()}
