@@ -41,6 +41,7 @@ from ascend_common.ranklevels import (
     server_level2,
 )
 
+from tests.support.eids import POD_1D_DEVICES, mesh_eid
 from tests.support.golang import run_go
 
 GOLDEN = Path(__file__).resolve().parents[3] / "tests" / "golden"
@@ -64,20 +65,9 @@ def node(**changes: object) -> NodeFacts:
 POD_1D = node(super_pod_id=5, server_index=2, super_pod_type=1, super_pod_size=64, main_board_id=0x03)
 
 
-def eid(die: int, port: int, fe: int) -> str:
-    """A mesh EID: byte 5 = die << 6 | port, byte 6 = fe."""
-    return f"0000000000{die << 6 | port:02x}{fe:02x}" + "0" * 18
-
-
-# The issue's 1D pod devices: {fe1, die0: ports 1,2, PG}, {fe2, die0: 5, PG}, {fe2, die1: 7, PG}.
-POD_DEVICES = (
-    UrmaDevice(0, (eid(0, 1, 1), eid(0, 2, 1), eid(0, 0x3F, 1))),
-    UrmaDevice(1, (eid(0, 5, 2), eid(0, 0x3F, 2))),
-    UrmaDevice(2, (eid(1, 7, 2), eid(1, 0x3F, 2))),
-)
 UBOE_EID = "0000000000000ac00000000014000105"
 SERVER_DEVICES = (
-    UrmaDevice(0, (eid(1, 1, 3), eid(1, 0x3F, 3))),
+    UrmaDevice(0, (mesh_eid(1, 1, 3), mesh_eid(1, 0x3F, 3))),
     UrmaDevice(1, (UBOE_EID,)),
 )
 NIC_MAPPING: Mapping[int, Sequence[str]] = {1: ("ens1f0", "ens1f2")}
@@ -88,21 +78,21 @@ NIC_ADDRESSES: Mapping[str, Sequence[str]] = {"ens1f0": ("fe80::1",), "ens1f2": 
 
 
 def test_must_show_1d_pod_phy1() -> None:
-    levels = level_list(POD_1D, 1, POD_DEVICES)
+    levels = level_list(POD_1D, 1, POD_1D_DEVICES)
     assert [(lv.level, lv.key, lv.net_instance_id, lv.net_type) for lv in levels] == [
         (0, UB, "5_2", "TOPO_FILE_DESC"),
         (1, UB, "5", "CLOS"),
     ]  # no level 2: a pod's UBG level has no builder
     assert levels[0].rank_addr_list == (RankAddr("EID", "00000000000502000000000000000000", ("0/5",), "0"),)
     assert levels[1].rank_addr_list == (
-        RankAddr("EID", eid(1, 0x3F, 2), ("1/0", "1/1", "1/2", "1/3", "1/5", "1/6"), "0"),
-        RankAddr("EID", eid(0, 0x3F, 2), ("0/1", "0/2"), "1"),
+        RankAddr("EID", mesh_eid(1, 0x3F, 2), ("1/0", "1/1", "1/2", "1/3", "1/5", "1/6"), "0"),
+        RankAddr("EID", mesh_eid(0, 0x3F, 2), ("0/1", "0/2"), "1"),
     )
     assert level_list_json(levels) == ALL["pod_1d_phy1"]["go_json"]
 
 
 def test_must_show_1d_pod_phy5_takes_die_1() -> None:
-    levels = level_list(POD_1D, 5, POD_DEVICES)
+    levels = level_list(POD_1D, 5, POD_1D_DEVICES)
     assert levels[0].rank_addr_list == (RankAddr("EID", "00000000004702000000000000000000", ("1/7",), "1"),)
     assert level_list_json(levels) == ALL["pod_1d_phy5"]["go_json"]
 
@@ -196,44 +186,46 @@ def test_a_pod_node_without_its_super_pod_id_is_refused() -> None:
 
 
 def test_get_pod_level1_config_halves() -> None:  # TestGetPodLevel1Config, TestBuildPodLevel1Parsed
-    pg = parse_urma_devices([UrmaDevice(0, (eid(0, 0x3F, 2),))])
+    pg = parse_urma_devices([UrmaDevice(0, (mesh_eid(0, 0x3F, 2),))])
     board_07 = dataclasses.replace(POD_1D, main_board_id=0x07)
-    assert pod_level1(board_07, 1, pg) == [RankAddr("EID", eid(0, 0x3F, 2), ("0/1", "0/2"), "1")]
+    assert pod_level1(board_07, 1, pg) == [RankAddr("EID", mesh_eid(0, 0x3F, 2), ("0/1", "0/2"), "1")]
     assert pod_level1(board_07, 12, pg)[0].ports == ("0/0", "0/1", "0/2", "0/3", "0/4", "0/5")  # 12 % 8: upper half
     assert pod_level1(dataclasses.replace(POD_1D, main_board_id=0x23), 1, pg) == []
 
 
 def test_build_pod_level1_parsed_keeps_the_devices_order_on_ties() -> None:
     # Two PG EIDs with as many ports: the reference's sort.Slice may swap them (bug 4), ours does not.
-    devices = [UrmaDevice(0, (eid(0, 0x3F, 2),)), UrmaDevice(1, (f"{eid(0, 0x3F, 2)[:-1]}1",))]
+    devices = [UrmaDevice(0, (mesh_eid(0, 0x3F, 2),)), UrmaDevice(1, (f"{mesh_eid(0, 0x3F, 2)[:-1]}1",))]
     assert [a.addr[-1] for a in pod_level1(POD_1D, 0, parse_urma_devices(devices))] == ["0", "1"]
 
 
 def test_build_pod_level0_parsed() -> None:  # TestBuildPodLevel0Parsed
-    parsed = parse_urma_devices([UrmaDevice(0, (eid(0, 1, 3),))])
-    assert pod_level0(POD_1D, 1, parsed) == [RankAddr("EID", eid(0, 1, 3), ("0/1",), "0")]
+    parsed = parse_urma_devices([UrmaDevice(0, (mesh_eid(0, 1, 3),))])
+    assert pod_level0(POD_1D, 1, parsed) == [RankAddr("EID", mesh_eid(0, 1, 3), ("0/1",), "0")]
     assert pod_level0(POD_1D, 4, parsed) == []  # upper half: die 0 is not this half's
 
 
 def test_select_mesh_dev_skips_uboe_and_takes_the_first_highest_fe() -> None:
     devices = [
-        UrmaDevice(0, (eid(0, 1, 4),)),
-        UrmaDevice(1, (f"{eid(0, 2, 9)[:14]}c{'0' * 17}",)),  # UBoE, fe 9: never a mesh device
-        UrmaDevice(2, (eid(0, 3, 4),)),
+        UrmaDevice(0, (mesh_eid(0, 1, 4),)),
+        UrmaDevice(1, (f"{mesh_eid(0, 2, 9)[:14]}c{'0' * 17}",)),  # UBoE, fe 9: never a mesh device
+        UrmaDevice(2, (mesh_eid(0, 3, 4),)),
     ]
     assert pod_level0(POD_1D, 0, parse_urma_devices(devices))[0].ports == ("0/1",)
 
 
 def test_build_server_level0_parsed() -> None:  # TestBuildServerLevel0Parsed, TestBuildServerRankAddrListParsed
-    parsed = parse_urma_devices([UrmaDevice(0, (eid(1, 1, 3), eid(1, 0x3F, 3))), UrmaDevice(1, (eid(0, 2, 5),))])
-    assert server_level0(parsed) == [RankAddr("EID", eid(1, 1, 3), ("1/1",), "1")]
+    parsed = parse_urma_devices(
+        [UrmaDevice(0, (mesh_eid(1, 1, 3), mesh_eid(1, 0x3F, 3))), UrmaDevice(1, (mesh_eid(0, 2, 5),))]
+    )
+    assert server_level0(parsed) == [RankAddr("EID", mesh_eid(1, 1, 3), ("1/1",), "1")]
 
 
 def test_build_server_level1_parsed() -> None:  # TestBuildServerLevel1Parsed, TestGetServerLevel1Config
-    parsed = parse_urma_devices([UrmaDevice(0, (eid(0, 1, 3), eid(0, 0x3F, 3)))])
+    parsed = parse_urma_devices([UrmaDevice(0, (mesh_eid(0, 1, 3), mesh_eid(0, 0x3F, 3)))])
     ports = tuple(f"0/{p}" for p in range(1, 9))
     for board in (0x25, 0x27):
-        assert server_level1(node(main_board_id=board), parsed) == [RankAddr("EID", eid(0, 0x3F, 3), ports, "0")]
+        assert server_level1(node(main_board_id=board), parsed) == [RankAddr("EID", mesh_eid(0, 0x3F, 3), ports, "0")]
     assert server_level1(node(main_board_id=0x23), parsed) == []
 
 
@@ -247,7 +239,7 @@ def test_build_server_level2_parsed() -> None:  # TestBuildServerLevel2Parsed
 
 def test_a_super_server_has_levels_0_1_2() -> None:
     facts = node(super_pod_id=7, server_index=1, super_pod_size=16, main_board_id=0x25)
-    devices = (*SERVER_DEVICES, UrmaDevice(2, (eid(0, 1, 3), eid(0, 0x3F, 3))))
+    devices = (*SERVER_DEVICES, UrmaDevice(2, (mesh_eid(0, 1, 3), mesh_eid(0, 0x3F, 3))))
     levels = level_list(facts, 0, devices)
     assert [(lv.level, lv.key, lv.net_instance_id) for lv in levels] == [
         (0, UB, "7_1"), (1, UB, "7"), (2, UBOE, "CLUSTER1"),
@@ -324,7 +316,7 @@ def test_a_nic_address_that_is_not_an_ip_is_refused_naming_the_nic() -> None:
 
 
 def test_npu_base_method_get_net_type_for_level() -> None:  # TestNpuBaseMethodGetNetTypeForLevel
-    levels = level_list(POD_1D, 1, POD_DEVICES)
+    levels = level_list(POD_1D, 1, POD_1D_DEVICES)
     assert [lv.net_type for lv in levels] == ["TOPO_FILE_DESC", "CLOS"]
 
 

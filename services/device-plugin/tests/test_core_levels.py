@@ -24,6 +24,8 @@ from ascend_device_plugin.core.node_labels import node_annotations
 from ascend_device_plugin.resources.inventory import Inventory
 from ascend_device_plugin.resources.levels import LevelSource
 
+from tests.support.eids import POD_1D_DEVICES
+
 GOLDEN = Path(__file__).resolve().parents[3] / "tests" / "golden"
 LEVELS = {
     v["name"]: v
@@ -31,23 +33,12 @@ LEVELS = {
 }
 
 
-def eid(die: int, port: int, fe: int) -> str:
-    """A mesh EID: byte 5 = die << 6 | port, byte 6 = fe (as libs/common/tests/test_ranklevels.py)."""
-    return f"0000000000{die << 6 | port:02x}{fe:02x}" + "0" * 18
-
-
-# The issue's 1D pod devices (the golden `pod_1d_phy1` / `pod_1d_phy5` are built from them).
-POD_DEVICES = (
-    UrmaDevice(0, (eid(0, 1, 1), eid(0, 2, 1), eid(0, 0x3F, 1))),
-    UrmaDevice(1, (eid(0, 5, 2), eid(0, 0x3F, 2))),
-    UrmaDevice(2, (eid(1, 7, 2), eid(1, 0x3F, 2))),
-)
 POD_1D = SuperPod(super_pod_id=5, server_index=2, rack_id=0, super_pod_type=1, scale_type=64)
 POD_MAIN_BOARD = 0x03
 
 
 def chip(
-    logic: int, phy: int, *, family: ChipFamily = ChipFamily.ASCEND950, urma: tuple[UrmaDevice, ...] = POD_DEVICES
+    logic: int, phy: int, *, family: ChipFamily = ChipFamily.ASCEND950, urma: tuple[UrmaDevice, ...] = POD_1D_DEVICES
 ) -> ChipInfo:
     return ChipInfo(
         logic_id=logic, phy_id=phy, card_id=-1, name=f"npu-{phy}", rtype=ResourceType.NPU, family=family,

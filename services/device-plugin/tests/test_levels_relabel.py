@@ -21,6 +21,7 @@ from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.chips import node_950
+from tests.support.eids import mesh_eid
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.support.fake_kubelet import short_tmp_dir
 from tests.support.waiting import until
@@ -29,12 +30,8 @@ NODE = "node-a"
 NODE_PATCH = f"/api/v1/nodes/{NODE}"
 
 
-def eid(die: int, port: int, fe: int) -> str:
-    return f"0000000000{die << 6 | port:02x}{fe:02x}" + "0" * 18
-
-
 # A plain 950 server (no super pod): level 0 is named by the Node's InternalIP (die 1's device).
-SERVER_URMA = [UrmaDevice(index=0, eids=[eid(1, 4, 2), eid(1, 0x3F, 2)])]
+SERVER_URMA = [UrmaDevice(index=0, eids=[mesh_eid(1, 4, 2), mesh_eid(1, 0x3F, 2)])]
 
 
 def server_chips() -> dict[int, Chip]:
