@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from ascend_common.chips import ChipAddress, ChipFamily, is_910_family
-from ascend_common.clock import ManualClock, SystemClock
+from ascend_common.clock import ManualClock
 from ascend_common.schemas.exporter import (
     Chip,
     EventSource,
@@ -23,7 +23,6 @@ from ascend_common.schemas.exporter import (
     UbPorts,
 )
 from ascend_common.schemas.reading import Reading
-from ascend_common.tokens import TokenTable
 from dcmi_exporter.backends.dcmi.hccn import HccnRoceLink, HccnTool
 from dcmi_exporter.backends.sim.backend import SimBackend
 from dcmi_exporter.backends.sim.hang_probe import SimRoceLinkProbe
@@ -46,6 +45,8 @@ from dcmi_exporter.snapshot import (
     roce_codes,
     ub_codes,
 )
+
+from tests.support.exporter_inprocess import ready_exporter
 
 LINK_DOWN = ROCE_LINK_DOWN_CODE
 CARD_DROP = "40F84E00"
@@ -211,17 +212,11 @@ class Rig:
 async def rig_for(tmp_path: Path, profile: str = "910b-8", subscription: bool = True) -> AsyncIterator[Rig]:
     settings = ExporterSettings(socket=tmp_path / "sock", profile=profile, poll_period=0.2)
     sim = SimBackend(profile, subscription=subscription)
-    exp = Exporter(settings, sim, SystemClock(), TokenTable())
-    clock = ManualClock()
-    probe = CountingProbe(sim)
-    task = RoceLinkTask(exp.poller, probe, 1.0, clock, exp.lifecycle.scope("roce-test"))
-    await exp.start()
-    try:
-        while not exp.poller.snapshot.node.ready:
-            await asyncio.sleep(0.02)
+    async with ready_exporter(settings, sim) as exp:
+        clock = ManualClock()
+        probe = CountingProbe(sim)
+        task = RoceLinkTask(exp.poller, probe, 1.0, clock, exp.lifecycle.scope("roce-test"))
         yield Rig(exp, sim, task, probe, clock)
-    finally:
-        await exp.stop()
 
 
 @pytest.fixture

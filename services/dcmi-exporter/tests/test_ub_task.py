@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from ascend_common.clock import ManualClock, SystemClock
 from ascend_common.schemas.exporter import BOOT_STATUS_READY, Chip, EventSource, EventType, ResetChannel, UbPorts
-from ascend_common.tokens import TokenTable
 from dcmi_exporter.backends.dcmi.hccn import HccnNetStats, HccnRoceLink, HccnTool, HccnUbPorts
 from dcmi_exporter.backends.sim.backend import SimBackend
 from dcmi_exporter.backends.sim.hang_probe import SimUbPortsProbe
@@ -30,6 +29,8 @@ from dcmi_exporter.snapshot import (
     codes_of,
 )
 from dcmi_exporter.ub_task import QUERY_PERIOD_S, UbCodesTask
+
+from tests.support.exporter_inprocess import ready_exporter
 
 CHIPS = 8
 
@@ -63,17 +64,11 @@ class Rig:
 async def rig_for(tmp_path: Path, profile: str = "a5-superpod-8", subscription: bool = True) -> AsyncIterator[Rig]:
     settings = ExporterSettings(socket=tmp_path / "sock", profile=profile, poll_period=0.2)
     sim = SimBackend(profile, subscription=subscription)
-    exp = Exporter(settings, sim, SystemClock(), TokenTable())
-    clock = ManualClock()
-    probe = CountingProbe(sim)
-    task = UbCodesTask(exp.poller, probe, 1.0, clock, exp.lifecycle.scope("ub-test"))
-    await exp.start()
-    try:
-        while not exp.poller.snapshot.node.ready:
-            await asyncio.sleep(0.02)
+    async with ready_exporter(settings, sim) as exp:
+        clock = ManualClock()
+        probe = CountingProbe(sim)
+        task = UbCodesTask(exp.poller, probe, 1.0, clock, exp.lifecycle.scope("ub-test"))
         yield Rig(exp, sim, task, probe, clock)
-    finally:
-        await exp.stop()
 
 
 @pytest.fixture
@@ -382,14 +377,10 @@ async def test_a_reset_job_the_poller_never_saw_booting_is_not_missed(tmp_path: 
         socket=tmp_path / "sock", profile="a5-superpod-8", poll_period=5.0, reset_poll_period=0.05
     )
     sim = SimBackend("a5-superpod-8", clock=SystemClock(time_scale=100))
-    exp = Exporter(settings, sim, SystemClock(), TokenTable())
-    clock = ManualClock()
-    probe = CountingProbe(sim)
-    task = UbCodesTask(exp.poller, probe, 1.0, clock, exp.lifecycle.scope("ub-test"))
-    await exp.start()
-    try:
-        while not exp.poller.snapshot.node.ready:
-            await asyncio.sleep(0.02)
+    async with ready_exporter(settings, sim) as exp:
+        clock = ManualClock()
+        probe = CountingProbe(sim)
+        task = UbCodesTask(exp.poller, probe, 1.0, clock, exp.lifecycle.scope("ub-test"))
         rig = Rig(exp, sim, task, probe, clock)
         await _lost_port_and_no_look(rig, 6)
         epoch = exp.poller.reset_epoch(6)
@@ -401,8 +392,6 @@ async def test_a_reset_job_the_poller_never_saw_booting_is_not_missed(tmp_path: 
         assert exp.poller.reset_epoch(6) > epoch
         await rig.round()
         assert rig.codes(6) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
-    finally:
-        await exp.stop()
 
 
 async def test_the_drivers_reset_finished_event_makes_the_next_round_look(rig: Rig) -> None:
