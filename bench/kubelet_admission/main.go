@@ -1,12 +1,13 @@
 // Command kubelet_admission drives the kubelet's own device manager (k8s.io/kubernetes
-// pkg/kubelet/cm/devicemanager, as vendored by kubeedge/kubeedge) the way the kubelet admits a
+// pkg/kubelet/cm/devicemanager, from Debian's kubernetes source package) the way the kubelet admits a
 // pod: Allocate(pod, container), which calls the plugin's GetPreferredAllocation when the plugin
 // advertises it and then its Allocate, followed by GetDeviceRunContainerOptions (the run options
 // the kubelet hands to the runtime). It times each admission.
 //
-// It is built inside an extracted kubeedge tree (cmd/kubelet_admission/), with that tree's
-// vendor directory, by `python -m bench.run --only admission` (bench/admission.py); its source
-// is kept here, never the tree or a binary.
+// It is built inside the Debian source tree the cluster tier builds Kubernetes from
+// (tests/cluster/scripts/build-kubernetes.sh; cmd/kubelet_admission/), with that tree's vendor
+// directory and Go, by `python -m bench.run --only admission` (bench/admission.py); its source is
+// kept here, never the tree or a binary. The tree's go.mod says go 1.15: no generics, no `any`.
 //
 //	kubelet_admission manager -dir D -resources R1,R2 -devices 8 -count 2 -rounds N -warmup W -gap 50ms
 //	    serves D/kubelet.sock, waits until every resource has -devices healthy devices, then
@@ -16,7 +17,7 @@
 //	    rounds of GetDevicePluginOptions, GetPreferredAllocation and Allocate, alternating between
 //	    the plugins, and adds resource -> method -> latencies: each call's share of an admission.
 //	kubelet_admission stub -dir D -resource R -devices 8
-//	    the kubelet's stub plugin (plugin/v1beta1.NewDevicePluginStub), advertising
+//	    the kubelet's stub plugin (devicemanager.NewDevicePluginStub), advertising
 //	    GetPreferredAllocation, registered with D/kubelet.sock; runs until killed.
 package main
 
@@ -25,6 +26,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,16 +38,13 @@ import (
 
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
-	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
-	plugin "k8s.io/kubernetes/pkg/kubelet/cm/devicemanager/plugin/v1beta1"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 )
 
@@ -80,7 +79,7 @@ func main() {
 	}
 }
 
-func emit(v any) {
+func emit(v interface{}) {
 	line, _ := json.Marshal(v)
 	fmt.Println(string(line))
 }
@@ -113,11 +112,11 @@ func runManager(args []string) error {
 	// devices at the next admission (UpdateAllocatedDevices), as after a pod is deleted.
 	var active []*v1.Pod
 	activePods := func() []*v1.Pod { return active }
-	if err := m.Start(activePods, sourcesReady{}, containermap.NewContainerMap(), sets.New[string]()); err != nil {
+	if err := m.Start(activePods, sourcesReady{}); err != nil {
 		return err
 	}
 	defer m.Stop()
-	emit(map[string]any{"event": "listening"})
+	emit(map[string]interface{}{"event": "listening"})
 
 	deadline := time.Now().Add(*wait)
 	for {
@@ -137,7 +136,7 @@ func runManager(args []string) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	emit(map[string]any{"event": "ready"})
+	emit(map[string]interface{}{"event": "ready"})
 
 	samples := map[string][]float64{}
 	serial := 0
@@ -176,7 +175,7 @@ func runManager(args []string) error {
 			return err
 		}
 	}
-	emit(map[string]any{"event": "done", "samples_ms": samples, "calls_ms": calls})
+	emit(map[string]interface{}{"event": "done", "samples_ms": samples, "calls_ms": calls})
 	return nil
 }
 
@@ -189,23 +188,28 @@ func probeAll(m *devicemanager.ManagerImpl, dir, sockets string, count, rounds i
 		ids    []string
 	}
 	var targets []target
-	allocatable := m.GetAllocatableDevices()
 	for _, pair := range strings.Split(sockets, ",") {
-		name, file, ok := strings.Cut(pair, "=")
-		if !ok {
+		parts := strings.SplitN(pair, "=", 2)
+		if len(parts) != 2 {
 			return nil, fmt.Errorf("-sockets: %q is not resource=file", pair)
 		}
-		conn, err := grpc.NewClient("unix://"+filepath.Join(dir, file), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		name, file := parts[0], parts[1]
+		// grpc 1.27 (this tree's) has no unix:// resolver: dial the socket path as the manager's
+		// endpoint does.
+		conn, err := grpc.Dial(filepath.Join(dir, file), grpc.WithInsecure(),
+			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "unix", addr)
+			}))
 		if err != nil {
 			return nil, err
 		}
 		defer conn.Close()
-		ids := make([]string, 0, len(allocatable[name]))
-		for id := range allocatable[name] {
-			ids = append(ids, id)
+		client := pluginapi.NewDevicePluginClient(conn)
+		ids, err := listed(client)
+		if err != nil {
+			return nil, fmt.Errorf("ListAndWatch of %s: %w", name, err)
 		}
-		sort.Strings(ids)
-		targets = append(targets, target{name, pluginapi.NewDevicePluginClient(conn), ids})
+		targets = append(targets, target{name, client, ids})
 	}
 	out := map[string]map[string][]float64{}
 	for round := 0; round < rounds; round++ {
@@ -254,6 +258,27 @@ func probeAll(m *devicemanager.ManagerImpl, dir, sockets string, count, rounds i
 	return out, nil
 }
 
+// listed: the device ids of the plugin's first ListAndWatch answer, sorted (the 1.20 manager
+// has no GetAllocatableDevices).
+func listed(client pluginapi.DevicePluginClient) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := client.ListAndWatch(ctx, &pluginapi.Empty{})
+	if err != nil {
+		return nil, err
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(first.Devices))
+	for _, d := range first.Devices {
+		ids = append(ids, d.ID)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
 func podFor(name string, serial, count int) (*v1.Pod, *v1.Container) {
 	limits := v1.ResourceList{v1.ResourceName(name): *resource.NewQuantity(int64(count), resource.DecimalSI)}
 	container := v1.Container{Name: "main", Resources: v1.ResourceRequirements{Limits: limits, Requests: limits}}
@@ -267,9 +292,14 @@ func podFor(name string, serial, count int) (*v1.Pod, *v1.Container) {
 
 // check: the pod got `count` devices of the resource and run options that carry them.
 func check(m *devicemanager.ManagerImpl, pod *v1.Pod, name string, count int, opts *devicemanager.DeviceRunContainerOptions) error {
-	got := m.GetDevices(string(pod.UID), "main")[name]
-	if len(got) != count {
-		return fmt.Errorf("%d devices allocated, want %d", len(got), count)
+	got := 0
+	for _, devices := range m.GetDevices(string(pod.UID), "main") {
+		if devices.ResourceName == name {
+			got += len(devices.DeviceIds)
+		}
+	}
+	if got != count {
+		return fmt.Errorf("%d devices allocated, want %d", got, count)
 	}
 	if opts == nil || len(opts.Envs)+len(opts.Devices)+len(opts.Mounts)+len(opts.Annotations) == 0 {
 		return fmt.Errorf("empty run options: %+v", opts)
@@ -293,7 +323,7 @@ func runStub(args []string) error {
 		devs[i] = &pluginapi.Device{ID: fmt.Sprintf("Stub-%d", i), Health: pluginapi.Healthy}
 	}
 	socket := filepath.Join(*dir, "stub.sock")
-	stub := plugin.NewDevicePluginStub(devs, socket, *name, false, true)
+	stub := devicemanager.NewDevicePluginStub(devs, socket, *name, false, true)
 	stub.SetGetPreferredAllocFunc(preferred)
 	stub.SetAllocFunc(allocate)
 	if err := stub.Start(); err != nil {
@@ -316,7 +346,7 @@ func preferred(r *pluginapi.PreferredAllocationRequest, _ map[string]pluginapi.D
 	out := &pluginapi.PreferredAllocationResponse{}
 	for _, c := range r.ContainerRequests {
 		chosen := append([]string(nil), c.MustIncludeDeviceIDs...)
-		have := sets.New(chosen...)
+		have := sets.NewString(chosen...)
 		avail := append([]string(nil), c.AvailableDeviceIDs...)
 		sort.Strings(avail)
 		for _, id := range avail {

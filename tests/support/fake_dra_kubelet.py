@@ -1,7 +1,8 @@
 """A fake kubelet for DRA drivers (grpc.aio): the plugin watcher's registration and the DRA manager's calls.
 
-It behaves like the v1.32 kubelet (pkg/kubelet/pluginmanager and pkg/kubelet/cm/dra, vendored with
-kubeedge; tests/dra_harness runs that code) where a driver can tell the difference:
+It behaves like the v1.32 kubelet (pkg/kubelet/pluginmanager and pkg/kubelet/cm/dra, read in a
+current Kubernetes tree; no project test builds that code, see docs/dra.md) where a driver can tell
+the difference:
 - the plugin watcher scans `plugins_registry/` at start and then sees new sockets (a name starting
   with "." is skipped); for each it dials the socket, asks GetInfo within 1 s, looks the type up
   (only "DRAPlugin" has a handler here), takes an empty endpoint as the registration socket

@@ -1,6 +1,6 @@
 """The fake DRA kubelet holds to the 1.32 plugin watcher and DRA manager where our driver could tell
-(each rule checked against pkg/kubelet/cm/dra of v1.32 and, where it showed, the harness run of
-tests/dra_harness)."""
+(each rule checked against pkg/kubelet/cm/dra of v1.32 and, where it showed, a run of that code
+under our driver made while reading it; no project test builds it)."""
 
 from __future__ import annotations
 
