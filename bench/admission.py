@@ -10,8 +10,8 @@ Go stub plugin (`NewDevicePluginStub`, in a process of its own, answering with t
 run options). Admissions alternate between the two, so both meet the same machine at the same
 moments, and the ratio of their percentiles is the figure.
 
-The tree is the one tests/cluster/scripts/build-kubernetes.sh extracts and builds (as root; it
-installs Debian's golang-1.19-go), under ~/.cache/ascend-node-stack/kubernetes/src/src, or where
+The tree is the one tests/cluster/scripts/build-kubernetes.sh --source keeps (as root; it
+installs Debian's golang-1.19-go), under ~/.cache/ascend-node-stack/kubernetes/source, or where
 ASCEND_BENCH_KUBERNETES_SRC points. The section copies the harness into
 <tree>/cmd/kubelet_admission/, builds it there with the tree's vendor directory and that Go,
 offline, into ~/.cache/ascend-node-stack/kubelet_admission/, and skips, saying why, when the tree
@@ -45,7 +45,7 @@ from tests.support.plugin import start_plugin, wait_ready
 
 TREE_ENV = "ASCEND_BENCH_KUBERNETES_SRC"
 CACHE = GOCACHE.parent
-DEFAULT_TREE = CACHE / "kubernetes" / "src" / "src"  # where build-kubernetes.sh extracts it
+DEFAULT_TREE = CACHE / "kubernetes" / "source"  # where build-kubernetes.sh --source keeps it
 HARNESS = ROOT / "bench" / "kubelet_admission" / "main.go"
 BINARY = CACHE / "kubelet_admission" / "kubelet_admission"
 DEVICE_MANAGER = Path("pkg/kubelet/cm/devicemanager/device_plugin_stub.go")
@@ -79,7 +79,7 @@ def kubernetes_tree() -> tuple[Path | None, str]:
         where = f"{TREE_ENV}={configured}" if configured else f"{DEFAULT_TREE} ({TREE_ENV} unset)"
         return None, (
             f"no Debian kubernetes source tree with the kubelet's device manager at {where}: run"
-            f" tests/cluster/scripts/build-kubernetes.sh (as root), or set {TREE_ENV} to such a tree"
+            f" tests/cluster/scripts/build-kubernetes.sh --source (as root), or set {TREE_ENV} to such a tree"
         )
     if not GO.is_file():
         return None, f"no {GO}: build-kubernetes.sh installs Debian's golang-1.19-go"
@@ -93,20 +93,27 @@ def build(tree: Path) -> tuple[Path | None, str]:
     target.parent.mkdir(parents=True, exist_ok=True)
     if not target.exists() or target.read_bytes() != HARNESS.read_bytes():
         shutil.copyfile(HARNESS, target)
-    BINARY.parent.mkdir(parents=True, exist_ok=True)
+    # Kubernetes 1.20 builds in GOPATH mode (hack/lib/init.sh: GO111MODULE=off) with the tree at
+    # k8s.io/kubernetes of a GOPATH of its own; vendor/ is found by the path, as in its own build.
+    gopath = BINARY.parent / "gopath"
+    link = gopath / "src" / "k8s.io" / "kubernetes"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.is_symlink() or link.resolve() != tree.resolve():
+        link.unlink(missing_ok=True)
+        link.symlink_to(tree.resolve())
     env = {
-        **{k: v for k, v in os.environ.items() if k not in ("GOPATH", "GOROOT")},
-        "GOWORK": "off",
+        **{k: v for k, v in os.environ.items() if k not in ("GOROOT", "GOFLAGS")},
+        "GO111MODULE": "off",
+        "GOPATH": str(gopath),
         "GOTOOLCHAIN": "local",
         "GOPROXY": "off",
-        "GOFLAGS": "-mod=vendor",
         "CGO_ENABLED": "0",
         "GOCACHE": str(GOCACHE),
     }
     started = time.monotonic()
     done = subprocess.run(
-        [str(GO), "build", "-p", "1", "-o", str(BINARY), f"./cmd/{BINARY.name}"],
-        cwd=tree, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
+        [str(GO), "build", "-p", "1", "-o", str(BINARY), f"k8s.io/kubernetes/cmd/{BINARY.name}"],
+        cwd=link, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
     )  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"building {BINARY.name} in {tree} failed:\n{done.stderr[-4000:]}")
@@ -261,7 +268,7 @@ NOTES = [
     "Our device-plugin runs as deployed in simulator mode: the sim exporter (8-chip 910B), --kube offline"
     " (the plain path, no pod patch).",
     "The tree is the one tests/cluster/scripts/build-kubernetes.sh extracts (default"
-    f" ~/.cache/ascend-node-stack/kubernetes/src/src, or {TREE_ENV}); without it, or without its Go"
+    f" ~/.cache/ascend-node-stack/kubernetes/source, or {TREE_ENV}); without it, or without its Go"
     " (golang-1.19-go), the section is skipped and says why.",
     "Where the time goes (py-spy over 1,500 admissions back to back, 2026-12-03): our two handlers take"
     " about 0.1 ms of an admission (GetPreferredAllocation's topology grouping and Allocate's id parsing);"
