@@ -7,19 +7,28 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import httpx
 import pytest
+from ascend_common.jsonin import InputError
+from ascend_device_plugin.core.allocate import parse_slow_node, slow_node_envs
+from ascend_device_plugin.dra.state import Checkpoint, CheckpointError
+from ascend_device_plugin.ras_topology import RasTarget, sync_once
+from ascend_device_plugin.resources.levels import _read_edges
 from dcmi_exporter import procstat
 from dcmi_exporter.hang import HangConfig, HangState, Sample, step
+from fault_manager.deviceinfo.configmap import parse_upgrade_reasons
+from fault_manager.policy.replay import TimelineError, parse_timeline
+from fault_manager.reactor.isolation import IsolationKeeper
 
 from tests.plugin.conftest import close_node, make_node
 from tests.plugin.test_kubelet_flow import ALL, R
 from tests.support.exporter import ExporterProc, running_exporter
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
-from tests.support.plugin import wait_ready
 from tests.support.fake_kubelet import short_tmp_dir
+from tests.support.plugin import wait_ready
 
 DEEP = "[" * 50_000 + "]" * 50_000  # 100 KB, far under a ConfigMap's 1 MiB
 CHIPS = 8  # the 910b-8 profile
@@ -98,7 +107,8 @@ async def test_allocate_answers_with_a_deep_slow_node_value(workdir: Path) -> No
                 resp = await n.kubelet.allocate(R, [ids])
                 envs = resp.container_responses[0].envs
                 assert "PERF_DUMP_PATH" not in envs and envs["ASCEND_VISIBLE_DEVICES"], envs
-            ready = httpx.get(n.plugin.ops_url + "/readyz", timeout=5)
+            async with httpx.AsyncClient(timeout=5) as ops:
+                ready = await ops.get(n.plugin.ops_url + "/readyz")
             assert ready.status_code == 200, ready.text
             why = ready.json()["bad_inputs"]["slow_node_configmap"]
             assert why == "kube-system/steptime-dtpgroup steptime: nested deeper than the limit of 64"
@@ -152,3 +162,53 @@ def test_a_reused_pid_with_less_cpu_time_does_not_count_towards_a_hang(tmp_path:
         transitions.append(transition)
     assert transitions == [None, None, None]
     assert procstat.read_times(tmp_path, [42], 100).starts == (90_000,)
+
+
+# ---------------------------------------------------------------------- each other bounded reader
+
+
+def test_slow_node_value_nested_deep_is_no_notice() -> None:
+    assert slow_node_envs({"steptime": DEEP}) is None
+    with pytest.raises(InputError, match=r"^kube-system/steptime-dtpgroup steptime: nested deeper"):
+        parse_slow_node({"steptime": DEEP})
+
+
+def test_ras_topology_source_nested_deep_is_refused_and_nothing_written(tmp_path: Path) -> None:
+    source = tmp_path / "topo.json"
+    source.write_text(DEEP)
+    (tmp_path / "cluster" / "super-pod-1").mkdir(parents=True)
+    target = RasTarget(tmp_path / "cluster" / "super-pod-1", tmp_path / "cluster" / "super-pod-1" / "rack-0",
+                       tmp_path / "cluster" / "super-pod-1" / "rack-0" / "topo_0.json", source)  # fmt: skip
+    with pytest.raises(ValueError, match="nested deeper than the limit of 64"):
+        sync_once(target)
+    assert not target.rack_dir.exists()
+
+
+def test_hccl_topology_file_over_the_bound_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "topo.json"
+    with path.open("wb") as f:  # sparse: 64 MiB on paper, no disk
+        f.truncate(64 << 20)
+    with pytest.raises(ValueError, match=f"over the limit of {50 << 20} bytes"):
+        _read_edges(path)
+
+
+def test_dra_checkpoint_nested_deep_is_a_corrupt_checkpoint(tmp_path: Path) -> None:
+    (tmp_path / "checkpoint.json").write_text(DEEP)
+    with pytest.raises(CheckpointError, match="nested deeper than the limit of 64"):
+        Checkpoint(tmp_path).load()
+
+
+def test_upgrade_fault_reason_nested_deep_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match=r"UpgradeFaultReason is not JSON: .*nested deeper"):
+        parse_upgrade_reasons('{"Ascend910-0":' + DEEP + "}")
+
+
+def test_device_info_cfg_nested_deep_falls_back_to_the_held_isolations() -> None:
+    store = SimpleNamespace(manual=SimpleNamespace(chips=lambda: {"Ascend910-3"}))
+    keeper = IsolationKeeper(cast(Any, None), cast(Any, store), cast(Any, None), cast(Any, None), None, "cm")
+    assert keeper.as_written({"DeviceInfoCfg": DEEP}, set()) == {"Ascend910-3"}
+
+
+def test_replay_timeline_line_nested_deep_is_a_timeline_error() -> None:
+    with pytest.raises(TimelineError, match=r"^line 2: not JSON: .*nested deeper"):
+        list(parse_timeline(['{"t": 1, "query": true}', DEEP]))
