@@ -49,7 +49,8 @@ class ProcTimes(NamedTuple):
 def read_times(proc_root: Path, pids: Iterable[int], clk_tck: int) -> ProcTimes:
     """CPU seconds and start times of `pids`; blocking (call it in a thread). An unreadable pid
     adds 0, as in the reference (`collectCPUTime` skips it)."""
-    total, starts, missing = 0, [], []
+    total, missing = 0, []
+    starts: list[int | None] = []
     for pid in pids:
         try:
             text = (proc_root / str(pid) / "stat").read_text(errors="replace")
