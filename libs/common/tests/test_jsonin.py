@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -98,7 +99,7 @@ def test_bad_inputs_log_a_refusal_once_per_reason(caplog: pytest.LogCaptureFixtu
 async def test_readyz_names_the_bad_inputs_and_stays_ready() -> None:
     bad = {"hang_config": "/h.json: nested deeper than the limit of 64"}
     app = ops_app(lambda: (True, {"chips": 8}), CollectorRegistry(), bad_inputs=lambda: bad)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ops") as client:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=cast(Any, app)), base_url="http://ops") as client:
         ready = await client.get("/readyz")
         assert (ready.status_code, ready.json()) == (200, {"status": "ready", "chips": 8, "bad_inputs": bad})
         bad.clear()
