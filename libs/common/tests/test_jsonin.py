@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
+import httpx
 import pytest
-from ascend_common.adapters.inputs import read_bounded, read_json_file
+from ascend_common.adapters.inputs import BadInputs, read_bounded, read_json_file
+from ascend_common.adapters.ops import ops_app
 from ascend_common.jsonin import InputError, loads_bounded, nesting
+from prometheus_client import CollectorRegistry
 
 
 @pytest.mark.parametrize(
@@ -75,3 +79,28 @@ def test_file_reader(tmp_path: Path) -> None:
         read_json_file(deep)
     with pytest.raises(FileNotFoundError):
         read_json_file(tmp_path / "missing.json")
+
+
+def test_bad_inputs_log_a_refusal_once_per_reason(caplog: pytest.LogCaptureFixture) -> None:
+    bad = BadInputs()
+    for _ in range(3):  # read at every request: one line, not three
+        bad.refused("slow", "cm k: nested deeper than the limit of 64", "value refused", Path("/x"))
+    bad.refused("slow", "cm k: not valid JSON", "value refused")
+    assert [(r.getMessage(), getattr(r, "error", None)) for r in caplog.records if r.levelname == "ERROR"] == [
+        ("value refused", "cm k: nested deeper than the limit of 64"),
+        ("value refused", "cm k: not valid JSON"),
+    ]
+    assert getattr(caplog.records[0], "path", None) == "/x"
+    assert bad.snapshot() == {"slow": "cm k: not valid JSON"}
+    bad.accepted("slow")
+    assert bad.snapshot() == {}
+
+
+async def test_readyz_names_the_bad_inputs_and_stays_ready() -> None:
+    bad = {"hang_config": "/h.json: nested deeper than the limit of 64"}
+    app = ops_app(lambda: (True, {"chips": 8}), CollectorRegistry(), bad_inputs=lambda: bad)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=cast(Any, app)), base_url="http://ops") as client:
+        ready = await client.get("/readyz")
+        assert (ready.status_code, ready.json()) == (200, {"status": "ready", "chips": 8, "bad_inputs": bad})
+        bad.clear()
+        assert (await client.get("/readyz")).json() == {"status": "ready", "chips": 8}

@@ -80,7 +80,8 @@ async def test_the_sim_probe_meets_the_rule_only_while_the_job_is_idle() -> None
         util = dyn.utilization.value
         assert util.aicore_pct is not None and util.hbm_pct is not None
         pids = tuple(sorted(p.pid for p in dyn.processes.value))
-        return Sample(pids, util.aicore_pct, util.hbm_pct, await probe.traffic(chip), await probe.cpu_seconds(pids))
+        cpu = await probe.cpu_times(pids)
+        return Sample(pids, util.aicore_pct, util.hbm_pct, await probe.traffic(chip), cpu.seconds, cpu.starts)
 
     cfg = HangConfig()
     sim.set_processes(1, [(42, 1 << 30)])

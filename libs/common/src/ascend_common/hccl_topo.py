@@ -100,6 +100,9 @@ def _peer(value: object, where: str) -> int:
     return _decode(_fields(value, where, ("local_id",)), "local_id", f"{where}.local_id", _int, primitive=True)
 
 
+MAX_TOPO_BYTES = 50 * 1024 * 1024  # the reference reads an HCCL topology file up to 50 MiB (size50M)
+
+
 def topo_edges(data: bytes) -> tuple[TopoEdge, ...]:
     """The file's edges in order; ValueError where the reference's decode fails."""
     # Go replaces invalid UTF-8 in strings with U+FFFD rather than failing.

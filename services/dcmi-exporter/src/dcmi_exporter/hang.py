@@ -8,10 +8,11 @@ barely moved since the round before. The task that samples the chips is `hang_ta
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
+
+from ascend_common.jsonin import InputError, loads_bounded
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -38,18 +39,24 @@ class HangConfig:
     detect_duration: int = DEFAULT_DURATION
 
     @classmethod
-    def load(cls, data: bytes) -> HangConfig:
-        """The config of a `hangDetectionConfig.json`. Never raises: bad JSON gives the defaults
-        (logged). Unlike the reference, a missing field is its default, not Go's zero (a file
-        without `Enabled` would switch detection off), with a warning."""
+    def load(cls, data: bytes, what: str = "hang detection config") -> HangConfig:
+        """The config of a `hangDetectionConfig.json`. Never raises: a refused file gives the
+        defaults (logged; `parse` says why)."""
         try:
-            doc = json.loads(data)
-        except ValueError as exc:
-            log.error("hang detection config is not JSON; using the defaults", extra={"error": str(exc)})
+            return cls.parse(data, what)
+        except InputError as exc:
+            log.error(REFUSED, extra={"input": "hang_config", "error": str(exc)})
             return cls()
+
+    @classmethod
+    def parse(cls, data: bytes, what: str) -> HangConfig:
+        """The config, or `InputError` naming `what`: not bounded JSON, not an object, or a
+        threshold past its upper bound (`MAXIMA`). Unlike the reference, a missing field is its
+        default, not Go's zero (a file without `Enabled` would switch detection off), with a
+        warning; a field of the wrong type or below 0 is its default too, as in the reference."""
+        doc = loads_bounded(data, what=what)
         if not isinstance(doc, dict):
-            log.error("hang detection config is not a JSON object; using the defaults")
-            return cls()
+            raise InputError(f"{what}: not a JSON object")
         section = _object(doc, "HangDetection")
         threshold = _object(section, "Threshold", "HangDetection.")
         enabled = _field(section, "Enabled", bool, True, "HangDetection.")
@@ -57,6 +64,10 @@ class HangConfig:
             name: _field(threshold, key, int, default, "HangDetection.Threshold.") for name, key, default in _THRESHOLDS
         }
         for name, key, default in _THRESHOLDS:
+            if values[name] > MAXIMA[name]:
+                raise InputError(
+                    f"{what}: HangDetection.Threshold.{key} {values[name]} is over the limit of {MAXIMA[name]}"
+                )
             if name == "detect_duration":
                 if values[name] <= 0:
                     log.warning("hang detection DetectDuration <= 0; using the default", extra={"default": default})
@@ -67,6 +78,20 @@ class HangConfig:
         cfg = cls(enabled=enabled, **values)
         log.info("hang detection config loaded", extra={"config": cfg.__dict__})
         return cfg
+
+
+REFUSED = "hang detection config refused; using the defaults"
+
+# Past these a threshold no longer tunes detection but switches it off or makes it meaningless
+# (a DetectDuration of 1e22 rounds never ends): a day of rounds at the default 60 s interval,
+# percentages up to 100, and the rest far beyond what one round can count.
+MAXIMA = {
+    "aicore_utilization": 100,
+    "hbm_memory_delta": 100,
+    "traffic_delta": 1 << 40,
+    "cpu_time_delta": 86_400 * 1024,
+    "detect_duration": 1440,
+}
 
 
 _THRESHOLDS: tuple[tuple[str, str, int], ...] = (
@@ -113,11 +138,15 @@ class Sample:
     hbm: int  # %, DCMI utilisation type 6
     traffic: tuple[int, int] | None  # (tx, rx) counters
     cpu: int  # s, summed over the pids
+    # Each pid's start time (in the order of `pids`; None unknown, () not read): with the pid, the
+    # process. A reused pid is another process, whose CPU time is no delta from the last one's.
+    starts: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True)
 class HangState:
     pids: tuple[int, ...] | None = None  # the last round's process list
+    starts: tuple[int | None, ...] = ()  # and their start times
     baseline: Sample | None = None
     count: int = 0  # rounds in a row that met the rule
     faulted: bool = False
@@ -130,24 +159,26 @@ def step(state: HangState, sample: Sample | None, cfg: HangConfig) -> tuple[Hang
     if sample is None:
         return replace(state, baseline=None, count=0), None
     if not cfg.enabled or not sample.pids:
-        return _not_met(state, None, sample.pids)
+        return _not_met(state, None, sample)
     baseline = state.baseline
-    if state.pids is not None and state.pids != sample.pids:
-        baseline = None  # another job (refreHangStateIfProcessChanged): its numbers are no baseline
+    if state.pids is not None and (state.pids, state.starts) != (sample.pids, sample.starts):
+        # another job (refreHangStateIfProcessChanged), or a pid the kernel gave another process:
+        # its numbers are no baseline
+        baseline = None
     elif baseline is None and state.faulted:
         # The same job after an unreadable round: nothing says it moved, so the fault stays and
         # this round is the new baseline.
-        return HangState(sample.pids, sample, 0, faulted=True), None
+        return HangState(sample.pids, sample.starts, sample, 0, faulted=True), None
     if baseline is None or not condition_met(baseline, sample, cfg):
-        return _not_met(state, sample, sample.pids)
+        return _not_met(state, sample, sample)
     count = state.count + 1
     if count >= cfg.detect_duration and not state.faulted:
-        return HangState(sample.pids, sample, count, faulted=True), "occur"
-    return HangState(sample.pids, sample, count, state.faulted), None
+        return HangState(sample.pids, sample.starts, sample, count, faulted=True), "occur"
+    return HangState(sample.pids, sample.starts, sample, count, state.faulted), None
 
 
-def _not_met(state: HangState, baseline: Sample | None, pids: tuple[int, ...]) -> tuple[HangState, Transition | None]:
-    return HangState(pids, baseline, 0, faulted=False), ("recover" if state.faulted else None)
+def _not_met(state: HangState, baseline: Sample | None, sample: Sample) -> tuple[HangState, Transition | None]:
+    return HangState(sample.pids, sample.starts, baseline, 0, faulted=False), ("recover" if state.faulted else None)
 
 
 def condition_met(before: Sample, now: Sample, cfg: HangConfig) -> bool:

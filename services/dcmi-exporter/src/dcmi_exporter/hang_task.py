@@ -89,8 +89,8 @@ class HangTask:
         if not pids or not self.config.enabled:
             # Not met whatever the rest says (detectNPU returns before any tool runs).
             return Sample(pids, aicore, hbm, None, 0)
-        traffic, cpu = await asyncio.gather(self.probe.traffic(chip), self.probe.cpu_seconds(pids))
-        return Sample(pids, aicore, hbm, traffic, cpu)
+        traffic, cpu = await asyncio.gather(self.probe.traffic(chip), self.probe.cpu_times(pids))
+        return Sample(pids, aicore, hbm, traffic, cpu.seconds, cpu.starts)
 
     def _report(self, logic: int, transition: Transition, state: HangState, sample: Sample | None) -> None:
         chip = self.poller.snapshot.by_logic.get(logic)

@@ -18,7 +18,6 @@ import asyncio
 import ctypes
 import ctypes.util
 import ipaddress
-import json
 import logging
 import os
 import socket
@@ -26,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from ascend_common.adapters.inputs import BadInputs, read_json_file
+from ascend_common.jsonin import InputError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 log = logging.getLogger(__name__)
@@ -58,23 +59,37 @@ class NpuNicMapping(BaseModel):
         return nics
 
 
-def load_mapping(path: Path) -> NpuNicMapping | None:
-    """The mapping file; None when it is missing (a warning, as the reference's) or unreadable (an error)."""
+MAPPING_REFUSED = "npu-nic-mapping file is not a mapping: no NIC addresses"
+
+
+def load_mapping(path: Path, bad_inputs: BadInputs | None = None) -> NpuNicMapping | None:
+    """The mapping file; None when it is missing (a warning, as the reference's), unreadable or
+    refused (an error, and named in `bad_inputs`): the exporter runs without NIC addresses."""
+    bad = bad_inputs or BadInputs()
     try:
-        data = path.read_bytes()
+        doc = read_json_file(path)
     except FileNotFoundError:
         log.warning("npu-nic-mapping file not found: no NIC addresses", extra={"path": str(path)})
         return None
     except OSError as exc:
-        log.error("npu-nic-mapping file unreadable: no NIC addresses", extra={"path": str(path), "error": str(exc)})
-        return None
-    try:
-        return NpuNicMapping.model_validate(json.loads(data))
-    except (ValueError, ValidationError) as exc:
-        log.error(
-            "npu-nic-mapping file is not a mapping: no NIC addresses", extra={"path": str(path), "error": str(exc)}
+        bad.refused(
+            "npu_nic_mapping",
+            f"{path}: {exc.strerror or exc}",
+            "npu-nic-mapping file unreadable: no NIC addresses",
+            path,
         )
         return None
+    except InputError as exc:
+        bad.refused("npu_nic_mapping", str(exc), MAPPING_REFUSED, path)
+        return None
+    try:
+        mapping = NpuNicMapping.model_validate(doc)
+    except ValidationError as exc:
+        reason = f"{path}: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        bad.refused("npu_nic_mapping", reason, MAPPING_REFUSED, path)
+        return None
+    bad.accepted("npu_nic_mapping")
+    return mapping
 
 
 class _SockAddr(ctypes.Structure):
@@ -173,16 +188,18 @@ class NicAddressTask:
         *,
         period: float = DEFAULT_PERIOD_S,
         read_host: Callable[[], dict[str, list[str]]] = host_addresses,
+        bad_inputs: BadInputs | None = None,
     ) -> None:
         self._path = mapping_path
         self._sink = sink
         self._period = period
         self._read_host = read_host
         self._mapping: NpuNicMapping | None = None
+        self._bad_inputs = bad_inputs
 
     async def load(self) -> bool:
         """Read the mapping file (in a thread); False when there is none to serve."""
-        self._mapping = await asyncio.to_thread(load_mapping, self._path)
+        self._mapping = await asyncio.to_thread(load_mapping, self._path, self._bad_inputs)
         if self._mapping is not None:
             self._sink.set_npu_nics(self._mapping.npu_nics())
             log.info("npu-nic-mapping loaded", extra={"path": str(self._path), "nics": self._mapping.nic_names()})

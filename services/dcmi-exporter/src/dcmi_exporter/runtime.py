@@ -9,16 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ascend_common.adapters.inputs import BadInputs, read_bounded
 from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.chips import ChipAddress
 from ascend_common.clock import Clock, SystemClock
+from ascend_common.jsonin import InputError
 from ascend_common.tokens import TokenTable, load_token_file
 
 from dcmi_exporter.backends.base import Backend, ChipTelemetry, HangProbe, NetStatsProbe, RoceLinkProbe, UbPortsProbe
 from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.die_policy import apply_die_policy
 from dcmi_exporter.events import EventLog
-from dcmi_exporter.hang import HangConfig
+from dcmi_exporter.hang import REFUSED, HangConfig
 from dcmi_exporter.hang_task import HangTask
 from dcmi_exporter.jobs import ResetJobs
 from dcmi_exporter.nics import NicAddressTask, host_addresses
@@ -76,16 +78,27 @@ def telemetry_reader(backend: Backend) -> Callable[[ChipAddress], ChipTelemetry]
     return read
 
 
-def load_hang_config(path: Path | None) -> HangConfig:
-    """Read once at start, as the reference does; an unreadable file gives the defaults."""
+def load_hang_config(path: Path | None, bad_inputs: BadInputs | None = None) -> HangConfig:
+    """Read once at start, as the reference does; an unreadable or refused file gives the defaults
+    (detection on, as without a file) and is named in `bad_inputs`."""
     if path is None:
         return HangConfig()
+    bad = bad_inputs or BadInputs()
     try:
-        data = path.read_bytes()
+        config = HangConfig.parse(read_bounded(path), str(path))
     except OSError as exc:
-        log.error("hang detection config unreadable; using the defaults", extra={"path": str(path), "error": str(exc)})
+        bad.refused(
+            "hang_config",
+            f"{path}: {exc.strerror or exc}",
+            "hang detection config unreadable; using the defaults",
+            path,
+        )
         return HangConfig()
-    return HangConfig.load(data)
+    except InputError as exc:
+        bad.refused("hang_config", str(exc), REFUSED, path)
+        return HangConfig()
+    bad.accepted("hang_config")
+    return config
 
 
 def _host_addresses_of(settings: ExporterSettings, backend: Backend) -> Callable[[], dict[str, list[str]]]:
@@ -125,6 +138,7 @@ class Exporter:
     telemetry: TelemetryTask | None = None
     roce: RoceLinkTask | None = None
     stream_clients: int = 0
+    bad_inputs: BadInputs = field(default_factory=BadInputs)  # /readyz names them
 
     def __post_init__(self) -> None:
         self.events = EventLog(self.settings.event_buffer)
@@ -157,7 +171,7 @@ class Exporter:
         exporter.hang = HangTask(
             exporter.poller,
             probes.hang,
-            load_hang_config(settings.hang_config),
+            load_hang_config(settings.hang_config, exporter.bad_inputs),
             settings.hang_interval,
             clock,
             exporter.lifecycle.scope("hang"),
@@ -168,6 +182,7 @@ class Exporter:
                 exporter.poller,
                 period=settings.nic_refresh,
                 read_host=_host_addresses_of(settings, backend),
+                bad_inputs=exporter.bad_inputs,
             )
         exporter.ub = UbCodesTask(
             exporter.poller,

@@ -40,7 +40,11 @@ async def serve(exporter: Exporter) -> int:
         (lambda: telemetry.samples) if telemetry is not None else Samples,
     )
     # The chip collector reads an immutable snapshot: it renders in a worker thread, off the loop.
-    ops = server(ops_app(lambda: readiness(exporter), registry, render_in_thread=True), host=host, port=port)
+    ops = server(
+        ops_app(lambda: readiness(exporter), registry, render_in_thread=True, bad_inputs=exporter.bad_inputs.snapshot),
+        host=host,
+        port=port,
+    )
     servers = kit.scope("servers")
 
     def unlink_socket() -> None:

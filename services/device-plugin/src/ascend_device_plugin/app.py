@@ -287,6 +287,10 @@ class DevicePlugin:
                     self.settings.max_streams,
                 )
 
+    def bad_inputs(self) -> dict[str, str]:
+        """The optional inputs refused (/readyz `bad_inputs`): the slow-node ConfigMap's value."""
+        return self.kube.bad_inputs.snapshot() if self.kube is not None else {}
+
     def readiness(self) -> tuple[bool, dict[str, object]]:
         reason = self.lifecycle.not_ready()
         return reason is None, {"reason": reason or f"{len(self.servers)} resources registered"}
@@ -372,7 +376,7 @@ async def serve(plugin: DevicePlugin) -> int:
     """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (adapters.lifecycle)."""
     kit = plugin.lifecycle
     host, port = parse_host_port(plugin.settings.metrics_addr)
-    ops = server(ops_app(plugin.readiness, plugin.metrics.registry))
+    ops = server(ops_app(plugin.readiness, plugin.metrics.registry, bad_inputs=plugin.bad_inputs))
 
     async def start() -> None:
         ops_sock = bind_tcp_socket(host, port)  # first: an address in use stops the plugin before it registers anywhere

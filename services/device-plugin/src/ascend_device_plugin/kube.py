@@ -15,6 +15,7 @@ from collections.abc import Callable, KeysView, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ascend_common.adapters.inputs import BadInputs
 from ascend_common.adapters.kube.client import ApiClient, KubeApiError, core_v1, json_of
 from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.patch import (
@@ -28,10 +29,11 @@ from ascend_common.adapters.kube.pod_watch import PodCache
 from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.gojson import INT32
 from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
+from ascend_common.jsonin import InputError
 from ascend_common.pods import FINISHED_PHASES, SlimPod
 
 from ascend_device_plugin.allocation.report import NodeFacts
-from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, slow_node_envs
+from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, parse_slow_node
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels
 from ascend_device_plugin.core.volcano import may_serve
@@ -41,6 +43,7 @@ from ascend_device_plugin.settings import PluginSettings
 
 log = logging.getLogger(__name__)
 NODE_REFRESH_S = 60.0
+SLOW_NODE_INPUT = "slow_node_configmap"  # its name in /readyz bad_inputs
 SLOW_NODE_READ_S = 2.0  # inside Allocate: a slow apiserver must not stall admissions for long
 POD_DEBOUNCE_S = 0.01
 # The resources an earlier release's plugin advertised for chips a node type now offers under
@@ -102,6 +105,7 @@ class KubeBridge:
     _labels_again: bool = False  # asked again while a write ran: render once more when it ends
     # Told every pod event as it comes (the annotation repair compares each with what it wrote).
     on_pod_event: Callable[[str, PodView], None] | None = None
+    bad_inputs: BadInputs = field(default_factory=BadInputs)  # the plugin's /readyz names them
 
     def __post_init__(self) -> None:
         if self.api is not None:
@@ -219,10 +223,15 @@ class KubeBridge:
             log.debug("no slow-node notice", extra={"configmap": f"{namespace}/{name}", "error": str(exc)})
             return {}
         data = body.get("data") if isinstance(body, dict) else None
-        envs = slow_node_envs(data) if isinstance(data, dict) else None
-        if envs is None:
-            log.error("step time configmap unreadable", extra={"configmap": f"{namespace}/{name}"})
+        try:
+            if not isinstance(data, dict):
+                raise InputError(f"{namespace}/{name}: data is not a map")
+            envs = parse_slow_node(data)
+        except InputError as exc:
+            # Read at each Allocate: logged when the reason is new, not every time.
+            self.bad_inputs.refused(SLOW_NODE_INPUT, str(exc), "step time configmap unreadable; no slow-node notice")
             return {}
+        self.bad_inputs.accepted(SLOW_NODE_INPUT)
         return envs
 
     def node_facts(self) -> NodeFacts:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import os
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from ascend_common.jsonin import loads_bounded
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
 from ascend_common.superpod import SuperPod
 
@@ -76,7 +76,8 @@ def sync_once(target: RasTarget) -> bool:
         new = f.read(MAX_TOPO_BYTES + 1)
     if len(new) > MAX_TOPO_BYTES:
         raise ValueError(f"{target.source} is larger than {MAX_TOPO_BYTES} bytes")
-    json.loads(new)  # the reference refuses a source that is not JSON (json.Valid)
+    # The reference refuses a source that is not JSON (json.Valid); a deep one is refused too.
+    loads_bounded(new, what=str(target.source), max_bytes=MAX_TOPO_BYTES)
     target.rack_dir.mkdir(mode=RACK_DIR_MODE, exist_ok=True)
     target.rack_dir.chmod(RACK_DIR_MODE)
     try:

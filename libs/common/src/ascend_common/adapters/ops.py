@@ -56,9 +56,18 @@ def redirect_location(scope: Scope, path: str) -> bytes:
     return b"%s://%s%s%s" % (scope["scheme"].encode(), host, path.encode(), b"?" + query if query else b"")
 
 
-def ops_app(readiness: Readiness, registry: CollectorRegistry, *, render_in_thread: bool = False) -> App:
+def ops_app(
+    readiness: Readiness,
+    registry: CollectorRegistry,
+    *,
+    render_in_thread: bool = False,
+    bad_inputs: Callable[[], Mapping[str, str]] | None = None,
+) -> App:
     """The ops app of a service: its readiness, and the registry /metrics renders (in a worker thread
-    with `render_in_thread`, for a registry whose collectors are slow and thread-safe)."""
+    with `render_in_thread`, for a registry whose collectors are slow and thread-safe).
+
+    `bad_inputs`: the optional inputs refused (name -> why), shown by /readyz as `bad_inputs`. They
+    leave readiness as it is: the service runs without them, and an operator reads which to fix."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan is off and websockets are not served (serving.server)
@@ -76,7 +85,10 @@ def ops_app(readiness: Readiness, registry: CollectorRegistry, *, render_in_thre
             await respond(send, 200, json_body({"status": "ok"}))
         elif path == "/readyz":
             ok, detail = readiness()
-            await respond(send, 200 if ok else 503, json_body({"status": "ready" if ok else "not ready", **detail}))
+            body = {"status": "ready" if ok else "not ready", **detail}
+            if bad_inputs is not None and (bad := bad_inputs()):
+                body["bad_inputs"] = dict(bad)
+            await respond(send, 200 if ok else 503, json_body(body))
         else:
             text = await asyncio.to_thread(generate_latest, registry) if render_in_thread else generate_latest(registry)
             await respond(send, 200, text, CONTENT_TYPE_LATEST.encode())

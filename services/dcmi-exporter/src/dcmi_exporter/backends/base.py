@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ascend_common.chips import ChipAddress
 from ascend_common.schemas.exporter import (
@@ -93,8 +93,15 @@ class HangProbe(Protocol):
     async def traffic(self, chip: Chip) -> tuple[int, int] | None:
         """(tx, rx) counters of the chip's network; None when they cannot be read this round."""
 
-    async def cpu_seconds(self, pids: Sequence[int]) -> int:
-        """CPU seconds (user + system) used so far by the host processes `pids`."""
+    async def cpu_times(self, pids: Sequence[int]) -> CpuTimes:
+        """CPU seconds (user + system) used so far by the host processes `pids`, and their start times."""
+
+
+class CpuTimes(NamedTuple):
+    seconds: int
+    # Each pid's start time (any unit, compared only with itself), None when unknown: a pid whose
+    # start time changed is another process (the kernel reused the pid).
+    starts: tuple[int | None, ...]
 
 
 class UbPortsProbe(Protocol):

@@ -16,11 +16,11 @@ logic ids; every container gets the node's `HCCL_TOPO_FILE_PATH`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ascend_common.chips import ChipFamily
+from ascend_common.jsonin import InputError, loads_bounded
 from ascend_common.naming import MAX_DEVICE_ID_LEN, parse_device_id
 from ascend_common.products import card_type, hccl_topo_file, product_type
 
@@ -216,20 +216,26 @@ def slow_node_envs(data: Mapping[str, str]) -> dict[str, str] | None:
     """The slow-node notice a container gets from the step-time ConfigMap's data (SetSlowNodeNoticeEnv):
     each value is `{"data": {"PerfDumpPath", "PerfDumpConfig"}}` (the last one read wins; its fields
     may be missing, then empty); None, and no notice, when a value is not such JSON."""
+    try:
+        return parse_slow_node(data)
+    except InputError:
+        return None
+
+
+def parse_slow_node(data: Mapping[str, str]) -> dict[str, str]:
+    """`slow_node_envs`, or `InputError` saying which value is not the notice and why."""
     path = config = ""
     for key in sorted(data):  # Go ranges over the map in random order; sorted here, so one answer
-        try:
-            doc = json.loads(data[key])
-        except ValueError:
-            return None
+        what = f"{SLOW_NODE_CONFIGMAP[0]}/{SLOW_NODE_CONFIGMAP[1]} {key}"
+        doc = loads_bounded(data[key], what=what)
         doc = {} if doc is None else doc  # null decodes into nothing, as Go's does
         if not isinstance(doc, dict):
-            return None
+            raise InputError(f"{what}: not a JSON object")
         inner = doc.get("data") or {}
         if not isinstance(inner, dict):
-            return None
+            raise InputError(f"{what}: data is not an object")
         values = [inner.get("PerfDumpPath", ""), inner.get("PerfDumpConfig", "")]
         if not all(isinstance(v, str) for v in values):
-            return None
+            raise InputError(f"{what}: PerfDumpPath or PerfDumpConfig is not a string")
         path, config = values
     return {PERF_DUMP_PATH: path, PERF_DUMP_CONFIG: config}

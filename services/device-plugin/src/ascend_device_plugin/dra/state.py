@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ascend_common.adapters.inputs import read_json_file
+
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.json"  # the reference's DriverPluginCheckpointFile
 SPEC_MODE = 0o644  # container runtimes read the CDI dir as root; the spec holds no secret
@@ -82,11 +84,12 @@ class Checkpoint:
         """The claims saved last; none when there is no checkpoint yet. CheckpointError when it is corrupt:
         starting empty would forget prepared claims whose specs the containers still use."""
         try:
-            raw = self.path.read_bytes()
+            doc = read_json_file(self.path)
         except FileNotFoundError:
             return {}
+        except ValueError as exc:  # InputError: too big, too deep, not UTF-8 or not JSON
+            raise CheckpointError(str(exc)) from None
         try:
-            doc = json.loads(raw)
             payload = doc["v1"]
             if doc["checksum"] != _checksum(payload):
                 raise CheckpointError(f"{self.path}: checksum mismatch")

@@ -13,7 +13,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from ascend_common.hccl_topo import topo_edges
+from ascend_common.adapters.inputs import read_bounded
+from ascend_common.hccl_topo import MAX_TOPO_BYTES, topo_edges
 from ascend_common.products import card_type, hccl_topo_file, product_type
 from ascend_common.ranklevels import TopoEdge
 from ascend_common.schemas.exporter import NodeInfo
@@ -27,7 +28,7 @@ _NO_LEVELS: LevelLists = {}
 
 
 def _read_edges(path: Path) -> tuple[TopoEdge, ...]:
-    return topo_edges(path.read_bytes())
+    return topo_edges(read_bounded(path, max_bytes=MAX_TOPO_BYTES))
 
 
 class LevelSource:

@@ -35,7 +35,6 @@ Reference (MindCluster, component/ascend-device-plugin):
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.faults.levels import FaultLevel
 from ascend_common.faults.table import MAX_CODE_DIGITS, is_plain_hex, normalize_code
 from ascend_common.gojson import INT32, INT64, UINT64, GoJSON, go_int_field, go_json, go_map
+from ascend_common.jsonin import InputError, loads_bounded
 from ascend_common.products import is_pod_scene
 
 __all__ = [
@@ -437,8 +437,8 @@ def parse_upgrade_reasons(value: str) -> dict[str, list[UpgradeReason]]:
     `ReasonListToSet` does. Raises ValueError for malformed JSON or a name that is not
     `<type>-<phyID>` ("get phyid from <name> failed", as there)."""
     try:
-        doc = json.loads(value)
-    except json.JSONDecodeError as exc:
+        doc = loads_bounded(value, what="UpgradeFaultReason")
+    except InputError as exc:
         raise ValueError(f"UpgradeFaultReason is not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise ValueError("UpgradeFaultReason must be an object of chip name -> reasons")

@@ -18,7 +18,6 @@ with what the node decided, chip by chip.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_common.faults import normalize_code
+from ascend_common.jsonin import InputError, loads_bounded
 
 from fault_manager.policy.engine import (
     BY_ADOPTION,
@@ -85,9 +85,9 @@ def parse_timeline(lines: Iterable[str]) -> Iterator[Step]:
 
 def _parse_line(number: int, raw: str) -> Step:
     try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise TimelineError(number, f"not JSON: {exc.msg}") from None
+        obj = loads_bounded(raw, what="the line")
+    except InputError as exc:
+        raise TimelineError(number, f"not JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise TimelineError(number, "expected a JSON object")
     t = obj.get("t")

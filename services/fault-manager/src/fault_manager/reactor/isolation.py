@@ -8,12 +8,12 @@ engine. Each method returns the chips whose evaluation it changed.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 
 from ascend_common.clock import Clock
 from ascend_common.faults import FaultLevel, normalize_code
+from ascend_common.jsonin import loads_bounded
 
 from fault_manager.deviceinfo.configmap import (
     MANUALLY_SEPARATE_KEY,
@@ -156,7 +156,8 @@ class IsolationKeeper:
         were not running or before our first write. Without an UpdateTime: the isolations we hold.
         In a thread (the store's reads); `chips` are the engine's."""
         try:
-            written_ms = int(json.loads(data["DeviceInfoCfg"])["DeviceInfo"]["UpdateTime"]) * 1000 + 999
+            written_ms = int(loads_bounded(data["DeviceInfoCfg"], what="DeviceInfoCfg")["DeviceInfo"]["UpdateTime"])
+            written_ms = written_ms * 1000 + 999
         except (KeyError, TypeError, ValueError):
             return self.store.manual.chips()
         held: set[str] = set()

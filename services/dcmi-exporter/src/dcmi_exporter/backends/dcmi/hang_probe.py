@@ -11,6 +11,7 @@ from pathlib import Path
 from ascend_common.schemas.exporter import Chip
 
 from dcmi_exporter import procstat
+from dcmi_exporter.backends.base import CpuTimes
 from dcmi_exporter.backends.dcmi.hccn import TIMEOUT_S, HccnTool, HccnTraffic
 
 log = logging.getLogger(__name__)
@@ -31,9 +32,9 @@ class DcmiHangProbe:
     async def traffic(self, chip: Chip) -> tuple[int, int] | None:
         return await self._traffic.traffic(chip)
 
-    async def cpu_seconds(self, pids: Sequence[int]) -> int:
+    async def cpu_times(self, pids: Sequence[int]) -> CpuTimes:
         # /proc reads are quick but are file I/O all the same: a thread, not the event loop.
-        total, missing = await asyncio.to_thread(procstat.cpu_seconds, self.host_proc, list(pids), self.clk_tck)
+        total, starts, missing = await asyncio.to_thread(procstat.read_times, self.host_proc, list(pids), self.clk_tck)
         if missing and not self._warned_missing:
             # A chip process the host's /proc does not know: most likely the pod lacks hostPID
             # (then every job's CPU looks still). Said once; the details go to debug.
@@ -42,4 +43,4 @@ class DcmiHangProbe:
                 "a chip process is not in the host /proc, its CPU time counts as 0: does the exporter have hostPID?",
                 extra={"pids": missing, "host_proc": str(self.host_proc)},
             )
-        return total
+        return CpuTimes(total, starts)

@@ -521,6 +521,13 @@ class SimBackend:
         now = self._sim_seconds()
         return sum(int(stopped.get(pid, now) * CPU_S_PER_S) for pid in pids)
 
+    def start_times(self, pids: Iterable[int]) -> tuple[int | None, ...]:
+        """Start times of host processes: an idle job's pids started with the job (a new job on the
+        same pids is other processes); any other pid at the simulator's start."""
+        with self._lock:
+            started = {pid: job.since for st in self._chips.values() if (job := st.idle_job) for pid in job.pids}
+        return tuple(int(started.get(pid, 0.0) * 1000) for pid in pids)
+
     def _sim_seconds(self) -> float:
         return (self.clock.monotonic() - self._origin) * self.clock.time_scale
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ascend_common.schemas.exporter import Chip, UbPorts
 
+from dcmi_exporter.backends.base import CpuTimes
 from dcmi_exporter.backends.sim.backend import SimBackend
 
 
@@ -18,8 +19,8 @@ class SimHangProbe:
         # A short lock, no I/O: no thread needed.
         return self.backend.traffic(chip.logic_id)
 
-    async def cpu_seconds(self, pids: Sequence[int]) -> int:
-        return self.backend.cpu_seconds(pids)
+    async def cpu_times(self, pids: Sequence[int]) -> CpuTimes:
+        return CpuTimes(self.backend.cpu_seconds(pids), self.backend.start_times(pids))
 
 
 class SimUbPortsProbe:
