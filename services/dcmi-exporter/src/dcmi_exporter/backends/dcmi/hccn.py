@@ -379,7 +379,8 @@ class HccnTraffic:
 class HccnUbPorts:
     """The 950's down ports of a chip (`GetUBPortsDownSnapshot`), by logic id (ours; the reference
     passes a phy id on its lost-event path). Whether a UB port is wired is read once per port and
-    kept; a port whose `-port_info` fails counts as wired and is asked again next time."""
+    kept while the port is in the table; a port whose `-port_info` fails counts as wired and is
+    asked again next time."""
 
     def __init__(self, tool: HccnTool) -> None:
         self.tool = tool
@@ -392,7 +393,7 @@ class HccnUbPorts:
         rows = parse_port_table(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
         listed = {(logic, row.udie, row.port) for row in rows}
         for key in [k for k in self._wired if k[0] == logic and k not in listed]:
-            del self._wired[key]  # a port gone from the table: kept, the answers would grow without bound
+            del self._wired[key]  # a port gone from the table: a table that keeps changing must not grow this
         for row in rows:
             if row.port_type == UB_PORT and row.link_status == LINK_DOWN:
                 await self._read_wired(logic, row)
