@@ -20,10 +20,13 @@ from dcmi_exporter.backends.dcmi.hccn import (
     HccnRoceLink,
     HccnTool,
     HccnTraffic,
+    HccnUbPorts,
+    parse_counters,
     parse_dev_info,
     parse_link_status,
     parse_stat,
     parse_ub_stat,
+    roce_stats,
     roce_traffic,
     ub_counter,
 )
@@ -260,3 +263,96 @@ async def test_a_failing_link_read_is_an_hccn_error(tmp_path: Path) -> None:
     path = tool(tmp_path, 'echo "device 5 not found" >&2; exit 1\n')
     with pytest.raises(HccnError, match="device 5 not found"):
         await HccnRoceLink(HccnTool(path)).link_status(chip(1, 5))
+
+
+# ---------------------------------------------------------------------- hostile tools (issue 32)
+
+
+async def test_a_run_its_caller_gives_up_on_leaves_no_process(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    path = tool(tmp_path, f'sleep 60 & echo "$$ $!" > {pids}; wait\n')
+    runner = HccnTool(path)  # 10 s timeout: the caller's 0.3 s deadline comes first
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3):
+            await runner.run()
+    assert time.monotonic() - started < 2.5, "a cancelled run ends within the reap bound"
+    group, child = (int(p) for p in pids.read_text().split())
+    for pid in (group, child):
+        deadline = time.monotonic() + 2
+        while _running(pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert not _running(pid), pid
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("text", "counters", "dropped"),
+    [
+        ("a:1\nb:0\n", {"a": 1, "b": 0}, {}),
+        ("a:18446744073709551615\n", {"a": 2**64 - 1}, {}),  # the largest uint64
+        ("a:18446744073709551616\n", {}, {"a": "18446744073709551616"}),
+        ("a:-9200000000000000000\n", {}, {"a": "-9200000000000000000"}),
+        ("a:-1\nb:+7\n", {"b": 7}, {"a": "-1"}),
+        ("a:" + "9" * 5000 + "\n", {}, {"a": "9" * 22}),  # kept short in the log, never converted
+        ("a:NA\nb: 3\nc:1:2\nd:\n", {}, {}),  # not a number, a space, two colons, nothing: skipped
+    ],
+)
+def test_counters_are_unsigned_64_bit(text: str, counters: dict[str, int], dropped: dict[str, str]) -> None:
+    assert parse_counters(text) == (counters, dropped)
+
+
+def test_a_dropped_roce_counter_is_none_a_missing_one_0() -> None:
+    stats = roce_stats({"roce_tx_all_pkt_num": 5}, ["mac_rx_bad_pkt_num"])
+    assert (stats["roce_tx_all_pkt_num"], stats["mac_rx_bad_pkt_num"], stats["roce_rx_all_pkt_num"]) == (5, None, 0)
+    assert roce_stats({}, ["mac_rx_bad_pkt_num"])["mac_rx_bad_pkt_num"] is None  # read, out of range: a RoCE port
+
+
+def test_a_table_of_64_rows_is_read_and_65_refused() -> None:
+    rows = [f"| {i // 8} | {i % 8} | 200 | UB | UP | Optical |" for i in range(65)]
+    assert sum(len(p) for p in parse_dev_info(table(*rows[:64])).values()) == 64
+    with pytest.raises(HccnError, match="more than 64 rows"):
+        parse_dev_info(table(*rows))
+
+
+async def test_the_950_port_table_is_read_again_after_its_ttl_or_when_no_port_answers(tmp_path: Path) -> None:
+    log_file, ports = tmp_path / "args", tmp_path / "ports"
+    ports.write_text("| 0 | 4 | 200 | UB | UP | Optical |\n")
+    # A port answers (its id as both counters) while it is in the table.
+    body = f"""echo "$@" >> {log_file}
+case "$*" in
+  *-dev_info*) echo '{SEPARATOR}'; echo '{HEADER}'; echo '{SEPARATOR}'; cat {ports}; echo '{SEPARATOR}' ;;
+  *) grep -q "| $8 |" {ports} || exit 1; echo "tx_busi_flit_num : $8"; echo "rx_busi_flit_num : $8" ;;
+esac
+"""
+    traffic = HccnTraffic(HccnTool(tool(tmp_path, body)))
+    c = chip(0, 0, "Ascend950PR")
+    assert await traffic.traffic(c) == (4, 4)
+    ports.write_text("| 0 | 6 | 200 | UB | UP | Optical |\n")  # port 4 gone, 6 new
+    assert await traffic.traffic(c) is None, "no port of the cached table answers"
+    assert await traffic.traffic(c) == (6, 6), "read again after a round with no port answering"
+    ports.write_text("| 0 | 4 | 200 | UB | UP | Optical |\n| 0 | 6 | 200 | UB | UP | Optical |\n")
+    assert await traffic.traffic(c) == (6, 6), "within the TTL the table is kept"
+    traffic.ports_ttl_s = 0.0
+    assert await traffic.traffic(c) == (10, 10), "past the TTL it is read again"
+    assert log_file.read_text().splitlines().count("-g -dev_info -i 0") == 3
+
+
+async def test_the_wired_state_of_ports_gone_from_the_table_is_forgotten(tmp_path: Path) -> None:
+    ports = tmp_path / "ports"
+    body = f"""case "$*" in
+  *-dev_info*) echo '{SEPARATOR}'; echo '{HEADER}'; echo '{SEPARATOR}'; cat {ports}; echo '{SEPARATOR}' ;;
+  *-port_info*) echo "port_enable : on" ;;
+esac
+"""
+    reader = HccnUbPorts(HccnTool(tool(tmp_path, body)))
+    for port in range(5):
+        ports.write_text(f"| 0 | {port} | 200 | UB | DOWN | Optical |\n")
+        assert (await reader.snapshot(0)).ub_down == 1
+    assert list(reader._wired) == [(0, 0, 4)]

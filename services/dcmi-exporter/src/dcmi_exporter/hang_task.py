@@ -16,8 +16,9 @@ from ascend_common.clock import Clock
 from ascend_common.schemas.exporter import Assertion, Chip, ChipState, EventSource, FaultEventData
 
 from dcmi_exporter.backends.base import HangProbe
+from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.hang import HANG_CODE, HangConfig, HangState, Sample, Transition, step
-from dcmi_exporter.poller import ChipPoller, every_round
+from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +32,19 @@ class HangTask:
         interval_s: float,
         clock: Clock,
         tasks: TaskScope,
+        deadline_s: float | None = None,
     ) -> None:
         self.poller = poller
         self.probe = probe
         self.config = config
         self.interval_s = interval_s
+        self.deadline_s = deadline_s if deadline_s is not None else round_deadline(interval_s)
         self.clock = clock
         self._tasks = tasks
         self._states: dict[int, HangState] = {}
+        self._late = FailingChips(
+            log, "hang detection sample abandoned at the round's deadline", "hang detection samples in time again"
+        )
 
     async def start(self) -> None:
         self._tasks.essential(self._loop(), "hang-detection")
@@ -57,7 +63,7 @@ class HangTask:
         """One round over every chip of the snapshot (a round that overruns the interval skips the
         ticks it covered rather than running late rounds back to back)."""
         chips = list(self.poller.snapshot.chips)
-        samples = await asyncio.gather(*(self._sample(chip) for chip in chips))
+        samples = await read_chips(chips, self._sample, self.deadline_s, self._late)
         for chip, sample in zip(chips, samples, strict=True):
             logic = chip.logic_id
             now = self.poller.snapshot.by_logic.get(logic)
@@ -70,10 +76,12 @@ class HangTask:
 
     async def _sample(self, chip: Chip) -> Sample | None:
         try:
-            return await self._read(chip)
+            sample = await self._read(chip)
         except Exception:
             log.exception("hang detection sample failed", extra={"logic_id": chip.logic_id, "chip": chip.name})
-            return None
+            sample = None
+        self._late.succeeded(chip)
+        return sample
 
     async def _read(self, chip: Chip) -> Sample | None:
         dyn = chip.dynamic

@@ -307,5 +307,7 @@ def sample_families(snap: Snapshot, samples: Samples) -> Iterator[GaugeMetricFam
     for name, key in NET_FAMILIES.items():
         family = GaugeMetricFamily(name, f"npu interface receive {key.replace('_', '-')}", labels=LABELS)
         for chip, stats in net:
-            family.add_metric(_labels(chip), stats.get(key, 0))
+            value = stats.get(key, 0)  # a counter the tool did not print: 0, as the reference
+            if value is not None:  # None: read outside the counter's range, dropped
+                family.add_metric(_labels(chip), value)
         yield family

@@ -11,7 +11,6 @@ queryParameterPlaneStatusWithoutFaultCode).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from ascend_common.adapters.lifecycle import TaskScope
@@ -22,7 +21,7 @@ from ascend_common.schemas.exporter import Chip, ChipState, EventSource, Subscri
 from dcmi_exporter.backends.base import RoceLinkProbe
 from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.lost_events import DerivedCodes, LostEventRule
-from dcmi_exporter.poller import ChipPoller, every_round
+from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
 from dcmi_exporter.snapshot import NETWORK_PLANE_CODES, ROCE_LINK_DOWN_CODE, RoceChipInput, codes_of, roce_codes
 
 log = logging.getLogger(__name__)
@@ -30,11 +29,18 @@ log = logging.getLogger(__name__)
 
 class RoceLinkTask:
     def __init__(
-        self, poller: ChipPoller, probe: RoceLinkProbe, interval_s: float, clock: Clock, tasks: TaskScope
+        self,
+        poller: ChipPoller,
+        probe: RoceLinkProbe,
+        interval_s: float,
+        clock: Clock,
+        tasks: TaskScope,
+        deadline_s: float | None = None,
     ) -> None:
         self.poller = poller
         self.probe = probe
         self.interval_s = interval_s
+        self.deadline_s = deadline_s if deadline_s is not None else round_deadline(interval_s)
         self.clock = clock
         self._tasks = tasks
         self._link: dict[int, str | None] = {}  # the latest read; None: it failed
@@ -84,7 +90,8 @@ class RoceLinkTask:
             if not plane and (held or lost) and self._rule.due(logic, plane, now):
                 to_read.append(chip)
             inputs[logic] = RoceChipInput(raw=raw, held=held, lost=lost)
-        for chip, link in zip(to_read, await asyncio.gather(*(self._read(c) for c in to_read)), strict=True):
+        read = await read_chips(to_read, self._read, self.deadline_s, self._failing)
+        for chip, link in zip(to_read, read, strict=True):
             self._link[chip.logic_id] = link
         for logic, i in inputs.items():
             link = self._link.get(logic)

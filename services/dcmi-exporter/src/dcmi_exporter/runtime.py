@@ -24,7 +24,7 @@ from dcmi_exporter.hang import REFUSED, HangConfig
 from dcmi_exporter.hang_task import HangTask
 from dcmi_exporter.jobs import ResetJobs
 from dcmi_exporter.nics import NicAddressTask, host_addresses
-from dcmi_exporter.poller import ChipPoller
+from dcmi_exporter.poller import ChipPoller, round_deadline
 from dcmi_exporter.roce_task import RoceLinkTask
 from dcmi_exporter.settings import ExporterSettings
 from dcmi_exporter.switch_task import SwitchFaultTask
@@ -67,7 +67,7 @@ def make_probes(settings: ExporterSettings, backend: Backend) -> Probes:
     from dcmi_exporter.backends.dcmi.hang_probe import DcmiHangProbe
     from dcmi_exporter.backends.dcmi.hccn import HccnNetStats, HccnRoceLink, HccnTool, HccnUbPorts
 
-    tool = HccnTool(settings.hccn_tool)
+    tool = HccnTool(settings.hccn_tool, timeout_s=settings.hccn_timeout)
     hang = DcmiHangProbe(settings.hccn_tool, settings.host_proc, tool=tool)
     return Probes(hang, HccnUbPorts(tool), HccnRoceLink(tool), HccnNetStats(tool))
 
@@ -175,6 +175,7 @@ class Exporter:
             settings.hang_interval,
             clock,
             exporter.lifecycle.scope("hang"),
+            round_deadline(settings.hang_interval, settings.hccn_timeout),
         )
         if settings.npu_nic_mapping is not None:
             exporter.nics = NicAddressTask(
@@ -190,9 +191,15 @@ class Exporter:
             settings.poll_period,
             clock,
             exporter.lifecycle.scope("ub"),
+            round_deadline(settings.poll_period, settings.hccn_timeout),
         )
         exporter.roce = RoceLinkTask(
-            exporter.poller, probes.roce, settings.poll_period, clock, exporter.lifecycle.scope("roce")
+            exporter.poller,
+            probes.roce,
+            settings.poll_period,
+            clock,
+            exporter.lifecycle.scope("roce"),
+            round_deadline(settings.poll_period, settings.hccn_timeout),
         )
         exporter.telemetry = TelemetryTask(
             exporter.poller,
@@ -203,6 +210,8 @@ class Exporter:
             settings.telemetry_period,
             settings.net_stats_period,
             exporter.lifecycle.scope("telemetry"),
+            chip_deadline_s=round_deadline(settings.telemetry_period, settings.call_timeout),
+            net_deadline_s=round_deadline(settings.net_stats_period, settings.hccn_timeout),
         )
         if settings.scenario is not None:
             exporter._scenario_plan = _load_scenario(settings)  # fail at start-up, not later

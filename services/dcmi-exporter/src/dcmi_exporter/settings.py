@@ -60,6 +60,16 @@ class ExporterSettings(BaseSettings):
         Path("/proc"), description="The host's /proc, for the CPU time of chip processes (hostPID)."
     )
     hccn_tool: Path = Field(DEFAULT_HCCN_TOOL, description="Path of hccn_tool, for network traffic (dcmi backend).")
+    hccn_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=60,
+        description=(
+            "Seconds an hccn_tool run may take; then its whole process group is killed. A round of the tasks"
+            " that run it (hang detection, UB / RoCE codes, RoCE counters) ends within the larger of its"
+            " period and this."
+        ),
+    )
     npu_nic_mapping: Path | None = Field(
         None,
         description=(

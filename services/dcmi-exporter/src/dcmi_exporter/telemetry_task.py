@@ -14,9 +14,8 @@ stale numbers; npu-exporter would keep serving the last value it had.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from ascend_common.adapters.lifecycle import TaskScope
@@ -26,7 +25,7 @@ from ascend_common.schemas.exporter import Chip, ChipState
 from dcmi_exporter.backends.base import ChipTelemetry, NetStatsProbe
 from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.calls import CallGuard
-from dcmi_exporter.poller import ChipPoller, every_round
+from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +35,7 @@ class Samples:
     """The last samples, by logic id; replaced whole, so a scrape reads one consistent view."""
 
     chips: dict[int, ChipTelemetry] = field(default_factory=dict)
-    net: dict[int, dict[str, int]] = field(default_factory=dict)
+    net: dict[int, Mapping[str, int | None]] = field(default_factory=dict)
     optical: dict[int, dict[str, float]] = field(default_factory=dict)
     link: dict[int, dict[str, float]] = field(default_factory=dict)
 
@@ -51,9 +50,12 @@ class TelemetryTask:
         period_s: float,
         net_period_s: float,
         tasks: TaskScope,
+        chip_deadline_s: float | None = None,
+        net_deadline_s: float | None = None,
     ) -> None:
         """`read`: the backend's `read_telemetry` (blocking; run in `guard`'s pool), None: no such
-        families. `net`: the RoCE counters' probe, None: no such families."""
+        families. `net`: the RoCE counters' probe, None: no such families. The deadlines bound
+        each round (default: `round_deadline` of its period)."""
         self.poller = poller
         self.read = read
         self.net = net
@@ -61,9 +63,16 @@ class TelemetryTask:
         self.period_s = period_s
         self.net_period_s = net_period_s
         self._tasks = tasks
+        self.chip_deadline_s = chip_deadline_s if chip_deadline_s is not None else round_deadline(period_s)
+        self.net_deadline_s = net_deadline_s if net_deadline_s is not None else round_deadline(net_period_s)
         self.samples = Samples()
         self._failing = FailingChips(
             log, "chip telemetry unreadable; its metric series are dropped", "chip telemetry is back"
+        )
+        self._net_late = FailingChips(
+            log,
+            "network metrics abandoned at the round's deadline; their series are dropped",
+            "network metrics in time again",
         )
 
     async def start(self) -> None:
@@ -94,7 +103,7 @@ class TelemetryTask:
 
     async def chip_round(self) -> None:
         chips = self._answering()
-        results = await asyncio.gather(*(self._read_chip(chip) for chip in chips))
+        results = await read_chips(chips, self._read_chip, self.chip_deadline_s, self._failing)
         self.samples = Samples(
             chips={chip.logic_id: r for chip, r in zip(chips, results, strict=True) if r is not None},
             net=self.samples.net,
@@ -119,8 +128,8 @@ class TelemetryTask:
         if net is None:
             return
         chips = self._answering()
-        results = await asyncio.gather(*(self._read_net(net, chip) for chip in chips))
-        pairs = list(zip(chips, results, strict=True))
+        results = await read_chips(chips, lambda chip: self._read_net(net, chip), self.net_deadline_s, self._net_late)
+        pairs = [(chip, r or (None, None, None)) for chip, r in zip(chips, results, strict=True)]
         self.samples = Samples(
             chips=self.samples.chips,
             net={chip.logic_id: counters for chip, (counters, _, _) in pairs if counters is not None},
@@ -130,14 +139,16 @@ class TelemetryTask:
 
     async def _read_net(
         self, net: NetStatsProbe, chip: Chip
-    ) -> tuple[dict[str, int] | None, dict[str, float] | None, dict[str, float] | None]:
+    ) -> tuple[Mapping[str, int | None] | None, dict[str, float] | None, dict[str, float] | None]:
         """(counters, optical, link) of one chip, one tool run after the other (the runner bounds each)."""
         try:
             counters = await net.net_stats(chip)
         except Exception:  # a probe bug costs this chip's families only
             log.exception("RoCE counters read failed", extra={"logic_id": chip.logic_id, "chip": chip.name})
             counters = None
-        return counters, await self._read_floats(net.optical, chip), await self._read_floats(net.link, chip)
+        optical, link = await self._read_floats(net.optical, chip), await self._read_floats(net.link, chip)
+        self._net_late.succeeded(chip)
+        return counters, optical, link
 
     @staticmethod
     async def _read_floats(

@@ -10,7 +10,6 @@ chips with no such code and no lost-event check are not read at all.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from ascend_common.adapters.lifecycle import TaskScope
@@ -28,7 +27,7 @@ from ascend_common.schemas.reading import Reading
 from dcmi_exporter.backends.base import UbPortsProbe
 from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.lost_events import QUERY_PERIOD_S, DerivedCodes, LostEventRule
-from dcmi_exporter.poller import ChipPoller, every_round
+from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
 from dcmi_exporter.snapshot import (
     UB_DERIVED_CODES,
     UB_DOWN_CODE,
@@ -47,11 +46,18 @@ PLANE_CODES = frozenset({UB_DOWN_CODE, UBOE_DOWN_CODE})
 
 class UbCodesTask:
     def __init__(
-        self, poller: ChipPoller, probe: UbPortsProbe, interval_s: float, clock: Clock, tasks: TaskScope
+        self,
+        poller: ChipPoller,
+        probe: UbPortsProbe,
+        interval_s: float,
+        clock: Clock,
+        tasks: TaskScope,
+        deadline_s: float | None = None,
     ) -> None:
         self.poller = poller
         self.probe = probe
         self.interval_s = interval_s
+        self.deadline_s = deadline_s if deadline_s is not None else round_deadline(interval_s)
         self.clock = clock
         self._tasks = tasks
         self._listed: dict[int, frozenset[str]] = {}  # the chip's UB/UBoE codes after our last round
@@ -96,7 +102,8 @@ class UbCodesTask:
             if (plane or held or lost_ub or lost_uboe) and self._rule.due(logic, plane, now):
                 to_read.append(chip)
             inputs[logic] = UbChipInput(raw=raw, held=held, lost_ub=lost_ub, lost_uboe=lost_uboe)
-        for chip, ports in zip(to_read, await asyncio.gather(*(self._read(c) for c in to_read)), strict=True):
+        read = await read_chips(to_read, self._read, self.deadline_s, self._failing)
+        for chip, ports in zip(to_read, read, strict=True):
             self._ports[chip.logic_id] = ports
             if ports is not None:
                 self.poller.set_ub_ports(chip.logic_id, Reading[UbPorts].ok(ports))

@@ -8,7 +8,7 @@ across one. Errors are raised as `DcmiError` subclasses; per-field failures are 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -155,8 +155,9 @@ class NetStatsProbe(Protocol):
     """The RoCE / MAC counters of a chip (`hccn_tool -i <phy> -stat -g` on the dcmi backend), by
     the tool's key names. Async, outside the DCMI call pool, as HangProbe."""
 
-    async def net_stats(self, chip: Chip) -> dict[str, int] | None:
-        """None when the chip has no such counters (a family without RoCE) or they cannot be read."""
+    async def net_stats(self, chip: Chip) -> Mapping[str, int | None] | None:
+        """None when the chip has no such counters (a family without RoCE) or they cannot be read; a
+        counter None was read outside its type's range and is dropped (a missing one reads as 0)."""
 
     async def optical(self, chip: Chip) -> dict[str, float] | None:
         """The optical module (`hccn_tool -i <phy> -optical -g`): `present` (1 / 0) and the readable

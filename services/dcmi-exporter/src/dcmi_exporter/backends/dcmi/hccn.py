@@ -2,8 +2,9 @@
 are down, for the UB/UBoE codes, and the 910's RoCE link state, for its lost link-down events.
 
 The reference runs the tool (devmanager/hccn/hccn_tool.go) with a minimal environment and a
-1 MiB cap on its output. We run it as an asyncio subprocess, outside the DCMI call pool, at most
-two at a time, and kill it after a timeout: a stuck tool costs one round's traffic of one chip,
+1 MiB cap on its output. We run it as an asyncio subprocess in a session of its own, outside the
+DCMI call pool, at most two at a time, and kill its whole process group after a timeout without
+waiting for pipes a leftover child may hold: a stuck tool costs one round's reading of one chip,
 nothing more.
 """
 
@@ -13,7 +14,9 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+import re
+import signal
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,14 +31,22 @@ log = logging.getLogger(__name__)
 OUTPUT_LIMIT = 1024 * 1024  # the reference's limitSize
 STDERR_KEPT = 4096  # enough for an error message in a log line
 TIMEOUT_S = 10.0
+REAP_S = 1.0  # after SIGKILL, how long a run waits for the kernel to report the tool's exit
 CONCURRENCY = 2
 ROCE_TX, ROCE_RX = "roce_tx_all_pkt_num", "roce_rx_all_pkt_num"
 UB_TX, UB_RX = "tx_busi_flit_num", "rx_busi_flit_num"
 _NOT_A_NUMBER = ("NA", "not supported")
+UINT64_MAX = 2**64 - 1
+_UINT64_DIGITS = len(str(UINT64_MAX))
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 LINK_DOWN, LINK_UP = "DOWN", "UP"
 LINK_STATUS_PARTS = 3  # "link status: DOWN"
 BONDING_PORT, UB_PORT = "ETH", "UB"  # the PortType column
 PORT_ENABLE_KEY, PORT_ENABLE_ON = "port_enable", "on"
+# A -dev_info table longer than this is no 950's (its ports number in the tens; the simulator and its
+# API take port ids 0..63): it is refused, since every row costs a tool run per chip per round.
+MAX_PORT_ROWS = 64
+PORT_TABLE_TTL_S = 300.0  # hang detection re-reads the 950's port table at least this often
 
 
 class HccnError(Exception):
@@ -45,17 +56,36 @@ class HccnError(Exception):
 # ---------------------------------------------------------------------- parsers
 
 
-def parse_stat(text: str) -> dict[str, int]:
-    """`hccn_tool -i <phy> -stat -g`: `key:value` lines, neither side trimmed, as `GetNPUStatInfo`
-    reads them; a line that is not exactly one `:` and a number is skipped."""
-    out: dict[str, int] = {}
+def _stat_lines(text: str) -> Iterator[tuple[str, str]]:
+    """`key:value` lines, neither side trimmed, as `GetNPUStatInfo` reads them; a line that is not
+    exactly one `:` and a value is skipped."""
     for line in text.split("\n"):
         parts = line.split(":")
-        if len(parts) != 2 or parts[1] == "":
+        if len(parts) == 2 and parts[1] != "":
+            yield parts[0], parts[1]
+
+
+def parse_stat(text: str) -> dict[str, int]:
+    """`hccn_tool -i <phy> -stat -g`: the `_stat_lines` whose value is a number (Go's Atoi)."""
+    return {key: value for key, text in _stat_lines(text) if (value := atoi(text)) is not None}
+
+
+def parse_counters(text: str) -> tuple[dict[str, int], dict[str, str]]:
+    """`hccn_tool -i <phy> -stat -g` read as unsigned 64-bit counters: (the counters in range, the
+    keys whose value is a number outside 0..2**64-1 with that value). A negative or oversized
+    counter is a tool's or driver's fault, not traffic: shown, it would read as -9.2e18 packets."""
+    counters: dict[str, int] = {}
+    out_of_range: dict[str, str] = {}
+    for key, value in _stat_lines(text):
+        if not _INTEGER.fullmatch(value):
             continue
-        if (value := atoi(parts[1])) is not None:
-            out[parts[0]] = value
-    return out
+        # A number too long for any uint64 is out of range without converting it.
+        number = int(value) if len(value) <= _UINT64_DIGITS + 1 else None
+        if number is not None and 0 <= number <= UINT64_MAX:
+            counters[key] = number
+        else:
+            out_of_range[key] = value[: _UINT64_DIGITS + 2]
+    return counters, out_of_range
 
 
 def roce_traffic(stat: Mapping[str, int]) -> tuple[int, int]:
@@ -69,8 +99,9 @@ def roce_traffic(stat: Mapping[str, int]) -> tuple[int, int]:
 
 def _first_table(text: str) -> Iterator[tuple[int, str]]:
     """The `|` rows of a `-dev_info` output's first table, each with the number of `+-` separators
-    above it (1: the header's section, 2: the data rows'); the third separator ends the table."""
-    separators = 0
+    above it (1: the header's section, 2: the data rows'); the third separator ends the table. More
+    than MAX_PORT_ROWS data rows is an HccnError."""
+    separators = rows = 0
     for line in text.split("\n"):
         row = line.strip()
         if row.startswith("+-"):
@@ -78,6 +109,9 @@ def _first_table(text: str) -> Iterator[tuple[int, str]]:
             if separators == 3:
                 return
         elif separators and row.startswith("|"):
+            rows += separators == 2
+            if rows > MAX_PORT_ROWS:
+                raise HccnError(f"-dev_info table of more than {MAX_PORT_ROWS} rows: not a 950's port table")
             yield separators, row
 
 
@@ -185,8 +219,36 @@ def parse_link_status(text: str) -> str:
 # ---------------------------------------------------------------------- the runner
 
 
+class _Capture(asyncio.SubprocessProtocol):
+    """What one run printed (stdout capped, stderr kept short) and whether it is over: the tool
+    exited, and every process holding its pipes closed them."""
+
+    def __init__(self) -> None:
+        self.out, self.err = bytearray(), bytearray()
+        self.exited = asyncio.Event()
+        self.closed = asyncio.Event()
+        self._open = {1, 2}
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        # The rest is dropped, never left in the pipe, so the tool never blocks on a full pipe.
+        kept, limit = (self.out, OUTPUT_LIMIT) if fd == 1 else (self.err, STDERR_KEPT)
+        if len(kept) < limit:
+            kept += data[: limit - len(kept)]
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._open.discard(fd)
+        if not self._open:
+            self.closed.set()
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+
 class HccnTool:
-    """Runs `hccn_tool`: env PATH and LD_LIBRARY_PATH only, stdout capped, a timeout, then kill."""
+    """Runs `hccn_tool`: env PATH and LD_LIBRARY_PATH only, stdout capped, in a session of its own;
+    after `timeout_s` (or when its caller gives up) the whole process group is killed, our ends of
+    its pipes closed, and its exit awaited at most `REAP_S`. A run therefore holds its slot for at
+    most `timeout_s + REAP_S`, whatever the tool or the processes it started do."""
 
     def __init__(self, path: Path, timeout_s: float = TIMEOUT_S, concurrency: int = CONCURRENCY) -> None:
         self.path = path
@@ -199,44 +261,53 @@ class HccnTool:
 
     async def _run(self, args: tuple[str, ...]) -> str:
         env = {name: os.environ.get(name, "") for name in ("PATH", "LD_LIBRARY_PATH")}
+        loop = asyncio.get_running_loop()
         try:
-            proc = await asyncio.create_subprocess_exec(
+            transport, capture = await loop.subprocess_exec(
+                _Capture,
                 self.path,
                 *args,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env=env,
+                # A group of its own: what the tool leaves behind (a child holding its stdout) dies with it.
+                start_new_session=True,
             )
         except OSError as exc:
             raise HccnError(f"cannot run {self.path}: {exc}") from None
-        assert proc.stdout is not None and proc.stderr is not None
+        command = f"{self.path} {' '.join(args)}".strip()
         try:
             async with asyncio.timeout(self.timeout_s):
-                out, err, rc = await asyncio.gather(
-                    _read_capped(proc.stdout, OUTPUT_LIMIT), _read_capped(proc.stderr, STDERR_KEPT), proc.wait()
-                )
+                await capture.exited.wait()
+                await capture.closed.wait()
         except TimeoutError:
-            raise HccnError(f"{self.path} {' '.join(args)}: no answer in {self.timeout_s:g} s, killed") from None
+            raise HccnError(f"{command}: no answer in {self.timeout_s:g} s, its process group killed") from None
         finally:
-            if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
+            await _end(transport, capture, command)
+        rc = transport.get_returncode()
         if rc != 0:
-            message = err.decode(errors="replace").strip() or out[:200].decode(errors="replace").strip()
-            raise HccnError(f"{self.path} {' '.join(args)}: exit {rc}: {message}")
-        return out.decode(errors="replace")
+            message = capture.err.decode(errors="replace").strip() or capture.out[:200].decode(errors="replace").strip()
+            raise HccnError(f"{command}: exit {rc}: {message}")
+        return capture.out.decode(errors="replace")
 
 
-async def _read_capped(stream: asyncio.StreamReader, limit: int) -> bytes:
-    """Everything up to `limit` bytes; the rest is read and dropped so the tool never blocks on a
-    full pipe."""
-    kept = bytearray()
-    while chunk := await stream.read(65536):
-        if len(kept) < limit:
-            kept += chunk[: limit - len(kept)]
-    return bytes(kept)
+async def _end(transport: asyncio.SubprocessTransport, capture: _Capture, command: str) -> None:
+    """Leave nothing of a run behind, within REAP_S."""
+    if not (capture.exited.is_set() and capture.closed.is_set()):
+        # The tool, or something it started, still runs or holds a pipe. Its pid is its group's id (a
+        # session of its own), and stays that group's while any member lives.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(transport.get_pid(), signal.SIGKILL)
+    transport.close()  # our ends of the pipes: a holder that left the group cannot keep us reading
+    if capture.exited.is_set():
+        return
+    try:
+        async with asyncio.timeout(REAP_S):
+            await capture.exited.wait()
+    except TimeoutError:
+        # Unkillable (a wait in the kernel): the child watcher reaps it whenever it goes; the slot is free now.
+        log.error("hccn_tool did not exit after SIGKILL; left to the reaper", extra={"command": command})
 
 
 class HccnTraffic:
@@ -249,6 +320,8 @@ class HccnTraffic:
     def __init__(self, tool: HccnTool) -> None:
         self.tool = tool
         self._ports: dict[int, list[int]] | None = None  # the 950's port table, shared by every chip
+        self._ports_at = 0.0  # loop time of its read
+        self.ports_ttl_s = PORT_TABLE_TTL_S
         self._failing = FailingChips(
             log,
             "no network traffic for hang detection; AI core, HBM and CPU decide until it is back",
@@ -267,14 +340,24 @@ class HccnTraffic:
         self._failing.succeeded(chip)
         return value
 
+    async def _port_table(self, logic: int) -> dict[int, list[int]]:
+        """The table of the first chip that answers, shared by every chip (the reference's
+        getNpuDevNetPortInfos, which reads it once for good); ours is read again after
+        `ports_ttl_s`, and at once after a round in which none of its ports answered, so a table
+        that changed (ports reconfigured, a driver upgrade) is picked up."""
+        now = asyncio.get_running_loop().time()
+        if self._ports is None or now - self._ports_at >= self.ports_ttl_s:
+            ports = parse_dev_info(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
+            if ports != self._ports:
+                log.info("950 port table read", extra={"logic_id": logic, "ports": ports})
+            self._ports, self._ports_at = ports, now
+        return self._ports
+
     async def _ub_traffic(self, logic: int) -> tuple[int, int]:
-        if self._ports is None:
-            # Read once, from the first chip that answers (the reference's getNpuDevNetPortInfos).
-            self._ports = parse_dev_info(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
-            log.info("950 port table read", extra={"logic_id": logic, "ports": self._ports})
+        table = await self._port_table(logic)
         tx = rx = 0
         answered = False
-        for udie, ports in self._ports.items():
+        for udie, ports in table.items():
             for port in ports:
                 try:
                     out = await self.tool.run("-g", "-stat", "-i", str(logic), "-u", str(udie), "-p", str(port))
@@ -288,6 +371,7 @@ class HccnTraffic:
                 rx += ub_counter(stat.get(UB_RX))
                 answered = True
         if not answered:
+            self._ports = None  # stale, most likely: read it again next time
             raise HccnError("no UB port answered")
         return tx, rx
 
@@ -295,7 +379,8 @@ class HccnTraffic:
 class HccnUbPorts:
     """The 950's down ports of a chip (`GetUBPortsDownSnapshot`), by logic id (ours; the reference
     passes a phy id on its lost-event path). Whether a UB port is wired is read once per port and
-    kept; a port whose `-port_info` fails counts as wired and is asked again next time."""
+    kept while the port is in the table; a port whose `-port_info` fails counts as wired and is
+    asked again next time."""
 
     def __init__(self, tool: HccnTool) -> None:
         self.tool = tool
@@ -306,6 +391,9 @@ class HccnUbPorts:
 
     async def snapshot(self, logic: int) -> UbPorts:
         rows = parse_port_table(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
+        listed = {(logic, row.udie, row.port) for row in rows}
+        for key in [k for k in self._wired if k[0] == logic and k not in listed]:
+            del self._wired[key]  # a port gone from the table: a table that keeps changing must not grow this
         for row in rows:
             if row.port_type == UB_PORT and row.link_status == LINK_DOWN:
                 await self._read_wired(logic, row)
@@ -358,12 +446,32 @@ ROCE_STAT_KEYS = (
 ROCE_FAMILIES = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
 
 
-def roce_stats(stat: Mapping[str, int]) -> dict[str, int]:
+def roce_stats(stat: Mapping[str, int], out_of_range: Collection[str] = ()) -> dict[str, int | None]:
     """The RoCE collector's counters of a `-stat -g` output. The reference reads a missing key as 0;
-    an output with none of them is no RoCE port's, and unreadable for us."""
-    if not any(key in stat for key in ROCE_STAT_KEYS):
+    a key `out_of_range` is None (dropped: no sample); an output with none of them is no RoCE
+    port's, and unreadable for us."""
+    if not any(key in stat or key in out_of_range for key in ROCE_STAT_KEYS):
         raise HccnError("no RoCE counter in the -stat output")
-    return {key: stat.get(key, 0) for key in ROCE_STAT_KEYS}
+    return {key: None if key in out_of_range else stat.get(key, 0) for key in ROCE_STAT_KEYS}
+
+
+class OutOfRangeCounters:
+    """Counters dropped for a value outside their type's range: logged once per chip and counter,
+    again only after the counter read in range in between."""
+
+    def __init__(self) -> None:
+        self._logged: set[tuple[int, str]] = set()
+
+    def seen(self, chip: Chip, out_of_range: Mapping[str, str], in_range: Iterable[str]) -> None:
+        for key, value in out_of_range.items():
+            if (chip.logic_id, key) not in self._logged:
+                self._logged.add((chip.logic_id, key))
+                log.warning(
+                    "counter out of range; not exported",
+                    extra={"logic_id": chip.logic_id, "chip": chip.name, "counter": key, "value": value},
+                )
+        for key in in_range:
+            self._logged.discard((chip.logic_id, key))
 
 
 class HccnNetStats:
@@ -378,6 +486,7 @@ class HccnNetStats:
         )
         self._optical = HccnOptical(tool)
         self._link = HccnLink(tool)
+        self._out_of_range = OutOfRangeCounters()
 
     async def optical(self, chip: Chip) -> dict[str, float] | None:
         return await self._optical.optical(chip)
@@ -385,15 +494,18 @@ class HccnNetStats:
     async def link(self, chip: Chip) -> dict[str, float] | None:
         return await self._link.link(chip)
 
-    async def net_stats(self, chip: Chip) -> dict[str, int] | None:
+    async def net_stats(self, chip: Chip) -> dict[str, int | None] | None:
         if chip.family not in ROCE_FAMILIES:
             return None
         try:
-            stats = roce_stats(parse_stat(await self.tool.run("-i", str(chip.phy_id), "-stat", "-g")))
+            counters, out_of_range = parse_counters(await self.tool.run("-i", str(chip.phy_id), "-stat", "-g"))
+            stats = roce_stats(counters, [key for key in ROCE_STAT_KEYS if key in out_of_range])
         except HccnError as exc:
             self._failing.failed(chip, str(exc))
             return None
         self._failing.succeeded(chip)
+        dropped = {key: value for key, value in out_of_range.items() if key in ROCE_STAT_KEYS}
+        self._out_of_range.seen(chip, dropped, [key for key, value in stats.items() if value is not None])
         return stats
 
 
@@ -557,7 +669,8 @@ class HccnLink:
             try:
                 out[key] = parse(await self.tool.run("-i", phy, *args))
             except HccnError as exc:
-                log.debug("hccn_tool link read failed", extra={"chip": chip.name, "args": args, "error": str(exc)})
+                fields = {"chip": chip.name, "command": " ".join(args), "error": str(exc)}
+                log.debug("hccn_tool link read failed", extra=fields)
         try:
             tx, rx = parse_bandwidth(await self.tool.run("-i", phy, "-bandwidth", "-g"))
         except HccnError as exc:
