@@ -82,10 +82,12 @@ class HostDir:
             raise UnsafePath(errno.ELOOP, "a symlink where a directory or file was expected",
                              str(self.path / name)) from error  # fmt: skip
 
-    def sub(self, name: str, *, create_mode: int | None = None, set_mode: bool = False) -> HostDir:
+    def sub(self, name: str, *, create_mode: int | None = None, set_mode: bool = False,
+            exclusive: bool = False) -> HostDir:  # fmt: skip
         """The directory `name` in this one, never through a symlink. Missing: made with
         `create_mode` (fchmod, so the umask plays no part) when given, FileNotFoundError otherwise.
-        `set_mode`: an existing directory gets `create_mode` too."""
+        `set_mode`: an existing directory gets `create_mode` too. `exclusive`: it must be made
+        here (FileExistsError when anything has the name)."""
         check_name(name)
         made = False
         if create_mode is not None:
@@ -93,7 +95,8 @@ class HostDir:
                 os.mkdir(name, 0o700, dir_fd=self.fd)
                 made = True
             except FileExistsError:
-                pass
+                if exclusive:
+                    raise
         try:
             fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
         except OSError as exc:
