@@ -103,6 +103,9 @@ async def test_ras_rack_dir_planted_as_a_symlink_is_refused(tmp_path: Path, capl
 # ---- (c, d) DRA claim uids -----------------------------------------------------------------------
 
 
+UID = "0b9e7c55-2a65-4b8e-9a8e-3b8d6d0f1c2a"
+
+
 async def dra_call(n: DraNode, method: str, claims: list[dra.Claim]) -> dict[str, str]:
     """One call straight to the driver's socket, as a kubelet would make it; each claim's error by uid."""
     endpoint = n.kubelet.plugins[DRIVER].endpoint
@@ -128,11 +131,11 @@ async def test_dra_prepare_with_a_climbing_uid_is_refused_per_claim(node: DraNod
     hostile = put_claim(apiserver, "escape", "Ascend910-1", uid="/../../escape")
     good = put_claim(apiserver, "good", "Ascend910-2")
     errors = await dra_call(node, "prepare", [hostile, good])
+    assert not list(node.workdir.rglob("escape.yaml")), "nothing written outside the CDI root"
+    assert not (node.workdir.parent / "escape.yaml").exists()
+    assert sorted(p.name for p in node.cdi_root.iterdir()) == [f"ascend.com-npu_{good.uid}.yaml"], "no stray dir"
     assert "is not a Kubernetes UID" in errors["/../../escape"]
     assert errors[good.uid] == "", "the other claim of the batch is prepared"
-    assert sorted(p.name for p in node.cdi_root.iterdir()) == [f"ascend.com-npu_{good.uid}.yaml"], "no stray dir"
-    assert not list(node.workdir.rglob("escape.yaml"))
-    assert not (node.workdir.parent / "escape.yaml").exists()
 
 
 async def test_dra_unprepare_with_a_climbing_uid_deletes_nothing(node: DraNode) -> None:  # noqa: F811
@@ -141,12 +144,9 @@ async def test_dra_unprepare_with_a_climbing_uid_deletes_nothing(node: DraNode) 
     (node.cdi_root / "ascend.com-npu_").mkdir(parents=True)  # what a refused Prepare could have left
     hostile = dra.Claim(namespace="default", name="victim", uid="/../../victim")
     errors = await dra_call(node, "unprepare", [hostile, dra.Claim(namespace="default", name="x", uid=UID)])
+    assert victim.read_text() == "not the driver's"
     assert "is not a Kubernetes UID" in errors["/../../victim"]
     assert errors[UID] == "", "the other claim of the batch is answered (nothing prepared: no error)"
-    assert victim.read_text() == "not the driver's"
-
-
-UID = "0b9e7c55-2a65-4b8e-9a8e-3b8d6d0f1c2a"
 
 
 # ---- (e) the hot-reset host mirror ----------------------------------------------------------------
@@ -208,10 +208,10 @@ async def test_hot_reset_mirror_refuses_a_job_name_that_climbs_out(
     tmp_path: Path, training_jobs: tuple[TrainingJobs, AnyConfigMaps, Path]
 ) -> None:
     jobs, configmaps, mirror = training_jobs
-    reason = await tell_the_job(jobs, "../../outside")
-    assert reason is not None and "does not make a DNS-1123 subdomain" in reason
+    reason = await tell_the_job(jobs, "../../../outside")
     assert not (tmp_path / "outside").exists() and not (tmp_path.parent / "outside").exists()
     assert list(mirror.iterdir()) == [] and configmaps.objects == {}
+    assert reason is not None and "does not make a DNS-1123 subdomain" in reason
 
 
 async def test_hot_reset_mirror_temp_name_planted_as_a_symlink_leaves_the_outside_file_alone(
