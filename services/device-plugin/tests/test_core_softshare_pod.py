@@ -283,6 +283,25 @@ def test_held_dirs_are_the_active_pods_and_the_handed_out() -> None:
                                                                PodDir("default.job2", "1_0")}  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("case", "owners", "held"),
+    [
+        # a (running) edited its vnpuId from 0 to 1, the dir of b, which is gone: the record decides.
+        ("both recorded", {"0_0": "uid-a", "0_1": "uid-b"}, {"0_0"}),
+        # Neither dir has a record (made before the plugin kept one): the annotation decides, as before.
+        ("none recorded", {"0_0": None, "0_1": None}, {"0_1"}),
+        # b's dir is recorded: a's annotation cannot keep it; a's own has no record and no annotation.
+        ("only b's recorded", {"0_0": None, "0_1": "uid-b"}, set()),
+    ],
+)
+def test_held_dirs_follow_the_plugins_record_not_the_pods_annotation(
+    case: str, owners: dict[str, str | None], held: set[str]
+) -> None:
+    edited = pod("a", {**REPORTED, VNPU_ID: "1"})
+    recorded = {PodDir("default.job1", name): uid for name, uid in owners.items()}
+    assert held_dirs([edited], [], recorded) == {PodDir("default.job1", name) for name in held}, case
+
+
 def test_removals_a_then_b() -> None:
     # Pods A (0_0) and B (0_1) of default.job1: deleting A removes 0_0 only; deleting B the job dir.
     listing = {"default.job1": {"0_0": True, "0_1": True}}

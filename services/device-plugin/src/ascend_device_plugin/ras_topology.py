@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from ascend_common.adapters.hostfs import HostDir, UnsafePath
 from ascend_common.jsonin import loads_bounded
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
 from ascend_common.superpod import SuperPod
@@ -69,30 +69,31 @@ def needs_write(new: bytes, current: bytes | None) -> bool:
 
 def sync_once(target: RasTarget) -> bool:
     """One round of file work (blocking): copy the source to the target when the super-pod directory
-    exists and the content differs. True when it wrote. OSError / ValueError say what failed."""
-    if not target.super_pod_dir.is_dir():
-        return False
-    with target.source.open("rb") as f:
-        new = f.read(MAX_TOPO_BYTES + 1)
-    if len(new) > MAX_TOPO_BYTES:
-        raise ValueError(f"{target.source} is larger than {MAX_TOPO_BYTES} bytes")
-    # The reference refuses a source that is not JSON (json.Valid); a deep one is refused too.
-    loads_bounded(new, what=str(target.source), max_bytes=MAX_TOPO_BYTES)
-    target.rack_dir.mkdir(mode=RACK_DIR_MODE, exist_ok=True)
-    target.rack_dir.chmod(RACK_DIR_MODE)
+    exists and the content differs. True when it wrote. OSError / ValueError say what failed;
+    UnsafePath (an OSError) when a directory below the configured root or the target is a symlink:
+    the diagnosis shares the tree, and root must never write or chmod through a link planted there."""
+    root = target.super_pod_dir.parents[1]  # `<root>/cluster/super-pod-<id>`: the operator's root
     try:
-        current: bytes | None = target.file.read_bytes()
-    except FileNotFoundError:
-        current = None
-    if not needs_write(new, current):
-        return False
-    # Written beside and renamed: the diagnosis never reads a half-written file.
-    tmp = target.file.with_name(f".{target.file.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    with os.fdopen(fd, "wb") as out:
-        out.write(new)
-    tmp.chmod(FILE_MODE)
-    tmp.replace(target.file)
+        with HostDir.root(root) as top:
+            super_pod = top.walk(target.super_pod_dir.relative_to(root).as_posix())
+    except (FileNotFoundError, NotADirectoryError):
+        return False  # the diagnosis has not made it (yet)
+    with super_pod:
+        with target.source.open("rb") as f:
+            new = f.read(MAX_TOPO_BYTES + 1)
+        if len(new) > MAX_TOPO_BYTES:
+            raise ValueError(f"{target.source} is larger than {MAX_TOPO_BYTES} bytes")
+        # The reference refuses a source that is not JSON (json.Valid); a deep one is refused too.
+        loads_bounded(new, what=str(target.source), max_bytes=MAX_TOPO_BYTES)
+        with super_pod.sub(target.rack_dir.name, create_mode=RACK_DIR_MODE, set_mode=True) as rack:
+            try:
+                current: bytes | None = rack.read(target.file.name, MAX_TOPO_BYTES)
+            except FileNotFoundError:
+                current = None
+            if not needs_write(new, current):
+                return False
+            # Written beside and renamed: the diagnosis never reads a half-written file.
+            rack.write_atomically(target.file.name, new, FILE_MODE, fsync=False)
     return True
 
 
@@ -112,6 +113,12 @@ class RasTopologyWriter:
             return False
         try:
             wrote = await asyncio.to_thread(sync_once, target)
+        except UnsafePath as exc:
+            log.error(
+                "RAS rack topology not written: a symlink below the RAS root",
+                extra={"file": str(target.file), "path": exc.filename, "error": str(exc)},
+            )
+            return False
         except (OSError, ValueError) as exc:
             log.error(
                 "RAS rack topology not written",

@@ -17,8 +17,8 @@ from typing import Any
 
 from ascend_device_plugin.allocation.softshare_files import SoftShareFiles
 from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.softshare_cleanup import PodDir, held_dirs, job_of, removals
-from ascend_device_plugin.core.softshare_pod import next_vid, pod_dir_name, vids_of
+from ascend_device_plugin.core.softshare_cleanup import PodDir, active, held_dirs, job_of, removals
+from ascend_device_plugin.core.softshare_pod import is_job_dir, is_pod_dir, next_vid, pod_dir_name, vids_of
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class SoftShareDirs:
             vid = next_vid(vids_of(names, phy))
             found = PodDir(job, pod_dir_name(phy, vid))
             shm = await asyncio.to_thread(self.files.ensure_shm, phy, die)
-            await asyncio.to_thread(self.files.write_pod_dir, found, text(vid))
+            await asyncio.to_thread(self.files.write_pod_dir, found, text(vid), pod.uid)
             self._handed_out[pod.uid] = found
         log.info("soft-share directory made", extra={"pod": pod.key, "dir": str(found), "vid": vid})
         return Made(found, vid, self.files.pod_path(found), shm)
@@ -76,7 +76,16 @@ class SoftShareDirs:
         removed: list[str] = []
         async with self._lock:
             listing = await asyncio.to_thread(self.files.listing, jobs)
-            pod_dirs, job_dirs = removals(listing, held_dirs(self.pods(), self._handed_out.values()))
+            dirs = [PodDir(job, name) for job, entries in listing.items() for name, is_dir in entries.items()
+                     if is_dir and is_job_dir(job) and is_pod_dir(name)]  # fmt: skip
+            owners = await asyncio.to_thread(self.files.owners, dirs)
+            pods = list(self.pods())
+            pod_dirs, job_dirs = removals(listing, held_dirs(pods, self._handed_out.values(), owners))
+            # From now on a pod's deletion finds its directory's job from the record, not its labels.
+            live = {p.uid: p for p in pods if active(p)}
+            for where, uid in owners.items():
+                if uid in live and where not in pod_dirs:
+                    self._handed_out.setdefault(uid, where)
             for found in pod_dirs:
                 try:
                     await asyncio.to_thread(self.files.remove_pod_dir, found)

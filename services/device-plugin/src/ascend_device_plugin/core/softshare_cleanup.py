@@ -4,8 +4,11 @@ finished, its job's directory once no pod of the job holds one.
 Pure rules; allocation/softshare_dirs.py lists the host directory and removes what these say.
 The reference removes a job's directory only when the last pod it remembers of the job is deleted,
 and remembers them in memory only: a plugin restart forgets them (its bug 1) and a long-lived
-Deployment never frees its dead pods' directories (its bug 2). Ours reads a pod's directory from
-the pod itself (job label, AscendReal, vnpuId), so the rule holds across restarts.
+Deployment never frees its dead pods' directories (its bug 2). Ours records in each directory the
+uid of the pod it was made for, so the rule holds across restarts; it never trusts what the pod
+says of itself (its job label, AscendReal, vnpuId), which whoever may edit the pod can change: a
+pod could otherwise keep a dead pod's directory or give up a live one's. Only a directory without
+that record (made before the plugin kept one) is matched by the pod's annotations.
 """
 
 from __future__ import annotations
@@ -69,12 +72,20 @@ def active(pod: PodView) -> bool:
     return pod.phase not in FINISHED_PHASES
 
 
-def held_dirs(pods: Iterable[PodView], handed_out: Iterable[PodDir]) -> set[PodDir]:
-    """The directories in use: those of the active pods, plus those handed out whose pods' reports
-    have not reached the cache yet (so a pod allocated a moment ago keeps its directory)."""
+def held_dirs(
+    pods: Iterable[PodView], handed_out: Iterable[PodDir], owners: Mapping[PodDir, str | None] | None = None
+) -> set[PodDir]:
+    """The directories in use: those handed out whose pods' reports may not have reached the cache
+    yet (so a pod allocated a moment ago keeps its directory), and those of the active pods. A
+    directory's pod is its recorded owner (`owners`: the uid the plugin wrote in it); one without a
+    record (`owners` None: none is known) is matched by the pods' annotations."""
     held = set(handed_out)
+    pods = list(pods)
+    live = {pod.uid for pod in pods if active(pod)}
+    recorded = {d for d, uid in (owners or {}).items() if uid is not None}
+    held.update(d for d in recorded if owners is not None and owners[d] in live)
     for pod in pods:
-        if active(pod) and (found := pod_dir_of(pod)) is not None:
+        if active(pod) and (found := pod_dir_of(pod)) is not None and found not in recorded:
             held.add(found)
     return held
 

@@ -20,6 +20,7 @@ from pathlib import PurePath, PurePosixPath
 
 from ascend_common import goconv
 from ascend_common.chips import ChipFamily
+from ascend_common.kubenames import dns1123_label
 from ascend_common.softshare import (
     AICORE_QUOTA,
     HBM_QUOTA,
@@ -40,7 +41,6 @@ MAX_VID = 99  # common.maxVnpuID: the highest vid the lowest-free search tries
 # but the API server is not the only writer of our cache (a fake one in tests, a bad admission
 # webhook), and this name becomes a path component on the host.
 _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _POD_DIR = re.compile(r"(0|[1-9][0-9]{0,3})_(0|[1-9][0-9]{0,5})")  # `<phy>_<vid>`, as we write it
 _JOB_DIR = re.compile(r"[^./][^/]*\.[^/]*")  # `<namespace>.<job>`
 
@@ -100,7 +100,7 @@ def job_name(labels: Mapping[str, str]) -> str:
 
 def job_dir(namespace: str, job: str) -> str:
     """`<namespace>.<job>`: the name of a job's directory under the npu-info directory."""
-    if not _DNS_LABEL.fullmatch(namespace):
+    if not dns1123_label(namespace):
         raise ValueError(f"namespace {namespace[:70]!r} is not a DNS label")
     return f"{namespace}.{job}"
 

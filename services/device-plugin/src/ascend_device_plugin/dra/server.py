@@ -26,6 +26,7 @@ from ascend_common.adapters.kubelet import dra_pb2_grpc as dra_grpc
 from ascend_common.adapters.kubelet import pluginregistration_pb2 as reg
 from ascend_common.adapters.kubelet import pluginregistration_pb2_grpc as reg_grpc
 from ascend_common.adapters.kubelet.constants import DRA_PLUGIN_TYPE, DRA_V1BETA1_SERVICE_NAME
+from ascend_common.kubenames import is_uid
 from grpc import aio
 
 from ascend_device_plugin.core.dra import DRIVER
@@ -38,12 +39,25 @@ DRA_SOCKET = "dra.sock"
 REGISTRATION_SOCKET = f"{DRIVER}-reg.sock"
 
 
-async def _refs(claims: Any, context: Ctx) -> list[ClaimRef]:
-    """The request's claims; a claim without a uid refuses the whole call (the kubelet always sends one)."""
+async def _refs(claims: Any, context: Ctx) -> tuple[list[ClaimRef], dict[str, Outcome]]:
+    """The request's claims the driver may act on, and the refusals of the others by uid. A claim
+    without a uid refuses the whole call (the kubelet always sends one); a uid that is not one the
+    API server could have given (it names a file under the CDI dir) refuses that claim alone,
+    before anything is read, written or removed."""
     bad = [c for c in claims if not c.uid]
     if bad:
         await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"claim {bad[0].namespace}/{bad[0].name} has no uid")
-    return [ClaimRef(c.namespace, c.name, c.uid) for c in claims]
+    refs: list[ClaimRef] = []
+    refused: dict[str, Outcome] = {}
+    for c in claims:
+        if is_uid(c.uid):
+            refs.append(ClaimRef(c.namespace, c.name, c.uid))
+            continue
+        error = f"claim {c.namespace}/{c.name}: uid {c.uid[:80]!r} is not a Kubernetes UID"
+        log.warning("dra claim refused: its uid is not a Kubernetes UID",
+                    extra={"claim": f"{c.namespace}/{c.name}", "uid": c.uid[:200], "error": error})  # fmt: skip
+        refused[c.uid] = Outcome(error=error)
+    return refs, refused
 
 
 def _device(d: Any) -> dra.Device:
@@ -71,14 +85,16 @@ class DraService(dra_grpc.DRAPluginServicer):
     async def NodePrepareResources(
         self, request: dra.NodePrepareResourcesRequest, context: Ctx
     ) -> dra.NodePrepareResourcesResponse:
-        outcomes = await self.driver.prepare(await _refs(request.claims, context))
+        refs, refused = await _refs(request.claims, context)
+        outcomes = refused | await self.driver.prepare(refs)
         self._count("prepare", outcomes)
         return dra.NodePrepareResourcesResponse(claims={uid: _prepared(o) for uid, o in outcomes.items()})
 
     async def NodeUnprepareResources(
         self, request: dra.NodeUnprepareResourcesRequest, context: Ctx
     ) -> dra.NodeUnprepareResourcesResponse:
-        outcomes = await self.driver.unprepare(await _refs(request.claims, context))
+        refs, refused = await _refs(request.claims, context)
+        outcomes = refused | await self.driver.unprepare(refs)
         self._count("unprepare", outcomes)
         return dra.NodeUnprepareResourcesResponse(
             claims={uid: dra.NodeUnprepareResourceResponse(error=o.error) for uid, o in outcomes.items()}

@@ -15,22 +15,24 @@ again by the next Unprepare, a missing spec being no error).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import tempfile
+import stat
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ascend_common.adapters.inputs import read_json_file
+from ascend_common.adapters import hostfs
+from ascend_common.jsonin import loads_bounded
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.json"  # the reference's DriverPluginCheckpointFile
 SPEC_MODE = 0o644  # container runtimes read the CDI dir as root; the spec holds no secret
+DIR_MODE = 0o755  # a directory made for the checkpoint or the CDI specs (mkdir's default under umask 022)
+MAX_CHECKPOINT_BYTES = 64 << 20  # far above any node's claims; a bigger file is not ours
 
 
 class CheckpointError(Exception):
@@ -50,22 +52,6 @@ class PreparedDevice:
 PreparedClaims = dict[str, list[PreparedDevice]]  # by claim uid
 
 
-def write_atomically(path: Path, data: bytes, mode: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def _payload(claims: Mapping[str, list[PreparedDevice]]) -> dict[str, Any]:
     return {"preparedClaims": {uid: [asdict(d) for d in devices] for uid, devices in sorted(claims.items())}}
 
@@ -78,18 +64,23 @@ class Checkpoint:
     """The prepared claims, in `<dir>/checkpoint.json`. Blocking: call it in a thread."""
 
     def __init__(self, directory: Path) -> None:
+        self.directory = directory
         self.path = directory / CHECKPOINT_FILE
 
     def load(self) -> PreparedClaims:
         """The claims saved last; none when there is no checkpoint yet. CheckpointError when it is corrupt:
         starting empty would forget prepared claims whose specs the containers still use."""
         try:
-            doc = read_json_file(self.path)
+            raw = hostfs.read_file(self.directory, CHECKPOINT_FILE, MAX_CHECKPOINT_BYTES)
         except FileNotFoundError:
             return {}
-        except ValueError as exc:  # InputError: too big, too deep, not UTF-8 or not JSON
-            raise CheckpointError(str(exc)) from None
+        except hostfs.UnsafePath as exc:
+            raise CheckpointError(f"{self.path}: {exc}") from exc
+        if len(raw) > MAX_CHECKPOINT_BYTES:
+            raise CheckpointError(f"{self.path}: larger than {MAX_CHECKPOINT_BYTES} bytes")
         try:
+            # InputError (a ValueError): too deep, not UTF-8 or not JSON
+            doc = loads_bounded(raw, what=str(self.path), max_bytes=MAX_CHECKPOINT_BYTES)
             payload = doc["v1"]
             if doc["checksum"] != _checksum(payload):
                 raise CheckpointError(f"{self.path}: checksum mismatch")
@@ -100,7 +91,7 @@ class Checkpoint:
     def save(self, claims: Mapping[str, list[PreparedDevice]]) -> None:
         payload = _payload(claims)
         doc = {"checksum": _checksum(payload), "v1": payload}
-        write_atomically(self.path, json.dumps(doc, indent=1).encode(), 0o600)
+        hostfs.write_file(self.directory, CHECKPOINT_FILE, json.dumps(doc, indent=1).encode(), 0o600, dir_mode=DIR_MODE)
 
 
 class CdiSpecs:
@@ -109,27 +100,39 @@ class CdiSpecs:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def path(self, spec_name: str) -> Path:
+    def file_name(self, spec_name: str) -> str:
         # The CDI library's WriteSpec adds ".yaml" to a name without a known extension; JSON is
         # YAML, and the runtimes' CDI caches load both, so the reference's file name holds JSON here.
-        return self.root / f"{spec_name}.yaml"
+        return hostfs.check_name(f"{spec_name}.yaml")
 
     def write(self, spec_name: str, spec: Mapping[str, Any]) -> Path:
-        path = self.path(spec_name)
-        write_atomically(path, json.dumps(spec, indent=1).encode(), SPEC_MODE)
-        return path
+        """UnsafePath (an OSError) when the name is not one file name or the file is a symlink."""
+        name = self.file_name(spec_name)
+        hostfs.write_file(self.root, name, json.dumps(spec, indent=1).encode(), SPEC_MODE, dir_mode=DIR_MODE)
+        return self.root / name
 
     def exists(self, spec_name: str) -> bool:
-        return self.path(spec_name).is_file()
+        try:
+            with hostfs.HostDir.root(self.root) as d:
+                mode = os.stat(self.file_name(spec_name), dir_fd=d.fd, follow_symlinks=False).st_mode
+        except OSError:
+            return False
+        return stat.S_ISREG(mode)
 
     def names(self, prefix: str) -> list[str]:
         """The spec names in the CDI dir that start with `prefix` (other vendors' files are not ours)."""
         try:
-            return sorted(p.stem for p in self.root.glob(f"{prefix}*.yaml") if p.is_file())
+            with hostfs.HostDir.root(self.root) as d:
+                entries = list(d.entries())
         except OSError:
             return []
+        return sorted(
+            name.removesuffix(".yaml")
+            for name, is_dir in entries
+            if not is_dir and name.startswith(prefix) and name.endswith(".yaml")
+        )
 
     def remove(self, spec_name: str) -> None:
-        """Idempotent: a spec that is not there is no error (cdi.DeleteClaimSpec)."""
-        with contextlib.suppress(FileNotFoundError):
-            self.path(spec_name).unlink()
+        """Idempotent: a spec that is not there is no error (cdi.DeleteClaimSpec). UnsafePath when
+        the name is not one file name: nothing outside the CDI dir is ever removed."""
+        hostfs.remove_file(self.root, self.file_name(spec_name))

@@ -5,6 +5,7 @@ ConfigMap's host mirror (`unrecovered` before the reset, `recovered` or `failed`
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,9 +13,11 @@ from pathlib import Path
 from typing import Protocol
 
 from ascend_common.adapters.clients.exporter import ExporterClient, ExporterError
+from ascend_common.adapters.hostfs import HostDir, UnsafePath
 from ascend_common.adapters.kube.configmaps import ConfigMaps, Conflict
 from ascend_common.clock import Clock
 from ascend_common.inuse import chips_in_use_for_allocation
+from ascend_common.kubenames import dns1123_label, dns1123_subdomain
 from ascend_common.pods import SlimPod
 from ascend_common.schemas.exporter import Chip, JobState
 from ascend_common.schemas.verdict import ChipVerdict
@@ -38,6 +41,9 @@ from fault_manager.policy.engine import Policy
 
 log = logging.getLogger(__name__)
 JOB_POLL_S = 1.0
+# As Path.mkdir and write_text left them under the usual umask 022: the agents read the files.
+MIRROR_DIR_MODE = 0o755
+MIRROR_FILE_MODE = 0o644
 Jobs = dict[tuple[str, str], list[SlimPod]]  # (namespace, job) -> its pods that use the group
 
 
@@ -99,6 +105,10 @@ class TrainingJobs:
             job = job_name(pod.labels)
             if not job:
                 return {}, f"pod {pod.namespace}/{pod.name} uses the group and belongs to no job"
+            if (bad := bad_job_name(pod.namespace, job)) is not None:
+                log.warning("job refused: its name cannot name a reset ConfigMap or its host mirror",
+                            extra={"pod": f"{pod.namespace}/{pod.name}", "error": bad})  # fmt: skip
+                return {}, f"pod {pod.namespace}/{pod.name} uses the group and {bad}"
             jobs.setdefault((pod.namespace, job), []).append(pod)
         for namespace, job in jobs:
             if self.configmaps is None or await self.configmaps.get(namespace, f"reset-config-{job}") is None:
@@ -159,7 +169,13 @@ class TrainingJobs:
             if current is not None and current.data.get(RESET_JSON_KEY) == data[RESET_JSON_KEY]:
                 return True
             if self.mirror_dir is not None:  # first: the agents read the files
-                await asyncio.to_thread(self._mirror, namespace, cm, data)
+                try:
+                    await asyncio.to_thread(self._mirror, namespace, cm, data)
+                except UnsafePath as exc:  # the ConfigMap still tells the job
+                    log.error(
+                        "reset ConfigMap's host mirror not written: a symlink or a bad name under the mirror dir",
+                        extra={"configmap": f"{namespace}/{cm}", "path": exc.filename, "error": str(exc)},
+                    )
             try:
                 await self.configmaps.put(namespace, cm, data, {"reset": "true"},
                                           current.resource_version if current else None)  # fmt: skip
@@ -202,12 +218,30 @@ class TrainingJobs:
 
     def _mirror(self, namespace: str, cm: str, data: dict[str, str]) -> None:
         assert self.mirror_dir is not None
-        folder = self.mirror_dir / f"{namespace}.{cm}"
-        folder.mkdir(parents=True, exist_ok=True)
+        write_mirror(self.mirror_dir, namespace, cm, data)
+
+
+def bad_job_name(namespace: str, job: str) -> str | None:
+    """Why a job's names cannot become `reset-config-<job>` in `namespace` (and the mirror's
+    `<namespace>.reset-config-<job>` directory), or None: the namespace must be a DNS-1123 label and
+    the ConfigMap name a DNS-1123 subdomain, as the API server requires of both."""
+    if not dns1123_label(namespace):
+        return f"its namespace {namespace[:80]!r} is not a DNS-1123 label"
+    if not dns1123_subdomain(f"{CM_NAME_PREFIX}{job}"):
+        return f"its job name {job[:80]!r} does not make a DNS-1123 subdomain {CM_NAME_PREFIX}<job>"
+    return None
+
+
+def write_mirror(mirror_dir: Path, namespace: str, cm: str, data: dict[str, str]) -> None:
+    """The ConfigMap's host mirror, `<mirror>/<namespace>.<cm>/<key>`, one file per key (blocking).
+    The agents' pods mount the mirror, so every step goes through hostfs: never through a symlink
+    planted there (UnsafePath), never outside the mirror (the names are checked again)."""
+    if not dns1123_label(namespace) or not dns1123_subdomain(cm):
+        raise UnsafePath(errno.EINVAL, "not a namespace and ConfigMap name", f"{namespace[:80]}.{cm[:260]}")
+    with HostDir.root(mirror_dir, create_mode=MIRROR_DIR_MODE) as top, \
+            top.sub(f"{namespace}.{cm}", create_mode=MIRROR_DIR_MODE) as folder:  # fmt: skip
         for name in (RESET_JSON_KEY, RESTART_TYPE_KEY):
             if name not in data:  # as the ConfigMap: a key it does not hold is no file
-                (folder / name).unlink(missing_ok=True)
+                folder.unlink(name)
                 continue
-            tmp = folder / f".{name}.tmp"
-            tmp.write_text(data[name])
-            tmp.replace(folder / name)
+            folder.write_atomically(name, data[name].encode(), MIRROR_FILE_MODE, fsync=False)

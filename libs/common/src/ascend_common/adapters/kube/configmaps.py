@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from ascend_common.adapters import hostfs
 from ascend_common.adapters.kube.client import (
     ApiClient,
     KubeNotFound,
@@ -177,14 +177,12 @@ class OfflineConfigMaps:
 
     async def delete(self, namespace: str, name: str) -> None:
         self.objects.pop((namespace, name), None)
-        (self.root / "configmaps" / namespace / f"{name}.json").unlink(missing_ok=True)
+        hostfs.remove_file(self.root, f"configmaps/{namespace}/{name}.json")
 
     def _write_file(self, namespace: str, name: str, state: ConfigMapState) -> None:
-        folder = self.root / "configmaps" / namespace
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{name}.json.tmp"
-        tmp.write_text(json.dumps(_body(namespace, name, state.data, state.labels, state.resource_version), indent=2))
-        os.replace(tmp, folder / f"{name}.json")
+        body = _body(namespace, name, state.data, state.labels, state.resource_version)
+        hostfs.write_file(self.root, f"configmaps/{namespace}/{name}.json", json.dumps(body, indent=2).encode(),
+                          0o644, fsync=False)  # fmt: skip
 
     nodes: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> annotations we set
 
@@ -200,12 +198,8 @@ class OfflineConfigMaps:
 
     async def annotate_node(self, node: str, annotations: dict[str, str]) -> None:
         self.nodes.setdefault(node, {}).update(annotations)
-        folder = self.root / "nodes"
         body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "annotations": self.nodes[node]}}
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{node}.json.tmp"
-        tmp.write_text(json.dumps(body, indent=2))
-        os.replace(tmp, folder / f"{node}.json")
+        hostfs.write_file(self.root, f"nodes/{node}.json", json.dumps(body, indent=2).encode(), 0o644, fsync=False)
 
     def listing(self) -> list[dict[str, Any]]:
         objects = [
