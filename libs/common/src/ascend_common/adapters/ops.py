@@ -56,9 +56,18 @@ def redirect_location(scope: Scope, path: str) -> bytes:
     return b"%s://%s%s%s" % (scope["scheme"].encode(), host, path.encode(), b"?" + query if query else b"")
 
 
-def ops_app(readiness: Readiness, registry: CollectorRegistry, *, render_in_thread: bool = False) -> App:
+def ops_app(
+    readiness: Readiness,
+    registry: CollectorRegistry,
+    *,
+    render_in_thread: bool = False,
+    metrics_held: Callable[[], str | None] | None = None,
+    retry_after_s: int = 1,
+) -> App:
     """The ops app of a service: its readiness, and the registry /metrics renders (in a worker thread
-    with `render_in_thread`, for a registry whose collectors are slow and thread-safe)."""
+    with `render_in_thread`, for a registry whose collectors are slow and thread-safe). While
+    `metrics_held` gives a reason, /metrics answers 503 with it and `Retry-After: retry_after_s`:
+    a scrape of families that would miss what exists is refused, not answered."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan is off and websockets are not served (serving.server)
@@ -77,6 +86,10 @@ def ops_app(readiness: Readiness, registry: CollectorRegistry, *, render_in_thre
         elif path == "/readyz":
             ok, detail = readiness()
             await respond(send, 200 if ok else 503, json_body({"status": "ready" if ok else "not ready", **detail}))
+        elif metrics_held is not None and (held := metrics_held()) is not None:
+            await respond(
+                send, 503, json_body({"detail": held}), extra=((b"retry-after", str(retry_after_s).encode()),)
+            )
         else:
             text = await asyncio.to_thread(generate_latest, registry) if render_in_thread else generate_latest(registry)
             await respond(send, 200, text, CONTENT_TYPE_LATEST.encode())
