@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import cast
 
 import httpx
+import pytest
 from ascend_common import sse
 from ascend_common.adapters.clients.exporter import ExporterClient, ExporterError, InventoryFollower
 from ascend_common.adapters.clients.stream import MAX_RETRY_AFTER_S, retry_after_s
@@ -148,11 +149,8 @@ async def test_a_503_with_retry_after_from_the_real_client_is_waited_out_and_not
 
 async def test_the_client_reads_the_wait_of_a_refusal() -> None:
     resp = httpx.Response(503, headers={"Retry-After": "1"}, json={"detail": "not yet"})
-    try:
+    with pytest.raises(ExporterError) as refused:
         ExporterClient._check(resp)
-    except ExporterError as exc:
-        assert (exc.status, exc.detail, exc.retry_after) == (503, "not yet", 1.0)
-    else:
-        raise AssertionError("a 503 passed the check")
+    assert (refused.value.status, refused.value.detail, refused.value.retry_after) == (503, "not yet", 1.0)
     for header, wait in ((None, None), ("soon", None), ("nan", None), ("-3", 0.0), ("86400", MAX_RETRY_AFTER_S)):
         assert retry_after_s(header) == wait, header
