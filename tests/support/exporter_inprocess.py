@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator
 
+from ascend_common.chips import ChipAddress
 from ascend_common.clock import SystemClock
 from ascend_common.tokens import TokenTable
 from dcmi_exporter.backends.base import Backend
+from dcmi_exporter.backends.sim import SimBackend
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.settings import ExporterSettings
 
@@ -24,3 +27,17 @@ async def ready_exporter(settings: ExporterSettings, backend: Backend) -> AsyncI
         yield exp
     finally:
         await exp.stop()
+
+
+class GatedSim(SimBackend):
+    """The simulator (910b-8) whose discovery waits until the test sets `gate`: until then the node
+    is not read, however loaded the machine is or is not. `chipless`: it then finds no chip."""
+
+    def __init__(self, gate: threading.Event, *, chipless: bool = False) -> None:
+        super().__init__("910b-8", clock=SystemClock())
+        self.gate = gate
+        self.chipless = chipless
+
+    def discover(self) -> list[ChipAddress]:
+        self.gate.wait(30)
+        return [] if self.chipless else super().discover()

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import cast
 
+import httpx
+import pytest
 from ascend_common import sse
-from ascend_common.adapters.clients.exporter import ExporterClient, InventoryFollower
+from ascend_common.adapters.clients.exporter import ExporterClient, ExporterError, InventoryFollower
+from ascend_common.adapters.clients.stream import MAX_RETRY_AFTER_S, retry_after_s
 from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.schemas.exporter import Chip, ChipList, NodeInfo, SubscriptionState
 from ascend_common.schemas.reading import Reading
@@ -97,3 +102,55 @@ async def test_a_node_event_rereads_the_node_and_tells_on_node_without_touching_
         assert fake.lists == lists and len(seen) == 1, "no chip re-read or reported"
     finally:
         await follower.stop()
+
+
+async def test_a_503_with_retry_after_from_the_real_client_is_waited_out_and_nothing_is_published_before() -> None:
+    """The exporter says its chips are not all read yet (503, Retry-After) although its node said
+    ready (a restart between the two reads): the client raises it with the wait, the follower waits
+    at least that long (its own backoff is 50 ms), tells nobody of an empty node, then syncs."""
+    fake = FakeExporter()
+    fake.ready = True
+    fake.chip_list = [exporter_chip(i, i) for i in range(8)]
+    refusals = 2
+    asked: list[float] = []
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        nonlocal refusals
+        if request.url.path == "/v1/node":
+            return httpx.Response(200, content=(await fake.node()).model_dump_json())
+        if request.url.path == "/v1/chips":
+            asked.append(time.monotonic())
+            if refusals:
+                refusals -= 1
+                return httpx.Response(503, headers={"Retry-After": "0.4"}, json={"detail": "not all read yet"})
+            return httpx.Response(200, content=ChipList(last_event_id=None, chips=fake.chip_list).model_dump_json())
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=quiet_stream())
+
+    async def quiet_stream() -> AsyncIterator[bytes]:
+        yield b": keepalive\n\n"
+        await asyncio.Event().wait()
+
+    client = ExporterClient(Path("/nonexistent.sock"))
+    client._http = httpx.AsyncClient(transport=httpx.MockTransport(answer), base_url="http://exporter")
+    seen: list[Mapping[int, Chip]] = []
+    follower = InventoryFollower(client, seen.append, Lifecycle().scope("follower"))
+    await follower.start()
+    try:
+        async with asyncio.timeout(10):
+            await follower.synced.wait()
+        assert len(asked) >= 3
+        assert asked[1] - asked[0] >= 0.4 and asked[2] - asked[1] >= 0.4, "the Retry-After was not waited out"
+        assert seen and all(len(changed) == 8 for changed in seen), "an empty or partial node was published"
+        assert set(follower.chips) == set(range(8))
+    finally:
+        await follower.stop()
+        await client.close()
+
+
+async def test_the_client_reads_the_wait_of_a_refusal() -> None:
+    resp = httpx.Response(503, headers={"Retry-After": "1"}, json={"detail": "not yet"})
+    with pytest.raises(ExporterError) as refused:
+        ExporterClient._check(resp)
+    assert (refused.value.status, refused.value.detail, refused.value.retry_after) == (503, "not yet", 1.0)
+    for header, wait in ((None, None), ("soon", None), ("nan", None), ("-3", 0.0), ("86400", MAX_RETRY_AFTER_S)):
+        assert retry_after_s(header) == wait, header

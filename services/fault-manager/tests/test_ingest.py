@@ -55,3 +55,38 @@ async def test_an_unreadable_event_is_skipped_and_the_snapshot_re_read(
         assert record.event_id == "run-7"  # type: ignore[attr-defined]
     finally:
         store.close()
+
+
+class NotReadYet:
+    """An exporter whose node says ready but whose chip list is refused (it restarted between the
+    two reads): 503 with Retry-After, as it answers before its first read of every chip."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    async def chips(self) -> ChipList:
+        self.reads += 1
+        raise ExporterError(503, "the node's chips have not all been read yet", retry_after=1.0)
+
+
+class NothingStored:
+    def last_event_id(self, run_id: str) -> str | None:
+        return None
+
+
+async def test_a_refused_chip_list_queues_no_inventory_and_goes_back_to_the_stream_follower() -> None:
+    exporter = NotReadYet()
+    inbox = Inbox()
+    ingest = Ingest(exporter, NothingStored(), inbox, SystemClock(), asyncio.Event())  # type: ignore[arg-type]
+    node = NodeInfo.model_validate(
+        {"backend": "sim", "profile": "910b-8", "run_id": "run", "dcmi_version": {"status": "ok", "value": "x"},
+         "card_count": 1, "chip_count": 8, "chips_by_state": {}, "subscription": "live", "poll_period_s": 1.0,
+         "started_at": 0.0, "updated_at": 0.0, "last_event_id": None, "ready": True}
+    )  # fmt: skip
+    # The stream follower (ascend_common.adapters.clients.stream.follow) waits out the
+    # Retry-After it carries, then syncs again: an empty node is never queued meanwhile.
+    with pytest.raises(ExporterError) as refused:
+        await ingest.sync(node, None)
+    assert refused.value.retry_after == 1.0 and exporter.reads == 1
+    assert inbox.next_nowait() is None
+    assert not ingest.synced.is_set()

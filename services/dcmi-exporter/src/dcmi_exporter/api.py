@@ -39,9 +39,13 @@ from dcmi_exporter.backends.errors import BadParameter, CallTimeout, DcmiError, 
 from dcmi_exporter.jobs import ChannelUnsupported, ResetRefused
 from dcmi_exporter.poller import chip_key
 from dcmi_exporter.runtime import Exporter
+from dcmi_exporter.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 KEEPALIVE_S = 15.0
+# Before the node's first full read: a first read takes a poll period or a call timeout, not more.
+RETRY_AFTER_S = 1
+NOT_READ_YET = "the node's chips have not all been read yet: retry after the Retry-After seconds"
 LogicId = Annotated[int, Path(ge=0, le=65535, description="the chip's logic id")]
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ApiError},
@@ -49,6 +53,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": ApiError},
     409: {"model": ApiError},
     422: {"model": ApiError},
+    503: {"model": ApiError, "description": "the node's chips have not all been read yet (Retry-After)"},
 }
 
 
@@ -86,8 +91,18 @@ def create_api(exporter: Exporter) -> FastAPI:
     def need(scope: Scope) -> Any:
         return Depends(Bearer(scope, lambda: exporter.tokens))
 
+    def whole() -> Snapshot:
+        """The snapshot, once every chip was read: before, it lists none or some, and an answer from it
+        would tell a client that a chip the node has does not exist."""
+        snapshot = poller.snapshot
+        if not snapshot.node.ready:
+            raise HTTPException(
+                status.HTTP_503_SERVICE_UNAVAILABLE, NOT_READ_YET, headers={"Retry-After": str(RETRY_AFTER_S)}
+            )
+        return snapshot
+
     def chip_or_404(logic_id: int) -> Chip:
-        chip = poller.snapshot.by_logic.get(logic_id)
+        chip = whole().by_logic.get(logic_id)
         if chip is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no chip with logic id {logic_id}")
         return chip
@@ -96,13 +111,13 @@ def create_api(exporter: Exporter) -> FastAPI:
     async def get_node() -> Response:
         return _json(poller.snapshot.node_json)
 
-    @app.get("/v1/chips", response_model=ChipList)
+    @app.get("/v1/chips", response_model=ChipList, responses={503: ERRORS[503]})
     async def list_chips() -> Response:
-        return _json(poller.snapshot.chips_json)
+        return _json(whole().chips_json)
 
     @app.get("/v1/chips/{logic_id}", response_model=Chip, responses=ERRORS)
     async def get_chip(logic_id: LogicId) -> Response:
-        body = poller.snapshot.chip_json(logic_id)
+        body = whole().chip_json(logic_id)
         if body is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no chip with logic id {logic_id}")
         return _json(body)
@@ -110,12 +125,17 @@ def create_api(exporter: Exporter) -> FastAPI:
     @app.get(
         "/v1/events",
         response_class=StreamingResponse,
-        responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"}},
+        responses={
+            200: {"content": {"text/event-stream": {}}, "description": "server-sent events"},
+            503: ERRORS[503],
+        },
     )
     async def events(
         last_event_id: Annotated[str | None, Header(max_length=128)] = None,
         resume: Annotated[str | None, Query(max_length=128, description="same as Last-Event-ID")] = None,
     ) -> StreamingResponse:
+        # Its hello and first events are relative to a snapshot a client could not have read yet.
+        whole()
         return StreamingResponse(
             _stream(exporter, last_event_id or resume),
             media_type="text/event-stream",

@@ -161,6 +161,9 @@ class ChipPoller:
         self._stopping = False
         self._tick_origin = 0.0  # loop time of the poll grid's first tick
         self.discovered = asyncio.Event()
+        # Set once every discovered chip was read (at once on a node with none): until then the
+        # snapshot lists no chip, or chips nobody may trust, and no client may be told it.
+        self.read_once = asyncio.Event()
         self._nic_addresses: dict[str, list[str]] | None = None  # NodeInfo.nic_addresses (nics.py)
         self._npu_nics: dict[int, list[str]] | None = None  # NodeInfo.npu_nics (nics.py)
         self.snapshot = Snapshot(node=self._node(Reading[str].error(-8005), SubscriptionState.POLLING, ready=False))
@@ -199,11 +202,12 @@ class ChipPoller:
         live = await self.guard.call(NODE_KEY, lambda: self.backend.subscribe(self._sink))
         subscription = SubscriptionState.LIVE if live else SubscriptionState.POLLING
         self.snapshot = Snapshot.build(self._node(version, subscription, ready=False), self._chips)
+        self.discovered.set()
+        self._rebuild()  # a node without chips is whole now: none is left to read
         log.info(
             "chips discovered",
             extra={"chips": len(self._addr), "subscription": subscription.value, "backend": self.backend.kind},
         )
-        self.discovered.set()
         self._tick_origin = asyncio.get_running_loop().time()
         for logic in self._addr:
             self._tasks.essential(self._chip_loop(logic), f"chip-{logic}")
@@ -386,7 +390,9 @@ class ChipPoller:
         )
 
     def _rebuild(self) -> None:
-        ready = bool(self._addr) and len(self._first_read) == len(self._addr)
+        ready = self.discovered.is_set() and len(self._first_read) == len(self._addr)
+        if ready:
+            self.read_once.set()
         self.snapshot = Snapshot.build(
             self.snapshot.node,
             self._chips,

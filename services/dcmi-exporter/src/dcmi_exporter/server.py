@@ -7,10 +7,10 @@ import contextlib
 import logging
 
 from ascend_common.adapters.ops import ops_app
-from ascend_common.adapters.serving import bind_unix_socket, server
+from ascend_common.adapters.serving import bind_unix_socket, clear_socket_path, server
 from ascend_common.adapters.settings import parse_host_port
 
-from dcmi_exporter.api import create_api
+from dcmi_exporter.api import NOT_READ_YET, RETRY_AFTER_S, create_api
 from dcmi_exporter.metrics import build_registry
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.telemetry_task import Samples
@@ -27,10 +27,13 @@ def readiness(exporter: Exporter) -> tuple[bool, dict[str, object]]:
 
 async def serve(exporter: Exporter) -> int:
     """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (ascend_common.adapters.lifecycle),
-    one of the two servers included."""
+    one of the two servers included.
+
+    The ops endpoints serve at once (/readyz says why the exporter is not ready); the socket is bound
+    only once every chip was read: a client that finds it never reads an empty or partial node."""
     kit = exporter.lifecycle
     settings = exporter.settings
-    api_sock = bind_unix_socket(settings.socket, group=settings.socket_group)
+    clear_socket_path(settings.socket)  # a bad path fails here; the previous run's socket is gone
     host, port = parse_host_port(settings.metrics_addr)
     api = server(create_api(exporter))
     telemetry = exporter.telemetry
@@ -39,9 +42,20 @@ async def serve(exporter: Exporter) -> int:
         exporter.stats,
         (lambda: telemetry.samples) if telemetry is not None else Samples,
     )
+
+    def metrics_held() -> str | None:
+        return None if exporter.poller.snapshot.node.ready else NOT_READ_YET
+
     # The chip collector reads an immutable snapshot: it renders in a worker thread, off the loop.
     ops = server(
-        ops_app(lambda: readiness(exporter), registry, render_in_thread=True, bad_inputs=exporter.bad_inputs.snapshot),
+        ops_app(
+            lambda: readiness(exporter),
+            registry,
+            render_in_thread=True,
+            bad_inputs=exporter.bad_inputs.snapshot,
+            metrics_held=metrics_held,
+            retry_after_s=RETRY_AFTER_S,
+        ),
         host=host,
         port=port,
     )
@@ -55,26 +69,32 @@ async def serve(exporter: Exporter) -> int:
         await exporter.stop()
         log.info("exporter stopped")
 
+    async def serve_api() -> None:
+        await exporter.poller.read_once.wait()
+        api_sock = bind_unix_socket(settings.socket, group=settings.socket_group)
+        log.info(
+            "dcmi-exporter serving",
+            extra={"socket": str(settings.socket), "metrics_addr": settings.metrics_addr, "backend": settings.backend},
+        )
+        await api.serve(sockets=[api_sock])
+
     async def start() -> None:
         kit.on_stop(unlink_socket)
         kit.on_stop(stop_exporter)
         await exporter.start()
-        tasks = [
-            servers.essential(api.serve(sockets=[api_sock]), "api"),
-            servers.essential(ops.serve(), "ops"),
-        ]
+        api_task = servers.essential(serve_api(), "api")
+        tasks = [api_task, servers.essential(ops.serve(), "ops")]
 
         async def stop_serving() -> None:
             log.info("dcmi-exporter stopping")
+            if not exporter.poller.read_once.is_set():
+                api_task.cancel()  # still waiting for the first read: nothing to drain
             api.should_exit = True
             ops.should_exit = True
             await asyncio.wait(tasks, timeout=5)
             log.info("servers stopped")
 
         kit.on_stop(stop_serving)
-        log.info(
-            "dcmi-exporter serving",
-            extra={"socket": str(settings.socket), "metrics_addr": settings.metrics_addr, "backend": settings.backend},
-        )
+        log.info("dcmi-exporter started; the API socket follows the first read of every chip")
 
     return await kit.run(start)

@@ -62,12 +62,16 @@ def ops_app(
     *,
     render_in_thread: bool = False,
     bad_inputs: Callable[[], Mapping[str, str]] | None = None,
+    metrics_held: Callable[[], str | None] | None = None,
+    retry_after_s: int = 1,
 ) -> App:
     """The ops app of a service: its readiness, and the registry /metrics renders (in a worker thread
     with `render_in_thread`, for a registry whose collectors are slow and thread-safe).
 
     `bad_inputs`: the optional inputs refused (name -> why), shown by /readyz as `bad_inputs`. They
-    leave readiness as it is: the service runs without them, and an operator reads which to fix."""
+    leave readiness as it is: the service runs without them, and an operator reads which to fix.
+    While `metrics_held` gives a reason, /metrics answers 503 with it and `Retry-After:
+    retry_after_s`: a scrape of families that would miss what exists is refused, not answered."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan is off and websockets are not served (serving.server)
@@ -89,6 +93,10 @@ def ops_app(
             if bad_inputs is not None and (bad := bad_inputs()):
                 body["bad_inputs"] = dict(bad)
             await respond(send, 200 if ok else 503, json_body(body))
+        elif metrics_held is not None and (held := metrics_held()) is not None:
+            await respond(
+                send, 503, json_body({"detail": held}), extra=((b"retry-after", str(retry_after_s).encode()),)
+            )
         else:
             text = await asyncio.to_thread(generate_latest, registry) if render_in_thread else generate_latest(registry)
             await respond(send, 200, text, CONTENT_TYPE_LATEST.encode())

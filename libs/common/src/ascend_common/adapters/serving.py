@@ -41,15 +41,22 @@ MAX_CONNECTIONS = 512  # well above probes + scrapers + local clients, well belo
 BACKLOG = 512
 
 
-def bind_unix_socket(path: Path, mode: int = API_SOCKET_MODE, group: str | None = None) -> socket.socket:
-    """Bind a listening Unix socket that nobody outside owner/group can reach, even briefly."""
+def clear_socket_path(path: Path) -> None:
+    """Make `path` free for a socket: a stale one from a previous run is removed; a symlink or any
+    other file is refused (RuntimeError). A service that binds late calls it at its start, so that
+    a bad path fails the start and no client finds the previous run's socket meanwhile."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink():
         raise RuntimeError(f"refusing to bind {path}: it is a symlink")
     if path.exists():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise RuntimeError(f"refusing to replace {path}: not a socket")
-        path.unlink()  # a stale socket from a previous run
+        path.unlink()
+
+
+def bind_unix_socket(path: Path, mode: int = API_SOCKET_MODE, group: str | None = None) -> socket.socket:
+    """Bind a listening Unix socket that nobody outside owner/group can reach, even briefly."""
+    clear_socket_path(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o777 & ~mode)
     try:

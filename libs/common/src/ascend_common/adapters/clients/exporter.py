@@ -23,7 +23,7 @@ import httpx
 
 from ascend_common import sse
 from ascend_common.adapters.clients.backoff import Backoff
-from ascend_common.adapters.clients.stream import Resync, follow
+from ascend_common.adapters.clients.stream import Resync, follow, retry_after_s
 from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.schemas.exporter import (
     Chip,
@@ -40,12 +40,14 @@ log = logging.getLogger(__name__)
 
 
 class ExporterError(Exception):
-    """The exporter answered with an error (the message carries its detail)."""
+    """The exporter answered with an error (the message carries its detail); `retry_after` is the
+    wait it asked for (a 503 before its first read of every chip), in seconds, or None."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, retry_after: float | None = None) -> None:
         super().__init__(f"exporter answered {status}: {detail}")
         self.status = status
         self.detail = detail
+        self.retry_after = retry_after
 
 
 class ExporterClient:
@@ -68,7 +70,7 @@ class ExporterClient:
                 detail = str(resp.json().get("detail", resp.text))
             except ValueError:
                 detail = resp.text
-            raise ExporterError(resp.status_code, detail)
+            raise ExporterError(resp.status_code, detail, retry_after_s(resp.headers.get("retry-after")))
         return resp
 
     async def node(self) -> NodeInfo:

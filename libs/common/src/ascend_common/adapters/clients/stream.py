@@ -17,6 +17,9 @@ from typing import Protocol
 from ascend_common import sse
 from ascend_common.adapters.clients.backoff import Backoff
 
+# A Retry-After longer than this is taken as this: a confused or hostile server cannot park a consumer.
+MAX_RETRY_AFTER_S = 30.0
+
 
 class Resync(Exception):
     """The stream cannot continue where it is: sync again at once, then stream from `resume`."""
@@ -24,6 +27,18 @@ class Resync(Exception):
     def __init__(self, resume: str | None = None) -> None:
         super().__init__(resume)
         self.resume = resume
+
+
+def retry_after_s(header: str | None) -> float | None:
+    """The seconds of a Retry-After header (the delay form, the only one our servers send), bounded
+    by `MAX_RETRY_AFTER_S`; None when absent or unreadable."""
+    if header is None:
+        return None
+    try:
+        seconds = float(header)
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if seconds == seconds else None  # NaN: unreadable
 
 
 class Feed(Protocol):
@@ -56,4 +71,6 @@ async def follow(feed: Feed, backoff: Backoff, transient: tuple[type[Exception],
             position = again.resume
         except transient as exc:
             await feed.lost(exc)
-            await asyncio.sleep(backoff.next())
+            # The other side's own estimate, when it gave one, beats ours (never shorter than our backoff).
+            hint = getattr(exc, "retry_after", None)
+            await asyncio.sleep(max(backoff.next(), hint if isinstance(hint, float) else 0.0))
