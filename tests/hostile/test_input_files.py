@@ -76,6 +76,28 @@ def test_exporter_runs_on_defaults_with_a_hostile_hang_config(tmp_path: Path, co
     assert exporter.proc.returncode == 0
 
 
+def peak_rss_mib(pid: int) -> float:
+    """The process's resident high-water mark (VmHWM): what a whole read would have cost, even
+    after it was freed."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmHWM for pid {pid}")
+
+
+@pytest.mark.parametrize("flag", ["--hang-config", "--npu-nic-mapping"])
+def test_a_2_gib_input_file_is_read_no_further_than_its_bound(tmp_path: Path, flag: str) -> None:
+    big = tmp_path / "big.json"
+    with big.open("wb") as f:  # sparse: costs no disk, and a whole read 2 GiB of memory
+        f.truncate(2 << 30)
+    with running_exporter(tmp_path / "run", flag, str(big), profile="910b-8") as exporter:
+        name = "hang_config" if flag == "--hang-config" else "npu_nic_mapping"
+        assert_serves_and_names(exporter, name, big, "over the limit of 1048576 bytes")
+        # The exporter alone is about 60 MB; the bound leaves room for a loaded machine's noise.
+        assert peak_rss_mib(exporter.proc.pid) < 400
+    assert exporter.proc.returncode == 0
+
+
 def test_exporter_runs_without_nic_addresses_with_a_deep_nic_mapping(tmp_path: Path) -> None:
     mapping = tmp_path / "npu-nic-mapping.json"
     mapping.write_text(DEEP)
