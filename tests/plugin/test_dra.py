@@ -9,6 +9,7 @@ reads their claims from the apiserver and sends the driver only what the 1.32 ma
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import stat
@@ -31,7 +32,7 @@ from ascend_device_plugin.dra.driver import ClaimRef, DraDriver, Outcome
 from ascend_device_plugin.dra.kube import NoResourceApi, ResourceApi
 from ascend_device_plugin.dra.server import DraServers
 from ascend_device_plugin.dra.slices import SlicePublisher
-from ascend_device_plugin.dra.state import CheckpointError
+from ascend_device_plugin.dra.state import Checkpoint, CheckpointError, PreparedDevice
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
@@ -182,12 +183,12 @@ async def test_a_kubelet_restart_finds_the_driver_again(rig: Rig) -> None:
 
 
 async def test_prepare_writes_the_spec_answers_its_id_and_unprepare_removes_it(rig: Rig, fake: FakeApiServer) -> None:
-    pod, claim = claimed(fake, "one-chip", [ours("Ascend910-3")])
+    pod, claim = claimed(fake, "one-chip", [ours("ascend910-3")])
     assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=3"]}  # what the runtime is handed
     call = rig.kubelet.calls[-1]
     assert call.uids == [claim.uid] and not call.errors
     (device,) = call.devices[claim.uid]
-    assert (device.pool_name, device.device_name, list(device.request_names)) == (NODE, "Ascend910-3", ["npu"])
+    assert (device.pool_name, device.device_name, list(device.request_names)) == (NODE, "ascend910-3", ["npu"])
     assert list(device.cdi_device_ids) == ["ascend.com/npu=3"]
     spec_file = rig.cdi_root / spec_name(claim)
     spec = json.loads(spec_file.read_text())
@@ -204,7 +205,7 @@ async def test_prepare_writes_the_spec_answers_its_id_and_unprepare_removes_it(r
 
 
 async def test_a_plugin_restart_between_prepare_and_unprepare_loses_nothing(rig: Rig, fake: FakeApiServer) -> None:
-    pod, claim = claimed(fake, "survivor", [ours("Ascend910-5")])
+    pod, claim = claimed(fake, "survivor", [ours("ascend910-5")])
     assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=5"]}
     first = rig.kubelet.calls[-1]
     await rig.restart_plugin()
@@ -214,11 +215,15 @@ async def test_a_plugin_restart_between_prepare_and_unprepare_loses_nothing(rig:
 
     # A kubelet restart keeps the claim (its checkpoint) but not that it was prepared: it is sent again.
     # The answer comes from the driver's checkpoint, not the apiserver, whose claim now names another
-    # chip (the manager reads only the drivers from it), and no second entry or file appears.
-    def other_chip(obj: JsonObj) -> None:
-        obj["status"]["allocation"]["devices"]["results"][0]["device"] = "Ascend910-6"
-
-    fake.modify("resourceclaims", "survivor", "default", mutate=other_chip)
+    # chip (the manager reads only the drivers from it), and no second entry or file appears. An
+    # allocation cannot change in place (the apiserver refuses it): it is taken away, with the
+    # reservation that needs it, and given again.
+    stored = fake.get_object("resourceclaims", "survivor", "default")
+    assert stored is not None
+    status = copy.deepcopy(stored["status"])
+    status["allocation"]["devices"]["results"][0]["device"] = "ascend910-6"
+    fake.modify("resourceclaims", "survivor", "default", mutate=lambda obj: obj.update(status={}))
+    fake.modify("resourceclaims", "survivor", "default", mutate=lambda obj: obj.update(status=status))
     await rig.kubelet.restart()
     await until(lambda: DRIVER in rig.kubelet.plugins, what="registration with the restarted kubelet")
     assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=5"] * 2}  # the manager doubles them
@@ -236,7 +241,7 @@ async def test_a_plugin_restart_between_prepare_and_unprepare_loses_nothing(rig:
 
 
 async def test_a_lost_spec_is_written_again_on_the_next_prepare(rig: Rig, fake: FakeApiServer) -> None:
-    pod, claim = claimed(fake, "lost", [ours("Ascend910-1")])
+    pod, claim = claimed(fake, "lost", [ours("ascend910-1")])
     await rig.kubelet.prepare(pod)
     (rig.cdi_root / spec_name(claim)).unlink()
     await rig.kubelet.restart()  # only a restarted kubelet sends a prepared claim again
@@ -249,8 +254,8 @@ async def test_a_lost_spec_is_written_again_on_the_next_prepare(rig: Rig, fake: 
 @pytest.mark.parametrize(
     ("results", "error"),
     [
-        pytest.param([ours("Ascend910-3", pool="node-b")], "pool 'node-b'", id="another node's pool"),
-        pytest.param([ours("Ascend910-42")], "'Ascend910-42' is not a chip", id="unknown device"),
+        pytest.param([ours("ascend910-3", pool="node-b")], "pool 'node-b'", id="another node's pool"),
+        pytest.param([ours("ascend910-42")], "'ascend910-42' is not a chip", id="unknown device"),
     ],
 )
 async def test_bad_claims_get_their_own_error_and_no_file(
@@ -258,14 +263,14 @@ async def test_bad_claims_get_their_own_error_and_no_file(
 ) -> None:
     pod = pod_using("mixed", ["bad", "good"])
     bad = put_claim(fake, "bad", results, pod)
-    good = put_claim(fake, "good", [ours("Ascend910-0")], pod)
+    good = put_claim(fake, "good", [ours("ascend910-0")], pod)
     with pytest.raises(DraCallError, match=f"NodePrepareResources failed for claim default/bad: .*{error}"):
         await rig.kubelet.prepare(pod)
     call = rig.kubelet.calls[-1]
     assert call.uids == [bad.uid, good.uid]  # one batch for the driver
     assert error in call.errors[bad.uid]
     assert bad.uid not in call.devices
-    assert [d.device_name for d in call.devices[good.uid]] == ["Ascend910-0"]  # the batch goes on
+    assert [d.device_name for d in call.devices[good.uid]] == ["ascend910-0"]  # the batch goes on
     assert rig.specs() == [spec_name(good)]
 
 
@@ -292,11 +297,11 @@ async def test_a_claim_the_apiserver_does_not_have_is_refused(rig: Rig) -> None:
 
 async def test_a_recreated_claim_is_not_prepared_under_the_old_uid(rig: Rig, fake: FakeApiServer) -> None:
     pod = pod_using("recreated-pod", ["recreated"])
-    old = put_claim(fake, "recreated", [ours("Ascend910-42")], pod)
+    old = put_claim(fake, "recreated", [ours("ascend910-42")], pod)
     with pytest.raises(DraCallError, match="is not a chip"):
         await rig.kubelet.prepare(pod)  # refused: the manager keeps its cache entry, with this uid
     fake.remove("resourceclaims", "recreated", "default")
-    new = put_claim(fake, "recreated", [ours("Ascend910-2")], pod)
+    new = put_claim(fake, "recreated", [ours("ascend910-2")], pod)
     assert new.uid != old.uid
     with pytest.raises(DraCallError, match="the kubelet asked for"):
         await rig.kubelet.prepare(pod)
@@ -355,18 +360,18 @@ async def test_the_slice_follows_health_generation_by_generation(rig: Rig, fake:
     assert written is not None
     assert written["apiVersion"] == "resource.k8s.io/v1beta1"  # what this apiserver serves
     assert written["spec"]["pool"] == {"name": NODE, "generation": 1, "resourceSliceCount": 1}
-    assert device_names(written) == [f"Ascend910-{p}" for p in range(8)]
+    assert device_names(written) == [f"ascend910-{p}" for p in range(8)]
     assert not await publisher.sync()  # nothing changed: nothing written
 
     rig.manager.set_chips(chips_with({3: ChipState.CARD_DROP}))
     assert await publisher.sync()
     faulty = the_slice(fake)
     assert faulty is not None and faulty["spec"]["pool"]["generation"] == 2
-    assert "Ascend910-3" not in device_names(faulty) and len(device_names(faulty)) == 7
+    assert "ascend910-3" not in device_names(faulty) and len(device_names(faulty)) == 7
 
     rig.manager.set_chips(chips_with())
     assert await publisher.sync()
-    assert device_names(the_slice(fake)) == [f"Ascend910-{p}" for p in range(8)]
+    assert device_names(the_slice(fake)) == [f"ascend910-{p}" for p in range(8)]
 
 
 async def test_the_slice_loop_drops_a_faulty_chip_within_a_second(rig: Rig, fake: FakeApiServer) -> None:
@@ -376,10 +381,10 @@ async def test_the_slice_loop_drops_a_faulty_chip_within_a_second(rig: Rig, fake
         await until(lambda: len(device_names(the_slice(fake))) == 8, what="the first slice")
         started = time.perf_counter()
         rig.manager.set_chips(chips_with({3: ChipState.CARD_DROP}))
-        await until(lambda: "Ascend910-3" not in device_names(the_slice(fake)), what="chip 3 to leave the slice")
+        await until(lambda: "ascend910-3" not in device_names(the_slice(fake)), what="chip 3 to leave the slice")
         assert time.perf_counter() - started < 1.0  # generous on a loaded machine; the bench holds the 100 ms p99
         rig.manager.set_chips(chips_with())
-        await until(lambda: "Ascend910-3" in device_names(the_slice(fake)), what="chip 3 to come back")
+        await until(lambda: "ascend910-3" in device_names(the_slice(fake)), what="chip 3 to come back")
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -405,7 +410,7 @@ async def test_a_slice_deleted_since_it_was_written_is_created_on_the_next_chang
     fake.remove("resourceslices", slice_name(NODE))  # a kubelet's wipe: the replace at our resourceVersion is a 404
     rig.manager.set_chips(chips_with({0: ChipState.UNKNOWN}))
     assert await publisher.sync()
-    assert device_names(the_slice(fake)) == [f"Ascend910-{p}" for p in range(1, 8)]
+    assert device_names(the_slice(fake)) == [f"ascend910-{p}" for p in range(1, 8)]
 
 
 async def test_an_apiserver_without_the_resource_api_is_a_clear_error() -> None:
@@ -439,24 +444,51 @@ async def test_a_chip_the_device_plugin_holds_is_refused_and_left_out_of_the_sli
         dev_root=rig.root / "host", held_elsewhere=lambda: held,
     )  # fmt: skip
     await driver.load()
-    claim = put_claim(fake, "wants-2", [ours("Ascend910-2")], pod_using("p", ["wants-2"]))
+    claim = put_claim(fake, "wants-2", [ours("ascend910-2")], pod_using("p", ["wants-2"]))
     (outcome,) = (await driver.prepare([ClaimRef("default", "wants-2", claim.uid)])).values()
-    assert outcome.error == "claim default/wants-2: Ascend910-2 is allocated through the device plugin"
+    assert outcome.error == "claim default/wants-2: ascend910-2 is allocated through the device plugin"
     assert not (rig.root / "cdi-both").exists() or not list((rig.root / "cdi-both").iterdir())
     publisher = SlicePublisher(NODE, rig.manager, rig.board, rig.resource_api, period=5.0, withheld=lambda: held)
-    assert "Ascend910-2" not in [d.name for d in publisher.devices()]
+    assert "ascend910-2" not in [d.name for d in publisher.devices()]
     assert len(publisher.devices()) == 7
 
 
 async def test_a_chip_prepared_for_one_claim_is_refused_to_another(rig: Rig, fake: FakeApiServer) -> None:
-    first_pod, first = claimed(fake, "first", [ours("Ascend910-4")])
-    second_pod, second = claimed(fake, "second", [ours("Ascend910-4")])
+    first_pod, first = claimed(fake, "first", [ours("ascend910-4")])
+    second_pod, second = claimed(fake, "second", [ours("ascend910-4")])
     await rig.kubelet.prepare(first_pod)
     assert not rig.kubelet.calls[-1].errors
-    with pytest.raises(DraCallError, match="Ascend910-4 is prepared for claim uid"):
+    with pytest.raises(DraCallError, match="ascend910-4 is prepared for claim uid"):
         await rig.kubelet.prepare(second_pod)
-    assert f"Ascend910-4 is prepared for claim uid {first.uid}" in rig.kubelet.calls[-1].errors[second.uid]
+    assert f"ascend910-4 is prepared for claim uid {first.uid}" in rig.kubelet.calls[-1].errors[second.uid]
     assert rig.specs() == [spec_name(first)]
+
+
+async def test_a_claim_checkpointed_under_the_previous_releases_name_is_ours(rig: Rig, fake: FakeApiServer) -> None:
+    # The previous release checkpointed a 910's device under the chip's name, `Ascend910-5`; the
+    # plugin restarts as the new release with that checkpoint and the claim's spec in place.
+    pod, claim = claimed(fake, "upgraded", [ours("ascend910-5")])
+    await rig.kubelet.prepare(pod)
+    old = PreparedDevice(["npu"], NODE, "Ascend910-5", ["ascend.com/npu=5"])
+    Checkpoint(rig.state_dir).save({claim.uid: [old]})
+    await rig.restart_plugin()
+    assert rig.specs() == [spec_name(claim)]  # the spec has its claim: not removed as an orphan
+    assert rig.driver.prepared_devices() == {"Ascend910-5"}  # held against the device plugin still
+    other_pod, _ = claimed(fake, "other", [ours("ascend910-5")])
+    with pytest.raises(DraCallError, match=f"ascend910-5 is prepared for claim uid {claim.uid}"):
+        await rig.kubelet.prepare(other_pod)
+
+    # A kubelet restart sends Prepare again, its spec lost meanwhile: the answer and the spec come
+    # from the checkpoint, under the new name.
+    (rig.cdi_root / spec_name(claim)).unlink()
+    await rig.kubelet.restart()
+    await until(lambda: DRIVER in rig.kubelet.plugins, what="registration with the restarted kubelet")
+    assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=5"] * 2}
+    assert [d.device_name for d in rig.kubelet.calls[-1].devices[claim.uid]] == ["ascend910-5"]
+    assert rig.specs() == [spec_name(claim)]
+    await rig.kubelet.unprepare(pod)
+    assert rig.specs() == []
+    assert rig.driver.prepared_devices() == frozenset()
 
 
 def test_withheld_chips_are_unhealthy_for_the_device_plugin_only() -> None:
@@ -518,7 +550,7 @@ async def test_a_wipe_that_lands_after_the_driver_rewrote_its_slice_is_repaired(
 
 
 async def test_a_spec_left_by_an_unfinished_prepare_is_removed_at_start(rig: Rig, fake: FakeApiServer) -> None:
-    pod, kept = claimed(fake, "kept", [ours("Ascend910-6")])
+    pod, kept = claimed(fake, "kept", [ours("ascend910-6")])
     await rig.kubelet.prepare(pod)
     orphan = rig.cdi_root / "ascend.com-npu_dead-beef.yaml"
     orphan.write_text("{}")  # as if the process died between the spec and the checkpoint

@@ -88,12 +88,12 @@ async def test_registers_publishes_the_slice_and_prepares_across_a_restart(
 
     await until(lambda: len(slice_devices(apiserver)) == 8, what="the node's ResourceSlice with 8 chips")
     devices = slice_devices(apiserver)
-    assert [d["name"] for d in devices] == [f"Ascend910-{p}" for p in range(8)]
+    assert [d["name"] for d in devices] == [f"ascend910-{p}" for p in range(8)]
     attrs = devices[3]["basic"]["attributes"]
     assert set(attrs) >= {"deviceType", "physicId", "logicId", "numaNode", "cardId", "hccsRing"}
     assert attrs["physicId"] == {"int": 3}
 
-    pod, uid = put_claim(apiserver, "train", "Ascend910-3")
+    pod, uid = put_claim(apiserver, "train", "ascend910-3")
     assert await node.kubelet.prepare(pod) == {"main": ["ascend.com/npu=3"]}
     assert [list(d.cdi_device_ids) for d in node.kubelet.calls[-1].devices[uid]] == [["ascend.com/npu=3"]]
     spec_file = node.cdi_root / f"ascend.com-npu_{uid}.yaml"
@@ -145,7 +145,7 @@ async def test_both_apis_never_hand_out_the_same_chip(apiserver: FakeApiServer) 
             await until(lambda: len(slice_devices(apiserver)) == 8, what="8 devices in the slice")
 
             # DRA -> device plugin: a chip prepared for a claim is Unhealthy for the kubelet's device manager.
-            pod, _ = put_claim(apiserver, "dra-job", "Ascend910-3")
+            pod, _ = put_claim(apiserver, "dra-job", "ascend910-3")
             await dra_kubelet.prepare(pod)
             await until(lambda: "Ascend910-3" not in dp_kubelet.healthy_ids(resource), what="Ascend910-3 Unhealthy")
             assert dp_kubelet.allocatable(resource) == 7
@@ -157,13 +157,13 @@ async def test_both_apis_never_hand_out_the_same_chip(apiserver: FakeApiServer) 
             apiserver.add_pod("dp-job", "ml", annotations={"huawei.com/AscendReal": "Ascend910-5"},
                               requests={resource: 1})  # fmt: skip
             await until(
-                lambda: "Ascend910-5" not in [d["name"] for d in slice_devices(apiserver)],
-                what="Ascend910-5 to leave the slice",
+                lambda: "ascend910-5" not in [d["name"] for d in slice_devices(apiserver)],
+                what="ascend910-5 to leave the slice",
             )
-            late_pod, late = put_claim(apiserver, "late", "Ascend910-5")
+            late_pod, late = put_claim(apiserver, "late", "ascend910-5")
             with pytest.raises(DraCallError, match="NodePrepareResources failed for claim ml/late"):
                 await dra_kubelet.prepare(late_pod)
-            assert "Ascend910-5 is allocated through the device plugin" in dra_kubelet.calls[-1].errors[late]
+            assert "ascend910-5 is allocated through the device plugin" in dra_kubelet.calls[-1].errors[late]
             assert not list((workdir / "cdi").glob(f"*{late}*"))
         finally:
             code = plugin.stop()

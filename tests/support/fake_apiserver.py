@@ -19,8 +19,12 @@ It keeps the parts of the real server's behaviour that our code depends on:
   the node only the rest;
 - failure injection (`fail_next`, `delay`, `set_down`) and a request log for assertions.
 
-The helpers (`add_pod`, `modify`, `remove`, ...) write straight into the store without the
-validation the HTTP path applies, so tests can plant objects a real apiserver would refuse.
+Writes are validated as the real server validates them where our code writes (tests/support/
+kube_validation.py: ResourceSlices, ResourceClaims, DeviceClasses, ConfigMaps; object names of
+every kind): a write the real server refuses is a 422 here too. The helpers (`add_pod`, `modify`,
+`remove`, ...) write core objects straight into the store without that validation, so tests can
+plant objects a real apiserver would refuse; resource.k8s.io objects planted so are validated
+all the same (they stand in for the scheduler's writes, which the real server checks).
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from kubernetes import client as k8s
+
+from tests.support.kube_validation import VALIDATORS
 
 JsonObj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
@@ -722,8 +728,10 @@ class FakeApiServer:
         cm: JsonObj = {"metadata": {"name": name, "namespace": namespace, "labels": dict(labels)}, "data": dict(data)}
         return self.put_object("configmaps", cm)
 
-    def put_object(self, kind: str, obj: JsonObj) -> JsonObj:
-        """Create or overwrite an object as-is (metadata is completed); emits ADDED or MODIFIED."""
+    def put_object(self, kind: str, obj: JsonObj, *, checked: bool = True) -> JsonObj:
+        """Create or overwrite an object as-is (metadata is completed); emits ADDED or MODIFIED.
+        `checked=False` plants a resource.k8s.io object the real server would refuse (for a test of
+        how a reader copes with one)."""
         k = _KINDS[kind]
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
@@ -733,6 +741,8 @@ class FakeApiServer:
             if old is not None:
                 meta.setdefault("uid", old["metadata"]["uid"])
                 meta.setdefault("creationTimestamp", old["metadata"]["creationTimestamp"])
+            if checked:
+                self._check_planted(k, obj, old)
             return copy.deepcopy(self._write(k, key, obj, old))
 
     def modify(
@@ -748,6 +758,7 @@ class FakeApiServer:
             new = copy.deepcopy(old)
             if mutate is not None:
                 mutate(new)
+            self._check_planted(k, new, old)
             return copy.deepcopy(self._write(k, key, new, old))
 
     def remove(self, kind: str, name: str, namespace: str = "") -> None:
@@ -985,6 +996,25 @@ class FakeApiServer:
             _legacy_validate_event(route.namespace or "default", obj)
         return obj
 
+    def _check(self, kind: _Kind, obj: JsonObj, old: JsonObj | None) -> None:
+        """422 for what the real apiserver's validation of `kind` refuses (tests/support/kube_validation.py)."""
+        validate = VALIDATORS.get(kind.plural)
+        if validate is None:
+            return
+        written = {**obj, "apiVersion": self._api_version(kind, obj.get("apiVersion"))}
+        errors = validate(written, old)
+        if errors:
+            group = f".{kind.group}" if kind.group else ""
+            name = obj.get("metadata", {}).get("name")
+            raise ApiError(422, f'{kind.kind}{group} "{name}" is invalid: [{", ".join(errors)}]')
+
+    def _check_planted(self, kind: _Kind, obj: JsonObj, old: JsonObj | None) -> None:
+        # A test plants resource.k8s.io objects standing in for the scheduler or another driver,
+        # which the real apiserver validates as it does ours: a claim allocated with a device name
+        # the API refuses could never reach the driver. Core kinds stay plantable as-is.
+        if kind.group:
+            self._check(kind, obj, old)
+
     def _create(self, route: _Route, body: Any, dry_run: bool) -> JsonObj:
         kind = route.kind
         obj = self._validate_new(route, body)
@@ -1006,6 +1036,7 @@ class FakeApiServer:
                 reason="AlreadyExists",
                 details={"name": meta["name"], "kind": kind.plural},
             )
+        self._check(kind, obj, None)
         if dry_run:
             return obj
         return copy.deepcopy(self._write(kind, key, obj, None))
@@ -1029,6 +1060,7 @@ class FakeApiServer:
             if owned in old["metadata"]:
                 obj["metadata"][owned] = old["metadata"][owned]
         _keep_other_half(route, old, obj)
+        self._check(route.kind, obj, old)
         if dry_run:
             return obj
         return copy.deepcopy(self._write(route.kind, key, obj, old))
@@ -1054,6 +1086,7 @@ class FakeApiServer:
             ):
                 raise ApiError(422, f"metadata.{label_map} must map strings to strings")
         _keep_other_half(route, old, new)
+        self._check(route.kind, new, old)
         if dry_run:
             return dict(new)
         return copy.deepcopy(self._write(route.kind, key, new, old))

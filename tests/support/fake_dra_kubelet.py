@@ -75,6 +75,7 @@ REAL_RECONCILE_S = 1.0  # plugin_manager.go loopSleepDuration
 WIPE_BACKOFF_S = (1.0, 2.0, 300.0)  # registration.go wipeResourceSlices: first wait, factor, cap
 RESOURCE_GROUP = "resource.k8s.io"
 CLAIM_VERSION = "v1beta1"  # manager.go: m.kubeClient.ResourceV1beta1().ResourceClaims(ns).Get
+DEVICE_CLASS = "npu.huawei.com"  # a class a claim of our tests asks for (the one deploy/ ships)
 
 
 class DraCallError(Exception):
@@ -524,7 +525,12 @@ def allocated_claim(
         "apiVersion": f"{RESOURCE_GROUP}/{CLAIM_VERSION}",
         "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"devices": {"requests": [{"name": r.get("request", "npu")} for r in results[:1]]}},
+        # v1beta1 requires a request's class; the name of ours serves for any driver's results.
+        "spec": {
+            "devices": {
+                "requests": [{"name": r.get("request", "npu"), "deviceClassName": DEVICE_CLASS} for r in results[:1]]
+            }
+        },
         "status": {
             "allocation": {"devices": {"results": [dict(r) for r in results]}},
             "reservedFor": [

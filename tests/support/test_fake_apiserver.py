@@ -196,6 +196,21 @@ def test_stale_replace_conflicts_and_create_of_existing_is_already_exists(fake: 
     assert err.value.status == 409 and status_body(err.value)["reason"] == "AlreadyExists"
 
 
+def test_a_configmap_over_1_mib_is_refused_as_the_real_apiserver_refuses_it(fake: FakeApiServer, v1: Any) -> None:
+    big = {"metadata": {"name": "big"}, "data": {"a": "x" * (1024 * 1024 - 1), "b": "yy"}}
+    with pytest.raises(k8s.ApiException) as err:
+        v1.create_namespaced_config_map("kube-system", big)
+    assert (
+        err.value.status == 422 and "Too long: may not be more than 1048576 bytes" in status_body(err.value)["message"]
+    )
+    assert fake.get_object("configmaps", "big", "kube-system") is None
+    big["data"]["b"] = "y"
+    v1.create_namespaced_config_map("kube-system", big)  # exactly 1 MiB is allowed
+    with pytest.raises(k8s.ApiException) as err:
+        v1.patch_namespaced_config_map("big", "kube-system", {"data": {"c": "z"}})
+    assert err.value.status == 422
+
+
 def test_missing_object_is_404_with_a_status_body(v1: Any) -> None:
     with pytest.raises(k8s.ApiException) as err:
         v1.read_namespaced_pod("nope", "default")

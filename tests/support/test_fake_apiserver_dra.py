@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 
-from tests.support.fake_apiserver import FakeApiServer
+from tests.support.fake_apiserver import ApiError, FakeApiServer
 
 GROUP = "resource.k8s.io"
 
@@ -147,3 +148,80 @@ def test_slices_are_deleted_as_a_collection_by_node_and_driver(fake: FakeApiServ
         k8s.ResourceV1beta1Api(fake.api_client()).delete_collection_namespaced_resource_claim("ml")
     assert err.value.status == 405  # only the slices have it here
     assert [o["metadata"]["name"] for o in fake.objects("resourceslices")] == ["b"]
+
+
+# ---- validation: what the real apiserver refuses is a 422 here (rules: test_kube_validation.py) --
+
+
+def with_device(body: dict[str, Any], name: str, version: str) -> dict[str, Any]:
+    device: dict[str, Any] = {"name": name, "attributes": {"physicId": {"int": 0}}}
+    body["spec"]["devices"] = [
+        device if version == "v1" else {"name": name, "basic": {"attributes": device["attributes"]}}
+    ]
+    return body
+
+
+@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+def test_the_reference_device_name_is_refused_as_the_real_apiserver_refuses_it(
+    fake: FakeApiServer, custom: Any, version: str
+) -> None:
+    body = with_device(a_slice("s", "node-a"), "Ascend910-0", version)
+    body["apiVersion"] = f"{GROUP}/{version}"
+    with pytest.raises(k8s.ApiException) as err:
+        custom.create_cluster_custom_object(GROUP, version, "resourceslices", body)
+    assert err.value.status == 422
+    # As a 1.36 kube-apiserver words it (issue 33).
+    message = json.loads(err.value.body or "{}")["message"]
+    assert 'spec.devices[0].name: Invalid value: "Ascend910-0": a lowercase RFC 1123 label must consist of' in message
+    assert fake.objects("resourceslices") == []
+    created = custom.create_cluster_custom_object(
+        GROUP, version, "resourceslices", with_device(body, "ascend910-0", version)
+    )
+    assert [d["name"] for d in created["spec"]["devices"]] == ["ascend910-0"]
+
+
+def test_replace_and_patch_are_validated_too(fake: FakeApiServer, custom: Any) -> None:
+    created = custom.create_cluster_custom_object(GROUP, "v1", "resourceslices", a_slice("s", "node-a"))
+    bad = with_device(created, "Ascend910-0", "v1")
+    with pytest.raises(k8s.ApiException) as err:
+        custom.replace_cluster_custom_object(GROUP, "v1", "resourceslices", "s", bad)
+    assert err.value.status == 422
+    with pytest.raises(k8s.ApiException) as err:
+        custom.patch_cluster_custom_object(GROUP, "v1", "resourceslices", "s", {"spec": {"nodeName": "node-b"}})
+    assert err.value.status == 422 and "spec.nodeName" in str(err.value.body) and "immutable" in str(err.value.body)
+    assert fake.objects("resourceslices")[0]["spec"]["devices"] == []
+
+
+def test_a_planted_claim_is_validated_as_the_schedulers_write_would_be(fake: FakeApiServer) -> None:
+    result = {"request": "npu", "driver": "npu.huawei.com", "pool": "node-a", "device": "Ascend910-0"}
+    claim = {
+        "apiVersion": f"{GROUP}/v1beta1",
+        "metadata": {"name": "c", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "npu", "deviceClassName": "npu.huawei.com"}]}},
+        "status": {"allocation": {"devices": {"results": [result]}}},
+    }
+    with pytest.raises(ApiError, match=r"results\[0\]\.device: Invalid value: \"Ascend910-0\"") as err:
+        fake.put_object("resourceclaims", claim)
+    assert err.value.code == 422
+    result["device"] = "ascend910-0"
+    assert fake.put_object("resourceclaims", claim)["status"]["allocation"]["devices"]["results"] == [result]
+    with pytest.raises(ApiError, match=r"status\.allocation: .*field is immutable"):
+        fake.modify(
+            "resourceclaims",
+            "c",
+            "default",
+            lambda obj: obj["status"]["allocation"]["devices"]["results"][0].update(device="ascend910-1"),
+        )
+
+
+def test_a_device_class_with_too_many_selectors_is_refused(custom: Any) -> None:
+    selectors = [{"cel": {"expression": "true"}}] * 33
+    body = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "x"},
+        "spec": {"selectors": selectors},
+    }
+    with pytest.raises(k8s.ApiException) as err:
+        custom.create_cluster_custom_object(GROUP, "v1", "deviceclasses", body)
+    assert err.value.status == 422 and "spec.selectors: Too many: 33" in str(err.value.body)

@@ -322,7 +322,10 @@ async def test_the_manager_refuses_a_claim_before_any_call(
     async with serving(kubelet.registry_dir / "x-reg.sock", Registration(info()), Plugin(one_device_each)):
         await until(lambda: DRIVER in kubelet.plugins, what="registration")
         if claim_name is not None:
-            fake.put_object("resourceclaims", shape(allocated_claim(claim_name, [ours()], pod), pod))
+            # Reserved but not allocated is a claim the real apiserver refuses to hold; the kubelet
+            # checks for it all the same, so that case is planted past the fake's validation.
+            claim = shape(allocated_claim(claim_name, [ours()], pod), pod)
+            fake.put_object("resourceclaims", claim, checked=shape is not _unallocated)
         with pytest.raises(DraCallError, match=error):
             await kubelet.prepare(pod)
         assert kubelet.calls == []
@@ -355,7 +358,8 @@ async def test_claims_are_batched_per_driver_of_their_allocation(kubelet: FakeDr
 
 async def test_the_start_wipe_waits_for_the_node_and_may_land_late(fake: FakeApiServer) -> None:
     fake.remove("nodes", NODE)  # the kubelet has not registered its Node yet: getNode fails, the wipe retries
-    fake.put_object("resourceslices", {"metadata": {"name": "s"}, "spec": {"driver": DRIVER, "nodeName": NODE}})
+    spec = {"driver": DRIVER, "nodeName": NODE, "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1}}
+    fake.put_object("resourceslices", {"metadata": {"name": "s"}, "spec": spec})
     with short_tmp_dir("fdk-") as root:
         kubelet = FakeDraKubelet(root, api=fake.api_client(), node=NODE)
         await kubelet.start()

@@ -16,8 +16,11 @@ from ascend_common.schemas.exporter import Chip, Hbm
 from ascend_common.schemas.reading import Reading
 from ascend_common.superpod import NO_SUPER_POD, SuperPod, super_pod
 from ascend_device_plugin.core.dra import (
+    API_VERSIONS,
     DRIVER,
     DraDevice,
+    chip_name,
+    device_name,
     dra_devices,
     pool_devices,
     resource_slice,
@@ -35,6 +38,7 @@ from ascend_device_plugin.core.dra_claims import (
 from celpy.adapter import json_to_cel
 
 from tests.support.chips import exporter_chip, node_910b, node_950
+from tests.support.kube_validation import is_dns1123_label, validate_resource_slice
 
 EVERY_910B_ATTRIBUTE = {
     "deviceType", "physicId", "logicId", "numaNode", "cardId", "hccsRing", "superPodId", "serverIndex",
@@ -58,10 +62,10 @@ def node_pod(chips: dict[int, Chip]) -> SuperPod:
 # ---- the slice ----------------------------------------------------------------------------------
 
 
-def test_910b_8_has_eight_devices_named_as_the_reference_with_every_attribute() -> None:
+def test_910b_8_has_eight_devices_named_as_dns_labels_with_every_attribute() -> None:
     chips = with_hbm(node_910b())
     devices = dra_devices(chips.values(), node_pod(chips))
-    assert [d.name for d in devices] == [f"Ascend910-{phy}" for phy in range(8)]
+    assert [d.name for d in devices] == [f"ascend910-{phy}" for phy in range(8)]
     for d in devices:
         chip = next(c for c in chips.values() if c.phy_id == d.phy_id)
         assert set(d.attributes) == EVERY_910B_ATTRIBUTE, d.name
@@ -89,6 +93,28 @@ def test_a5_superpod_8_names_npu_phy_with_super_pod_and_rack() -> None:
         # Ring size 1 on the 950 (Ascend910A5RingsNum): each chip is its own ring.
         assert d.attributes["hccsRing"] == d.attributes["logicId"]
         assert d.capacity == {"hbm": "131072Mi"}
+
+
+@pytest.mark.parametrize("nodes", [node_910b, node_950], ids=["910b-8", "a5-superpod-8"])
+@pytest.mark.parametrize("version", API_VERSIONS)
+def test_the_slice_of_every_family_passes_the_apiservers_validation(nodes: Any, version: str) -> None:
+    # The reference's `Ascend910-<phy>` is refused by a real apiserver (a device name is a DNS
+    # label); the fake's validation is the real one's rules, so this fails on such a name.
+    chips = with_hbm(nodes())
+    body = resource_slice("node-a", dra_devices(chips.values(), node_pod(chips)), 1, version)
+    assert validate_resource_slice(body) == []
+    assert all(is_dns1123_label(d["name"]) for d in body["spec"]["devices"])
+
+
+@pytest.mark.parametrize(
+    ("chip", "device"),
+    [("Ascend910-0", "ascend910-0"), ("Ascend910-15", "ascend910-15"), ("npu-7", "npu-7"),
+     ("Ascend310P-3", "ascend310p-3"), ("Ascend310-1", "ascend310-1")],
+)  # fmt: skip
+def test_a_device_name_is_the_chip_name_as_a_dns_label_and_maps_back(chip: str, device: str) -> None:
+    assert device_name(chip) == device and is_dns1123_label(device)
+    assert device_name(device) == device  # a name already current (and the checkpoint's old one) maps the same
+    assert chip_name(device) == chip
 
 
 def test_an_unread_hbm_publishes_no_capacity_and_an_unread_numa_minus_one() -> None:
@@ -128,7 +154,7 @@ def test_v1_slice_has_flat_devices_and_the_node_pool() -> None:
     assert spec["nodeName"] == "node-a"
     assert spec["pool"] == {"name": "node-a", "generation": 7, "resourceSliceCount": 1}
     first = spec["devices"][0]
-    assert first["name"] == "Ascend910-0"
+    assert first["name"] == "ascend910-0"
     assert first["attributes"]["deviceType"] == {"string": "Ascend910B"}
     assert first["attributes"]["physicId"] == {"int": 0}
     assert first["capacity"] == {"hbm": {"value": "65536Mi"}}
@@ -173,7 +199,7 @@ def cel_matches(expression: str, devices: list[DraDevice]) -> list[str]:
 def test_cel_numa_node_1_matches_exactly_the_chips_of_numa_1() -> None:
     chips = node_910b()
     devices = dra_devices(chips.values(), node_pod(chips))
-    expected = sorted(f"Ascend910-{c.phy_id}" for c in chips.values() if c.static.numa_node.value == 1)
+    expected = sorted(f"ascend910-{c.phy_id}" for c in chips.values() if c.static.numa_node.value == 1)
     assert expected  # the profile has chips on NUMA 1, so the match below is not vacuous
     assert sorted(cel_matches('device.attributes["npu.huawei.com"].numaNode == 1', devices)) == expected
 
@@ -186,7 +212,7 @@ def test_cel_device_type_as_the_device_class_selects() -> None:
 
 # ---- claims -------------------------------------------------------------------------------------
 
-CHIPS = {f"Ascend910-{p}": p for p in range(8)}
+CHIPS = {f"ascend910-{p}": p for p in range(8)}
 
 
 def claim(results: list[dict[str, Any]] | None, *, uid: str = "u1", allocated: bool = True) -> dict[str, Any]:
@@ -203,15 +229,15 @@ def result(device: str, *, pool: str = "node-a", driver: str = DRIVER, request: 
 @pytest.mark.parametrize(
     ("body", "uid", "match"),
     [
-        pytest.param(claim([result("Ascend910-3")]), "other", "has uid 'u1'", id="recreated claim"),
+        pytest.param(claim([result("ascend910-3")]), "other", "has uid 'u1'", id="recreated claim"),
         pytest.param(claim(None, allocated=False), "u1", "not allocated", id="unallocated"),
-        pytest.param(claim([result("Ascend910-3", pool="node-b")]), "u1", "pool 'node-b'", id="another node's pool"),
-        pytest.param(claim([result("Ascend910-9")]), "u1", "'Ascend910-9' is not a chip", id="unknown device"),
+        pytest.param(claim([result("ascend910-3", pool="node-b")]), "u1", "pool 'node-b'", id="another node's pool"),
+        pytest.param(claim([result("ascend910-9")]), "u1", "'ascend910-9' is not a chip", id="unknown device"),
         pytest.param(claim([result("gpu-0", driver="gpu.example")]), "u1", "no device of driver", id="other driver"),
         pytest.param(claim([]), "u1", "no device of driver", id="no results"),
-        pytest.param(claim([result("Ascend910-1"), result("Ascend910-1")]), "u1", "twice", id="device twice"),
+        pytest.param(claim([result("ascend910-1"), result("ascend910-1")]), "u1", "twice", id="device twice"),
         pytest.param(
-            claim([result("Ascend910-1"), result("Ascend910-9")]), "u1", "Ascend910-9", id="one bad result refuses all"
+            claim([result("ascend910-1"), result("ascend910-9")]), "u1", "ascend910-9", id="one bad result refuses all"
         ),
     ],
 )
@@ -221,10 +247,10 @@ def test_bad_claims_are_refused_with_a_reason(body: dict[str, Any], uid: str, ma
 
 
 def test_a_good_claim_gives_our_chips_and_skips_other_drivers() -> None:
-    body = claim([result("Ascend910-3", request="a"), result("gpu-0", driver="gpu.example.com"), result("Ascend910-5")])
+    body = claim([result("ascend910-3", request="a"), result("gpu-0", driver="gpu.example.com"), result("ascend910-5")])
     assert claim_devices(body, uid="u1", node="node-a", chips=CHIPS) == [
-        ClaimDevice("a", "Ascend910-3", 3),
-        ClaimDevice("npu", "Ascend910-5", 5),
+        ClaimDevice("a", "ascend910-3", 3),
+        ClaimDevice("npu", "ascend910-5", 5),
     ]
 
 
@@ -241,7 +267,7 @@ def test_cdi_names_are_the_reference_transient_spec_and_device_ids() -> None:
 def test_build_spec_single_device_checks() -> None:
     # TestBuildSpec_SingleDeviceChecks / _SingleDeviceEdgeCases: one device node per chip, 4 shared nodes on a 910.
     spec = cdi_spec(
-        [ClaimDevice("npu", "Ascend910-7", 7)], family=ChipFamily.ASCEND910B, logic_by_phy={7: 7},
+        [ClaimDevice("npu", "ascend910-7", 7)], family=ChipFamily.ASCEND910B, logic_by_phy={7: 7},
         host_dev_nodes=ALL_SHARED,
     )  # fmt: skip
     assert spec["kind"] == CDI_KIND
@@ -258,7 +284,7 @@ def test_build_spec_single_device_checks() -> None:
 
 def test_build_spec_multiple_logic_ids() -> None:
     # TestBuildSpec_MultipleLogicIDs: a device per id, in order, each its own davinci node.
-    devices = [ClaimDevice("npu", f"Ascend910-{p}", p) for p in (3, 4, 5)]
+    devices = [ClaimDevice("npu", f"ascend910-{p}", p) for p in (3, 4, 5)]
     spec = cdi_spec(devices, family=ChipFamily.ASCEND910B, logic_by_phy={}, host_dev_nodes=frozenset())
     assert [d["containerEdits"]["deviceNodes"][0]["path"] for d in spec["devices"]] == [
         "/dev/davinci3", "/dev/davinci4", "/dev/davinci5",

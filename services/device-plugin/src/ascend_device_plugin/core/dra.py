@@ -2,9 +2,16 @@
 
 Pure. Reference: component/ascend-dynamic-resource-allocation (internal/device/generation_910.go,
 generation_950.go, internal/driver/driver.go `buildDriverResources`): driver `npu.huawei.com`, one
-slice per node whose pool is the node name, a device per chip named `Ascend910-<phy>` (the 950:
-`npu-<phy>`), attributes `deviceType` (the device manager's dev type, `Ascend910A5` on the 950)
-and `physicId`. Beyond the reference every device carries what the plugin knows of its chip:
+slice per node whose pool is the node name, a device per chip, attributes `deviceType` (the
+device manager's dev type, `Ascend910A5` on the 950) and `physicId`.
+
+Device names: the chip's name in lower case (`ascend910-<phy>`; the 950's `npu-<phy>` as it was).
+The reference names a device after its chip, `Ascend910-<phy>`, which the API refuses: a device
+name, and every device an allocation names, must be a DNS label (lowercase RFC 1123), on 1.32's
+v1beta1 as on 1.36's v1, so a 910-family slice with those names is never published. The device
+plugin's ids (kubelet device-plugin API, annotations) keep the chip's name: `chip_name` maps back.
+
+Beyond the reference every device carries what the plugin knows of its chip:
 `logicId`, `numaNode`, `cardId`, `hccsRing` (the chip's hot-reset group, named by its lowest logic
 id, so that `matchAttribute` on it asks for chips of one ring), `superPodId`, `serverIndex`,
 `rackId` (950) and the capacity `hbm`. Every device carries every attribute of its family, -1
@@ -24,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ascend_common.chips import ChipFamily
+from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.reset_groups import reset_group, topology_of
 from ascend_common.schemas.exporter import Chip
 from ascend_common.superpod import SuperPod
@@ -64,6 +71,21 @@ class DraDevice:
     capacity: Mapping[str, str] = field(hash=False)  # Kubernetes quantities, e.g. "65536Mi"
 
 
+def device_name(chip: str) -> str:
+    """The chip's DRA device name, a DNS label: `Ascend910-3` -> `ascend910-3`, `npu-3` as it is.
+    Also what a name the previous release checkpointed (the chip's own) stands for now."""
+    return chip.lower()
+
+
+_CHIP_TYPES: Final[Mapping[str, str]] = {t.value.lower(): t.value for t in ResourceType}
+
+
+def chip_name(device: str) -> str:
+    """The chip (the device plugin's id) a DRA device name stands for: `ascend910-3` -> `Ascend910-3`."""
+    kind, sep, phy = device.rpartition("-")
+    return f"{_CHIP_TYPES.get(kind.lower(), kind)}{sep}{phy}"
+
+
 def device_type(family: ChipFamily) -> str:
     """The `deviceType` attribute: the reference's dev type (`Ascend910B`, `Ascend910A3`, `Ascend910A5`)."""
     return _DEV_TYPE.get(family, family.value)
@@ -95,7 +117,7 @@ def dra_devices(chips: Iterable[Chip], super_pod: SuperPod) -> list[DraDevice]:
         hbm = chip.dynamic.hbm.value if chip.dynamic is not None and chip.dynamic.hbm.is_ok else None
         if hbm is not None and hbm.total_mb > 0:
             capacity[CAPACITY_HBM] = f"{hbm.total_mb}Mi"
-        devices.append(DraDevice(chip.name, chip.phy_id, chip.logic_id, attrs, capacity))
+        devices.append(DraDevice(device_name(chip.name), chip.phy_id, chip.logic_id, attrs, capacity))
     return sorted(devices, key=lambda d: d.phy_id)
 
 

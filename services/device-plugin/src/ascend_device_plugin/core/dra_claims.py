@@ -45,7 +45,7 @@ class ClaimDevice:
     """One allocation result of ours: the request it serves and our chip."""
 
     request: str
-    device: str  # the device name in our pool, e.g. "Ascend910-3"
+    device: str  # the device name in our pool, e.g. "ascend910-3"
     phy_id: int
 
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from ascend_device_plugin.allocation.containers import HOST_DEV_NODES
 from ascend_device_plugin.core.allocate import UB_DEVICE_DIRS, hccl_topo_path
+from ascend_device_plugin.core.dra import chip_name, device_name
 from ascend_device_plugin.core.dra_claims import (
     ClaimDevice,
     ClaimError,
@@ -114,8 +115,8 @@ class DraDriver:
         self._on_change()
 
     def prepared_devices(self) -> frozenset[str]:
-        """The device names held by prepared claims (the other API must not hand them out)."""
-        return frozenset(d.deviceName for devices in self._prepared.values() for d in devices)
+        """The chips (by the device plugin's ids) held by prepared claims (the other API must not hand them out)."""
+        return frozenset(chip_name(d.deviceName) for devices in self._prepared.values() for d in devices)
 
     # ---- the calls ---------------------------------------------------------------------------
 
@@ -184,7 +185,7 @@ class DraDriver:
 
     def _check_free(self, ref: ClaimRef, devices: Sequence[ClaimDevice]) -> None:
         """No chip goes to two consumers: not one the device plugin handed out, not one another claim holds."""
-        elsewhere = self._held_elsewhere()
+        elsewhere = {device_name(chip) for chip in self._held_elsewhere()}
         taken = [d.device for d in devices if d.device in elsewhere]
         if taken:
             raise ClaimError(f"claim {ref.key}: {', '.join(taken)} is allocated through the device plugin")
@@ -194,7 +195,7 @@ class DraDriver:
             raise ClaimError(f"claim {ref.key}: {', '.join(double)} is prepared for claim uid {others[double[0]]}")
 
     def _chips_by_name(self) -> dict[str, int]:
-        return {chip.name: phy for phy, chip in self.resources.inventory.chips.items()}
+        return {device_name(chip.name): phy for phy, chip in self.resources.inventory.chips.items()}
 
     def _from_names(self, ref: ClaimRef, prepared: Sequence[PreparedDevice]) -> list[ClaimDevice]:
         chips = self._chips_by_name()

@@ -21,12 +21,14 @@ import logging
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ascend_common.adapters import hostfs
 from ascend_common.jsonin import loads_bounded
+
+from ascend_device_plugin.core.dra import device_name
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.json"  # the reference's DriverPluginCheckpointFile
@@ -50,6 +52,12 @@ class PreparedDevice:
 
 
 PreparedClaims = dict[str, list[PreparedDevice]]  # by claim uid
+
+
+def _renamed(device: PreparedDevice) -> PreparedDevice:
+    # The previous release named a 910's device after its chip (`Ascend910-3`), a name the API
+    # refuses: its checkpoint holds those, and the claim is the same chip under `ascend910-3`.
+    return replace(device, deviceName=device_name(device.deviceName))
 
 
 def _payload(claims: Mapping[str, list[PreparedDevice]]) -> dict[str, Any]:
@@ -84,7 +92,8 @@ class Checkpoint:
             payload = doc["v1"]
             if doc["checksum"] != _checksum(payload):
                 raise CheckpointError(f"{self.path}: checksum mismatch")
-            return {uid: [PreparedDevice(**d) for d in devices] for uid, devices in payload["preparedClaims"].items()}
+            claims = payload["preparedClaims"].items()
+            return {uid: [_renamed(PreparedDevice(**d)) for d in devices] for uid, devices in claims}
         except (ValueError, KeyError, TypeError) as exc:
             raise CheckpointError(f"{self.path}: {exc}") from exc
 
