@@ -128,8 +128,8 @@ def put_claim(apiserver: FakeApiServer, name: str, device: str, uid: str | None 
 
 
 async def test_dra_prepare_with_a_climbing_uid_is_refused_per_claim(node: DraNode, apiserver: FakeApiServer) -> None:  # noqa: F811
-    hostile = put_claim(apiserver, "escape", "Ascend910-1", uid="/../../escape")
-    good = put_claim(apiserver, "good", "Ascend910-2")
+    hostile = put_claim(apiserver, "escape", "ascend910-1", uid="/../../escape")
+    good = put_claim(apiserver, "good", "ascend910-2")
     errors = await dra_call(node, "prepare", [hostile, good])
     assert not list(node.workdir.rglob("escape.yaml")), "nothing written outside the CDI root"
     assert not (node.workdir.parent / "escape.yaml").exists()
