@@ -45,6 +45,7 @@ from tests.deploy.test_kustomize import (
 
 COMPONENTS = KUSTOMIZE / "components"
 DRIVER_KUBE = ROOT / "services" / "device-plugin" / "src" / "ascend_device_plugin" / "dra" / "kube.py"
+DOCS = ROOT / "docs" / "dra.md"
 # The resource.k8s.io versions an apiserver serves with DRA switched on as docs/dra.md says. The
 # schemas cannot tell: each release's OpenAPI documents every version it has, served or not (1.36's
 # has v1beta1). Read in kube-apiserver (pkg/controlplane/instance.go,
@@ -487,3 +488,28 @@ def test_other_users_are_not_matched(level: Level, policy: Manifest) -> None:
     """The kubelet deletes a node's slices and administrators may edit any: not this policy's business."""
     for user in ("system:node:node-a", "kubernetes-admin", "system:serviceaccount:other:ascend-device-plugin"):
         assert _admit(policy, _request("DELETE", "node-a", user), None, _slice("node-b", level)) == (False, None)
+
+
+# ---- docs/dra.md's examples ---------------------------------------------------------------------
+
+
+def _yaml_blocks(text: str) -> list[str]:
+    return re.findall(r"^```yaml\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def test_the_docs_examples_apply_where_they_are_for(tmp_path: Path) -> None:
+    """Each fenced yaml block of docs/dra.md is written for one level, the resource.k8s.io version of
+    its objects, and applies strictly on each of that level's versions: the examples in v1 and the
+    note for 1.32 and 1.33 in v1beta1."""
+    apis = []
+    for i, block in enumerate(_yaml_blocks(DOCS.read_text())):
+        path = tmp_path / f"block{i}.yaml"
+        path.write_text(block)
+        group_versions = {d["apiVersion"].rpartition("/") for d in _docs(path)}
+        (api,) = {version for group, _, version in group_versions if group == "resource.k8s.io"}
+        (lv,) = [lv for lv in LEVELS if lv.api == api]
+        for version in lv.versions:
+            assert validate(path, version) == "", (i, version)
+            assert not_applied(path, version) == [], (i, version)
+        apis.append(api)
+    assert sorted(apis) == ["v1", "v1beta1"]
