@@ -1,5 +1,6 @@
-"""The dra component (deploy/kustomize/components/dra) on top of every pool: it renders and
-validates strictly against the Kubernetes versions DRA runs on, switches the plugin to the DRA
+"""The DRA components on top of every pool, one per resource.k8s.io level: components/dra (v1,
+Kubernetes 1.34+) and components/dra-v1beta1 (1.32, 1.33). Each renders, validates strictly against
+the Kubernetes versions it is for and would be refused by the others, switches the plugin to the DRA
 driver with flags its real settings accept, mounts the three host paths where the settings put the
 sockets, checkpoint and CDI specs, grants exactly the resource.k8s.io calls the driver makes, and its
 ValidatingAdmissionPolicy (evaluated here with cel-python) lets the plugin write its own node's
@@ -14,13 +15,14 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import celpy
 import pytest
 from ascend_common.adapters.settings import load_settings
-from ascend_device_plugin.core.dra import DRIVER, resource_slice, slice_name
+from ascend_device_plugin.core.dra import API_VERSIONS, DRIVER, resource_slice, slice_name
 from ascend_device_plugin.settings import PluginSettings
 from celpy.adapter import json_to_cel
 
@@ -41,11 +43,37 @@ from tests.deploy.test_kustomize import (
     render_with_component,
 )
 
-COMPONENT = KUSTOMIZE / "components" / "dra"
+COMPONENTS = KUSTOMIZE / "components"
 DRIVER_KUBE = ROOT / "services" / "device-plugin" / "src" / "ascend_device_plugin" / "dra" / "kube.py"
-# 1.32: the first release serving resource.k8s.io/v1beta1 DeviceClasses (DRA beta), the oldest the
-# driver runs on; 1.34: v1 GA, the driver's preferred version (v1beta1 still served).
-K8S_VERSIONS = ("1.32.0", "1.34.0")
+DOCS = ROOT / "docs" / "dra.md"
+# The resource.k8s.io versions an apiserver serves with DRA switched on as docs/dra.md says. The
+# schemas cannot tell: each release's OpenAPI documents every version it has, served or not (1.36's
+# has v1beta1). Read in kube-apiserver (pkg/controlplane/instance.go,
+# betaAPIGroupVersionsDisabledByDefault lists resource v1beta1, and from 1.33 v1beta2, in 1.32
+# through 1.36): before 1.34 DRA is off and is switched on with
+# --runtime-config=resource.k8s.io/v1beta1=true (1.33's scheduler, kubelet and controllers still
+# use v1beta1); from 1.34 v1 is GA and on, the betas stay off.
+SERVED = {"1.32": {"v1beta1"}, "1.33": {"v1beta1"}, "1.34": {"v1"}, "1.35": {"v1"}, "1.36": {"v1"}}
+
+
+@dataclass(frozen=True)
+class Level:
+    """A DRA component and the Kubernetes versions it is for (`versions`) and not for (`refused`)."""
+
+    component: str
+    api: str  # the resource.k8s.io version of its DeviceClass
+    versions: tuple[str, ...]
+    refused: tuple[str, ...]
+
+    @property
+    def path(self) -> Path:
+        return COMPONENTS / self.component
+
+
+LEVELS = (
+    Level("dra", "v1", ("1.34.0", "1.35.0", "1.36.0"), ("1.32.0", "1.33.0")),
+    Level("dra-v1beta1", "v1beta1", ("1.32.0", "1.33.0"), ("1.34.0", "1.36.0")),
+)
 REGISTRY = "/var/lib/kubelet/plugins_registry"
 DRIVER_DIR = f"/var/lib/kubelet/plugins/{DRIVER}"
 CDI = "/var/run/cdi"
@@ -56,9 +84,21 @@ HTTP_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
 
 
 @pytest.fixture(scope="module")
-def dra(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Each pool rendered with the component, and without it, into files."""
-    return render_pools(tmp_path_factory.mktemp("dra"), OVERLAYS, COMPONENT)
+def levels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path]]:
+    """Each pool rendered with each level's component, and without it, into files (by component)."""
+    return {lv.component: render_pools(tmp_path_factory.mktemp(lv.component), OVERLAYS, lv.path) for lv in LEVELS}
+
+
+@pytest.fixture(scope="module", params=LEVELS, ids=lambda lv: lv.component)
+def level(request: pytest.FixtureRequest) -> Level:
+    found: Level = request.param
+    return found
+
+
+@pytest.fixture(scope="module")
+def dra(levels: dict[str, dict[str, Path]], level: Level) -> dict[str, Path]:
+    """Each pool rendered with the level's component, and without it."""
+    return levels[level.component]
 
 
 def validate(path: Path, version: str) -> str:
@@ -85,6 +125,27 @@ def checked(path: Path, version: str) -> set[str]:
     return set(re.findall(r"passed for resource (\S+) against version", done.stdout + done.stderr))
 
 
+def _named(doc: Manifest) -> str:
+    """A document as kubernetes-validate names it (`kind/name`)."""
+    return f"{doc['kind'].lower()}/{doc['metadata']['name']}"
+
+
+def not_applied(path: Path, version: str) -> list[str]:
+    """The documents of a rendered file that an apiserver of `version` with DRA on would refuse for
+    what they are, beyond what `validate` reports: a kind or version its schemas lack (which
+    --no-warn lets pass) or a resource.k8s.io version it does not serve."""
+    passed = checked(path, version)
+    served = SERVED[".".join(version.split(".")[:2])]
+    problems = []
+    for doc in _docs(path):
+        group, _, api = doc["apiVersion"].rpartition("/")
+        if _named(doc) not in passed:
+            problems.append(f"{_named(doc)}: {doc['apiVersion']} {doc['kind']} did not pass {version}'s schemas")
+        elif group == "resource.k8s.io" and api not in served:
+            problems.append(f"{_named(doc)}: {version} does not serve {doc['apiVersion']} (served: {sorted(served)})")
+    return problems
+
+
 def _plugin(path: Path) -> Manifest:
     return _daemonsets(_docs(path))[PLUGIN]
 
@@ -105,30 +166,58 @@ def _settings(ds: Manifest, monkeypatch: pytest.MonkeyPatch) -> PluginSettings:
 # ---- rendering and validation -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", K8S_VERSIONS)
 @pytest.mark.parametrize("pool", OVERLAYS)
-def test_pool_with_dra_validates_strictly(dra: dict[str, Path], pool: str, version: str) -> None:
-    assert validate(dra[pool], version) == ""
+def test_pool_with_dra_validates_strictly(level: Level, dra: dict[str, Path], pool: str) -> None:
+    """Every document has a schema in each version the level is for, passes it strictly and is of
+    an API version that version serves."""
+    for version in level.versions:
+        assert validate(dra[pool], version) == "", version
+        assert not_applied(dra[pool], version) == [], version
 
 
-def test_the_validator_knows_the_dra_kinds(dra: dict[str, Path], tmp_path: Path) -> None:
+def test_a_level_is_refused_outside_its_versions(level: Level, dra: dict[str, Path]) -> None:
+    """The DeviceClass is the one object that needs its level. A v1beta1 DeviceClass (what
+    components/dra shipped for every version) passes the 1.34 and 1.36 schemas, which document the
+    betas too, but those apiservers do not serve it, so `kubectl apply` fails; a v1 one does not
+    exist before 1.34."""
+    for version in level.refused:
+        (problem,) = not_applied(dra["simulated"], version)
+        if level.api == "v1":
+            assert problem == f"deviceclass/{DRIVER}: resource.k8s.io/v1 DeviceClass did not pass {version}'s schemas"
+        else:
+            assert validate(dra["simulated"], version) == ""
+            assert problem.startswith(f"deviceclass/{DRIVER}: {version} does not serve resource.k8s.io/v1beta1 ")
+
+
+def test_the_levels_differ_in_the_device_class_version_only(levels: dict[str, dict[str, Path]]) -> None:
+    """components/dra-v1beta1 is components/dra with its DeviceClass in v1beta1: the plugin, RBAC
+    and policy are written once, and the DeviceClass spec is valid in both versions."""
+    for pool in OVERLAYS:
+        renders = {}
+        for lv in LEVELS:
+            docs = _docs(levels[lv.component][pool])
+            assert _one(docs, "DeviceClass")["apiVersion"] == f"resource.k8s.io/{lv.api}"
+            _one(docs, "DeviceClass")["apiVersion"] = "resource.k8s.io/<level>"
+            renders[lv.component] = docs
+        assert renders["dra"] == renders["dra-v1beta1"], pool
+
+
+def test_the_validator_knows_the_dra_kinds(level: Level, dra: dict[str, Path], tmp_path: Path) -> None:
     """The DeviceClass and the policy are checked, not waved through: a misspelt field fails, and
     before 1.32 the DeviceClass kind does not exist at all."""
     text = dra["simulated"].read_text()
     bad = tmp_path / "bad.yaml"
     bad.write_text(text.replace("  selectors:\n  - cel:", "  selector:\n  - cel:"))
     assert bad.read_text() != text
-    assert "selector" in validate(bad, K8S_VERSIONS[0])
+    assert "selector" in validate(bad, level.versions[0])
     bad.write_text(text.replace("validationActions:", "validationAction:"))
-    assert "validationAction" in validate(bad, K8S_VERSIONS[0])
+    assert "validationAction" in validate(bad, level.versions[0])
     # With --no-warn a kind without a schema passes silently, as DeviceClass does against 1.30; every
-    # document is checked against 1.32 and 1.34, each named as passed.
+    # document is checked against each of the level's versions, each named as passed.
     assert validate(dra["simulated"], "1.30.0") == ""
     assert "deviceclass/npu.huawei.com" not in checked(dra["simulated"], "1.30.0")
-    for version in K8S_VERSIONS:
-        assert checked(dra["simulated"], version) == {
-            f"{d['kind'].lower()}/{d['metadata']['name']}" for d in _docs(dra["simulated"])
-        }
+    for version in level.versions:
+        assert checked(dra["simulated"], version) == {_named(d) for d in _docs(dra["simulated"])}
 
 
 @pytest.mark.parametrize("pool", OVERLAYS)
@@ -209,8 +298,8 @@ def test_the_write_check_sees_the_dra_paths(dra: dict[str, Path]) -> None:
 
 
 def _both_recipe() -> str:
-    """The `patches:` block the component's header tells an operator to add for `both`."""
-    lines = (COMPONENT / "kustomization.yaml").read_text().splitlines()
+    """The `patches:` block components/dra's header tells an operator to add for `both`."""
+    lines = (COMPONENTS / "dra" / "kustomization.yaml").read_text().splitlines()
     start = lines.index("#   patches:")
     block = []
     for line in lines[start:]:
@@ -220,12 +309,14 @@ def _both_recipe() -> str:
     return textwrap.dedent("\n".join(block)) + "\n"
 
 
-def test_the_documented_recipe_for_both_apis_gives_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_documented_recipe_for_both_apis_gives_both(
+    level: Level, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     recipe = _both_recipe()
     assert "--kubelet-api=both" in recipe
     rendered = tmp_path / "both.yaml"
-    rendered.write_text(render_with_component(tmp_path / "both", "ascend-910b", COMPONENT, recipe))
-    assert validate(rendered, K8S_VERSIONS[0]) == ""
+    rendered.write_text(render_with_component(tmp_path / "both", "ascend-910b", level.path, recipe))
+    assert validate(rendered, level.versions[0]) == ""
     ds = _plugin(rendered)
     settings = _settings(ds, monkeypatch)
     assert settings.kubelet_api == "both"
@@ -265,9 +356,9 @@ def test_rbac_grants_the_drivers_calls_and_no_more(dra: dict[str, Path], pool: s
             if not d["metadata"]["name"].endswith("-dra")] == plain  # fmt: skip
 
 
-def test_the_device_class_selects_the_driver(dra: dict[str, Path]) -> None:
+def test_the_device_class_selects_the_driver(level: Level, dra: dict[str, Path]) -> None:
     device_class = _one(_docs(dra["simulated"]), "DeviceClass")
-    assert device_class["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert device_class["apiVersion"] == f"resource.k8s.io/{level.api}"
     assert device_class["metadata"] == {"name": DRIVER, "labels": {"app.kubernetes.io/part-of": "ascend-node-stack"}}
     (selector,) = device_class["spec"]["selectors"]
     program = _program(selector["cel"]["expression"])
@@ -334,9 +425,10 @@ def policy(dra: dict[str, Path]) -> Manifest:
     return _one(_docs(dra["ascend-910b"]), "ValidatingAdmissionPolicy")
 
 
-def _slice(node: str) -> dict[str, Any]:
-    """The slice the driver writes for `node` (core.dra, as the publisher sends it)."""
-    return resource_slice(node, [], 1, "v1beta1")
+def _slice(node: str, level: Level) -> dict[str, Any]:
+    """The slice the driver writes for `node` (core.dra, as the publisher sends it) in the version a
+    cluster of the level serves."""
+    return resource_slice(node, [], 1, level.api)
 
 
 def test_the_policy_matches_the_plugins_service_account(dra: dict[str, Path], policy: Manifest) -> None:
@@ -345,6 +437,9 @@ def test_the_policy_matches_the_plugins_service_account(dra: dict[str, Path], po
     assert sa == SERVICE_ACCOUNT
     (rule,) = policy["spec"]["matchConstraints"]["resourceRules"]
     assert rule["apiGroups"] == ["resource.k8s.io"] and rule["resources"] == ["resourceslices"]
+    # Every version the plugin may write: with matchPolicy Equivalent one would do, but only for
+    # versions the apiserver serves; "*" or the list leaves nothing to that.
+    assert rule["apiVersions"] == ["*"] or set(API_VERSIONS) <= set(rule["apiVersions"])
     assert set(rule["operations"]) >= {"CREATE", "UPDATE"}
     assert policy["spec"]["failurePolicy"] == "Fail"  # a policy that cannot be evaluated denies
     binding = _one(_docs(dra["ascend-910b"]), "ValidatingAdmissionPolicyBinding")
@@ -352,44 +447,69 @@ def test_the_policy_matches_the_plugins_service_account(dra: dict[str, Path], po
 
 
 @pytest.mark.parametrize("operation", ["CREATE", "UPDATE"])
-def test_the_plugin_writes_its_own_nodes_slice(policy: Manifest, operation: str) -> None:
-    mine = _slice("node-a")
+def test_the_plugin_writes_its_own_nodes_slice(level: Level, policy: Manifest, operation: str) -> None:
+    mine = _slice("node-a", level)
     assert mine["metadata"]["name"] == slice_name("node-a")
     assert _admit(policy, _request(operation, "node-a"), mine, mine if operation == "UPDATE" else None) == (True, None)
 
 
 @pytest.mark.parametrize("operation", ["CREATE", "UPDATE"])
-def test_another_nodes_slice_is_refused_naming_both(policy: Manifest, operation: str) -> None:
-    matched, denied = _admit(policy, _request(operation, "node-a"), _slice("node-b"), None)
+def test_another_nodes_slice_is_refused_naming_both(level: Level, policy: Manifest, operation: str) -> None:
+    matched, denied = _admit(policy, _request(operation, "node-a"), _slice("node-b", level), None)
     assert matched
     assert denied == (
         "the device plugin on node node-a may write only its own node's ResourceSlices, not one of node node-b"
     )
 
 
-def test_a_slice_of_no_node_is_refused(policy: Manifest) -> None:
-    no_node = _slice("node-a")
+def test_a_slice_of_no_node_is_refused(level: Level, policy: Manifest) -> None:
+    no_node = _slice("node-a", level)
     del no_node["spec"]["nodeName"]
     _, denied = _admit(policy, _request("CREATE", "node-a"), no_node, None)
     assert denied is not None and denied.endswith("not a slice of no node")
 
 
-def test_a_token_without_a_node_is_refused(policy: Manifest) -> None:
-    _, denied = _admit(policy, _request("CREATE", None), _slice("node-a"), None)
+def test_a_token_without_a_node_is_refused(level: Level, policy: Manifest) -> None:
+    _, denied = _admit(policy, _request("CREATE", None), _slice("node-a", level), None)
     assert denied is not None and "pod-bound service-account token" in denied
     request = _request("CREATE", None)
     request["userInfo"]["extra"] = {NODE_NAME_KEY: []}
-    _, denied = _admit(policy, request, _slice("node-a"), None)
+    _, denied = _admit(policy, request, _slice("node-a", level), None)
     assert denied is not None and "pod-bound service-account token" in denied
 
 
-def test_delete_is_judged_by_the_old_object(policy: Manifest) -> None:
-    assert _admit(policy, _request("DELETE", "node-a"), None, _slice("node-a")) == (True, None)
-    _, denied = _admit(policy, _request("DELETE", "node-a"), None, _slice("node-b"))
+def test_delete_is_judged_by_the_old_object(level: Level, policy: Manifest) -> None:
+    assert _admit(policy, _request("DELETE", "node-a"), None, _slice("node-a", level)) == (True, None)
+    _, denied = _admit(policy, _request("DELETE", "node-a"), None, _slice("node-b", level))
     assert denied is not None and denied.endswith("not one of node node-b")
 
 
-def test_other_users_are_not_matched(policy: Manifest) -> None:
+def test_other_users_are_not_matched(level: Level, policy: Manifest) -> None:
     """The kubelet deletes a node's slices and administrators may edit any: not this policy's business."""
     for user in ("system:node:node-a", "kubernetes-admin", "system:serviceaccount:other:ascend-device-plugin"):
-        assert _admit(policy, _request("DELETE", "node-a", user), None, _slice("node-b")) == (False, None)
+        assert _admit(policy, _request("DELETE", "node-a", user), None, _slice("node-b", level)) == (False, None)
+
+
+# ---- docs/dra.md's examples ---------------------------------------------------------------------
+
+
+def _yaml_blocks(text: str) -> list[str]:
+    return re.findall(r"^```yaml\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def test_the_docs_examples_apply_where_they_are_for(tmp_path: Path) -> None:
+    """Each fenced yaml block of docs/dra.md is written for one level, the resource.k8s.io version of
+    its objects, and applies strictly on each of that level's versions: the examples in v1 and the
+    note for 1.32 and 1.33 in v1beta1."""
+    apis = []
+    for i, block in enumerate(_yaml_blocks(DOCS.read_text())):
+        path = tmp_path / f"block{i}.yaml"
+        path.write_text(block)
+        group_versions = {d["apiVersion"].rpartition("/") for d in _docs(path)}
+        (api,) = {version for group, _, version in group_versions if group == "resource.k8s.io"}
+        (lv,) = [lv for lv in LEVELS if lv.api == api]
+        for version in lv.versions:
+            assert validate(path, version) == "", (i, version)
+            assert not_applied(path, version) == [], (i, version)
+        apis.append(api)
+    assert sorted(apis) == ["v1", "v1beta1"]
