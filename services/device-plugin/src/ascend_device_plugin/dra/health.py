@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from typing import Any, Final
 
 from ascend_common.adapters.kubelet import dra_health_pb2 as health_pb
@@ -77,7 +77,7 @@ class HealthStreams:
         for queue in self._streams:
             _offer(queue, None)
 
-    async def follow(self) -> AsyncIterator[Reports]:
+    async def follow(self) -> AsyncGenerator[Reports, None]:
         """The current list, then each change (and the list again after RESEND_S without one)."""
         queue: asyncio.Queue[Reports | None] = asyncio.Queue(maxsize=1)
         self._streams.add(queue)
