@@ -75,6 +75,11 @@ class RemoteApiServer:
     def remove_pod(self, name: str, namespace: str) -> None:
         self._call("remove_pod", name=name, namespace=namespace)
 
+    def put_object(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create or overwrite an object (FakeApiServer.put_object); the object as stored."""
+        stored: dict[str, Any] = self._call("put_object", kind=kind, obj=obj)
+        return stored
+
     def patches(self, path_prefix: str) -> int:
         return self.count("PATCH", path_prefix)
 
@@ -119,6 +124,8 @@ def _serve(history: int, resource_api_versions: tuple[str, ...] = ()) -> None:
                         api.add_pod(**spec)
                 elif op == "remove_pod":
                     api.remove("pods", args["name"], args["namespace"])
+                elif op == "put_object":
+                    result = api.put_object(args["kind"], args["obj"])
                 elif op == "count":
                     result = api.count(args["method"], args["path_prefix"], watch=args["watch"])
                 elif op == "stop":

@@ -1,8 +1,11 @@
 """DRA on the 8-chip node (910b-8): a chip fault -> the node's next ResourceSlice without the chip,
-and its recovery -> the chip back in the slice (issue 27's Health target: 100 ms p99).
+and its recovery -> the chip back in the slice (issue 27's Health target: 100 ms p99); the same
+fault -> Unhealthy for the chip's claim on the kubelet's health stream (dra-health/v1alpha1, issue
+33's target: 100 ms p99), and its recovery -> Healthy.
 
 Real processes on real sockets: the sim exporter, the device-plugin with `--kubelet-api dra`
-registered under the tests' fake DRA kubelet (in this process), optionally the fault-manager
+registered under the tests' fake DRA kubelet (in this process; it speaks v1 and follows the
+health stream, as a 1.36 kubelet does, and has prepared a claim for the chip), optionally the fault-manager
 whose verdicts the plugin then follows, and the tests' fake API server in a process of its own
 serving resource.k8s.io v1 and v1beta1 (as 1.34 does; the driver writes v1). The slice is observed
 as a scheduler would see it: a watch on resourceslices through the official asyncio client, each
@@ -23,6 +26,7 @@ from typing import Any
 from ascend_common.adapters.kube.client import ApiClient, core_v1
 from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.watch import RawWatch
+from kubernetes import client as k8s
 
 from bench.apiserver import RemoteApiServer
 from bench.figures import Figure, Section, timing
@@ -31,7 +35,7 @@ from bench.pods import NODE
 from bench.stack import EXPORTER_ARGS, READY_TIMEOUT_S, sim_fault
 from tests.support.exporter import ExporterProc, start_exporter
 from tests.support.fake_apiserver import write_kubeconfig
-from tests.support.fake_dra_kubelet import FakeDraKubelet
+from tests.support.fake_dra_kubelet import FakeDraKubelet, allocated_claim, pod_using
 from tests.support.fake_kubelet import short_tmp_dir
 from tests.support.faultmanager import FaultManagerProc, start_fault_manager
 from tests.support.faultmanager import wait_ready as wait_fm_ready
@@ -45,6 +49,8 @@ DEVICE = f"ascend910-{PHY}"  # the DRA device name (core.dra.device_name)
 TARGET_S = 0.1
 WATCH_S = 300  # one watch request's server-side timeout; the watcher opens the next one from where it was
 REFERENCE = "never: the reference's DRA driver publishes no health (a faulty chip stays in its slice)"
+HEALTH_REFERENCE = "never: the reference's DRA driver serves no health stream (the kubelet shows Unknown)"
+CLAIM = "bench-claim"
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,34 @@ class DraStack:
     slices: SliceWatch
 
 
+@dataclass
+class Samples:
+    """Seconds from each injection to what it was waited for, one of each per round."""
+
+    fault_slice: list[float] = field(default_factory=list)
+    recovery_slice: list[float] = field(default_factory=list)
+    fault_health: list[float] = field(default_factory=list)
+    recovery_health: list[float] = field(default_factory=list)
+
+
+def kubelet_client(url: str) -> Any:
+    """The fake kubelet's own client (kubernetes.client, as in the tests), for claims and slice wipes."""
+    cfg = k8s.Configuration()
+    cfg.host = url
+    cfg.proxy = None
+    return k8s.ApiClient(cfg)
+
+
+async def prepare_claim(remote: RemoteApiServer, kubelet: FakeDraKubelet) -> None:
+    """A pod's claim for the chip, allocated by the scheduler and prepared by the kubelet: only the
+    devices of prepared claims are on the health stream."""
+    pod = pod_using("bench-pod", [CLAIM], node=NODE)
+    result = {"request": "npu", "driver": DRIVER, "pool": NODE, "device": DEVICE}
+    remote.put_object("resourceclaims", allocated_claim(CLAIM, [result], pod))
+    await kubelet.prepare(pod)
+    await kubelet.wait_health(DRIVER, NODE, DEVICE, "Healthy", within=ROUND_TIMEOUT_S)
+
+
 @contextlib.asynccontextmanager
 async def dra_stack(fault_manager: bool) -> AsyncIterator[DraStack]:
     """The node up: the plugin registered as the DRA driver and its slice seen with every chip."""
@@ -112,7 +146,8 @@ async def dra_stack(fault_manager: bool) -> AsyncIterator[DraStack]:
         remote.add_node(NODE)
         kubeconfig = write_kubeconfig(workdir / "kubeconfig", remote.url)
         exporter = start_exporter(workdir / "exporter", *EXPORTER_ARGS, profile="910b-8")
-        kubelet = FakeDraKubelet(workdir / "k")
+        client = kubelet_client(remote.url)
+        kubelet = FakeDraKubelet(workdir / "k", api=client, node=NODE)
         fm: FaultManagerProc | None = None
         plugin: PluginProc | None = None
         api = await build_api_client(url=remote.url)
@@ -129,6 +164,7 @@ async def dra_stack(fault_manager: bool) -> AsyncIterator[DraStack]:
             plugin = start_plugin(workdir, exporter, workdir / "dp", *args, kube="api")
             await wait_ready(plugin, timeout=READY_TIMEOUT_S)  # ready: registered with the DRA kubelet
             await slices.wait_for(lambda names: len(names) == 8, 0, READY_TIMEOUT_S)
+            await prepare_claim(remote, kubelet)
             yield DraStack(exporter, kubelet, plugin, fm, slices)
         finally:
             watcher.cancel()
@@ -138,32 +174,41 @@ async def dra_stack(fault_manager: bool) -> AsyncIterator[DraStack]:
             if plugin is not None:
                 plugin.stop()
             await kubelet.stop()
+            await asyncio.to_thread(client.close)
             if fm is not None:
                 fm.stop()
             exporter.stop()
 
 
-async def fault_to_slice(s: DraStack, rounds: int) -> tuple[list[float], list[float]]:
-    """(fault -> slice without the chip, recovery -> slice with it again) samples, one of each per
-    round; each round waits for the recovered slice before the next fault."""
-    faults: list[float] = []
-    recoveries: list[float] = []
+async def fault_to_slice(s: DraStack, rounds: int) -> Samples:
+    """fault -> slice without the chip and -> Unhealthy on the health stream, recovery -> slice with
+    it again and -> Healthy, one of each per round; each round waits for both recoveries before the
+    next fault."""
+    out = Samples()
     async with s.exporter.client() as client:
         chips = (await client.get("/v1/chips")).json()["chips"]
         (logic_id,) = [int(c["logic_id"]) for c in chips if int(c["phy_id"]) == PHY]
         for _ in range(rounds):
-            for assertion, samples, present in (("occur", faults, False), ("recover", recoveries, True)):
+            for assertion, slice_samples, health_samples, present, health in (
+                ("occur", out.fault_slice, out.fault_health, False, "Unhealthy"),
+                ("recover", out.recovery_slice, out.recovery_health, True, "Healthy"),
+            ):
                 seen = len(s.slices.seen)
+                heard = len(s.kubelet.health_messages)
                 started = time.monotonic()
                 await sim_fault(client, logic_id, FAULT_CODE, assertion)
 
                 def reached(names: frozenset[str], want: bool = present) -> bool:
                     return (DEVICE in names) == want and len(names) >= 7
 
-                event = await s.slices.wait_for(reached, seen, ROUND_TIMEOUT_S)
-                samples.append(event.at - started)
+                event, message = await asyncio.gather(
+                    s.slices.wait_for(reached, seen, ROUND_TIMEOUT_S),
+                    s.kubelet.wait_health(DRIVER, NODE, DEVICE, health, after=heard, within=ROUND_TIMEOUT_S),
+                )
+                slice_samples.append(event.at - started)
+                health_samples.append(message.at - started)
             await asyncio.sleep(0.02)
-    return faults, recoveries
+    return out
 
 
 def figures(label: str, faults: list[float], recoveries: list[float]) -> list[Figure]:
@@ -178,18 +223,36 @@ def figures(label: str, faults: list[float], recoveries: list[float]) -> list[Fi
     return out
 
 
+def health_figures(label: str, faults: list[float], recoveries: list[float]) -> list[Figure]:
+    """p50 and p99 of fault -> Unhealthy on the health stream (p99 against the 100 ms target) and of
+    recovery -> Healthy."""
+    out = []
+    for p, target in ((50, None), (99, TARGET_S)):
+        figure = timing(f"fault on chip {PHY} -> Unhealthy on the kubelet's health stream, {label}", faults, p, target)
+        figure.reference = HEALTH_REFERENCE
+        out.append(figure)
+    for p in (50, 99):
+        out.append(timing(f"recovery -> Healthy on the kubelet's health stream, {label}", recoveries, p, None))
+    return out
+
+
+def section_figures(label: str, samples: Samples) -> list[Figure]:
+    return figures(label, samples.fault_slice, samples.recovery_slice) + health_figures(
+        label, samples.fault_health, samples.recovery_health
+    )
+
+
 async def run(rounds: int, *, fault_manager: bool = True) -> Section:
     started = time.monotonic()
+    # The title is the docs' anchor and what --splice finds; the section holds the health stream's figures too.
     section = Section("DRA: fault -> ResourceSlice (910b-8)", "`.venv/bin/python -m bench.run --only dra`")
     versions: set[str] = set()
     async with dra_stack(fault_manager=False) as s:
-        faults, recoveries = await fault_to_slice(s, rounds)
-        section.figures += figures("plugin alone (code policy)", faults, recoveries)
+        section.figures += section_figures("plugin alone (code policy)", await fault_to_slice(s, rounds))
         versions |= s.slices.versions
     if fault_manager:
         async with dra_stack(fault_manager=True) as s:
-            faults, recoveries = await fault_to_slice(s, rounds)
-            section.figures += figures("whole stack (fault-manager verdict)", faults, recoveries)
+            section.figures += section_figures("whole stack (fault-manager verdict)", await fault_to_slice(s, rounds))
             versions |= s.slices.versions
     section.notes += [
         "Injection (the simulator's fault-event callback, on the chip with phy id 3) -> exporter event ->"
@@ -199,6 +262,9 @@ async def run(rounds: int, *, fault_manager: bool = True) -> Section:
         f"The plugin runs with --kubelet-api dra, registered under the tests' fake DRA kubelet; the fake API server"
         f" serves resource.k8s.io {' and '.join(RESOURCE_VERSIONS)} and the slice was written as"
         f" {', '.join(sorted(versions)) or 'nothing'}.",
+        "Health stream: the fake DRA kubelet prepared a claim for the chip and follows NodeWatchResources on the"
+        " driver's socket; a sample ends when the message reporting the chip Unhealthy (Healthy) arrives in this"
+        " process, timed from the same injection as the slice's.",
     ]
     section.seconds = time.monotonic() - started
     return section

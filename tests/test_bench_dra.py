@@ -1,5 +1,5 @@
 """bench.dra runs end to end with a tiny N (the target is the benchmark's to judge, not this test's),
-and its figures put fault -> slice against the 100 ms p99 target."""
+and its figures put fault -> slice and fault -> Unhealthy on the health stream against the 100 ms p99 target."""
 
 from __future__ import annotations
 
@@ -19,11 +19,19 @@ def test_the_section_runs_and_reports_both_directions() -> None:
         "fault on chip 3 -> ResourceSlice without it, plugin alone (code policy), p99 (n=2)",
         "recovery -> ResourceSlice with chip 3 again, plugin alone (code policy), p50 (n=2)",
         "recovery -> ResourceSlice with chip 3 again, plugin alone (code policy), p99 (n=2)",
+        "fault on chip 3 -> Unhealthy on the kubelet's health stream, plugin alone (code policy), p50 (n=2)",
+        "fault on chip 3 -> Unhealthy on the kubelet's health stream, plugin alone (code policy), p99 (n=2)",
+        "recovery -> Healthy on the kubelet's health stream, plugin alone (code policy), p50 (n=2)",
+        "recovery -> Healthy on the kubelet's health stream, plugin alone (code policy), p99 (n=2)",
     ]
     for figure in section.figures:
         assert figure.value.endswith((" ms", " s")), figure
     assert section.figures[1].target == "<= 100 ms"
     assert section.figures[1].verdict in ("met", "MISSED")
+    assert section.figures[5].target == "<= 100 ms"  # fault -> Unhealthy on the health stream, beside its target
+    assert section.figures[5].verdict in ("met", "MISSED")
+    assert "no health stream" in section.figures[5].reference
+    assert [f.target for f in section.figures[6:]] == ["-", "-"]
     assert "written as resource.k8s.io/v1." in section.notes[1]
     assert section.seconds > 0
 

@@ -31,7 +31,7 @@ from fault_manager.reactor.verdicts import VerdictBoard
 from tests.faultmanager.test_hotreset import EMPTY_RESET_JSON
 from tests.plugin.conftest import workdir  # noqa: F401 - a pytest fixture
 from tests.plugin.test_cluster_paths import pod_annotations, pods_cached
-from tests.plugin.test_dra_process import DRIVER, DraNode, apiserver, node  # noqa: F401 - pytest fixtures
+from tests.plugin.test_dra_process import DRIVER, DraNode, apiserver, node, services  # noqa: F401 - pytest fixtures
 from tests.plugin.test_softshare import SoftShareNode, allocate_a_and_b, ss_node  # noqa: F401 - a fixture
 from tests.support.chips import exporter_chip
 from tests.support.fake_apiserver import FakeApiServer

@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import grpc
@@ -25,8 +26,11 @@ from ascend_common.adapters.kube.client import ApiClient
 from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kubelet import dra_pb2 as dra
 from ascend_common.adapters.kubelet import dra_pb2_grpc as dra_grpc
-from ascend_common.faults import default_fault_code_table
+from ascend_common.adapters.kubelet import dra_v1_pb2 as dra_v1
+from ascend_common.adapters.kubelet import dra_v1_pb2_grpc as dra_v1_grpc
+from ascend_common.faults import FaultLevel, default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState
+from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
 from ascend_device_plugin.core.dra import DRIVER, slice_name
 from ascend_device_plugin.dra.driver import ClaimRef, DraDriver, Outcome
 from ascend_device_plugin.dra.kube import NoResourceApi, ResourceApi
@@ -39,7 +43,15 @@ from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.chips import node_910b
 from tests.support.fake_apiserver import FakeApiServer
-from tests.support.fake_dra_kubelet import DraCallError, FakeDraKubelet, JsonObj, allocated_claim, pod_using
+from tests.support.fake_dra_kubelet import (
+    SERVICES_1_32,
+    SERVICES_1_36,
+    DraCallError,
+    FakeDraKubelet,
+    JsonObj,
+    allocated_claim,
+    pod_using,
+)
 from tests.support.fake_kubelet import short_tmp_dir
 from tests.support.waiting import until
 
@@ -92,7 +104,7 @@ class Rig:
         publisher = self.publisher
         self.servers = DraServers(
             self.driver, self.kubelet.plugins_dir, self.kubelet.registry_dir, 4 << 20,
-            on_registered=lambda: publisher.kick(verify=True),
+            on_registered=lambda: publisher.kick(verify=True), changes=self.manager,
         )  # fmt: skip
         await self.servers.start()
         await until(lambda: DRIVER in self.kubelet.plugins, what="the driver to register again")
@@ -111,7 +123,17 @@ def chips_with(state: dict[int, ChipState] | None = None) -> dict[int, Chip]:
 
 
 @pytest.fixture
-async def rig(api: ApiClient, fake: FakeApiServer) -> AsyncIterator[Rig]:
+def services(request: pytest.FixtureRequest) -> tuple[str, ...]:
+    """What the fake kubelet serves: a 1.36 kubelet (v1 chosen) unless a test asks for both."""
+    return tuple(getattr(request, "param", SERVICES_1_36))
+
+
+# The kubelet's two DRA services: v1 (1.34+ pick it) and v1beta1 (1.32, 1.33).
+BOTH_APIS = pytest.mark.parametrize("services", [SERVICES_1_36, SERVICES_1_32], ids=["v1", "v1beta1"], indirect=True)
+
+
+@pytest.fixture
+async def rig(api: ApiClient, fake: FakeApiServer, services: tuple[str, ...]) -> AsyncIterator[Rig]:
     with short_tmp_dir("dra-") as root:
         dev = root / "host" / "dev"
         dev.mkdir(parents=True)
@@ -121,14 +143,14 @@ async def rig(api: ApiClient, fake: FakeApiServer) -> AsyncIterator[Rig]:
         manager = ResourceManager(board, default_fault_code_table(), PluginMetrics())
         manager.set_chips(chips_with())
         resource_api = ResourceApi(lambda: api)
-        kubelet = FakeDraKubelet(root, api=fake.api_client(), node=NODE)
+        kubelet = FakeDraKubelet(root, api=fake.api_client(), node=NODE, services=services)
         await kubelet.start()
         driver = new_driver(root, manager, resource_api, kubelet)
         await driver.load()
         publisher = SlicePublisher(NODE, manager, board, resource_api, period=5.0)
         servers = DraServers(
             driver, kubelet.plugins_dir, kubelet.registry_dir, 4 << 20,
-            on_registered=lambda: publisher.kick(verify=True),
+            on_registered=lambda: publisher.kick(verify=True), changes=manager,
         )  # fmt: skip
         await servers.start()
         rig = Rig(root, manager, board, resource_api, kubelet, driver, servers, publisher)
@@ -163,9 +185,12 @@ def ours(device: str, *, pool: str = NODE, driver: str = DRIVER) -> dict[str, st
 # ---- registration -----------------------------------------------------------------------------
 
 
-async def test_the_driver_registers_through_the_plugin_watcher(rig: Rig) -> None:
+@BOTH_APIS
+async def test_the_driver_registers_through_the_plugin_watcher(rig: Rig, services: tuple[str, ...]) -> None:
     plugin = rig.kubelet.plugins[DRIVER]
-    assert plugin.service == "v1beta1.DRAPlugin"
+    # Both are advertised, v1 first: a 1.36 kubelet takes v1, a 1.32 one v1beta1.
+    assert plugin.service == ("v1.DRAPlugin" if "v1.DRAPlugin" in services else "v1beta1.DRAPlugin")
+    assert list(rig.kubelet.services) == list(services)
     assert plugin.endpoint == str(rig.kubelet.plugins_dir / DRIVER / "dra.sock")
     assert plugin.socket == rig.kubelet.registry_dir / "npu.huawei.com-reg.sock"
     await until(lambda: rig.servers.registration.registered, what="NotifyRegistrationStatus")
@@ -174,6 +199,7 @@ async def test_the_driver_registers_through_the_plugin_watcher(rig: Rig) -> None
         assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600, path
 
 
+@BOTH_APIS
 async def test_a_kubelet_restart_finds_the_driver_again(rig: Rig) -> None:
     await rig.kubelet.restart()
     await until(lambda: DRIVER in rig.kubelet.plugins, what="re-registration after a kubelet restart")
@@ -182,6 +208,7 @@ async def test_a_kubelet_restart_finds_the_driver_again(rig: Rig) -> None:
 # ---- prepare / unprepare ----------------------------------------------------------------------
 
 
+@BOTH_APIS
 async def test_prepare_writes_the_spec_answers_its_id_and_unprepare_removes_it(rig: Rig, fake: FakeApiServer) -> None:
     pod, claim = claimed(fake, "one-chip", [ours("ascend910-3")])
     assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=3"]}  # what the runtime is handed
@@ -204,6 +231,7 @@ async def test_prepare_writes_the_spec_answers_its_id_and_unprepare_removes_it(r
     assert rig.specs() == []
 
 
+@BOTH_APIS
 async def test_a_plugin_restart_between_prepare_and_unprepare_loses_nothing(rig: Rig, fake: FakeApiServer) -> None:
     pod, claim = claimed(fake, "survivor", [ours("ascend910-5")])
     assert await rig.kubelet.prepare(pod) == {"main": ["ascend.com/npu=5"]}
@@ -251,6 +279,7 @@ async def test_a_lost_spec_is_written_again_on_the_next_prepare(rig: Rig, fake: 
     assert rig.specs() == [spec_name(claim)]
 
 
+@BOTH_APIS
 @pytest.mark.parametrize(
     ("results", "error"),
     [
@@ -295,6 +324,7 @@ async def test_a_claim_the_apiserver_does_not_have_is_refused(rig: Rig) -> None:
     assert rig.specs() == []
 
 
+@BOTH_APIS
 async def test_a_recreated_claim_is_not_prepared_under_the_old_uid(rig: Rig, fake: FakeApiServer) -> None:
     pod = pod_using("recreated-pod", ["recreated"])
     old = put_claim(fake, "recreated", [ours("ascend910-42")], pod)
@@ -318,18 +348,20 @@ async def test_unprepare_of_an_unknown_claim_is_no_error(rig: Rig) -> None:
     assert await rig.driver.unprepare([ClaimRef("default", "x", "nope")]) == {"nope": Outcome()}
 
 
+@pytest.mark.parametrize("pb", [dra_v1, dra], ids=["v1", "v1beta1"])
 @pytest.mark.parametrize("call", ["NodePrepareResources", "NodeUnprepareResources"])
-async def test_a_claim_without_a_uid_refuses_the_call_and_writes_nothing(rig: Rig, call: str) -> None:
+async def test_a_claim_without_a_uid_refuses_the_call_and_writes_nothing(rig: Rig, call: str, pb: ModuleType) -> None:
     """The kubelet always names a claim's uid; a request without one is refused whole, before the
     driver sees it."""
     plugin = rig.kubelet.plugins[DRIVER]
+    stubs = dra_v1_grpc if pb is dra_v1 else dra_grpc
     async with grpc.aio.insecure_channel(f"unix://{plugin.endpoint}") as channel:
-        method = getattr(dra_grpc.DRAPluginStub(channel), call)
+        method = getattr(stubs.DRAPluginStub(channel), call)
         request_type = (
-            dra.NodePrepareResourcesRequest if call == "NodePrepareResources" else dra.NodeUnprepareResourcesRequest
+            pb.NodePrepareResourcesRequest if call == "NodePrepareResources" else pb.NodeUnprepareResourcesRequest
         )
         with pytest.raises(grpc.aio.AioRpcError) as refused:
-            await method(request_type(claims=[dra.Claim(namespace="default", name="no-uid", uid="")]))
+            await method(request_type(claims=[pb.Claim(namespace="default", name="no-uid", uid="")]))
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert refused.value.details() == "claim default/no-uid has no uid"
     assert rig.specs() == []
@@ -558,3 +590,76 @@ async def test_a_spec_left_by_an_unfinished_prepare_is_removed_at_start(rig: Rig
     other_vendor.write_text("{}")
     await rig.restart_plugin()
     assert rig.specs() == sorted([f"ascend.com-npu_{kept.uid}.yaml", "nvidia.com-gpu_x.yaml"])
+
+
+# ---- the health stream (dra-health/v1alpha1) ----------------------------------------------------
+
+
+def verdict_for(rig: Rig, phy: int, ok: bool) -> dict[str, ChipVerdict]:
+    chip = next(c for c in rig.manager.inventory.reported.values() if c.phy_id == phy)
+    level = FaultLevel.NORMAL_NPU if ok else FaultLevel.SEPARATE_NPU
+    verdict = ChipVerdict(
+        chip=chip.name, logic_id=chip.logic_id, phy_id=phy, fault_level=level, schedulable=ok,
+        reason=VerdictReason.NORMAL if ok else VerdictReason.FAULT_CODE, since=0.0,
+        codes=[] if ok else ["80E01801"],
+    )  # fmt: skip
+    return {chip.name: verdict}
+
+
+@BOTH_APIS
+async def test_the_health_stream_follows_a_prepared_chip_through_a_fault(rig: Rig, fake: FakeApiServer) -> None:
+    kubelet = rig.kubelet
+    await until(lambda: rig.servers.health.streams == 1, what="the kubelet's health stream")
+    assert kubelet.health_messages[0].devices == {}  # the current state first: nothing prepared yet
+    pod, _ = claimed(fake, "watched", [ours("ascend910-3")])
+    await kubelet.prepare(pod)
+    seen = await kubelet.wait_health(DRIVER, NODE, "ascend910-3", "Healthy")
+    assert list(seen.devices) == [(NODE, "ascend910-3")]  # prepared devices only, never the other seven
+    assert seen.devices[(NODE, "ascend910-3")].timeout_s == 30.0
+
+    mark = len(kubelet.health_messages)
+    rig.manager.set_verdicts(verdict_for(rig, 3, ok=False), connected=True)
+    await kubelet.wait_health(DRIVER, NODE, "ascend910-3", "Unhealthy", after=mark)
+    health, message = kubelet.device_health(DRIVER, NODE, "ascend910-3")  # what allocatedResourcesStatus shows
+    assert health == "Unhealthy"
+    assert "SeparateNPU" in message and "80E01801" in message
+
+    mark = len(kubelet.health_messages)
+    rig.manager.set_verdicts(verdict_for(rig, 3, ok=True), connected=True)
+    await kubelet.wait_health(DRIVER, NODE, "ascend910-3", "Healthy", after=mark)
+
+    mark = len(kubelet.health_messages)
+    rig.manager.set_exporter_lost(True)
+    await kubelet.wait_health(DRIVER, NODE, "ascend910-3", "Unknown", after=mark)
+    assert "exporter is unreachable" in kubelet.device_health(DRIVER, NODE, "ascend910-3")[1]
+    rig.manager.set_exporter_lost(False)
+
+    await kubelet.unprepare(pod)
+    await until(lambda: kubelet.health_messages[-1].devices == {}, what="the unprepared chip out of the list")
+
+
+@BOTH_APIS
+async def test_a_restarted_kubelet_gets_the_current_health_first(rig: Rig, fake: FakeApiServer) -> None:
+    pod, _ = claimed(fake, "faulty", [ours("ascend910-5")])
+    await rig.kubelet.prepare(pod)
+    rig.manager.set_chips(chips_with({5: ChipState.CARD_DROP}))
+    await rig.kubelet.wait_health(DRIVER, NODE, "ascend910-5", "Unhealthy")
+    mark = len(rig.kubelet.health_messages)
+    await rig.kubelet.restart()
+    await until(lambda: DRIVER in rig.kubelet.plugins, what="registration with the restarted kubelet")
+    first = await rig.kubelet.wait_health(DRIVER, NODE, "ascend910-5", "Unhealthy", after=mark)
+    assert rig.kubelet.health_messages[mark] is first  # its stream's first message, with no change in between
+    assert rig.kubelet.health_errors == []  # neither kubelet's stream was ever refused
+
+
+async def test_a_restarted_plugin_streams_the_claims_its_checkpoint_kept(rig: Rig, fake: FakeApiServer) -> None:
+    rig.kubelet.health_retry = 0.05
+    pod, _ = claimed(fake, "kept", [ours("ascend910-2")])
+    await rig.kubelet.prepare(pod)
+    rig.manager.set_chips(chips_with({2: ChipState.CARD_DROP}))
+    await rig.kubelet.wait_health(DRIVER, NODE, "ascend910-2", "Unhealthy")
+    mark = len(rig.kubelet.health_messages)
+    await rig.restart_plugin()
+    # The new process knows the claim from its checkpoint alone: no Prepare was sent to it.
+    await rig.kubelet.wait_health(DRIVER, NODE, "ascend910-2", "Unhealthy", after=mark)
+    assert [c.method for c in rig.kubelet.calls] == ["NodePrepareResources"]

@@ -14,9 +14,17 @@ from typing import Any
 
 import pytest
 
-from tests.support.exporter import ExporterProc, start_exporter
+from tests.support.exporter import ExporterProc, auth, start_exporter
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
-from tests.support.fake_dra_kubelet import DraCallError, FakeDraKubelet, JsonObj, allocated_claim, pod_using
+from tests.support.fake_dra_kubelet import (
+    SERVICES_1_32,
+    SERVICES_1_36,
+    DraCallError,
+    FakeDraKubelet,
+    JsonObj,
+    allocated_claim,
+    pod_using,
+)
 from tests.support.fake_kubelet import FakeKubelet, short_tmp_dir
 from tests.support.plugin import PluginProc, start_plugin, wait_ready
 from tests.support.plugin import dra_args as plugin_dra_args
@@ -50,10 +58,20 @@ def dra_args(workdir: Path, apiserver: FakeApiServer) -> list[str]:
 
 
 @pytest.fixture
-async def node(apiserver: FakeApiServer) -> AsyncIterator[DraNode]:
+def services(request: pytest.FixtureRequest) -> tuple[str, ...]:
+    """What the fake kubelet serves: 1.36's v1 and v1beta1 unless a test asks for both kinds."""
+    return tuple(getattr(request, "param", SERVICES_1_36))
+
+
+# The kubelet's two DRA services: v1 (1.34+ pick it) and v1beta1 (1.32, 1.33).
+BOTH_APIS = pytest.mark.parametrize("services", [SERVICES_1_36, SERVICES_1_32], ids=["v1", "v1beta1"], indirect=True)
+
+
+@pytest.fixture
+async def node(apiserver: FakeApiServer, services: tuple[str, ...]) -> AsyncIterator[DraNode]:
     with short_tmp_dir("dra-") as workdir:
         exporter = start_exporter(workdir / "exporter", profile="910b-8")
-        kubelet = kubelet_for(workdir / "k", apiserver)
+        kubelet = kubelet_for(workdir / "k", apiserver, services)
         await kubelet.start()
         (workdir / "dp").mkdir()
         plugin = start_plugin(workdir, exporter, workdir / "dp", *dra_args(workdir, apiserver), kube="api")
@@ -70,9 +88,9 @@ async def node(apiserver: FakeApiServer) -> AsyncIterator[DraNode]:
             assert not list((workdir / "k").rglob("*.sock")), "the driver removes its sockets on shutdown"
 
 
-def kubelet_for(root: Path, apiserver: FakeApiServer) -> FakeDraKubelet:
+def kubelet_for(root: Path, apiserver: FakeApiServer, services: tuple[str, ...] = SERVICES_1_36) -> FakeDraKubelet:
     """The fake DRA kubelet, reading claims and wiping the node's slices through the fake API server."""
-    return FakeDraKubelet(root, api=apiserver.api_client(), node="node-a")
+    return FakeDraKubelet(root, api=apiserver.api_client(), node="node-a", services=services)
 
 
 def slice_devices(apiserver: FakeApiServer) -> list[dict[str, Any]]:
@@ -80,11 +98,13 @@ def slice_devices(apiserver: FakeApiServer) -> list[dict[str, Any]]:
     return list((obj or {}).get("spec", {}).get("devices", []))
 
 
+@BOTH_APIS
 async def test_registers_publishes_the_slice_and_prepares_across_a_restart(
-    node: DraNode, apiserver: FakeApiServer
+    node: DraNode, apiserver: FakeApiServer, services: tuple[str, ...]
 ) -> None:
     plugin = node.kubelet.plugins[DRIVER]  # ready means registered: the kubelet told the plugin so
-    assert plugin.service == "v1beta1.DRAPlugin"
+    # The driver lists v1 first: a 1.36 kubelet takes it, one serving v1beta1 only takes that.
+    assert plugin.service == ("v1.DRAPlugin" if "v1.DRAPlugin" in services else "v1beta1.DRAPlugin")
 
     await until(lambda: len(slice_devices(apiserver)) == 8, what="the node's ResourceSlice with 8 chips")
     devices = slice_devices(apiserver)
@@ -115,6 +135,43 @@ async def test_registers_publishes_the_slice_and_prepares_across_a_restart(
     await node.kubelet.unprepare(pod)  # from the kubelet's cache, to the restarted driver
     assert [c.method for c in node.kubelet.calls] == ["NodePrepareResources", "NodeUnprepareResources"]
     assert not spec_file.exists()
+
+
+# ---- the health stream ------------------------------------------------------------------------
+
+
+FAULT_CODE = "8C1FA006"  # a chip fault the code policy takes the chip out of scheduling for
+
+
+async def sim_fault(node: DraNode, phy: int, assertion: str) -> None:
+    async with node.exporter.client() as client:
+        chips = (await client.get("/v1/chips")).json()["chips"]
+        (logic,) = [int(c["logic_id"]) for c in chips if int(c["phy_id"]) == phy]
+        r = await client.post(
+            f"/v1/sim/chips/{logic}/faults", json={"code": FAULT_CODE, "assertion": assertion}, headers=auth("sim")
+        )
+        assert r.status_code == 204, r.text
+
+
+@BOTH_APIS
+async def test_the_health_stream_shows_a_prepared_chips_fault_and_recovery(
+    node: DraNode, apiserver: FakeApiServer
+) -> None:
+    kubelet = node.kubelet
+    pod, _ = put_claim(apiserver, "train", "ascend910-3")
+    await kubelet.prepare(pod)
+    healthy = await kubelet.wait_health(DRIVER, "node-a", "ascend910-3", "Healthy")
+    assert list(healthy.devices) == [("node-a", "ascend910-3")]
+
+    mark = len(kubelet.health_messages)
+    await sim_fault(node, 3, "occur")
+    await kubelet.wait_health(DRIVER, "node-a", "ascend910-3", "Unhealthy", after=mark)
+    health, message = kubelet.device_health(DRIVER, "node-a", "ascend910-3")
+    assert health == "Unhealthy" and message.startswith("codes "), message
+    mark = len(kubelet.health_messages)
+    await sim_fault(node, 3, "recover")
+    await kubelet.wait_health(DRIVER, "node-a", "ascend910-3", "Healthy", after=mark)
+    assert kubelet.health_errors == []  # a 1.36 kubelet's log has no WatchResources error
 
 
 # ---- --kubelet-api both: one chip, one consumer ------------------------------------------------

@@ -1,18 +1,31 @@
 """A fake kubelet for DRA drivers (grpc.aio): the plugin watcher's registration and the DRA manager's calls.
 
-It behaves like the v1.32 kubelet (pkg/kubelet/pluginmanager and pkg/kubelet/cm/dra, read in a
-current Kubernetes tree; no project test builds that code, see docs/dra.md) where a driver can tell
-the difference:
+It behaves like the 1.36 kubelet (pkg/kubelet/pluginmanager and pkg/kubelet/cm/dra, read in the
+1.36.2 tree microshift vendors, after the v1.32 tree the first version was written from; no
+project test builds that code, see docs/dra.md) where a driver can tell the difference:
 - the plugin watcher scans `plugins_registry/` at start and then sees new sockets (a name starting
   with "." is skipped); for each it dials the socket, asks GetInfo within 1 s, looks the type up
   (only "DRAPlugin" has a handler here), takes an empty endpoint as the registration socket
-  itself, validates the supported services (an empty list is refused), picks "v1beta1.DRAPlugin"
-  if listed, else falls back to "v1alpha4.Node" (which this fake, like our driver, cannot call),
-  registers the driver (a second registration replaces the first) and only then tells the plugin
-  through NotifyRegistrationStatus; a refusal is told as well, with the kubelet's message. The
-  real watcher is fsnotify feeding a reconciler that acts once a second (registration came
+  itself, validates the supported services (an empty list is refused) and picks the first of the
+  driver's list that it serves (`services`: SERVICES_1_36 = v1 and v1beta1, the default;
+  SERVICES_1_32 = v1beta1 only, as 1.32 and 1.33). A 1.36 kubelet refuses a driver that lists
+  neither; a 1.32 one fell back to "v1alpha4.Node" (which this fake, like our driver, cannot call).
+  It registers the driver (a second registration replaces the first) and only then tells the
+  plugin through NotifyRegistrationStatus; a refusal is told as well, with the kubelet's message.
+  The real watcher is fsnotify feeding a reconciler that acts once a second (registration came
   0.5-0.8 s after the socket appeared under the harness); `reconcile_period` = REAL_RECONCILE_S
   acts that late, the default polls fast so that tests stay quick;
+- the DRA calls go to the chosen service, v1 or v1beta1 (`Registered.service`); `calls` records
+  them in the v1beta1 messages either way (the two are one wire format);
+- the health stream (ResourceHealthStatus, on by default in 1.36; `health=False` is a kubelet
+  without it): with each registration it opens dra-health/v1alpha1 NodeWatchResources on the
+  driver's connection; every message is recorded (`health_messages`, arrival time) and merged into
+  the health cache as updateHealthInfo does (a reported device replaces its entry, stamped at
+  receipt; the others stay), `device_health()` is getHealthInfo (Unknown and no message once an
+  entry is older than its health_check_timeout_seconds, 30 s when unset) — what a pod's
+  `allocatedResourcesStatus` shows. When the stream ends (EOF, an error such as Unimplemented,
+  which the kubelet logs at error level: `health_errors`) the driver's cache is cleared and the
+  stream opened again `health_retry` (5 s) later; deregistration cancels it;
 - the ResourceSlice wipes go through the API server, as the registration handler's do: a
   DeleteCollection of resource.k8s.io/v1beta1 resourceslices with the field selector
   `spec.nodeName=<node>` when the kubelet starts (once the Node object exists) and
@@ -22,7 +35,7 @@ the difference:
 - `prepare(pod)` is the manager's PrepareResources: for each of the pod's `spec.resourceClaims` it
   finds the claim's name (`resourceClaimName`, or for a template the pod's
   `status.resourceClaimStatuses`, then the claim must be controlled by the pod), reads the claim
-  from the API server itself (v1beta1, as 1.32 always does), refuses the pod unless the claim's
+  from the API server itself, refuses the pod unless the claim's
   `status.reservedFor` holds the pod's uid and `status.allocation` is set, and adds the claim to
   its cache (keyed namespace/name, with the pod's uid, the drivers named by the allocation
   results, and the claim's uid as first read). A claim already prepared in this kubelet run is not
@@ -35,13 +48,18 @@ the difference:
   the claim goes (before that the pod's reference is dropped, no call), from the cache (the API
   server is not read), in one NodeUnprepareResources batch per driver;
 - `restart()` keeps the claim cache as the checkpoint (dra_manager_state) does, but not which
-  claims were prepared (1.32 keeps that flag in memory only): after a restart a prepared claim is
-  sent to NodePrepareResources again and the answer's devices are appended to the restored ones
-  (the runtime is then handed each CDI id twice, as the real manager does).
+  claims were prepared (the flag is in memory only, still in 1.36): after a restart a prepared
+  claim is sent to NodePrepareResources again and the answer's devices are appended to the
+  restored ones (the runtime is then handed each CDI id twice, as the real manager does).
 
-Not modelled: the manager's 60 s reconcile loop (unprepare of pods no longer active), and the
-checkpoint's file and checksum. Everything runs in the caller's event loop; `stop()` leaves no task,
-channel or server behind.
+Not modelled: the manager's 60 s reconcile loop (unprepare of pods no longer active); the
+checkpoints' files and checksums (the claim cache's, and 1.36's dra_health_state, which a stream
+ending clears anyway); 1.36's wiping delay (a deregistered driver's slices go 30 s later, and not
+at all if it registers again within that time; here they go at once, as in 1.32); the API
+versions 1.36 reads claims and wipes slices in (resource.k8s.io/v1; here v1beta1, which a driver
+cannot tell); the pod status update a health change triggers (tests read `device_health()`
+instead of allocatedResourcesStatus); the gRPC connection monitoring that marks a driver unusable.
+Everything runs in the caller's event loop; `stop()` leaves no task, channel or server behind.
 """
 
 from __future__ import annotations
@@ -49,6 +67,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import stat
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,8 +77,12 @@ from typing import Any, cast
 import grpc
 import urllib3
 from ascend_common.adapters.kubelet import constants
+from ascend_common.adapters.kubelet import dra_health_pb2 as health_pb
+from ascend_common.adapters.kubelet import dra_health_pb2_grpc as health_grpc
 from ascend_common.adapters.kubelet import dra_pb2 as dra
 from ascend_common.adapters.kubelet import dra_pb2_grpc as dra_grpc
+from ascend_common.adapters.kubelet import dra_v1_pb2 as dra_v1
+from ascend_common.adapters.kubelet import dra_v1_pb2_grpc as dra_v1_grpc
 from ascend_common.adapters.kubelet import pluginregistration_pb2 as reg
 from ascend_common.adapters.kubelet import pluginregistration_pb2_grpc as reg_grpc
 from kubernetes import client as k8s
@@ -76,6 +99,10 @@ WIPE_BACKOFF_S = (1.0, 2.0, 300.0)  # registration.go wipeResourceSlices: first 
 RESOURCE_GROUP = "resource.k8s.io"
 CLAIM_VERSION = "v1beta1"  # manager.go: m.kubeClient.ResourceV1beta1().ResourceClaims(ns).Get
 DEVICE_CLASS = "npu.huawei.com"  # a class a claim of our tests asks for (the one deploy/ ships)
+# The services a kubelet can call, in dra_plugin.go's servicesSupportedByKubelet.
+SERVICES_1_36 = (constants.DRA_V1_SERVICE_NAME, constants.DRA_V1BETA1_SERVICE_NAME)
+SERVICES_1_32 = (constants.DRA_V1BETA1_SERVICE_NAME,)  # 1.32 and 1.33: v1beta1 only
+HEALTH_NAMES = {health_pb.HEALTHY: "Healthy", health_pb.UNHEALTHY: "Unhealthy", health_pb.UNKNOWN: "Unknown"}
 
 
 class DraCallError(Exception):
@@ -103,6 +130,25 @@ class Call:
     @property
     def uids(self) -> list[str]:
         return [c.uid for c in self.claims]
+
+
+@dataclass(frozen=True)
+class DeviceHealth:
+    """One device of one health-stream message, as the kubelet's health cache keeps it."""
+
+    health: str  # "Healthy", "Unhealthy" or "Unknown" (v1.ResourceHealthStatus)
+    message: str
+    timeout_s: float  # health_check_timeout_seconds, or the kubelet's default
+    at: float  # time.monotonic() when the message arrived (the kubelet stamps receipt, not the driver's time)
+
+
+@dataclass(frozen=True)
+class HealthMessage:
+    """One NodeWatchResources message as it arrived: by (pool, device)."""
+
+    driver: str
+    at: float  # time.monotonic()
+    devices: dict[tuple[str, str], DeviceHealth]
 
 
 @dataclass
@@ -141,6 +187,9 @@ class FakeDraKubelet:
         node: str = "node-a",
         reconcile_period: float = FAST_SCAN_S,
         wipe_delay: float = 0.0,
+        services: Sequence[str] = SERVICES_1_36,
+        health: bool = True,
+        health_retry: float = constants.DRA_HEALTH_RETRY_S,
     ) -> None:
         self.registry_dir = root / "plugins_registry"
         self.plugins_dir = root / "plugins"
@@ -158,6 +207,14 @@ class FakeDraKubelet:
         self._task: asyncio.Task[None] | None = None
         self._wiping: set[asyncio.Task[None]] = set()
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self.services = tuple(services)  # what this kubelet can call; SERVICES_1_32 speaks v1beta1 only
+        self._health = health  # ResourceHealthStatus: open NodeWatchResources to each registered driver
+        self.health_retry = health_retry  # between a health stream's end and the next attempt
+        self.health_messages: list[HealthMessage] = []  # every health-stream message, in arrival order
+        self.health_errors: list[str] = []  # how each health stream ended (the kubelet logs these)
+        self.health_cache: dict[str, dict[tuple[str, str], DeviceHealth]] = {}  # by driver, then (pool, device)
+        self.health_changed = asyncio.Event()  # set at every health message (a waiter clears it)
+        self._streams: dict[str, asyncio.Task[None]] = {}
 
     async def start(self) -> None:
         self.registry_dir.mkdir(parents=True, exist_ok=True)
@@ -167,7 +224,7 @@ class FakeDraKubelet:
         self._task = asyncio.create_task(self._watch(), name="fake-dra-plugin-watcher")
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, *self._wiping) if t is not None]
+        tasks = [t for t in (self._task, *self._wiping, *self._streams.values()) if t is not None]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -175,6 +232,7 @@ class FakeDraKubelet:
                 await task
         self._task = None
         self._wiping.clear()
+        self._streams.clear()
         for channel in self._channels.values():
             await channel.close()
         self._channels.clear()
@@ -221,6 +279,9 @@ class FakeDraKubelet:
         for name, plugin in list(self.plugins.items()):
             if plugin.socket == socket:
                 del self.plugins[name]
+                stream = self._streams.pop(name, None)
+                if stream is not None:
+                    stream.cancel()  # DeRegisterPlugin: HealthStreamCancel
                 channel = self._channels.pop(name, None)
                 if channel is not None:
                     asyncio.get_running_loop().create_task(channel.close())
@@ -246,15 +307,28 @@ class FakeDraKubelet:
                     "RegisterPlugin error -- plugin validation failed with err: invalid versions of plugin "
                     f"{info.name}: empty list of supported gRPC services (aka supported versions)",
                 )
-            service = (
-                constants.DRA_V1BETA1_SERVICE_NAME
-                if constants.DRA_V1BETA1_SERVICE_NAME in info.supported_versions
-                else V1ALPHA4_SERVICE
-            )
+            # validateSupportedServices: the first of the driver's list that this kubelet serves.
+            service = next((v for v in info.supported_versions if v in self.services), "")
+            if not service and constants.DRA_V1_SERVICE_NAME in self.services:
+                await self._refuse(
+                    client,
+                    "RegisterPlugin error -- plugin validation failed with err: invalid supported gRPC versions of "
+                    f"DRA driver plugin {info.name} at endpoint {endpoint}: none of services supported by the plugin "
+                    f"({list(info.supported_versions)!r}) are supported by the kubelet ({list(self.services)!r})",
+                )
+            service = service or V1ALPHA4_SERVICE  # 1.32 fell back to the alpha API it still had
             old = self._channels.pop(info.name, None)
             if old is not None:
                 await old.close()
+            old_stream = self._streams.pop(info.name, None)
+            if old_stream is not None:
+                old_stream.cancel()
             self.plugins[info.name] = Registered(info.name, endpoint, service, socket)
+            if self._health:
+                # DRAPluginManager.add: the health stream starts with the plugin, before the status is told.
+                self._streams[info.name] = asyncio.get_running_loop().create_task(
+                    self._watch_health(info.name), name=f"fake-dra-health-{info.name}"
+                )
             registered = reg.RegistrationStatus(plugin_registered=True)
             await client.NotifyRegistrationStatus(registered, timeout=NOTIFY_TIMEOUT_S)
 
@@ -264,6 +338,70 @@ class FakeDraKubelet:
             reg.RegistrationStatus(plugin_registered=False, error=error), timeout=NOTIFY_TIMEOUT_S
         )
         raise DraCallError(error)
+
+    # ---- the health stream (ResourceHealthStatus) ----------------------------------------------
+
+    def _channel(self, driver: str) -> grpc.aio.Channel:
+        channel = self._channels.get(driver)
+        if channel is None:
+            channel = self._channels[driver] = grpc.aio.insecure_channel(f"unix://{self.plugins[driver].endpoint}")
+        return channel
+
+    async def _watch_health(self, driver: str) -> None:
+        """wait.UntilWithContext(NodeWatchResources + HandleWatchResourcesStream, 5 s) until deregistered."""
+        while True:
+            try:
+                stream = health_grpc.DRAResourceHealthStub(self._channel(driver)).NodeWatchResources(
+                    health_pb.NodeWatchResourcesRequest()
+                )
+                async for message in stream:
+                    self._health_message(driver, message)
+                self.health_errors.append("EOF")
+            except grpc.aio.AioRpcError as exc:
+                # An Unimplemented driver lands here every 5 s: "Error receiving from WatchResources stream".
+                self.health_errors.append(f"{exc.code().name}: {exc.details()}")
+            finally:
+                self.health_cache.pop(driver, None)  # clearDriver on stream exit
+            await asyncio.sleep(self.health_retry)
+
+    def _health_message(self, driver: str, message: health_pb.NodeWatchResourcesResponse) -> None:
+        """updateHealthInfo: the reported devices replace their entries; the others stay until they time out."""
+        now = time.monotonic()
+        devices = {
+            (d.device.pool_name, d.device.device_name): DeviceHealth(
+                HEALTH_NAMES.get(d.health, "Unknown"),
+                d.message if len(d.message) <= 1024 else d.message[:1021] + "...",
+                float(d.health_check_timeout_seconds) if d.health_check_timeout_seconds > 0
+                else constants.DRA_HEALTH_DEFAULT_TIMEOUT_S,
+                now,
+            )
+            for d in message.devices
+        }  # fmt: skip
+        self.health_messages.append(HealthMessage(driver, now, devices))
+        self.health_cache.setdefault(driver, {}).update(devices)
+        self.health_changed.set()
+
+    def device_health(self, driver: str, pool: str, device: str) -> tuple[str, str]:
+        """getHealthInfo: what allocatedResourcesStatus shows for the device (health, message);
+        Unknown and no message when never reported or not reported within its timeout."""
+        entry = self.health_cache.get(driver, {}).get((pool, device))
+        if entry is None or time.monotonic() - entry.at > entry.timeout_s:
+            return "Unknown", ""
+        return entry.health, entry.message
+
+    async def wait_health(
+        self, driver: str, pool: str, device: str, health: str, *, after: int = 0, within: float = 10.0
+    ) -> HealthMessage:
+        """The first health message after the first `after` that reports `device` as `health`."""
+        async with asyncio.timeout(within):
+            while True:
+                for message in self.health_messages[after:]:
+                    entry = message.devices.get((pool, device))
+                    if message.driver == driver and entry is not None and entry.health == health:
+                        return message
+                after = len(self.health_messages)
+                self.health_changed.clear()
+                await self.health_changed.wait()
 
     # ---- the registration handler's ResourceSlice wipes --------------------------------------
 
@@ -462,12 +600,10 @@ class FakeDraKubelet:
             what = "failed to get gRPC client for driver" if method == "NodePrepareResources" else (
                 "get gRPC client for DRA driver")  # fmt: skip
             raise DraCallError(f"{what} {driver}: plugin name {driver} not found in the list of registered DRA plugins")
-        if plugin.service != constants.DRA_V1BETA1_SERVICE_NAME:
+        if plugin.service not in (constants.DRA_V1_SERVICE_NAME, constants.DRA_V1BETA1_SERVICE_NAME):
             raise DraCallError(f"{method} failed: internal error: unsupported chosen service: {plugin.service!r}")
-        channel = self._channels.get(driver)
-        if channel is None:
-            channel = self._channels[driver] = grpc.aio.insecure_channel(f"unix://{plugin.endpoint}")
-        stub = dra_grpc.DRAPluginStub(channel)
+        channel = self._channel(driver)
+        stub = _Stub(channel, v1=plugin.service == constants.DRA_V1_SERVICE_NAME)
         try:
             if method == "NodePrepareResources":
                 prepared = await stub.NodePrepareResources(
@@ -490,6 +626,34 @@ class FakeDraKubelet:
         except grpc.aio.AioRpcError as exc:
             raise DraCallError(f"{method} failed: {exc.code().name}: {exc.details()}") from exc
         return call
+
+
+class _Stub:
+    """The chosen service's client, speaking in the v1beta1 messages the fake records: a v1 call
+    converts the request and the answer through their bytes (the wire is one; v1 adds Device.share_id,
+    which no driver here sets), as dra_plugin.go's V1Beta1ClientWrapper converts the other way."""
+
+    def __init__(self, channel: grpc.aio.Channel, *, v1: bool) -> None:
+        self._v1 = dra_v1_grpc.DRAPluginStub(channel) if v1 else None
+        self._v1beta1 = dra_grpc.DRAPluginStub(channel)
+
+    async def NodePrepareResources(
+        self, request: dra.NodePrepareResourcesRequest, *, timeout: float
+    ) -> dra.NodePrepareResourcesResponse:
+        if self._v1 is None:
+            return await self._v1beta1.NodePrepareResources(request, timeout=timeout)
+        v1_request = dra_v1.NodePrepareResourcesRequest.FromString(request.SerializeToString())
+        answer = await self._v1.NodePrepareResources(v1_request, timeout=timeout)
+        return dra.NodePrepareResourcesResponse.FromString(answer.SerializeToString())
+
+    async def NodeUnprepareResources(
+        self, request: dra.NodeUnprepareResourcesRequest, *, timeout: float
+    ) -> dra.NodeUnprepareResourcesResponse:
+        if self._v1 is None:
+            return await self._v1beta1.NodeUnprepareResources(request, timeout=timeout)
+        v1_request = dra_v1.NodeUnprepareResourcesRequest.FromString(request.SerializeToString())
+        answer = await self._v1.NodeUnprepareResources(v1_request, timeout=timeout)
+        return dra.NodeUnprepareResourcesResponse.FromString(answer.SerializeToString())
 
 
 # ---- what the tests put in the API server: pods and claims as the scheduler leaves them ----------

@@ -1,11 +1,12 @@
-"""The fake DRA kubelet holds to the 1.32 plugin watcher and DRA manager where our driver could tell
-(each rule checked against pkg/kubelet/cm/dra of v1.32 and, where it showed, a run of that code
-under our driver made while reading it; no project test builds it)."""
+"""The fake DRA kubelet holds to the 1.36 plugin watcher and DRA manager where our driver could tell
+(each rule checked against pkg/kubelet/cm/dra of v1.32 and 1.36 and, where it showed, a run of the
+1.32 code under our driver made while reading it; no project test builds it)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -13,8 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ascend_common.adapters.kubelet import dra_health_pb2 as health_pb
+from ascend_common.adapters.kubelet import dra_health_pb2_grpc as health_grpc
 from ascend_common.adapters.kubelet import dra_pb2 as dra
 from ascend_common.adapters.kubelet import dra_pb2_grpc as dra_grpc
+from ascend_common.adapters.kubelet import dra_v1_pb2 as dra_v1
+from ascend_common.adapters.kubelet import dra_v1_pb2_grpc as dra_v1_grpc
 from ascend_common.adapters.kubelet import pluginregistration_pb2 as reg
 from ascend_common.adapters.kubelet import pluginregistration_pb2_grpc as reg_grpc
 from grpc import aio
@@ -22,6 +27,8 @@ from grpc import aio
 from tests.support.fake_apiserver import FakeApiServer
 from tests.support.fake_dra_kubelet import (
     REAL_RECONCILE_S,
+    SERVICES_1_32,
+    SERVICES_1_36,
     DraCallError,
     FakeDraKubelet,
     allocated_claim,
@@ -67,6 +74,58 @@ class Plugin(dra_grpc.DRAPluginServicer):
         )
 
 
+class PluginV1(dra_v1_grpc.DRAPluginServicer):
+    """The v1 service: one device per claim, and a count of its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def NodePrepareResources(
+        self, request: dra_v1.NodePrepareResourcesRequest, context: Ctx
+    ) -> dra_v1.NodePrepareResourcesResponse:
+        self.calls += 1
+        device = dra_v1.Device(pool_name="node-a", device_name="d0", cdi_device_ids=["x.example.com/d=0"])
+        return dra_v1.NodePrepareResourcesResponse(
+            claims={c.uid: dra_v1.NodePrepareResourceResponse(devices=[device]) for c in request.claims}
+        )
+
+    async def NodeUnprepareResources(
+        self, request: dra_v1.NodeUnprepareResourcesRequest, context: Ctx
+    ) -> dra_v1.NodeUnprepareResourcesResponse:
+        self.calls += 1
+        return dra_v1.NodeUnprepareResourcesResponse(
+            claims={c.uid: dra_v1.NodeUnprepareResourceResponse() for c in request.claims}
+        )
+
+
+class Health(health_grpc.DRAResourceHealthServicer):
+    """Streams what the test puts in `messages`; counts the streams opened."""
+
+    def __init__(self) -> None:
+        self.messages: asyncio.Queue[health_pb.NodeWatchResourcesResponse | None] = asyncio.Queue()
+        self.opened = 0
+
+    async def NodeWatchResources(
+        self, request: health_pb.NodeWatchResourcesRequest, context: Ctx
+    ) -> AsyncIterator[health_pb.NodeWatchResourcesResponse]:
+        self.opened += 1
+        while (message := await self.messages.get()) is not None:
+            yield message
+
+
+def health_of(*devices: tuple[str, int, str, int]) -> health_pb.NodeWatchResourcesResponse:
+    """(device, health, message, timeout s) in pool node-a."""
+    return health_pb.NodeWatchResourcesResponse(
+        devices=[
+            health_pb.DeviceHealth(
+                device=health_pb.DeviceIdentifier(pool_name=NODE, device_name=name), health=health,  # type: ignore[arg-type]
+                message=message, health_check_timeout_seconds=timeout,
+            )
+            for name, health, message, timeout in devices
+        ]
+    )  # fmt: skip
+
+
 def prepared_all(request: dra.NodePrepareResourcesRequest) -> dra.NodePrepareResourcesResponse:
     return dra.NodePrepareResourcesResponse(claims={c.uid: dra.NodePrepareResourceResponse() for c in request.claims})
 
@@ -84,6 +143,10 @@ async def serving(path: Path, *servicers: Any) -> AsyncIterator[None]:
     for servicer in servicers:
         if isinstance(servicer, Registration):
             reg_grpc.add_RegistrationServicer_to_server(servicer, server)
+        elif isinstance(servicer, PluginV1):
+            dra_v1_grpc.add_DRAPluginServicer_to_server(servicer, server)
+        elif isinstance(servicer, Health):
+            health_grpc.add_DRAResourceHealthServicer_to_server(servicer, server)
         else:
             dra_grpc.add_DRAPluginServicer_to_server(servicer, server)
     server.add_insecure_port(f"unix://{path}")
@@ -176,13 +239,70 @@ async def test_a_plugin_it_cannot_take_is_told_why(
     assert not kubelet.plugins
 
 
-async def test_without_v1beta1_the_kubelet_falls_back_to_v1alpha4(kubelet: FakeDraKubelet, fake: FakeApiServer) -> None:
+@pytest.fixture
+async def kubelet_1_32(fake: FakeApiServer) -> AsyncIterator[FakeDraKubelet]:
+    with short_tmp_dir("fdk-") as root:
+        k = FakeDraKubelet(root, api=fake.api_client(), node=NODE, services=SERVICES_1_32, health=False)
+        await k.start()
+        try:
+            yield k
+        finally:
+            await k.stop()
+
+
+async def test_without_v1beta1_the_kubelet_falls_back_to_v1alpha4(
+    kubelet_1_32: FakeDraKubelet, fake: FakeApiServer
+) -> None:
+    kubelet = kubelet_1_32  # 1.32 still had the alpha API to fall back to
     async with serving(kubelet.registry_dir / "old-reg.sock", Registration(info(supported_versions=["v9.Other"]))):
         await until(lambda: DRIVER in kubelet.plugins, what="registration")
         assert kubelet.plugins[DRIVER].service == "v1alpha4.Node"
         pod, _ = pod_with_claim(fake, "p", "c")
         with pytest.raises(DraCallError, match="unsupported chosen service"):
             await kubelet.prepare(pod)
+
+
+async def test_a_1_36_kubelet_refuses_a_driver_without_a_service_it_serves(kubelet: FakeDraKubelet) -> None:
+    registration = Registration(info(supported_versions=["v9.Other"]))
+    async with serving(kubelet.registry_dir / "old-reg.sock", registration):
+        await until(lambda: registration.statuses, what="the refusal")
+    assert not registration.statuses[0].plugin_registered
+    assert "none of services supported by the plugin (['v9.Other']) are supported" in registration.statuses[0].error
+    assert not kubelet.plugins
+
+
+@pytest.mark.parametrize(
+    ("kubelet_services", "driver_services", "chosen"),
+    [
+        pytest.param(SERVICES_1_36, ["v1.DRAPlugin", "v1beta1.DRAPlugin"], "v1.DRAPlugin", id="1.36, v1 first"),
+        pytest.param(SERVICES_1_36, ["v1beta1.DRAPlugin", "v1.DRAPlugin"], "v1beta1.DRAPlugin", id="1.36, order"),
+        pytest.param(SERVICES_1_36, ["v1beta1.DRAPlugin"], "v1beta1.DRAPlugin", id="1.36, v1beta1 driver"),
+        pytest.param(SERVICES_1_32, ["v1.DRAPlugin", "v1beta1.DRAPlugin"], "v1beta1.DRAPlugin", id="1.32"),
+    ],
+)
+async def test_the_chosen_service_is_the_first_of_the_drivers_list_the_kubelet_serves(
+    fake: FakeApiServer, kubelet_services: tuple[str, ...], driver_services: list[str], chosen: str
+) -> None:
+    with short_tmp_dir("fdk-") as root:
+        kubelet = FakeDraKubelet(root, api=fake.api_client(), node=NODE, services=kubelet_services, health=False)
+        await kubelet.start()
+        v1, v1beta1 = PluginV1(), Plugin(one_device_each)
+        try:
+            registration = Registration(info(supported_versions=driver_services))
+            async with serving(kubelet.registry_dir / "x-reg.sock", registration, v1, v1beta1):
+                await until(lambda: DRIVER in kubelet.plugins, what="registration")
+                assert kubelet.plugins[DRIVER].service == chosen
+                pod, uid = pod_with_claim(fake, "p", "c")
+                # The calls reach the chosen service only; the fake records them alike.
+                assert await kubelet.prepare(pod) == {"main": ["x.example.com/d=0"]}
+                await kubelet.unprepare(pod)
+                assert [(c.method, c.uids) for c in kubelet.calls] == [
+                    ("NodePrepareResources", [uid]),
+                    ("NodeUnprepareResources", [uid]),
+                ]
+                assert v1.calls == (2 if chosen == "v1.DRAPlugin" else 0)
+        finally:
+            await kubelet.stop()
 
 
 async def test_a_hidden_socket_is_not_a_plugin(kubelet: FakeDraKubelet) -> None:
@@ -386,5 +506,58 @@ async def test_at_the_real_reconcile_period_registration_waits_for_the_loop(fake
                 assert DRIVER not in kubelet.plugins  # the fast poll would have registered it by now
                 await until(lambda: DRIVER in kubelet.plugins, timeout=3, what="registration at the next loop")
                 assert time.monotonic() - started < REAL_RECONCILE_S + 1.0  # one loop, plus a loaded machine
+        finally:
+            await kubelet.stop()
+
+
+# ---- the health stream (1.36: ResourceHealthStatus) ---------------------------------------------
+
+
+async def test_the_health_stream_is_opened_at_registration_and_followed(fake: FakeApiServer) -> None:
+    with short_tmp_dir("fdk-") as root:
+        kubelet = FakeDraKubelet(root, api=fake.api_client(), node=NODE, health_retry=0.05)
+        await kubelet.start()
+        health = Health()
+        try:
+            async with serving(kubelet.registry_dir / "x-reg.sock", Registration(info()), Plugin(prepared_all), health):
+                await until(lambda: health.opened == 1, what="the stream opened after registration")
+                assert kubelet.device_health(DRIVER, NODE, "d0") == ("Unknown", "")  # never reported
+                await health.messages.put(
+                    health_of(("d0", health_pb.HEALTHY, "ok", 0), ("d1", health_pb.HEALTHY, "", 0))
+                )
+                await kubelet.wait_health(DRIVER, NODE, "d0", "Healthy")
+                # A report that leaves d1 out keeps its entry (until its timeout); d0's replaces its own.
+                await health.messages.put(health_of(("d0", health_pb.UNHEALTHY, "verdict SeparateNPU", 0)))
+                await kubelet.wait_health(DRIVER, NODE, "d0", "Unhealthy", after=1)
+                assert kubelet.device_health(DRIVER, NODE, "d0") == ("Unhealthy", "verdict SeparateNPU")
+                assert kubelet.device_health(DRIVER, NODE, "d1") == ("Healthy", "")
+                assert kubelet.health_cache[DRIVER][(NODE, "d0")].timeout_s == 30.0  # unset: the default
+                # The stream ends: the driver's health is forgotten, and the stream is opened again.
+                await health.messages.put(None)
+                await until(lambda: health.opened == 2, what="the stream opened again")
+                assert kubelet.health_errors == ["EOF"]
+                assert kubelet.device_health(DRIVER, NODE, "d0") == ("Unknown", "")
+                # An entry older than its own timeout is Unknown, message and all.
+                await health.messages.put(health_of(("d0", health_pb.UNHEALTHY, "late", 1)))
+                await kubelet.wait_health(DRIVER, NODE, "d0", "Unhealthy", after=2)
+                entry = kubelet.health_cache[DRIVER][(NODE, "d0")]
+                kubelet.health_cache[DRIVER][(NODE, "d0")] = dataclasses.replace(entry, at=entry.at - 1.5)
+                assert kubelet.device_health(DRIVER, NODE, "d0") == ("Unknown", "")
+        finally:
+            await kubelet.stop()
+
+
+async def test_a_driver_without_the_health_service_is_asked_again_every_retry(fake: FakeApiServer) -> None:
+    with short_tmp_dir("fdk-") as root:
+        kubelet = FakeDraKubelet(root, api=fake.api_client(), node=NODE, health_retry=0.05)
+        await kubelet.start()
+        try:
+            async with serving(kubelet.registry_dir / "x-reg.sock", Registration(info()), Plugin(prepared_all)):
+                await until(lambda: len(kubelet.health_errors) >= 2, what="two failed attempts")
+                assert kubelet.health_errors[0].startswith("UNIMPLEMENTED")
+            await until(lambda: DRIVER not in kubelet.plugins, what="deregistration")
+            failed = len(kubelet.health_errors)
+            await asyncio.sleep(0.2)
+            assert len(kubelet.health_errors) == failed  # deregistration ended the retries
         finally:
             await kubelet.stop()

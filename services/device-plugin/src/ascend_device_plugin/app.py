@@ -194,7 +194,7 @@ class DevicePlugin:
             self.dra_driver, s.kubelet_plugins_dir, s.plugins_registry_dir, s.max_message_bytes,
             # A (re)starting kubelet deleted the node's slices before it registered us again.
             on_registered=(lambda: slices.kick(verify=True)) if slices is not None else lambda: None,
-            metrics=self.metrics,
+            metrics=self.metrics, changes=self.manager,
         )  # fmt: skip
         dra = self.dra
         self.lifecycle.ready_when(

@@ -28,6 +28,7 @@ from ascend_device_plugin.core.dra_claims import (
     cdi_spec_name,
     claim_devices,
 )
+from ascend_device_plugin.core.dra_health import PreparedChip
 from ascend_device_plugin.dra.state import CdiSpecs, Checkpoint, PreparedClaims, PreparedDevice
 from ascend_device_plugin.resources.inventory import InventorySource
 
@@ -95,7 +96,7 @@ class DraDriver:
         self.checkpoint = Checkpoint(state_dir)
         self.specs = CdiSpecs(cdi_root)
         self.dev_root = dev_root
-        self._on_change = on_change  # told when the set of prepared chips changed
+        self._listeners = [on_change]  # told when the set of prepared chips changed
         # `--kubelet-api both`: the chips the device plugin handed out, which no claim may get.
         self._held_elsewhere = held_elsewhere
         self._prepared: PreparedClaims = {}
@@ -112,7 +113,21 @@ class DraDriver:
             if name not in ours:
                 await asyncio.to_thread(self.specs.remove, name)
                 log.warning("dra: removed a CDI spec no prepared claim owns", extra={"spec": name})
-        self._on_change()
+        self._changed()
+
+    def watch(self, callback: Callable[[], None]) -> None:
+        """Also tell `callback` when the set of prepared chips changes."""
+        self._listeners.append(callback)
+
+    def _changed(self) -> None:
+        for callback in self._listeners:
+            callback()
+
+    def prepared_chips(self) -> list[PreparedChip]:
+        """Every device of a prepared claim, with the chip behind it (None: no such chip any more)."""
+        chips = self._chips_by_name()
+        return [PreparedChip(d.poolName, d.deviceName, chips.get(d.deviceName))
+                for devices in self._prepared.values() for d in devices]  # fmt: skip
 
     def prepared_devices(self) -> frozenset[str]:
         """The chips (by the device plugin's ids) held by prepared claims (the other API must not hand them out)."""
@@ -161,7 +176,7 @@ class DraDriver:
             return self._failed("prepare", ref, f"claim {ref.key}: saving the checkpoint failed: {exc}")
         self._prepared = claims
         log.info("dra claim prepared", extra={"claim": ref.key, "uid": ref.uid, "devices": [d.device for d in devices]})
-        self._on_change()
+        self._changed()
         return Outcome(tuple(prepared))
 
     async def _unprepare_one(self, ref: ClaimRef) -> Outcome:
@@ -171,7 +186,7 @@ class DraDriver:
                 claims = {uid: d for uid, d in self._prepared.items() if uid != ref.uid}
                 await asyncio.to_thread(self.checkpoint.save, claims)
                 self._prepared = claims
-                self._on_change()
+                self._changed()
         except OSError as exc:
             return self._failed("unprepare", ref, f"claim {ref.key}: {exc}")
         log.info("dra claim unprepared", extra={"claim": ref.key, "uid": ref.uid})

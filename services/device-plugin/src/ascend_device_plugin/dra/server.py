@@ -7,6 +7,11 @@ notices; it asks GetInfo, checks the type and the announced services, registers 
 says so through NotifyRegistrationStatus. A kubelet that restarts scans the directory again, so
 the sockets stay as they are. Both are created mode 0600: only the kubelet (root) may connect.
 
+The DRA socket serves the kubelet's DRAPlugin service twice, as dra/v1 (1.34+ prefer it) and
+dra/v1beta1 (1.32, 1.33), one servicer behind both: the two differ in their package only (v1's
+Device has a share_id we never set). Registration lists v1 first, since the kubelet takes the
+first entry it knows. The same socket serves dra-health/v1alpha1 (dra/health.py).
+
 The servicers translate only: the answers come from the DraDriver; a request that does not decode
 is INVALID_ARGUMENT (as for the device-plugin API), a claim that fails is its own error.
 """
@@ -18,25 +23,42 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Protocol, cast
 
 import grpc
-from ascend_common.adapters.kubelet import dra_pb2 as dra
-from ascend_common.adapters.kubelet import dra_pb2_grpc as dra_grpc
+from ascend_common.adapters.kubelet import dra_health_pb2_grpc as health_grpc
+from ascend_common.adapters.kubelet import dra_pb2 as dra_v1beta1
+from ascend_common.adapters.kubelet import dra_pb2_grpc as dra_v1beta1_grpc
+from ascend_common.adapters.kubelet import dra_v1_pb2 as dra_v1
+from ascend_common.adapters.kubelet import dra_v1_pb2_grpc as dra_v1_grpc
 from ascend_common.adapters.kubelet import pluginregistration_pb2 as reg
 from ascend_common.adapters.kubelet import pluginregistration_pb2_grpc as reg_grpc
-from ascend_common.adapters.kubelet.constants import DRA_PLUGIN_TYPE, DRA_V1BETA1_SERVICE_NAME
+from ascend_common.adapters.kubelet.constants import (
+    DRA_PLUGIN_TYPE,
+    DRA_V1_SERVICE_NAME,
+    DRA_V1BETA1_SERVICE_NAME,
+)
 from ascend_common.kubenames import is_uid
 from grpc import aio
 
 from ascend_device_plugin.core.dra import DRIVER
 from ascend_device_plugin.dra.driver import ClaimRef, DraDriver, Outcome
+from ascend_device_plugin.dra.health import HealthService, HealthStreams
 from ascend_device_plugin.metrics import PluginMetrics
 
 log = logging.getLogger(__name__)
 Ctx = aio.ServicerContext[Any, Any]
+
+
+class ChangeSource(Protocol):
+    def watch(self, callback: Callable[[], None]) -> Callable[[], None]: ...
+
+
 DRA_SOCKET = "dra.sock"
 REGISTRATION_SOCKET = f"{DRIVER}-reg.sock"
+# Newest first: the kubelet picks the first service of this list that it serves.
+SUPPORTED_SERVICES = (DRA_V1_SERVICE_NAME, DRA_V1BETA1_SERVICE_NAME)
 
 
 async def _refs(claims: Any, context: Ctx) -> tuple[list[ClaimRef], dict[str, Outcome]]:
@@ -60,44 +82,44 @@ async def _refs(claims: Any, context: Ctx) -> tuple[list[ClaimRef], dict[str, Ou
     return refs, refused
 
 
-def _device(d: Any) -> dra.Device:
-    return dra.Device(
-        request_names=d.requestNames, pool_name=d.poolName, device_name=d.deviceName, cdi_device_ids=d.cdiDeviceIds
-    )
+class DraService:
+    """The DRAPlugin servicer of both API versions: `api` is the generated message module of the one
+    it is registered for (dra_v1_pb2 or dra_pb2), whose classes build the answers."""
 
-
-def _prepared(outcome: Outcome) -> dra.NodePrepareResourceResponse:
-    if outcome.error:
-        return dra.NodePrepareResourceResponse(error=outcome.error)
-    return dra.NodePrepareResourceResponse(devices=[_device(d) for d in outcome.devices])
-
-
-class DraService(dra_grpc.DRAPluginServicer):
-    def __init__(self, driver: DraDriver, metrics: PluginMetrics | None = None) -> None:
+    def __init__(self, driver: DraDriver, metrics: PluginMetrics | None = None, api: ModuleType = dra_v1beta1) -> None:
         self.driver = driver
         self.metrics = metrics
+        self.api = api
+
+    def _prepared(self, outcome: Outcome) -> Any:
+        if outcome.error:
+            return self.api.NodePrepareResourceResponse(error=outcome.error)
+        devices = [
+            self.api.Device(
+                request_names=d.requestNames, pool_name=d.poolName, device_name=d.deviceName,
+                cdi_device_ids=d.cdiDeviceIds,
+            )
+            for d in outcome.devices
+        ]  # fmt: skip
+        return self.api.NodePrepareResourceResponse(devices=devices)
 
     def _count(self, call: str, outcomes: dict[str, Outcome]) -> None:
         if self.metrics is not None:
             for outcome in outcomes.values():
                 self.metrics.dra_claims.labels(call, "refused" if outcome.error else "ok").inc()
 
-    async def NodePrepareResources(
-        self, request: dra.NodePrepareResourcesRequest, context: Ctx
-    ) -> dra.NodePrepareResourcesResponse:
+    async def NodePrepareResources(self, request: Any, context: Ctx) -> Any:
         refs, refused = await _refs(request.claims, context)
         outcomes = refused | await self.driver.prepare(refs)
         self._count("prepare", outcomes)
-        return dra.NodePrepareResourcesResponse(claims={uid: _prepared(o) for uid, o in outcomes.items()})
+        return self.api.NodePrepareResourcesResponse(claims={uid: self._prepared(o) for uid, o in outcomes.items()})
 
-    async def NodeUnprepareResources(
-        self, request: dra.NodeUnprepareResourcesRequest, context: Ctx
-    ) -> dra.NodeUnprepareResourcesResponse:
+    async def NodeUnprepareResources(self, request: Any, context: Ctx) -> Any:
         refs, refused = await _refs(request.claims, context)
         outcomes = refused | await self.driver.unprepare(refs)
         self._count("unprepare", outcomes)
-        return dra.NodeUnprepareResourcesResponse(
-            claims={uid: dra.NodeUnprepareResourceResponse(error=o.error) for uid, o in outcomes.items()}
+        return self.api.NodeUnprepareResourcesResponse(
+            claims={uid: self.api.NodeUnprepareResourceResponse(error=o.error) for uid, o in outcomes.items()}
         )
 
 
@@ -113,7 +135,7 @@ class RegistrationService(reg_grpc.RegistrationServicer):
             type=DRA_PLUGIN_TYPE,
             name=DRIVER,
             endpoint=str(self.endpoint),
-            supported_versions=[DRA_V1BETA1_SERVICE_NAME],
+            supported_versions=list(SUPPORTED_SERVICES),
         )
 
     async def NotifyRegistrationStatus(
@@ -159,11 +181,18 @@ class DraServers:
         *,
         on_registered: Callable[[], None] = lambda: None,
         metrics: PluginMetrics | None = None,
+        changes: ChangeSource | None = None,
     ) -> None:
+        """`changes`: what tells the health stream that a chip's health (or its reason) changed."""
         self.socket_path = plugins_dir / DRIVER / DRA_SOCKET
         self.registration_path = registry_dir / REGISTRATION_SOCKET
         self.registration = RegistrationService(self.socket_path, on_registered)
-        self._service = DraService(driver, metrics)
+        self._metrics = metrics
+        self._driver = driver
+        self.health = HealthStreams(driver.resources, driver.prepared_chips)
+        driver.watch(self.health.refresh)
+        self._changes = changes
+        self._unwatch: Callable[[], None] | None = None
         self._max_message = max_message
         self._servers: list[tuple[aio.Server, Path]] = []
 
@@ -177,7 +206,15 @@ class DraServers:
 
     async def start(self) -> None:
         service = self._server()
-        dra_grpc.add_DRAPluginServicer_to_server(self._service, service)
+        # The generated add_* functions want their own version's servicer class; ours serves both.
+        v1 = cast(dra_v1_grpc.DRAPluginServicer, DraService(self._driver, self._metrics, dra_v1))
+        v1beta1 = cast(dra_v1beta1_grpc.DRAPluginServicer, DraService(self._driver, self._metrics, dra_v1beta1))
+        dra_v1_grpc.add_DRAPluginServicer_to_server(v1, service)
+        dra_v1beta1_grpc.add_DRAPluginServicer_to_server(v1beta1, service)
+        health_grpc.add_DRAResourceHealthServicer_to_server(HealthService(self.health), service)
+        if self._changes is not None and self._unwatch is None:
+            self._unwatch = self._changes.watch(self.health.refresh)
+        self.health.refresh()
         await _start_unix(service, self.socket_path)
         self._servers.append((service, self.socket_path))
         registration = self._server()
@@ -191,7 +228,11 @@ class DraServers:
 
     async def stop(self) -> None:
         # Registration first: its socket going away is how the kubelet learns the driver left.
+        self.health.close()
         for server, path in reversed(self._servers):
             _clear(path)
             await server.stop(grace=1.0)
         self._servers.clear()
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None

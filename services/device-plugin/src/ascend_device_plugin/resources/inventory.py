@@ -9,7 +9,7 @@ are told what was published. Nothing outside the manager writes its state.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
@@ -17,6 +17,7 @@ from ascend_common.chips import ResourceType
 from ascend_common.schemas.exporter import Chip
 from ascend_common.superpod import NO_SUPER_POD, SuperPod
 
+from ascend_device_plugin.core.dra_health import ChipHealth
 from ascend_device_plugin.core.model import ChipInfo
 from ascend_device_plugin.resources.views import AdvertisedDevice
 
@@ -32,6 +33,9 @@ class Inventory:
     volcano_map: Mapping[str, str]
     super_pod: SuperPod = NO_SUPER_POD  # what the chips report of the node's super pod
     main_board_id: int | None = None  # the node's main board (None: no chip reported a valid one)
+    # By phy id: each chip's health decision and its reason (the DRA health stream's message).
+    health: Mapping[int, ChipHealth] = field(default_factory=lambda: MappingProxyType({}))
+    exporter_lost: bool = False  # the exporter's grace period is over: no chip's state is known
 
     @classmethod
     def empty(cls) -> Inventory:

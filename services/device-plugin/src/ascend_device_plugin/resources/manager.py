@@ -10,7 +10,7 @@ wakes the ListAndWatch streams of exactly the resources that changed. Readers ge
 from __future__ import annotations
 
 import logging
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -24,6 +24,7 @@ from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.superpod import NO_SUPER_POD, SuperPod, main_board_id, super_device_id, super_pod
 
 from ascend_device_plugin.core.devices import DeviceEntry, physical_devices, vnpu_devices
+from ascend_device_plugin.core.dra_health import ChipHealth
 from ascend_device_plugin.core.mixed import card_usage_refusal, mixed_devices
 from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.core.softshare import ignored_share_count, soft_share_refusal
@@ -104,6 +105,14 @@ class ResourceManager:
         self._inventory = Inventory.empty()
         # `--kubelet-api both`: chips the DRA driver prepared for claims, Unhealthy for the kubelet here.
         self._withheld: frozenset[str] = frozenset()
+        self._watchers: list[Callable[[], None]] = []
+
+    def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` after every recompute (on the event loop thread); returns the unwatch.
+        For readers that need more than the published devices: a reason that changed while the
+        health did not publishes nothing on the ViewBoard."""
+        self._watchers.append(callback)
+        return lambda: self._watchers.remove(callback) if callback in self._watchers else None
 
     @property
     def inventory(self) -> Inventory:
@@ -199,6 +208,7 @@ class ResourceManager:
     def _recompute(self) -> None:
         in_use = self._in_use_for_health
         infos: dict[int, ChipInfo] = {}
+        health: dict[int, ChipHealth] = {}
         for chip in self._chips.values():
             decision = (
                 HealthDecision(False, HealthSource.EXPORTER, "the exporter is unreachable")
@@ -218,11 +228,14 @@ class ResourceManager:
             self._decisions[chip.logic_id] = decision
             if (info := chip_info(chip, decision.healthy)) is not None:
                 infos[info.phy_id] = info
+                health[info.phy_id] = ChipHealth(decision.healthy, _message(decision, self._verdicts.get(chip.name)))
         self._inventory = Inventory(
             self._physical_type(), MappingProxyType(infos), MappingProxyType(dict(self._chips)),
-            self._volcano_map(), self._super_pod, self._main_board_id,
+            self._volcano_map(), self._super_pod, self._main_board_id, MappingProxyType(health), self._exporter_lost,
         )  # fmt: skip
         self._publish_devices()
+        for callback in list(self._watchers):
+            callback()
 
     def _volcano_map(self) -> Mapping[str, str]:
         return MappingProxyType({k: v for mapping in self._volcano_by_pod.values() for k, v in mapping.items()})
@@ -289,3 +302,10 @@ class ResourceManager:
         if names != self._withheld:
             self._withheld = names
             self._publish_devices()
+
+
+def _message(decision: HealthDecision, verdict: ChipVerdict | None) -> str:
+    """The decision's reason, with the fault codes the verdict it rests on names."""
+    if verdict is not None and verdict.codes and decision.source in (HealthSource.VERDICT, HealthSource.LAST_VERDICT):
+        return f"{decision.reason}, fault codes {' '.join(verdict.codes)}"
+    return decision.reason

@@ -42,7 +42,8 @@ PODRESOURCES_GET_ALLOCATABLE_METHOD: Final = f"/{PODRESOURCES_SERVICE}/GetAlloca
 # The kubelet gives PreStartContainer this long before it fails the container start.
 PRE_START_CONTAINER_TIMEOUT_S: Final = 30.0
 
-# ---- Dynamic Resource Allocation (k8s.io/kubelet/pkg/apis/dra/v1beta1, pluginregistration/v1) ----
+# ---- Dynamic Resource Allocation (k8s.io/kubelet/pkg/apis/dra/v1 and v1beta1, dra-health/v1alpha1,
+# pluginregistration/v1) ----
 # The kubelet's plugin watcher scans this directory for registration sockets (a name starting with
 # "." is skipped); a DRA driver serves its own API on a socket under DEFAULT_KUBELET_PLUGINS_DIR/<driver>/.
 DEFAULT_PLUGINS_REGISTRY_DIR: Final = Path("/var/lib/kubelet/plugins_registry")
@@ -57,5 +58,18 @@ NOTIFY_REGISTRATION_STATUS_METHOD: Final = f"/{PLUGIN_REGISTRATION_SERVICE}/Noti
 DRA_V1BETA1_SERVICE: Final = "k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin"
 NODE_PREPARE_RESOURCES_METHOD: Final = f"/{DRA_V1BETA1_SERVICE}/NodePrepareResources"
 NODE_UNPREPARE_RESOURCES_METHOD: Final = f"/{DRA_V1BETA1_SERVICE}/NodeUnprepareResources"
+# dra/v1 (types.go DRAPluginService): what 1.34+ kubelets prefer. The kubelet takes the first entry
+# of the driver's supported_versions that it knows, so a driver lists v1 before v1beta1.
+DRA_V1_SERVICE_NAME: Final = "v1.DRAPlugin"
+DRA_V1_SERVICE: Final = "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin"
+NODE_PREPARE_RESOURCES_V1_METHOD: Final = f"/{DRA_V1_SERVICE}/NodePrepareResources"
+NODE_UNPREPARE_RESOURCES_V1_METHOD: Final = f"/{DRA_V1_SERVICE}/NodeUnprepareResources"
+# dra-health/v1alpha1: not announced at registration; the kubelet (ResourceHealthStatus) simply
+# calls it on the DRA socket and retries every 5 s while it answers an error.
+DRA_HEALTH_SERVICE: Final = "v1alpha1.DRAResourceHealth"
+NODE_WATCH_RESOURCES_METHOD: Final = f"/{DRA_HEALTH_SERVICE}/NodeWatchResources"
+DRA_HEALTH_RETRY_S: Final = 5.0  # dra_plugin_manager.go: wait.UntilWithContext(..., 5*time.Second)
+# healthinfo.go DefaultHealthTimeout: a device not reported for this long turns Unknown.
+DRA_HEALTH_DEFAULT_TIMEOUT_S: Final = 30.0
 # The kubelet's deadline for one DRA call (cm/dra/plugin/registration.go defaultClientCallTimeout).
 DRA_CALL_TIMEOUT_S: Final = 45.0

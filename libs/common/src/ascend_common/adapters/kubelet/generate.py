@@ -23,7 +23,14 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # at the directory that holds `ascend_common/` makes the stubs import each other as
 # `ascend_common.adapters.kubelet.xxx_pb2` with no post-processing.
 SRC_ROOT = PACKAGE_DIR.parents[len(PACKAGE.split(".")) - 1]
-PROTOS = ("deviceplugin.proto", "podresources.proto", "pluginregistration.proto", "dra.proto")
+PROTOS = (
+    "deviceplugin.proto",
+    "podresources.proto",
+    "pluginregistration.proto",
+    "dra.proto",
+    "dra_v1.proto",
+    "dra_health.proto",
+)
 PLUGINS = ("protoc-gen-mypy", "protoc-gen-mypy_grpc")
 SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
 # Prepended to the generated service stubs (*_pb2_grpc.pyi), which the workspace's ruff exclude
