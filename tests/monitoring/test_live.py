@@ -1,8 +1,10 @@
 """The monitoring component on a real Prometheus (Debian's): the local stack (`./dev local`:
 the exporter's simulator, the fault-manager and the device-plugin offline) scraped every second
 with the component's rules (their `for` shortened to seconds), then every dashboard query
-returns data through the HTTP API, the healthy stack raises no alert, and a chip fault injected
-through the simulator fires AscendNPUChipUnhealthy, which resolves when the fault recovers."""
+returns data through the HTTP API, the healthy stack raises no alert, a chip fault injected
+through the simulator fires AscendNPUChipUnhealthy (and, local mode running no hot reset,
+AscendNPUHotResetNotRecovering), both resolve when the fault recovers, and a chip isolated on
+the fault-manager's API fires AscendNPUChipIsolated until it is released."""
 
 from __future__ import annotations
 
@@ -39,6 +41,10 @@ class Node:
 
     def exporter(self) -> httpx.Client:
         transport = httpx.HTTPTransport(uds=str(self.state / "dcmi-exporter.sock"))
+        return httpx.Client(transport=transport, base_url="http://x", timeout=5)
+
+    def fault_manager(self) -> httpx.Client:
+        transport = httpx.HTTPTransport(uds=str(self.state / "fault-manager.sock"))
         return httpx.Client(transport=transport, base_url="http://x", timeout=5)
 
     def sim_token(self) -> str:
@@ -160,7 +166,7 @@ def _ours(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.timeout(240)
-def test_dashboard_queries_return_data_and_the_unhealthy_alert_fires_and_resolves(prom: Prometheus, node: Node) -> None:
+def test_dashboard_queries_return_data_and_alerts_fire_and_resolve(prom: Prometheus, node: Node) -> None:
     started = time.monotonic()
 
     # The rules loaded, as promtool read them, and each evaluates without an error.
@@ -189,8 +195,17 @@ def test_dashboard_queries_return_data_and_the_unhealthy_alert_fires_and_resolve
     # A healthy node raises nothing (several evaluations since the first scrape).
     assert _ours(prom.alerts()) == []
 
-    with node.exporter() as exporter:
-        phy = str(exporter.get("/v1/chips/0").json()["phy_id"])
+    def firing(name: str) -> list[dict[str, Any]] | None:
+        found = [a for a in prom.alerts() if a["labels"]["alertname"] == name and a["state"] == "firing"]
+        return found or None
+
+    def resolved(name: str) -> bool:
+        gone = not [a for a in prom.alerts() if a["labels"]["alertname"] == name]
+        return gone and not prom.query(f'ALERTS{{alertname="{name}"}}')
+
+    with node.exporter() as exporter, node.fault_manager() as fault_manager:
+        chip = exporter.get("/v1/chips/0").json()
+        phy = str(chip["phy_id"])
         auth = {"Authorization": f"Bearer {node.sim_token()}"}
 
         def inject(assertion: str) -> None:
@@ -198,33 +213,42 @@ def test_dashboard_queries_return_data_and_the_unhealthy_alert_fires_and_resolve
             answer = exporter.post("/v1/sim/chips/0/faults", json=body, headers=auth)
             assert answer.status_code == 204, answer.text
 
-        def unhealthy_firing() -> list[dict[str, Any]] | None:
-            firing = [
-                a
-                for a in prom.alerts()
-                if a["labels"]["alertname"] == "AscendNPUChipUnhealthy" and a["state"] == "firing"
-            ]
-            return firing or None
-
         inject("occur")
         fault_at = time.monotonic()
-        (alert,) = until_sync(unhealthy_firing, ALERT_S, "AscendNPUChipUnhealthy firing")
+        (alert,) = until_sync(lambda: firing("AscendNPUChipUnhealthy"), ALERT_S, "AscendNPUChipUnhealthy firing")
         fired_s = time.monotonic() - fault_at
         assert alert["labels"]["id"] == phy
         assert alert["labels"]["node"] == "local"
         assert alert["labels"]["severity"] == "critical"
         assert alert["annotations"]["summary"] == f"NPU chip {phy} on local is unhealthy"
         assert float(alert["value"]) == 0
+        # The fault-manager's verdict: RestartNPU, and local mode runs no hot reset to recover it.
+        (waiting,) = until_sync(
+            lambda: firing("AscendNPUHotResetNotRecovering"), ALERT_S, "AscendNPUHotResetNotRecovering firing"
+        )
+        assert waiting["labels"] == {
+            "alertname": "AscendNPUHotResetNotRecovering",
+            "node": "local",
+            "level": "RestartNPU",
+            "severity": "warning",
+        }
 
         inject("recover")
         recover_at = time.monotonic()
-
-        def resolved() -> bool:
-            gone = not [a for a in prom.alerts() if a["labels"]["alertname"] == "AscendNPUChipUnhealthy"]
-            return gone and not prom.query('ALERTS{alertname="AscendNPUChipUnhealthy"}')
-
-        until_sync(resolved, ALERT_S, "AscendNPUChipUnhealthy resolved")
+        until_sync(lambda: resolved("AscendNPUChipUnhealthy"), ALERT_S, "AscendNPUChipUnhealthy resolved")
         resolved_s = time.monotonic() - recover_at
+        until_sync(lambda: resolved("AscendNPUHotResetNotRecovering"), ALERT_S, "the hot-reset alert resolved")
+
+        # An administrator isolates the chip on the fault-manager's API, then releases it.
+        answer = fault_manager.post(f"/v1/chips/{chip['name']}/separation")
+        assert answer.status_code == 200, answer.text
+        (isolated,) = until_sync(lambda: firing("AscendNPUChipIsolated"), ALERT_S, "AscendNPUChipIsolated firing")
+        assert isolated["labels"]["level"] == "ManuallySeparateNPU"
+        assert isolated["annotations"]["summary"] == "1 NPU chip(s) on local isolated (ManuallySeparateNPU)"
+        answer = fault_manager.delete(f"/v1/chips/{chip['name']}/separation")
+        assert answer.status_code == 200, answer.text
+        until_sync(lambda: resolved("AscendNPUChipIsolated"), ALERT_S, "AscendNPUChipIsolated resolved")
+    assert _ours(prom.alerts()) == []
     print(
         json.dumps(
             {
