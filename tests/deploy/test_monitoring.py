@@ -1,6 +1,6 @@
 """The monitoring component (deploy/kustomize/components/monitoring) on every pool: the PodMonitor
 and the PrometheusRule validate strictly (unknown fields refused) against the Prometheus
-Operator's CRD schemas (v0.93.0, /work/shared/data/prometheus-operator, or
+Operator's CRD schemas (v0.93.0, ../shared/data/prometheus-operator, or
 $PROMETHEUS_OPERATOR_CRDS), the rest against Kubernetes' with kubernetes-validate --strict; the
 PodMonitor and the scrape annotations reach each service's metrics port; the dashboard is a
 Grafana model in a ConfigMap Grafana's sidecar picks up."""
@@ -29,10 +29,13 @@ from tests.deploy.test_kustomize import (
     render_pools,
     validate,
 )
-from tests.monitoring.component import JOBS, panels, queries
+from tests.monitoring.component import JOBS, ROOT, panels, queries
 
 COMPONENT = KUSTOMIZE / "components" / "monitoring"
-CRDS = Path(os.environ.get("PROMETHEUS_OPERATOR_CRDS", "/work/shared/data/prometheus-operator"))
+# The CRDs beside the workspace (../shared/data/prometheus-operator of the main checkout, which a
+# worktree under lanes/ sees one level further up), or where PROMETHEUS_OPERATOR_CRDS says.
+_SHARED = [p / "shared" / "data" / "prometheus-operator" for p in (ROOT.parent, ROOT.parent.parent)]
+CRDS = Path(os.environ.get("PROMETHEUS_OPERATOR_CRDS") or next((p for p in _SHARED if p.is_dir()), _SHARED[0]))
 CRD_FILES = {
     "PodMonitor": "monitoring.coreos.com_podmonitors.yaml",
     "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
