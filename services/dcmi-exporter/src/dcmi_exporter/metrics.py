@@ -13,8 +13,9 @@ every scrape, so a label that changes leaves no stale series behind.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 
+from ascend_common.cardlabel import card_labels
 from ascend_common.chips import ChipFamily
 from ascend_common.schemas.exporter import Chip, ChipState
 from prometheus_client import CollectorRegistry
@@ -23,7 +24,7 @@ from prometheus_client.registry import Collector
 
 from dcmi_exporter import __version__
 from dcmi_exporter.backends.base import HCCS_PORTS, PCIE_KINDS, ChipTelemetry
-from dcmi_exporter.containers import Holder, card_labels
+from dcmi_exporter.containers import Holders
 from dcmi_exporter.snapshot import Snapshot
 from dcmi_exporter.telemetry_task import Samples
 
@@ -36,8 +37,6 @@ ERROR_CODE_FAMILIES = (
     *(f"npu_chip_info_error_code_{i}" for i in range(1, MAX_ERROR_CODES)),
 )
 _MB = 1024 * 1024
-
-Holders = Mapping[int, tuple[Holder, ...]]  # phy id -> the containers holding the chip
 
 _ALL = frozenset(ChipFamily)
 # npu-exporter's supported-device maps, by family (collector_for_*.go).
