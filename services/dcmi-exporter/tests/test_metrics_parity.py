@@ -6,7 +6,8 @@ TestCountHealthStatus (5 cases), TestUpdatePrometheusMachineHealthMetrics (2), T
 (2 of its 3: a card count, a family without one; GetCardList failing has no counterpart),
 TestCollectUtilCommon (2; a failing multi call falls back to v1 here, where the reference shows 0),
 TestCollectUtilV1 (2), TestRoceCollectorIsSupported (2, plus the 910B and 310P),
-TestGetLinkStatusCode (5), and the hccn helpers GetFloatDataFromStr (7, ours), getMainOptInfo (3,
+TestGetLinkStatusCode (5), TestPreCollect (its 4 begin-index cases, plus an unknown main board, ours),
+TestNodeBaseCollectorUpdatePrometheus (1), and the hccn helpers GetFloatDataFromStr (7, ours), getMainOptInfo (3,
 ours) and the link parsers (ours).
 """
 
@@ -509,3 +510,34 @@ def test_error_codes_up_to_ten_and_none_without_a_code() -> None:
     assert value_of_id(families, "npu_chip_info_error_code_9", "0") == 0x80E00009
     assert "npu_chip_info_error_code_10" not in families
     assert {dict(k)["id"] for k in families["npu_chip_info_error_code"]} == {"0"}  # chip 1: no code, no series
+
+
+PRE_COLLECT = [
+    ("should set beginIndex to num1 when devType is Ascend910B", 0x22, None, 1),
+    ("should set beginIndex to num1 when IsA900A3SuperPod returns true", 0xB0, 0x18, 1),
+    ("should set beginIndex to num1 when Is800IA3Chip returns true", 0xB0, 0x14, 1),
+    ("should set beginIndex to num2 when IsA9000A3SuperPod returns true", 0xB0, 0x1C, 2),
+    ("mainBoardId not supported: the reference leaves 0 (port 0 shown), ours 1", 0xB0, 0x99, 1),
+]
+
+
+@pytest.mark.parametrize(("name", "board", "main_board", "first"), PRE_COLLECT, ids=[c[0] for c in PRE_COLLECT])
+def test_pre_collect_begin_index(name: str, board: int, main_board: int | None, first: int) -> None:
+    """TestPreCollect (collector_for_hccs_test.go), its begin-index cases: the first HCCS port shown."""
+    from dcmi_exporter.metrics import hccs_first_port
+
+    chip = exporter_chip(0, 0, board=board)
+    if main_board is not None:
+        static = chip.static.model_copy(update={"main_board_id": Reading[int].ok(main_board)})
+        chip = chip.model_copy(update={"static": static})
+    assert hccs_first_port(chip) == first
+
+
+def test_node_base_collector_update_prometheus() -> None:
+    """TestNodeBaseCollectorUpdatePrometheus: one node_base_info series, value 1, labels exporterVersion
+    and driverVersion (the library's version); npu_exporter_version_info has exporterVersion only."""
+    from dcmi_exporter import __version__
+
+    families = scrape(snapshot_of([chip_with(0, "Healthy")]))
+    assert families["node_base_info"] == {(("driverVersion", "24.1.rc2"), ("exporterVersion", __version__)): 1}
+    assert families["npu_exporter_version_info"] == {(("exporterVersion", __version__),): 1}
