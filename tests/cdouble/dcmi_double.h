@@ -220,4 +220,68 @@ struct dcmi_multi_utilization_info {
     unsigned int reserved[DCMI_UTIL_RESERVED_LEN];
 };
 
+#define HCCS_MAX_PCS_NUM 16
+#define HCCS_RES_PCS_NUM 64
+#define DCMI_ELABEL_LEN 256 /* MAX_LENGTH */
+#define DCMI_MAIN_CMD_HCCS 16
+#define DCMI_MAIN_CMD_SIO 56
+#define DCMI_HCCS_SUB_CMD_STATISTIC 3
+#define DCMI_HCCS_SUB_CMD_STATISTIC_U64 5
+#define DCMI_SIO_SUB_CMD_CRC_ERR 0
+
+/* dcmi_get_device_info(DCMI_MAIN_CMD_HCCS, 3) */
+struct dcmi_hccs_statistic_info {
+    unsigned int tx_cnt[HCCS_MAX_PCS_NUM];
+    unsigned int rx_cnt[HCCS_MAX_PCS_NUM];
+    unsigned int crc_err_cnt[HCCS_MAX_PCS_NUM];
+    unsigned int retry_cnt[HCCS_MAX_PCS_NUM];
+    unsigned int reserved_field_cnt[HCCS_RES_PCS_NUM];
+};
+
+/* dcmi_get_device_info(DCMI_MAIN_CMD_HCCS, 5) */
+struct dcmi_hccs_statistic_info_u64 {
+    unsigned long long tx_cnt[HCCS_MAX_PCS_NUM];
+    unsigned long long rx_cnt[HCCS_MAX_PCS_NUM];
+    unsigned long long crc_err_cnt[HCCS_MAX_PCS_NUM];
+    unsigned long long retry_cnt[HCCS_MAX_PCS_NUM];
+    unsigned long long reserved[HCCS_RES_PCS_NUM];
+};
+
+/* dcmi_get_hccs_link_bandwidth_info */
+struct dcmi_hccs_bandwidth_info {
+    int profiling_time;
+    double total_txbw;
+    double total_rxbw;
+    double tx_bandwidth[HCCS_MAX_PCS_NUM];
+    double rx_bandwidth[HCCS_MAX_PCS_NUM];
+};
+
+/* dcmi_get_device_info(DCMI_MAIN_CMD_SIO, 0) */
+struct dcmi_sio_crc_err_statistic_info {
+    unsigned short tx_error_count;
+    unsigned short rx_error_count;
+    unsigned char reserved[8];
+};
+
+/* dcmi_get_device_memory_info_v3 */
+struct dcmi_get_memory_info_stru {
+    unsigned long long memory_size;
+    unsigned long long memory_available;
+    unsigned int freq;
+    unsigned long hugepagesize;
+    unsigned long hugepages_total;
+    unsigned long hugepages_free;
+    unsigned int utiliza;
+    unsigned char reserve[60];
+};
+
+/* dcmi_get_card_elabel_v2 / dcmiv2_get_device_elabel_info */
+struct dcmi_elabel_info {
+    char product_name[DCMI_ELABEL_LEN];
+    char model[DCMI_ELABEL_LEN];
+    char manufacturer[DCMI_ELABEL_LEN];
+    char manufacturer_date[DCMI_ELABEL_LEN];
+    char serial_number[DCMI_ELABEL_LEN];
+};
+
 #endif /* DCMI_DOUBLE_H */

@@ -151,5 +151,48 @@ int main(void)
     FIELD(struct, dcmi_multi_utilization_info, aicore_util);
     FIELD(struct, dcmi_multi_utilization_info, npu_util);
     FIELD(struct, dcmi_multi_utilization_info, reserved);
+
+    SIZE(struct, dcmi_hccs_statistic_info);
+    FIELD(struct, dcmi_hccs_statistic_info, tx_cnt);
+    FIELD(struct, dcmi_hccs_statistic_info, rx_cnt);
+    FIELD(struct, dcmi_hccs_statistic_info, crc_err_cnt);
+    FIELD(struct, dcmi_hccs_statistic_info, retry_cnt);
+    FIELD(struct, dcmi_hccs_statistic_info, reserved_field_cnt);
+
+    SIZE(struct, dcmi_hccs_statistic_info_u64);
+    FIELD(struct, dcmi_hccs_statistic_info_u64, tx_cnt);
+    FIELD(struct, dcmi_hccs_statistic_info_u64, rx_cnt);
+    FIELD(struct, dcmi_hccs_statistic_info_u64, crc_err_cnt);
+    FIELD(struct, dcmi_hccs_statistic_info_u64, retry_cnt);
+    FIELD(struct, dcmi_hccs_statistic_info_u64, reserved);
+
+    SIZE(struct, dcmi_hccs_bandwidth_info);
+    FIELD(struct, dcmi_hccs_bandwidth_info, profiling_time);
+    FIELD(struct, dcmi_hccs_bandwidth_info, total_txbw);
+    FIELD(struct, dcmi_hccs_bandwidth_info, total_rxbw);
+    FIELD(struct, dcmi_hccs_bandwidth_info, tx_bandwidth);
+    FIELD(struct, dcmi_hccs_bandwidth_info, rx_bandwidth);
+
+    SIZE(struct, dcmi_sio_crc_err_statistic_info);
+    FIELD(struct, dcmi_sio_crc_err_statistic_info, tx_error_count);
+    FIELD(struct, dcmi_sio_crc_err_statistic_info, rx_error_count);
+    FIELD(struct, dcmi_sio_crc_err_statistic_info, reserved);
+
+    SIZE(struct, dcmi_get_memory_info_stru);
+    FIELD(struct, dcmi_get_memory_info_stru, memory_size);
+    FIELD(struct, dcmi_get_memory_info_stru, memory_available);
+    FIELD(struct, dcmi_get_memory_info_stru, freq);
+    FIELD(struct, dcmi_get_memory_info_stru, hugepagesize);
+    FIELD(struct, dcmi_get_memory_info_stru, hugepages_total);
+    FIELD(struct, dcmi_get_memory_info_stru, hugepages_free);
+    FIELD(struct, dcmi_get_memory_info_stru, utiliza);
+    FIELD(struct, dcmi_get_memory_info_stru, reserve);
+
+    SIZE(struct, dcmi_elabel_info);
+    FIELD(struct, dcmi_elabel_info, product_name);
+    FIELD(struct, dcmi_elabel_info, model);
+    FIELD(struct, dcmi_elabel_info, manufacturer);
+    FIELD(struct, dcmi_elabel_info, manufacturer_date);
+    FIELD(struct, dcmi_elabel_info, serial_number);
     return 0;
 }

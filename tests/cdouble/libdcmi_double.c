@@ -153,6 +153,10 @@ enum fn {
     FN_V2_ECC,
     FN_V2_PCIE_BW,
     FN_V2_MULTI_UTIL,
+    FN_HCCS_BW,
+    FN_MEMORY_V3,
+    FN_CARD_ELABEL,
+    FN_V2_ELABEL,
     FN_COUNT
 };
 
@@ -232,6 +236,10 @@ static const char *const FN_NAMES[FN_COUNT] = {
     "dcmiv2_get_device_ecc_info",
     "dcmiv2_get_pcie_link_bandwidth_info",
     "dcmiv2_get_device_multi_utilization_rate",
+    "dcmi_get_hccs_link_bandwidth_info",
+    "dcmi_get_device_memory_info_v3",
+    "dcmi_get_card_elabel_v2",
+    "dcmiv2_get_device_elabel_info",
 };
 
 struct vdev {
@@ -294,6 +302,11 @@ struct chip {
     unsigned int util_vector, util_cube, util_overall;
     struct dcmi_ecc_info hbm_ecc;
     struct dcmi_pcie_link_bandwidth_info pcie; /* profiling_time: the last one asked */
+    struct dcmi_hccs_statistic_info_u64 hccs;
+    struct dcmi_hccs_bandwidth_info hccs_bw; /* profiling_time: the last one asked */
+    struct dcmi_sio_crc_err_statistic_info sio;
+    struct dcmi_get_memory_info_stru memory;
+    char serial[DCMI_ELABEL_LEN];
 };
 
 struct override {
@@ -410,6 +423,19 @@ static void chip_defaults(struct chip *c, int card, int dev, int logic, int phy)
     c->util_overall = 50 + (unsigned int)logic;
     c->hbm_ecc.enable_flag = 1;
     c->hbm_ecc.single_bit_error_cnt = (unsigned int)phy;
+    /* HCCS: port p sends 1000 * (phy + 1) + p, receives that + 500, no CRC errors; 1.5 MB/s a port.
+     * DDR: 8192 MB, half free. Serial: SN<phy>. */
+    for (int p = 0; p < HCCS_MAX_PCS_NUM; p++) {
+        c->hccs.tx_cnt[p] = 1000ULL * (unsigned long long)(phy + 1) + (unsigned long long)p;
+        c->hccs.rx_cnt[p] = c->hccs.tx_cnt[p] + 500;
+        c->hccs_bw.tx_bandwidth[p] = 1.5;
+        c->hccs_bw.rx_bandwidth[p] = 1.5;
+    }
+    c->hccs_bw.total_txbw = 10.5;
+    c->hccs_bw.total_rxbw = 10.5;
+    c->memory.memory_size = 8192;
+    c->memory.memory_available = 4096;
+    snprintf(c->serial, sizeof(c->serial), "SN%d", phy);
     /* PCIe (min, max, avg): tx_p 100/300/200 + phy, each further array +1000 */
     unsigned int *bw[] = {c->pcie.tx_p_bw, c->pcie.tx_np_bw, c->pcie.tx_cpl_bw,
                           c->pcie.rx_p_bw, c->pcie.rx_np_bw, c->pcie.rx_cpl_bw};
@@ -709,6 +735,8 @@ static void start_pending_events(void)
 /* settable fields (shared by the control API and the config file); g_mu held                   */
 
 static int metrics_field(struct chip *c, const char *field, long long v);
+static int hccs_field(struct chip *c, const char *field, long long v);
+static int counters_locked(const struct chip *c, int main_cmd, unsigned int sub_cmd, void *buf, unsigned int *size);
 
 static int set_int_field(struct chip *c, const char *field, long long v)
 {
@@ -816,6 +844,8 @@ static int set_str_field(struct chip *c, const char *field, const char *v)
         copy_str(c->npu_name, sizeof(c->npu_name), v);
     } else if (strcmp(field, "product_type") == 0) {
         copy_str(c->product_type, sizeof(c->product_type), v);
+    } else if (strcmp(field, "serial") == 0) { /* "" makes the elabel calls unsupported */
+        copy_str(c->serial, sizeof(c->serial), v);
     } else if (strcmp(field, "affinity") == 0) { /* "" makes the call unsupported */
         copy_str(c->affinity, sizeof(c->affinity), v);
     } else if (strcmp(field, "ip") == 0) { /* dotted v4 or v6 text; "" makes the call unsupported */
@@ -1336,12 +1366,52 @@ static int board_locked(const struct chip *c, struct dcmi_board_info *board_info
     return RC_OK;
 }
 
+/* HCCS counters (sub-command 5 as kept, 3 narrowed to 32 bits) and SIO CRC errors. g_mu held. */
+static int counters_locked(const struct chip *c, int main_cmd, unsigned int sub_cmd, void *buf, unsigned int *size)
+{
+    if (main_cmd == DCMI_MAIN_CMD_SIO && sub_cmd == DCMI_SIO_SUB_CMD_CRC_ERR) {
+        if (*size < sizeof(c->sio)) {
+            return RC_BAD_PARAMETER;
+        }
+        memcpy(buf, &c->sio, sizeof(c->sio));
+        *size = (unsigned int)sizeof(c->sio);
+        return RC_OK;
+    }
+    if (main_cmd == DCMI_MAIN_CMD_HCCS && sub_cmd == DCMI_HCCS_SUB_CMD_STATISTIC_U64) {
+        if (*size < sizeof(c->hccs)) {
+            return RC_BAD_PARAMETER;
+        }
+        memcpy(buf, &c->hccs, sizeof(c->hccs));
+        *size = (unsigned int)sizeof(c->hccs);
+        return RC_OK;
+    }
+    if (main_cmd == DCMI_MAIN_CMD_HCCS && sub_cmd == DCMI_HCCS_SUB_CMD_STATISTIC) {
+        struct dcmi_hccs_statistic_info narrow;
+        if (*size < sizeof(narrow)) {
+            return RC_BAD_PARAMETER;
+        }
+        memset(&narrow, 0, sizeof(narrow));
+        for (int i = 0; i < HCCS_MAX_PCS_NUM; i++) {
+            narrow.tx_cnt[i] = (unsigned int)c->hccs.tx_cnt[i];
+            narrow.rx_cnt[i] = (unsigned int)c->hccs.rx_cnt[i];
+            narrow.crc_err_cnt[i] = (unsigned int)c->hccs.crc_err_cnt[i];
+        }
+        memcpy(buf, &narrow, sizeof(narrow));
+        *size = (unsigned int)sizeof(narrow);
+        return RC_OK;
+    }
+    return RC_NOT_SUPPORTED;
+}
+
 /* Only the super-pod information: the binding asks this command and no other. *size is the
  * buffer's size on the way in and the bytes written on the way out. */
 static int device_info_locked(const struct chip *c, int main_cmd, unsigned int sub_cmd, void *buf, unsigned int *size)
 {
     if (buf == NULL || size == NULL) {
         return RC_BAD_PARAMETER;
+    }
+    if (main_cmd == DCMI_MAIN_CMD_HCCS || main_cmd == DCMI_MAIN_CMD_SIO) {
+        return counters_locked(c, main_cmd, sub_cmd, buf, size);
     }
     if (main_cmd != DCMI_MAIN_CMD_CHIP_INF || sub_cmd != DCMI_CHIP_INF_SUB_CMD_SPOD_INFO) {
         return RC_NOT_SUPPORTED;
@@ -2309,6 +2379,12 @@ static int metrics_field(struct chip *c, const char *field, long long v)
             return 0;
         }
     }
+    if (hccs_field(c, field, v) == 0) {
+        return 0;
+    }
+    if (hccs_field(c, field, v) == 0) {
+        return 0;
+    }
     unsigned int *bw[] = {c->pcie.tx_p_bw, c->pcie.tx_np_bw, c->pcie.tx_cpl_bw,
                           c->pcie.rx_p_bw, c->pcie.rx_np_bw, c->pcie.rx_cpl_bw};
     char name[48];
@@ -2322,6 +2398,98 @@ static int metrics_field(struct chip *c, const char *field, long long v)
         }
     }
     return -1;
+}
+
+/* Fields: hccs_tx_<port> / hccs_rx_<port> / hccs_crc_<port> (counters), hccs_bw_tx_<port> /
+ * hccs_bw_rx_<port> / hccs_bw_total_tx / hccs_bw_total_rx (hundredths of MB/s), sio_tx / sio_rx,
+ * mem_total / mem_avail (MB). g_mu held. */
+static int hccs_field(struct chip *c, const char *field, long long v)
+{
+    int port = -1;
+    if (sscanf(field, "hccs_tx_%d", &port) == 1 && port >= 0 && port < HCCS_MAX_PCS_NUM) {
+        c->hccs.tx_cnt[port] = (unsigned long long)v;
+    } else if (sscanf(field, "hccs_rx_%d", &port) == 1 && port >= 0 && port < HCCS_MAX_PCS_NUM) {
+        c->hccs.rx_cnt[port] = (unsigned long long)v;
+    } else if (sscanf(field, "hccs_crc_%d", &port) == 1 && port >= 0 && port < HCCS_MAX_PCS_NUM) {
+        c->hccs.crc_err_cnt[port] = (unsigned long long)v;
+    } else if (strcmp(field, "hccs_bw_total_tx") == 0) {
+        c->hccs_bw.total_txbw = (double)v / 100.0;
+    } else if (strcmp(field, "hccs_bw_total_rx") == 0) {
+        c->hccs_bw.total_rxbw = (double)v / 100.0;
+    } else if (sscanf(field, "hccs_bw_tx_%d", &port) == 1 && port >= 0 && port < HCCS_MAX_PCS_NUM) {
+        c->hccs_bw.tx_bandwidth[port] = (double)v / 100.0;
+    } else if (sscanf(field, "hccs_bw_rx_%d", &port) == 1 && port >= 0 && port < HCCS_MAX_PCS_NUM) {
+        c->hccs_bw.rx_bandwidth[port] = (double)v / 100.0;
+    } else if (strcmp(field, "sio_tx") == 0) {
+        c->sio.tx_error_count = (unsigned short)v;
+    } else if (strcmp(field, "sio_rx") == 0) {
+        c->sio.rx_error_count = (unsigned short)v;
+    } else if (strcmp(field, "mem_total") == 0) {
+        c->memory.memory_size = (unsigned long long)v;
+    } else if (strcmp(field, "mem_avail") == 0) {
+        c->memory.memory_available = (unsigned long long)v;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static int hccs_bw_locked(struct chip *c, struct dcmi_hccs_bandwidth_info *info)
+{
+    if (info == NULL || info->profiling_time <= 0) {
+        return RC_BAD_PARAMETER; /* the caller sets the profiling window, in ms */
+    }
+    c->hccs_bw.profiling_time = info->profiling_time;
+    *info = c->hccs_bw;
+    return RC_OK;
+}
+
+static int memory_locked(const struct chip *c, struct dcmi_get_memory_info_stru *info)
+{
+    if (info == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    *info = c->memory;
+    return RC_OK;
+}
+
+/* An empty serial makes the call fail, as a card without an elabel does. */
+static int elabel_locked(const struct chip *c, struct dcmi_elabel_info *info)
+{
+    if (info == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    if (c->serial[0] == '\0') {
+        return RC_NOT_SUPPORTED;
+    }
+    memset(info, 0, sizeof(*info));
+    copy_str(info->serial_number, sizeof(info->serial_number), c->serial);
+    return RC_OK;
+}
+
+EXPORT int dcmi_get_hccs_link_bandwidth_info(int card_id, int device_id, struct dcmi_hccs_bandwidth_info *info)
+{
+    CHIP_CALL(FN_HCCS_BW, card_id, device_id);
+    ANSWER(hccs_bw_locked(c, info));
+}
+
+EXPORT int dcmi_get_device_memory_info_v3(int card_id, int device_id, struct dcmi_get_memory_info_stru *info)
+{
+    CHIP_CALL(FN_MEMORY_V3, card_id, device_id);
+    ANSWER(memory_locked(c, info));
+}
+
+/* By card: the card's first chip (device 0) holds the elabel. */
+EXPORT int dcmi_get_card_elabel_v2(int card_id, struct dcmi_elabel_info *info)
+{
+    CHIP_CALL(FN_CARD_ELABEL, card_id, 0);
+    ANSWER(elabel_locked(c, info));
+}
+
+EXPORT int dcmiv2_get_device_elabel_info(int dev_id, struct dcmi_elabel_info *info)
+{
+    LOGIC_CALL(FN_V2_ELABEL, dev_id);
+    ANSWER(elabel_locked(c, info));
 }
 
 static int uint_locked(unsigned int value, unsigned int *out)

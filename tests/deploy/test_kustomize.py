@@ -342,7 +342,7 @@ def test_policy_configmap(rendered: dict[str, Path], overlay: str) -> None:
 def test_each_service_mounts_only_its_scoped_token(rendered: dict[str, Path], overlay: str) -> None:
     docs = _docs(rendered[overlay])
     dss = _daemonsets(docs)
-    expected = {PLUGIN: [{"vnpu"}], FAULT_MANAGER: [{"reset"}]}
+    expected = {PLUGIN: [{"vnpu", "containers"}], FAULT_MANAGER: [{"reset"}]}  # containers: PUT /v1/containers
     all_tokens: set[str] = set()
     exporter_table = ""
     for service, ds in dss.items():

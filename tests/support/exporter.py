@@ -26,6 +26,7 @@ TOKENS = {
     "reset": ("t-reset-" + "1" * 24, "reset"),
     "vnpu": ("t-vnpu-" + "2" * 25, "vnpu"),
     "sim": ("t-sim-" + "3" * 26, "sim"),
+    "containers": ("t-containers-" + "4" * 19, "containers"),
 }
 
 

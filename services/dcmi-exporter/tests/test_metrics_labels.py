@@ -41,6 +41,7 @@ def test_vdie_id_label_is_the_chips_vdie_or_empty() -> None:
     assert "vdie_id" in LABELS
     assert families["npu_chip_info_health_status"]["3"] == {
         "id": "3", "model_name": "Ascend910B3", "vdie_id": VDIE, "pcie_bus_info": "",
+        "namespace": "", "pod_name": "", "container_name": "",  # CardLabel: no container holds the chip
     }  # fmt: skip
     assert families["npu_chip_info_health_status"]["5"]["vdie_id"] == ""
     # Every chip series carries the same label set.
@@ -48,6 +49,6 @@ def test_vdie_id_label_is_the_chips_vdie_or_empty() -> None:
         assert by_phy["3"]["vdie_id"] == VDIE, name
         assert by_phy["5"]["vdie_id"] == "", name
     assert set(families) == {  # the series tests.support.chips' chips have
-        "npu_chip_info_health_status", "npu_chip_info_network_status", "npu_chip_info_error_code",
-        "npu_chip_info_process_info_num",
-    }  # fmt: skip
+        "npu_chip_info_health_status", "npu_chip_info_network_status", "npu_chip_info_process_info_num",
+        "npu_chip_info_name",
+    }  # fmt: skip  # no error_code series: the chips have no code (npu-exporter emits none then)

@@ -6,7 +6,8 @@ TestCountHealthStatus (5 cases), TestUpdatePrometheusMachineHealthMetrics (2), T
 (2 of its 3: a card count, a family without one; GetCardList failing has no counterpart),
 TestCollectUtilCommon (2; a failing multi call falls back to v1 here, where the reference shows 0),
 TestCollectUtilV1 (2), TestRoceCollectorIsSupported (2, plus the 910B and 310P),
-TestGetLinkStatusCode (5), and the hccn helpers GetFloatDataFromStr (7, ours), getMainOptInfo (3,
+TestGetLinkStatusCode (5), TestPreCollect (its 4 begin-index cases, plus an unknown main board, ours),
+TestNodeBaseCollectorUpdatePrometheus (1), and the hccn helpers GetFloatDataFromStr (7, ours), getMainOptInfo (3,
 ours) and the link parsers (ours).
 """
 
@@ -268,7 +269,10 @@ def test_samples_render_under_npu_exporters_names_and_a_silent_chip_has_none() -
     chips = [chip_with(0, "Healthy"), chip_with(1, "Unknown")]
     samples = Samples(chips={0: sample(), 1: sample()}, net={0: {"roce_tx_all_pkt_num": 9}, 1: {}})
     families = scrape(snapshot_of(chips), samples)
-    labels = (("id", "0"), ("model_name", "Ascend910B3"), ("pcie_bus_info", ""), ("vdie_id", ""))
+    labels = (
+        ("container_name", ""), ("id", "0"), ("model_name", "Ascend910B3"), ("namespace", ""),
+        ("pcie_bus_info", ""), ("pod_name", ""), ("vdie_id", ""),
+    )  # fmt: skip  # npu-exporter's CardLabel: no container holds the chip
     for name, expected in (
         ("npu_chip_info_voltage", 0.85), ("npu_chip_info_aicore_current_freq", 1800),
         ("npu_chip_info_vector_utilization", 1), ("npu_chip_info_cube_utilization", 2),
@@ -431,3 +435,109 @@ def test_link_samples_render_under_npu_exporters_names() -> None:
     assert value(families, "npu_chip_link_speed") == 100000
     assert value(families, "npu_chip_info_bandwidth_rx") == 1.5
     assert families.get("npu_chip_link_up_num", {}) == {}
+
+
+# ------------------------------------------------------------------- HCCS, SIO, DDR, elabel
+# (collector_for_hccs.go, collector_for_sio.go, collector_for_ddr.go, npu_collector.go setElabelInfo)
+
+
+def test_hccs_sio_memory_and_serial_read_over_the_c_double(dcmi_double: Control) -> None:
+    double = dcmi_double
+    double.set_int("hccs_tx_1", 1, 11)
+    double.set_int("hccs_rx_7", 1, 77)
+    double.set_int("hccs_crc_3", 1, 3)
+    double.set_int("hccs_bw_tx_2", 1, 250)  # hundredths of MB/s
+    double.set_int("hccs_bw_total_rx", 1, 1234)
+    double.set_int("sio_tx", 1, 5)
+    double.set_int("sio_rx", 1, 6)
+    double.set_int("mem_total", 1, 16384)
+    double.set_int("mem_avail", 1, 1024)
+    t = make_backend(double).read_telemetry(CHIP1)
+    assert t.hccs is not None and t.hccs_bandwidth is not None
+    assert (t.hccs.tx_cnt[1], t.hccs.rx_cnt[7], t.hccs.crc_err_cnt[3]) == (11, 77, 3)
+    assert len(t.hccs.tx_cnt) == 8  # npu-exporter's MaxHccsNum of the library's 16
+    assert t.hccs_bandwidth.tx[2] == 2.5 and t.hccs_bandwidth.total_rx == 12.34
+    assert t.hccs_bandwidth.profiling_time_ms == 200
+    assert t.sio_crc_err == (5, 6)
+    assert t.memory is not None and (t.memory.total_mb, t.memory.available_mb) == (16384, 1024)
+    assert t.serial_number == "SN2"  # the card's elabel: card 0's first chip is phy 2
+
+
+def test_hccs_counters_are_64_bit_and_a_failed_elabel_reads_na(dcmi_double: Control) -> None:
+    """npu-exporter's PreCollect asks sub-command 5 (u64) first; setElabelInfo writes "NA" on a failure."""
+    double = dcmi_double
+    double.set_int("hccs_tx_4", 1, 2**32 + 9)
+    double.set_rc("dcmi_get_card_elabel_v2", -1, NOT_SUPPORTED)
+    double.set_rc("dcmi_get_device_memory_info_v3", 1, NOT_SUPPORTED)
+    t = make_backend(double).read_telemetry(CHIP1)
+    assert t.serial_number == "NA" and t.memory is None
+    assert t.hccs is not None and t.hccs.tx_cnt[4] == 2**32 + 9  # the u64 call answered
+
+
+def test_hccs_families_render_ports_one_to_seven_and_minus_one_for_a_failed_read() -> None:
+    from dcmi_exporter.backends.base import HccsBandwidth, HccsStats
+
+    ports = tuple(range(100, 108))
+    ok = ChipTelemetry(
+        hccs=HccsStats(tx_cnt=ports, rx_cnt=ports, crc_err_cnt=(0,) * 8),
+        hccs_bandwidth=HccsBandwidth(profiling_time_ms=200, total_tx=1.0, total_rx=2.0, tx=(0.5,) * 8, rx=(0.5,) * 8),
+    )
+    families = scrape(
+        snapshot_of([chip_with(0, "Healthy"), chip_with(1, "Healthy")]), Samples(chips={0: ok, 1: ChipTelemetry()})
+    )
+    tx = {dict(k)["id"]: v for k, v in families["npu_chip_info_hccs_statistic_info_tx_cnt_7"].items()}
+    assert tx == {"0": 107, "1": -1}
+    assert "npu_chip_info_hccs_statistic_info_tx_cnt_0" not in families
+    assert value_of_id(families, "npu_chip_info_hccs_bandwidth_info_profiling_time", "0") == 200
+    assert value_of_id(families, "npu_chip_info_hccs_bandwidth_info_total_rx", "1") == -1
+
+
+def value_of_id(families: dict[str, dict[tuple[tuple[str, str], ...], float]], name: str, phy: str) -> float:
+    [only] = [v for k, v in families[name].items() if dict(k)["id"] == phy]
+    return only
+
+
+def test_error_codes_up_to_ten_and_none_without_a_code() -> None:
+    """npu-exporter's updateErrorCodesInfo: error_code, error_code_1 .. error_code_9, one per code."""
+    codes = [f"80E0{i:04X}" for i in range(12)]
+    chip = chip_with(0, "UnHealthy")
+    assert chip.dynamic is not None
+    chip = chip.model_copy(
+        update={"dynamic": chip.dynamic.model_copy(update={"error_codes": Reading[list[str]].ok(codes)})}
+    )
+    families = scrape(snapshot_of([chip, chip_with(1, "Healthy")]))
+    assert value_of_id(families, "npu_chip_info_error_code", "0") == 0x80E00000
+    assert value_of_id(families, "npu_chip_info_error_code_9", "0") == 0x80E00009
+    assert "npu_chip_info_error_code_10" not in families
+    assert {dict(k)["id"] for k in families["npu_chip_info_error_code"]} == {"0"}  # chip 1: no code, no series
+
+
+PRE_COLLECT = [
+    ("should set beginIndex to num1 when devType is Ascend910B", 0x22, None, 1),
+    ("should set beginIndex to num1 when IsA900A3SuperPod returns true", 0xB0, 0x18, 1),
+    ("should set beginIndex to num1 when Is800IA3Chip returns true", 0xB0, 0x14, 1),
+    ("should set beginIndex to num2 when IsA9000A3SuperPod returns true", 0xB0, 0x1C, 2),
+    ("mainBoardId not supported: the reference leaves 0 (port 0 shown), ours 1", 0xB0, 0x99, 1),
+]
+
+
+@pytest.mark.parametrize(("name", "board", "main_board", "first"), PRE_COLLECT, ids=[c[0] for c in PRE_COLLECT])
+def test_pre_collect_begin_index(name: str, board: int, main_board: int | None, first: int) -> None:
+    """TestPreCollect (collector_for_hccs_test.go), its begin-index cases: the first HCCS port shown."""
+    from dcmi_exporter.metrics import hccs_first_port
+
+    chip = exporter_chip(0, 0, board=board)
+    if main_board is not None:
+        static = chip.static.model_copy(update={"main_board_id": Reading[int].ok(main_board)})
+        chip = chip.model_copy(update={"static": static})
+    assert hccs_first_port(chip) == first
+
+
+def test_node_base_collector_update_prometheus() -> None:
+    """TestNodeBaseCollectorUpdatePrometheus: one node_base_info series, value 1, labels exporterVersion
+    and driverVersion (the library's version); npu_exporter_version_info has exporterVersion only."""
+    from dcmi_exporter import __version__
+
+    families = scrape(snapshot_of([chip_with(0, "Healthy")]))
+    assert families["node_base_info"] == {(("driverVersion", "24.1.rc2"), ("exporterVersion", __version__)): 1}
+    assert families["npu_exporter_version_info"] == {(("exporterVersion", __version__),): 1}

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from ascend_common.cardlabel import NOT_DISPLAYED_FOR_MULTI_POD
 from ascend_common.schemas.exporter import Chip, ChipState, Hbm, Utilization, Vnpu
 from ascend_common.schemas.reading import Reading
 from ascend_device_plugin.container_metrics import ContainerMetrics
@@ -19,7 +20,6 @@ from ascend_device_plugin.core.container_metrics import (
     FAMILIES,
     INFO,
     INFO_LABELS,
-    NOT_DISPLAYED_FOR_MULTI_POD,
     TOTAL_MEMORY,
     USED_MEMORY,
     UTILIZATION,
@@ -467,3 +467,42 @@ def test_vnpu_fixture_sanity() -> None:
 def test_every_family_is_documented_beside_npu_exporters_name() -> None:
     doc = (Path(__file__).resolve().parents[3] / "docs" / "wire-formats.md").read_text("utf-8")
     assert [name for name, _, _ in FAMILIES if f"`{name}`" not in doc] == []
+
+
+async def test_each_round_tells_the_exporter_who_holds_each_chip_and_a_failure_costs_nothing_else(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The exporter's chip series carry npu-exporter's CardLabel from this mapping: chips held by a
+    container (not one of its vNPUs), the round's listing, the last one when the kubelet fails."""
+    listing = [
+        row("ns", "p", "c", "Ascend910-3"),
+        row("ns", "v", "c", "Ascend910-4c-100-5", resource="huawei.com/Ascend910-4c"),
+    ]
+    kubelet_up = [True]
+    sent: list[dict[int, list[ContainerRef]]] = []
+    exporter_up = [True]
+
+    async def containers(timeout: float) -> Sequence[ContainerDevices]:
+        if not kubelet_up[0]:
+            raise OSError("kubelet gone")
+        return listing
+
+    async def chips(timeout: float) -> Sequence[Chip]:
+        return [reading_chip(3)]
+
+    async def publish(holders: Mapping[int, Sequence[ContainerRef]], timeout: float) -> None:
+        if not exporter_up[0]:
+            raise OSError("exporter gone")
+        sent.append({phy: list(refs) for phy, refs in holders.items()})
+
+    metrics = ContainerMetrics(containers, chips, period=1.0, publish=publish)
+    await metrics.refresh()
+    assert sent == [{3: [ContainerRef("ns", "p", "c")]}]
+    kubelet_up[0] = False
+    await metrics.refresh()
+    assert sent[-1] == {3: [ContainerRef("ns", "p", "c")]}  # the last listing, as the container families
+    exporter_up[0] = False
+    await metrics.refresh()
+    assert metrics.rounds == 3 and len(sent) == 2
+    assert any(r.__dict__.get("source") == "exporter containers" for r in caplog.records)
+    assert "npu_container_info{" in scrape(metrics)

@@ -51,13 +51,13 @@ class FakeClock:
 def test_do_write_fault_to_event_01_invalid_assertion() -> None:
     """01-assertion is invalid, should return error (no Event)."""
     with pytest.raises(NoticeError, match="assertion"):
-        reference_fault_event("mock-pod", "mock-node", notice(CARD_DROP, "3"), 1, "fault-manager")
+        reference_fault_event("mock-pod", "mock-node", notice(CARD_DROP, "3"), 1)
 
 
 @pytest.mark.usefixtures("shanghai")
 def test_do_write_fault_to_event_02_success() -> None:
     """02-write fault to event success: a recovery of the link-down code, every field as the reference's."""
-    body = reference_fault_event("mock-pod", "mock-node", notice(), int(T0 * 1000) + 7, "fault-manager")
+    body = reference_fault_event("mock-pod", "mock-node", notice(), int(T0 * 1000) + 7)
     assert body == {
         "apiVersion": "v1",
         "kind": "Event",
@@ -68,9 +68,9 @@ def test_do_write_fault_to_event_02_success() -> None:
         "message": "device fault, nodeName:mock-node, assertion:Recovery, cardID:0, deviceID:0, "
         "faultCodes:81078603, faultLevelName:PreSeparateNPU, alarmRaisedTime:2023-11-15 06:13:20",
         "type": "Normal",
-        "source": {"component": "fault-manager", "host": "mock-node"},
+        "source": {"component": "device-plugin", "host": "mock-node"},  # the reference's common.Component
         "eventTime": "2023-11-14T22:13:20.007000Z",
-        "reportingComponent": "fault-manager",
+        "reportingComponent": "device-plugin",
         "reportingInstance": "mock-pod",
     }
 
@@ -81,13 +81,13 @@ def test_do_write_fault_to_event_02_success() -> None:
 )
 def test_assertion_names_and_types(assertion: str, reason: str, type_: str) -> None:
     """`GetFaultAssertionName`; only an occurrence is a Warning."""
-    body = reference_fault_event("p", "n", notice("80e01801", assertion, level="SeparateNPU"), 1, "c")
+    body = reference_fault_event("p", "n", notice("80e01801", assertion, level="SeparateNPU"), 1)
     assert (body["reason"], body["type"], body["action"]) == (reason, type_, "SeparateNPU")
     assert f"assertion:{reason}, " in body["message"] and "faultCodes:80E01801, " in body["message"]
 
 
 def test_a_950_names_the_logic_id_and_needs_no_card() -> None:
-    body = reference_fault_event("p", "n", notice(logic=5, a5=True, card=None, device=None), 1, "c")
+    body = reference_fault_event("p", "n", notice(logic=5, a5=True, card=None, device=None), 1)
     assert ", logicID:5, faultCodes:" in body["message"] and "cardID" not in body["message"]
     assert body["metadata"]["name"] == "p.15"  # `%s.%d%d`: the ms and the logic id run together
 
@@ -95,7 +95,7 @@ def test_a_950_names_the_logic_id_and_needs_no_card() -> None:
 def test_without_card_and_device_ids_no_event_is_written() -> None:
     """`GetCardIDDeviceID` failed off the 950: the reference returns an error and writes nothing."""
     with pytest.raises(NoticeError, match="cardID and deviceID of Ascend910-2"):
-        reference_fault_event("p", "n", notice(logic=2, card=None), 1, "c")
+        reference_fault_event("p", "n", notice(logic=2, card=None), 1)
 
 
 # -- through FaultEvents and the fake API server ---------------------------------------------------
@@ -118,6 +118,8 @@ async def test_reference_events_are_created_in_kube_system_with_unique_names(
     objs = fake.objects("events")
     assert [o["metadata"]["name"] for o in objs] == ["fm-abcde.17000000000003", "fm-abcde.17000000000013"]
     assert {o["metadata"]["namespace"] for o in objs} == {"kube-system"}
+    # The reference's component (its device plugin writes these), so filters on it find them.
+    assert {(o["source"]["component"], o["reportingComponent"]) for o in objs} == {("device-plugin", "device-plugin")}
     assert [(o["reason"], o["action"], o["type"]) for o in objs] == [
         ("Occur", "SeparateNPU", "Warning"),
         ("Occur", "RestartNPU", "Warning"),
@@ -182,7 +184,7 @@ async def test_a_flapping_chip_is_limited_and_the_rest_logged_not_summarised(
 
 async def test_the_fake_api_server_refuses_what_the_apiserver_refuses(fake: FakeApiServer, api: ApiClient) -> None:
     """legacyValidateEvent: an Event with eventTime and no action is invalid (so these tests can fail)."""
-    body = reference_fault_event("fm", "node-a", notice(), int(T0 * 1000), "fault-manager")
+    body = reference_fault_event("fm", "node-a", notice(), int(T0 * 1000))
     bad = {**body, "action": ""}
 
     class Once:

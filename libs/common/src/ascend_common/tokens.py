@@ -17,6 +17,7 @@ class Scope(StrEnum):
     RESET = "reset"
     VNPU = "vnpu"
     SIM = "sim"
+    CONTAINERS = "containers"  # the device plugin telling the exporter who holds which chip
 
 
 class TokenFileError(ValueError):
@@ -51,7 +52,7 @@ def parse_token_file(text: str, source: str = "<token file>") -> TokenTable:
         try:
             scopes = frozenset(Scope(s) for s in scope_text.split(",") if s)
         except ValueError as exc:
-            raise TokenFileError(f"{source}:{lineno}: {exc}; scopes are reset, vnpu, sim") from None
+            raise TokenFileError(f"{source}:{lineno}: {exc}; scopes are reset, vnpu, sim, containers") from None
         entries.append((token, scopes))
     return TokenTable(tuple(entries))
 

@@ -19,6 +19,7 @@ from ascend_common.schemas.exporter import (
     ApiError,
     Chip,
     ChipList,
+    ContainerMapping,
     EventType,
     GapData,
     NodeInfo,
@@ -223,6 +224,27 @@ def create_api(exporter: Exporter) -> FastAPI:
             )
         poller.refresh_soon(logic_id)
         log.info("vNPU destroyed", extra={"chip": chip.name, "vdev_id": vdev_id})
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+    @app.put(
+        "/v1/containers",
+        status_code=status.HTTP_204_NO_CONTENT,
+        responses=ERRORS,
+        dependencies=[need(Scope.CONTAINERS)],
+    )
+    async def put_containers(body: ContainerMapping) -> Response:
+        """Who holds which chip, for the metrics' pod labels; replaces the last mapping whole."""
+        exporter.containers.replace({entry.phy_id: entry.containers for entry in body.chips})
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+    @app.delete(
+        "/v1/containers",
+        status_code=status.HTTP_204_NO_CONTENT,
+        responses=ERRORS,
+        dependencies=[need(Scope.CONTAINERS)],
+    )
+    async def delete_containers() -> Response:
+        exporter.containers.clear()
         return Response(status_code=status.HTTP_204_NO_CONTENT)
 
     _sim_routes(app, exporter, need(Scope.SIM), chip_or_404)

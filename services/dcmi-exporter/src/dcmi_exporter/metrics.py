@@ -1,31 +1,74 @@
 """Prometheus metrics under the npu-exporter family names (contract section 11).
 
 Chip families are collected from the snapshot at scrape time, so a scrape shows exactly
-what the API shows. A chip that fails to answer keeps only its health series, at -1.
+what the API shows. A chip that fails to answer keeps only its health and name series, health at -1.
+Which family a chip type shows follows npu-exporter's collectors (their IsSupported and supported-
+device maps, collector/metrics/collector_for_*.go); the table tests hold each chip type to them.
+
+Every chip series carries npu-exporter's CardLabel: the chip, and the namespace, pod and container
+that hold it ("" when none does, "not_displayed_for_multi_pod" in all three when several do). The
+device plugin tells the exporter who holds which chip (containers.py); the families are rebuilt at
+every scrape, so a label that changes leaves no stale series behind.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from ascend_common.cardlabel import card_labels
+from ascend_common.chips import ChipFamily
 from ascend_common.schemas.exporter import Chip, ChipState
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
 from dcmi_exporter import __version__
-from dcmi_exporter.backends.base import PCIE_KINDS, ChipTelemetry
+from dcmi_exporter.backends.base import HCCS_PORTS, PCIE_KINDS, ChipTelemetry
+from dcmi_exporter.containers import Holders
 from dcmi_exporter.snapshot import Snapshot
 from dcmi_exporter.telemetry_task import Samples
 
-LABELS = ["id", "model_name", "vdie_id", "pcie_bus_info"]
+CHIP_LABELS = ["id", "model_name", "vdie_id", "pcie_bus_info"]
+LABELS = [*CHIP_LABELS, "namespace", "pod_name", "container_name"]  # npu-exporter's CardLabel
+NAME_LABELS = ["id", "name", *LABELS[2:]]  # npu_chip_info_name: CardLabel with model_name renamed
+MAX_ERROR_CODES = 10  # npu-exporter's MaxErrorCodeLen
+ERROR_CODE_FAMILIES = (
+    "npu_chip_info_error_code",
+    *(f"npu_chip_info_error_code_{i}" for i in range(1, MAX_ERROR_CODES)),
+)
+_MB = 1024 * 1024
+
+_ALL = frozenset(ChipFamily)
+# npu-exporter's supported-device maps, by family (collector_for_*.go).
+HBM_FAMILIES = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
+DDR_FAMILIES = _ALL - {ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950}
+OVERALL_UTIL_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
+CUBE_UTIL_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
+VECTOR_UTIL_FAMILIES = _ALL - {ChipFamily.ASCEND910}
+PCIE_FAMILY_SET = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND950})
+# The 950's PCIe is read on these main boards only (Atlas 350 1P/2P/4P, UBX: supportedPcieA5MainBoards).
+PCIE_950_MAIN_BOARDS = frozenset({0x68, 0x6B, 0x6C, 0x44})
+HCCS_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
+SIO_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
+PRODUCT_TYPE_FAMILIES = frozenset({ChipFamily.ASCEND310P})
+# A9000 A3 super-pod main boards number their HCCS ports from 2, every other board from 1
+# (npu-exporter's HccsCollector.PreCollect).
+A9000_A3_MAIN_BOARDS = frozenset({0x1C, 0x1D})
 
 
-def _labels(chip: Chip) -> list[str]:
+def _chip_labels(chip: Chip) -> list[str]:
     name = chip.static.chip_name.value if chip.static.chip_name.is_ok else ""
     # vdie_id: the chip's VDIE on every family, "" when unread (npu-exporter setVdieID leaves it
     # empty then). pcie_bus_info stays "": not read.
     return [str(chip.phy_id), f"Ascend{name}" if name else "", chip.static.vdie_id or "", ""]
+
+
+def _labels(chip: Chip, holders: Holders | None = None) -> list[str]:
+    return [*_chip_labels(chip), *card_labels((holders or {}).get(chip.phy_id, ()))]
+
+
+def supports(chip: Chip, families: frozenset[ChipFamily]) -> bool:
+    return chip.family is not None and chip.family in families
 
 
 def health_value(chip: Chip) -> int:
@@ -36,11 +79,12 @@ def health_value(chip: Chip) -> int:
     return 1 if chip.healthy else 0
 
 
-def error_code_value(chip: Chip) -> int:
-    """The first active code as an integer (npu-exporter's convention), 0 when none."""
+def error_code_values(chip: Chip) -> list[int]:
+    """The active codes as integers, the first MAX_ERROR_CODES (npu-exporter's updateErrorCodesInfo):
+    one family each, none at all on a chip without a code."""
     if chip.dynamic is None or not chip.dynamic.error_codes.is_ok or not chip.dynamic.error_codes.value:
-        return 0
-    return int(chip.dynamic.error_codes.value[0], 16)
+        return []
+    return [int(code, 16) for code in chip.dynamic.error_codes.value[:MAX_ERROR_CODES]]
 
 
 class ChipCollector(Collector):
@@ -49,37 +93,55 @@ class ChipCollector(Collector):
         snapshot: Callable[[], Snapshot],
         stats: Callable[[], dict[str, float]],
         samples: Callable[[], Samples] = Samples,
+        holders: Callable[[], Holders] = dict,
     ) -> None:
-        """`samples`: the slow sources' last samples (telemetry_task.py); none by default."""
+        """`samples`: the slow sources' last samples (telemetry_task.py); none by default.
+        `holders`: the containers holding each chip, by phy id (containers.py); none by default."""
         self._snapshot = snapshot
         self._stats = stats
         self._samples = samples
+        self._holders = holders
 
     def collect(self) -> Iterator[GaugeMetricFamily | InfoMetricFamily]:
         snap = self._snapshot()
+        holders = self._holders()
         families = {
             name: GaugeMetricFamily(name, doc, labels=LABELS)
             for name, doc in (
                 ("npu_chip_info_health_status", "chip health: 1 healthy, 0 unhealthy, -1 unknown"),
                 ("npu_chip_info_network_status", "chip network health: 1 healthy, 0 unhealthy"),
-                ("npu_chip_info_error_code", "first active error code of the chip"),
+                *((name, "the npu error code") for name in ERROR_CODE_FAMILIES),
                 ("npu_chip_info_temperature", "chip temperature in degrees C"),
                 ("npu_chip_info_power", "chip power in W"),
                 ("npu_chip_info_utilization", "AI core utilization in %"),
                 ("npu_chip_info_hbm_total_memory", "HBM total in MB"),
                 ("npu_chip_info_hbm_used_memory", "HBM used in MB"),
+                ("npu_chip_info_hbm_utilization", "the npu hbm utilization"),
+                ("npu_chip_info_hbm_temperature", "the npu hbm temperature"),
+                ("npu_chip_info_hbm_bandwidth_utilization", "the npu hbm bandwidth util rate"),
                 ("npu_chip_info_process_info_num", "processes running on the chip"),
             )
         }
+        name_family = GaugeMetricFamily("npu_chip_info_name", "the Ascend npu name with value '1'", labels=NAME_LABELS)
+        process_info = GaugeMetricFamily(
+            "npu_chip_info_process_info",
+            "the npu process info, unit is 'MB'. if process run on host, container_id and container_name will be empty",
+            labels=[*LABELS, "process_id", "container_id"],
+        )
+        product = GaugeMetricFamily(
+            "npu_chip_info_product_type", "the npu product_type information", labels=[*LABELS, "product_type"]
+        )
         for chip in snap.chips:
-            labels = _labels(chip)
+            labels = _labels(chip, holders)
             families["npu_chip_info_health_status"].add_metric(labels, health_value(chip))
+            name_family.add_metric(labels, 1)
             dyn = chip.dynamic
             if chip.state is not ChipState.OK or dyn is None:
                 continue  # the chip did not answer: its other series are dropped
             if chip.network_healthy is not None:
                 families["npu_chip_info_network_status"].add_metric(labels, 1 if chip.network_healthy else 0)
-            families["npu_chip_info_error_code"].add_metric(labels, error_code_value(chip))
+            for family_name, code in zip(ERROR_CODE_FAMILIES, error_code_values(chip), strict=False):
+                families[family_name].add_metric(labels, code)
             if dyn.temperature_c.is_ok and dyn.temperature_c.value is not None:
                 families["npu_chip_info_temperature"].add_metric(labels, dyn.temperature_c.value)
             if dyn.power_w.is_ok and dyn.power_w.value is not None:
@@ -88,22 +150,40 @@ class ChipCollector(Collector):
             if util is not None and util.aicore_pct is not None:
                 families["npu_chip_info_utilization"].add_metric(labels, util.aicore_pct)
             hbm = dyn.hbm.value if dyn.hbm.is_ok else None
-            if hbm is not None:
+            if hbm is not None and supports(chip, HBM_FAMILIES):
                 families["npu_chip_info_hbm_total_memory"].add_metric(labels, hbm.total_mb)
                 families["npu_chip_info_hbm_used_memory"].add_metric(labels, hbm.used_mb)
+                if hbm.temperature_c is not None:
+                    families["npu_chip_info_hbm_temperature"].add_metric(labels, hbm.temperature_c)
+                if hbm.bandwidth_util_pct is not None:
+                    families["npu_chip_info_hbm_bandwidth_utilization"].add_metric(labels, hbm.bandwidth_util_pct)
+                if util is not None and util.hbm_pct is not None:
+                    families["npu_chip_info_hbm_utilization"].add_metric(labels, util.hbm_pct)
             if dyn.processes.is_ok and dyn.processes.value is not None:
                 families["npu_chip_info_process_info_num"].add_metric(labels, len(dyn.processes.value))
+                # No process is matched to its container (the exporter sees no container runtime):
+                # npu-exporter's labels for an unmatched process, the holder's three left "".
+                for proc in dyn.processes.value:
+                    proc_labels = [*_chip_labels(chip), "", "", "", str(proc.pid), ""]
+                    process_info.add_metric(proc_labels, proc.memory_bytes / _MB)
+            product_type = chip.static.product_type.value if chip.static.product_type.is_ok else None
+            if product_type and supports(chip, PRODUCT_TYPE_FAMILIES):
+                product.add_metric([*labels, product_type], 1)
         machine = GaugeMetricFamily("machine_npu_nums", "NPU chips on the node")
         machine.add_metric([], len(snap.chips))
         yield machine
         yield from machine_families(snap)
         yield from families.values()
-        yield from sample_families(snap, self._samples())
-        info = InfoMetricFamily("npu_exporter_version", "exporter and driver versions")
+        yield from (name_family, process_info, product)
+        yield from sample_families(snap, self._samples(), holders)
         version = snap.node.dcmi_version.value if snap.node.dcmi_version.is_ok else ""
-        info.add_metric(
-            [], {"exporterVersion": __version__, "dcmiVersion": version or "", "backend": snap.node.backend}
+        node_base = GaugeMetricFamily(
+            "node_base_info", "the common information of this node", labels=["exporterVersion", "driverVersion"]
         )
+        node_base.add_metric([__version__, version or ""], 1)
+        yield node_base
+        info = InfoMetricFamily("npu_exporter_version", "exporter version with value '1'")
+        info.add_metric([], {"exporterVersion": __version__})
         yield info
         for name, value in self._stats().items():
             gauge = GaugeMetricFamily(f"dcmi_exporter_{name}", name.replace("_", " "))
@@ -115,11 +195,12 @@ def build_registry(
     snapshot: Callable[[], Snapshot],
     stats: Callable[[], dict[str, float]],
     samples: Callable[[], Samples] = Samples,
+    holders: Callable[[], Holders] = dict,
 ) -> CollectorRegistry:
     """`stats`: the exporter's own gauges by name (events published, stream clients, hung calls).
-    `samples`: the slow sources' last samples (telemetry_task.py)."""
+    `samples`: the slow sources' last samples (telemetry_task.py). `holders`: who holds each chip."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ChipCollector(snapshot, stats, samples))
+    registry.register(ChipCollector(snapshot, stats, samples, holders))
     return registry
 
 
@@ -171,6 +252,80 @@ TELEMETRY_FAMILIES: tuple[tuple[str, str, Callable[[ChipTelemetry], float | None
         "npu_chip_info_hbm_ecc_double_bit_isolated_pages_cnt",
         "HBM Double Bit Isolated Pages Count",
         lambda t: t.hbm_ecc.double_bit_isolated_pages_cnt if t.hbm_ecc else None,
+    ),
+)
+
+# The chip families each TELEMETRY_FAMILIES entry is shown on (npu-exporter's supported maps); all
+# others on every family.
+TELEMETRY_ONLY_ON: dict[str, frozenset[ChipFamily]] = {
+    "npu_chip_info_overall_utilization": OVERALL_UTIL_FAMILIES,
+    "npu_chip_info_vector_utilization": VECTOR_UTIL_FAMILIES,
+    "npu_chip_info_cube_utilization": CUBE_UTIL_FAMILIES,
+    **{name: HBM_FAMILIES for name, _, _ in TELEMETRY_FAMILIES if name.startswith("npu_chip_info_hbm_ecc_")},
+}
+
+# npu-exporter's HCCS families (collector_for_hccs.go): per port, then the bandwidth's totals.
+HCCS_STAT_PREFIX = "npu_chip_info_hccs_statistic_info_"
+HCCS_BW_PREFIX = "npu_chip_info_hccs_bandwidth_info_"
+HCCS_PORT_FAMILIES: tuple[tuple[str, str, str], ...] = (  # (family prefix, help prefix, sample field)
+    (f"{HCCS_STAT_PREFIX}tx_cnt_", "transmitted message count for hccs", "tx_cnt"),
+    (f"{HCCS_STAT_PREFIX}rx_cnt_", "received message count for hccs", "rx_cnt"),
+    (f"{HCCS_STAT_PREFIX}crc_err_cnt_", "crc error count for hccs", "crc_err_cnt"),
+    (f"{HCCS_BW_PREFIX}tx_", "single-link transmission data bandwidth for hccs", "tx"),
+    (f"{HCCS_BW_PREFIX}rx_", "single-link receive data bandwidth for hccs", "rx"),
+)
+HCCS_TOTAL_FAMILIES: tuple[tuple[str, str, str], ...] = (
+    (f"{HCCS_BW_PREFIX}profiling_time", "sampling interval for hccs bandwidth", "profiling_time_ms"),
+    (f"{HCCS_BW_PREFIX}total_tx", "total sent data bandwidth", "total_tx"),
+    (f"{HCCS_BW_PREFIX}total_rx", "total received data bandwidth", "total_rx"),
+)
+FAILED_VALUE = -1  # what npu-exporter shows for a read that failed (its FailedMetricValue)
+
+
+def pcie_supported(chip: Chip) -> bool:
+    if chip.family is ChipFamily.ASCEND950:
+        board = chip.static.main_board_id.value if chip.static.main_board_id.is_ok else None
+        return board in PCIE_950_MAIN_BOARDS
+    return supports(chip, PCIE_FAMILY_SET)
+
+
+def hccs_first_port(chip: Chip) -> int:
+    board = chip.static.main_board_id.value if chip.static.main_board_id.is_ok else None
+    return 2 if board in A9000_A3_MAIN_BOARDS else 1
+
+
+def hccs_family_names(first_port: int = 1) -> list[str]:
+    return [
+        *(f"{prefix}{port}" for prefix, _, _ in HCCS_PORT_FAMILIES for port in range(first_port, HCCS_PORTS)),
+        *(name for name, _, _ in HCCS_TOTAL_FAMILIES),
+    ]
+
+
+# The other slow families, each from one ChipTelemetry field, on the chip families npu-exporter asks.
+EXTRA_FAMILIES: tuple[tuple[str, str, frozenset[ChipFamily], Callable[[ChipTelemetry], float | None]], ...] = (
+    (
+        "npu_chip_info_sio_crc_tx_err_cnt",
+        "sio transmitted error count between die",
+        SIO_FAMILIES,
+        lambda t: t.sio_crc_err[0] if t.sio_crc_err else None,
+    ),
+    (
+        "npu_chip_info_sio_crc_rx_err_cnt",
+        "sio received error count between die",
+        SIO_FAMILIES,
+        lambda t: t.sio_crc_err[1] if t.sio_crc_err else None,
+    ),
+    (
+        "npu_chip_info_total_memory",
+        "the npu total memory",
+        DDR_FAMILIES,
+        lambda t: t.memory.total_mb if t.memory else None,
+    ),
+    (
+        "npu_chip_info_used_memory",
+        "the npu used memory",
+        DDR_FAMILIES,
+        lambda t: t.memory.total_mb - t.memory.available_mb if t.memory else None,
     ),
 )
 
@@ -272,42 +427,86 @@ def machine_families(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
         yield gauge
 
 
-def sample_families(snap: Snapshot, samples: Samples) -> Iterator[GaugeMetricFamily]:
+def sample_families(snap: Snapshot, samples: Samples, holders: Holders | None = None) -> Iterator[GaugeMetricFamily]:
     """The slow sources' families, for the chips that answer now (a silent chip keeps its health
     series only, as in the poll's families)."""
     answering = [chip for chip in snap.chips if chip.state is ChipState.OK and chip.dynamic is not None]
-    telemetry = [(chip, samples.chips[chip.logic_id]) for chip in answering if chip.logic_id in samples.chips]
+    telemetry = [
+        (chip, _labels(chip, holders), samples.chips[chip.logic_id])
+        for chip in answering
+        if chip.logic_id in samples.chips
+    ]
     for name, doc, value_of in TELEMETRY_FAMILIES:
         family = GaugeMetricFamily(name, doc, labels=LABELS)
-        for chip, sample in telemetry:
+        only_on = TELEMETRY_ONLY_ON.get(name, _ALL)
+        for chip, labels, sample in telemetry:
             value = value_of(sample)
-            if value is not None:
-                family.add_metric(_labels(chip), value)
+            if value is not None and supports(chip, only_on):
+                family.add_metric(labels, value)
         yield family
+    for name, doc, only_on, value_of in EXTRA_FAMILIES:
+        family = GaugeMetricFamily(name, doc, labels=LABELS)
+        for chip, labels, sample in telemetry:
+            value = value_of(sample)
+            if value is not None and supports(chip, only_on):
+                family.add_metric(labels, value)
+        yield family
+    serial = GaugeMetricFamily(
+        "npu_chip_info_serial_number", "the npu serial number information", labels=[*LABELS, "serial_number"]
+    )
+    for _, labels, sample in telemetry:
+        if sample.serial_number is not None:
+            serial.add_metric([*labels, sample.serial_number], 1)
+    yield serial
+    yield from hccs_families(
+        [(chip, labels, sample) for chip, labels, sample in telemetry if supports(chip, HCCS_FAMILIES)]
+    )
     pcie = {
         kind: GaugeMetricFamily(name, doc, labels=[*LABELS, "pcie_bw_type"])
         for kind, (name, doc) in PCIE_FAMILIES.items()
     }
-    for chip, sample in telemetry:
-        if sample.pcie is None:
+    for chip, labels, sample in telemetry:
+        if sample.pcie is None or not pcie_supported(chip):
             continue
         for kind in PCIE_KINDS:
             for bw_type, value in zip(PCIE_BW_TYPES, sample.pcie.rates[kind], strict=True):
-                pcie[kind].add_metric([*_labels(chip), bw_type], value)
+                pcie[kind].add_metric([*labels, bw_type], value)
     yield from pcie.values()
     for table, by_logic in ((OPTICAL_FAMILIES, samples.optical), (LINK_FAMILIES, samples.link)):
-        read = [(chip, by_logic[chip.logic_id]) for chip in answering if chip.logic_id in by_logic]
+        read = [(_labels(chip, holders), by_logic[chip.logic_id]) for chip in answering if chip.logic_id in by_logic]
         for name, (key, doc) in table.items():
             family = GaugeMetricFamily(name, doc, labels=LABELS)
-            for chip, values in read:
+            for labels, values in read:
                 if key in values:  # npu-exporter shows no value it could not read
-                    family.add_metric(_labels(chip), values[key])
+                    family.add_metric(labels, values[key])
             yield family
-    net = [(chip, samples.net[chip.logic_id]) for chip in answering if chip.logic_id in samples.net]
+    net = [(_labels(chip, holders), samples.net[chip.logic_id]) for chip in answering if chip.logic_id in samples.net]
     for name, key in NET_FAMILIES.items():
         family = GaugeMetricFamily(name, f"npu interface receive {key.replace('_', '-')}", labels=LABELS)
-        for chip, stats in net:
+        for labels, stats in net:
             value = stats.get(key, 0)  # a counter the tool did not print: 0, as the reference
             if value is not None:  # None: read outside the counter's range, dropped
-                family.add_metric(_labels(chip), value)
+                family.add_metric(labels, value)
         yield family
+
+
+def hccs_families(read: list[tuple[Chip, list[str], ChipTelemetry]]) -> Iterator[GaugeMetricFamily]:
+    """Ports from the chip's first (1, or 2 on an A9000 A3 super pod) to 7; a read that failed shows
+    -1 in each of its families, as npu-exporter's buildFailedHccsInfo."""
+    families: dict[str, GaugeMetricFamily] = {}
+    for prefix, doc, _ in HCCS_PORT_FAMILIES:
+        for port in range(HCCS_PORTS):
+            families[f"{prefix}{port}"] = GaugeMetricFamily(f"{prefix}{port}", f"{doc} {port}", labels=LABELS)
+    for name, doc, _ in HCCS_TOTAL_FAMILIES:
+        families[name] = GaugeMetricFamily(name, doc, labels=LABELS)
+    for chip, labels, sample in read:
+        first = hccs_first_port(chip)
+        for prefix, _, field in HCCS_PORT_FAMILIES:
+            source: object = sample.hccs if field.endswith("_cnt") else sample.hccs_bandwidth
+            values = getattr(source, field) if source is not None else (FAILED_VALUE,) * HCCS_PORTS
+            for port in range(first, HCCS_PORTS):
+                families[f"{prefix}{port}"].add_metric(labels, values[port])
+        for name, _, field in HCCS_TOTAL_FAMILIES:
+            bw = sample.hccs_bandwidth
+            families[name].add_metric(labels, getattr(bw, field) if bw is not None else FAILED_VALUE)
+    yield from families.values()

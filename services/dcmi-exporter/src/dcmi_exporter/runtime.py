@@ -18,6 +18,7 @@ from ascend_common.tokens import TokenTable, load_token_file
 
 from dcmi_exporter.backends.base import Backend, ChipTelemetry, HangProbe, NetStatsProbe, RoceLinkProbe, UbPortsProbe
 from dcmi_exporter.calls import CallGuard
+from dcmi_exporter.containers import ContainerMap
 from dcmi_exporter.die_policy import apply_die_policy
 from dcmi_exporter.events import EventLog
 from dcmi_exporter.hang import REFUSED, HangConfig
@@ -142,6 +143,7 @@ class Exporter:
 
     def __post_init__(self) -> None:
         self.events = EventLog(self.settings.event_buffer)
+        self.containers = ContainerMap(self.settings.containers_ttl, self.clock.monotonic)
         # Keys: every chip, the node, the switch library and the die policy (one abandoned call each).
         self.guard = CallGuard(keys=MAX_CHIPS + 3, timeout_s=self.settings.call_timeout)
         self.poller = ChipPoller(

@@ -41,6 +41,7 @@ async def serve(exporter: Exporter) -> int:
         lambda: exporter.poller.snapshot,
         exporter.stats,
         (lambda: telemetry.samples) if telemetry is not None else Samples,
+        exporter.containers.current,
     )
 
     def metrics_held() -> str | None:

@@ -122,6 +122,16 @@ class ExporterSettings(BaseSettings):
             " a call pool of their own; a scrape shows the last sample."
         ),
     )
+    containers_ttl: float = Field(
+        120.0,
+        ge=1,
+        le=86400,
+        description=(
+            "Seconds the exporter keeps the container mapping the device plugin last PUT (`PUT /v1/containers`,"
+            " the metrics' namespace / pod_name / container_name labels) without a newer one; then the labels"
+            " are empty until the plugin sends again."
+        ),
+    )
     net_stats_period: float = Field(
         30.0,
         ge=0.05,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,7 +18,7 @@ from ascend_common.adapters.serving import bind_tcp_socket, server
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.faults import default_fault_code_table
 from ascend_common.inuse import ASCEND_REAL, chips_in_use_for_allocation
-from ascend_common.schemas.exporter import Chip, NodeInfo
+from ascend_common.schemas.exporter import Chip, ChipHolders, ContainerHolder, ContainerMapping, NodeInfo
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
 
@@ -32,6 +32,7 @@ from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
 from ascend_device_plugin.allocation.softshare_files import HostFiles
 from ascend_device_plugin.allocation.vnpu import DynamicVnpu
 from ascend_device_plugin.container_metrics import ContainerMetrics
+from ascend_device_plugin.core.container_metrics import ContainerRef
 from ascend_device_plugin.kubelet.podresources import list_container_devices
 from ascend_device_plugin.kubelet.registrar import Registrar
 from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
@@ -150,6 +151,7 @@ class DevicePlugin:
                 self._real_allocations,
                 period=s.container_metrics_period,
                 kubelet_chips=not s.volcano_type,
+                publish=self._publish_holders,
             )
             self.metrics.registry.register(self.container_metrics)
         kit.ready_when(lambda: None if self.follower.state.connected else "exporter unreachable")
@@ -260,6 +262,19 @@ class DevicePlugin:
         # Read afresh: the follower re-reads a chip on its events only, so its readings are old.
         async with asyncio.timeout(deadline_s):
             return (await self.exporter.chips()).chips
+
+    async def _publish_holders(self, holders: Mapping[int, Sequence[ContainerRef]], deadline_s: float) -> None:
+        mapping = ContainerMapping(
+            chips=[
+                ChipHolders(
+                    phy_id=phy,
+                    containers=[ContainerHolder(namespace=r.namespace, pod=r.pod, container=r.container) for r in refs],
+                )
+                for phy, refs in sorted(holders.items())
+            ]
+        )
+        async with asyncio.timeout(deadline_s):
+            await self.exporter.put_containers(mapping)
 
     def _real_allocations(self) -> dict[tuple[str, str], str]:
         if self.kube is None:

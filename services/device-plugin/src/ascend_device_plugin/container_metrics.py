@@ -19,7 +19,14 @@ from ascend_common.schemas.exporter import Chip
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ascend_device_plugin.core.container_metrics import FAMILIES, ContainerDevices, Sample, container_samples
+from ascend_device_plugin.core.container_metrics import (
+    FAMILIES,
+    ContainerDevices,
+    ContainerRef,
+    Sample,
+    chip_holders,
+    container_samples,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -28,6 +35,8 @@ T = TypeVar("T")
 ListContainers = Callable[[float], Awaitable[Sequence[ContainerDevices]]]
 ListChips = Callable[[float], Awaitable[Sequence[Chip]]]
 RealAllocations = Callable[[], Mapping[tuple[str, str], str]]
+# Tells the exporter who holds which chip (phy id -> holders), within the deadline in seconds.
+PublishHolders = Callable[[Mapping[int, Sequence[ContainerRef]], float], Awaitable[None]]
 MAX_CALL_S = 5.0  # a source's deadline, shorter when the period is
 
 
@@ -40,9 +49,13 @@ class ContainerMetrics(Collector):
         *,
         period: float,
         kubelet_chips: bool = True,
+        publish: PublishHolders | None = None,
     ) -> None:
         """`real`: the pods' `huawei.com/AscendReal` annotations by (namespace, name), from the pod
-        cache. `kubelet_chips` False (--volcano-type): the kubelet's chip ids are not the chips."""
+        cache. `kubelet_chips` False (--volcano-type): the kubelet's chip ids are not the chips.
+        `publish`: where each round's chip holders go (the exporter's `PUT /v1/containers`, for the
+        pod labels of its chip series); None: nowhere."""
+        self._publish = publish
         self._containers = containers
         self._chips = chips
         self._real = real
@@ -78,9 +91,13 @@ class ContainerMetrics(Collector):
                 kubelet_chips=self.kubelet_chips,
             )
         )
+        publish = self._publish
+        if publish is not None:  # the listing the container families use, so both endpoints agree
+            holders = chip_holders(self._listing, self._real(), kubelet_chips=self.kubelet_chips)
+            await self._read("exporter containers", lambda deadline_s: publish(holders, deadline_s))
         self.rounds += 1
 
-    async def _read(self, source: str, read: Callable[[float], Awaitable[Sequence[T]]]) -> Sequence[T] | None:
+    async def _read(self, source: str, read: Callable[[float], Awaitable[T]]) -> T | None:
         try:
             # The deadline again around the call: a source that ignores its own still ends here.
             async with asyncio.timeout(self.timeout):

@@ -319,6 +319,29 @@ class VnpuCreateRequest(Request):
     vfg_id: Annotated[int, Field(ge=0, le=65535)] | None = None
 
 
+K8sName = Annotated[str, Field(min_length=1, max_length=253)]
+
+
+class ContainerHolder(Request):
+    """A container that holds a chip (the device plugin's PodResources view)."""
+
+    namespace: K8sName
+    pod: K8sName
+    container: K8sName
+
+
+class ChipHolders(Request):
+    phy_id: Annotated[int, Field(ge=0, le=65535)]
+    containers: Annotated[list[ContainerHolder], Field(max_length=64)]
+
+
+class ContainerMapping(Request):
+    """`PUT /v1/containers`: who holds which chip, the whole node at once (a chip left out is held
+    by none)."""
+
+    chips: Annotated[list[ChipHolders], Field(max_length=1024)]
+
+
 class ApiError(Frozen):
     detail: str  # one readable sentence
     errors: list[dict[str, object]] | None = None  # per-field validation errors, when there are any

@@ -137,6 +137,38 @@ class PcieBandwidth:
     rates: dict[str, tuple[int, int, int]]
 
 
+HCCS_PORTS = 8  # npu-exporter's MaxHccsNum: the ports it reads of the library's 16
+
+
+@dataclass(frozen=True)
+class HccsStats:
+    """HCCS counters per port (index 0..HCCS_PORTS-1): `dcmi_get_device_info(HCCS, 5)` (u64), or
+    sub-command 3 (u32) on a driver without 5, as npu-exporter's PreCollect picks."""
+
+    tx_cnt: tuple[int, ...]
+    rx_cnt: tuple[int, ...]
+    crc_err_cnt: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class HccsBandwidth:
+    """`dcmi_get_hccs_link_bandwidth_info`: the sampling interval (ms), the totals and per-port rates."""
+
+    profiling_time_ms: int
+    total_tx: float
+    total_rx: float
+    tx: tuple[float, ...]
+    rx: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Memory:
+    """`dcmi_get_device_memory_info_v3` (the DDR of a chip without HBM), in MB."""
+
+    total_mb: int
+    available_mb: int
+
+
 @dataclass(frozen=True)
 class ChipTelemetry:
     """What npu-exporter reads besides our poll, one sample of one chip; None: the library did not
@@ -149,6 +181,13 @@ class ChipTelemetry:
     overall_pct: int | None = None
     hbm_ecc: HbmEcc | None = None
     pcie: PcieBandwidth | None = None
+    hccs: HccsStats | None = None
+    hccs_bandwidth: HccsBandwidth | None = None
+    sio_crc_err: tuple[int, int] | None = None  # (tx, rx) between the dies: dcmi_get_device_info(SIO, 0)
+    memory: Memory | None = None
+    # The card's elabel serial number (dcmi_get_card_elabel_v2); "NA" when the read failed, as the
+    # reference writes it.
+    serial_number: str | None = None
 
 
 class NetStatsProbe(Protocol):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ascend_common.cardlabel import card_labels
 from ascend_common.chips import RESOURCE_PREFIX
 from ascend_common.naming import parse_device_id
 from ascend_common.schemas.exporter import Chip, ChipState
@@ -27,7 +28,6 @@ INFO = "npu_container_info"
 UTILIZATION = "container_npu_utilization"
 TOTAL_MEMORY = "container_npu_total_memory"
 USED_MEMORY = "container_npu_used_memory"
-NOT_DISPLAYED_FOR_MULTI_POD = "not_displayed_for_multi_pod"  # colcommon.NotDisplayedForMultiPod
 # (name, npu-exporter's help text, labels), in the order npu-exporter describes them.
 FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (INFO, "the container name and deviceID relationship", INFO_LABELS),
@@ -111,6 +111,21 @@ def container_map(
     return out
 
 
+def chip_holders(
+    listing: Iterable[ContainerDevices],
+    real: Mapping[tuple[str, str], str] | None = None,
+    *,
+    kubelet_chips: bool = True,
+) -> dict[int, list[ContainerRef]]:
+    """Chip (phy id) -> the containers holding the chip itself, not one of its vNPUs: what
+    npu-exporter's CardLabel names on the chip's series."""
+    return {
+        phy: refs
+        for (phy, vdev), refs in container_map(listing, real, kubelet_chips=kubelet_chips).items()
+        if vdev is None
+    }
+
+
 def _keys(ids: Sequence[str]) -> list[DeviceKey]:
     keys: list[DeviceKey] = []
     for device_id in ids:
@@ -130,13 +145,8 @@ def model_name(chip: Chip) -> str:
 
 
 def container_labels(holders: Sequence[ContainerRef]) -> tuple[str, str, str]:
-    """(namespace, pod_name, container_name) of a chip (getContainerLabels): one holder's, or
-    npu-exporter's `not_displayed_for_multi_pod` when several hold it, or empty when none does."""
-    if len(holders) == 1:
-        return holders[0].namespace, holders[0].pod, holders[0].container
-    if holders:
-        return (NOT_DISPLAYED_FOR_MULTI_POD,) * 3
-    return "", "", ""
+    """(namespace, pod_name, container_name) of a chip (getContainerLabels)."""
+    return card_labels(holders)
 
 
 def container_samples(

@@ -201,7 +201,7 @@ class FaultEvents:
         # Unique names: two Events of one chip in one millisecond would otherwise collide (409).
         ms = max(int(now * 1000), self._last_ms + 1)
         try:
-            body = reference_fault_event(self._pod, self._node, notice, ms, COMPONENT)
+            body = reference_fault_event(self._pod, self._node, notice, ms)
         except NoticeError as exc:
             log.error("fault event not written", extra={"chip": notice.chip, "code": notice.code, "error": str(exc)})
             return

@@ -17,8 +17,10 @@ before its HBM / AI-core association, so an echo that the policy then drops stil
   faultCodes:<CODE>, faultLevelName:<action>, alarmRaisedTime:<YYYY-MM-DD hh:mm:ss>` (a 950 node
   writes `logicID:<l>` in place of the card and device ids); the time in the process's local zone,
   as Go's time.UnixMilli(...).Format;
-- eventTime that instant, reportingComponent and source.component the component (ours names us:
-  "fault-manager"), reportingInstance the pod; no first/last timestamp and no count, as the reference.
+- eventTime that instant, reportingComponent and source.component the reference's component,
+  `device-plugin` (its common.Component: the writer of these Events there), so that an alert or a
+  log pipeline filtering on it finds ours; reportingInstance the pod; no first/last timestamp and no
+  count, as the reference.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from ascend_common.adapters.kube.events import MAX_MESSAGE, micro_time
 
 NAMESPACE = "kube-system"  # api.KubeNS
+COMPONENT = "device-plugin"  # the reference's common.Component
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # common.TimeFormat "2006-01-02 15:04:05"
 # common.GetFaultAssertionName: FaultRecover -> Recovery, FaultOccur -> Occur, FaultOnce -> Notice.
 ASSERTION_NAMES = {"occur": "Occur", "recover": "Recovery", "once": "Notice"}
@@ -53,7 +56,7 @@ class NoticeError(ValueError):
     """A fault event the reference's format cannot describe (the reference logs it and writes nothing)."""
 
 
-def reference_fault_event(pod: str, node: str, notice: FaultNotice, now_ms: int, component: str) -> dict[str, Any]:
+def reference_fault_event(pod: str, node: str, notice: FaultNotice, now_ms: int) -> dict[str, Any]:
     """The Event `doWriteFaultToEvent` writes for `notice` at `now_ms`; NoticeError when it writes none."""
     reason = ASSERTION_NAMES.get(notice.assertion)
     if reason is None:
@@ -78,8 +81,8 @@ def reference_fault_event(pod: str, node: str, notice: FaultNotice, now_ms: int,
         "action": notice.level,
         "message": message[:MAX_MESSAGE],
         "type": "Warning" if notice.assertion == "occur" else "Normal",
-        "source": {"component": component, "host": node},
+        "source": {"component": COMPONENT, "host": node},
         "eventTime": micro_time(now_ms / 1000),
-        "reportingComponent": component,
+        "reportingComponent": COMPONENT,
         "reportingInstance": pod,
     }

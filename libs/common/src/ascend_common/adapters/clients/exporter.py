@@ -28,6 +28,7 @@ from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.schemas.exporter import (
     Chip,
     ChipList,
+    ContainerMapping,
     EventType,
     ExporterEvent,
     NodeInfo,
@@ -91,6 +92,15 @@ class ExporterClient:
 
     async def destroy_vnpu(self, logic_id: int, vdev_id: int) -> None:
         resp = await self._http.delete(f"/v1/chips/{logic_id}/vnpus", params={"vdev_id": vdev_id}, headers=self._auth())
+        self._check(resp)
+
+    async def put_containers(self, mapping: ContainerMapping) -> None:
+        """Who holds which chip (scope `containers`), for the exporter's metrics labels."""
+        resp = await self._http.put(
+            "/v1/containers",
+            content=mapping.model_dump_json(),
+            headers={**self._auth(), "Content-Type": "application/json"},
+        )
         self._check(resp)
 
     async def reset(self, logic_id: int, channel: str = "auto") -> ResetJob:

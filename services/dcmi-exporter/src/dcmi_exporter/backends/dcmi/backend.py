@@ -41,10 +41,14 @@ from ascend_common.schemas.reading import Reading
 from ascend_common.vnpu import TEMPLATES
 
 from dcmi_exporter.backends.base import (
+    HCCS_PORTS,
     PCIE_KINDS,
     ChipTelemetry,
     EventSink,
     HbmEcc,
+    HccsBandwidth,
+    HccsStats,
+    Memory,
     PcieBandwidth,
     RawFaultEvent,
 )
@@ -740,6 +744,11 @@ class DcmiBackend:
             overall_pct=overall,
             hbm_ecc=_value(lambda: self._hbm_ecc(chip)),
             pcie=_value(lambda: self._pcie_bandwidth(chip)),
+            hccs=_value(lambda: self._hccs_stats(chip)),
+            hccs_bandwidth=_value(lambda: self._hccs_bandwidth(chip)),
+            sio_crc_err=_value(lambda: self._sio(chip)),
+            memory=_value(lambda: self._memory(chip)),
+            serial_number=_value(lambda: self._serial_number(chip)) or "NA",
         )
 
     def _uint_out(self, op: str, chip: ChipAddress, *args: Any) -> int:
@@ -795,8 +804,66 @@ class DcmiBackend:
         rates = {kind: tuple(int(v) for v in getattr(info, f"{kind}_bw")) for kind in PCIE_KINDS}
         return PcieBandwidth(rates={k: (v[0], v[1], v[2]) for k, v in rates.items()})
 
+    def _device_info(self, chip: ChipAddress, main_cmd: int, sub_cmd: int, info: ctypes.Structure) -> None:
+        size = ctypes.c_uint(ctypes.sizeof(info))
+        self._call("dcmi_get_device_info", chip, main_cmd, sub_cmd, ctypes.byref(info), ctypes.byref(size))
+
+    def _hccs_stats(self, chip: ChipAddress) -> HccsStats:
+        """The 64-bit counters when the driver has them, else the 32-bit ones (npu-exporter's PreCollect
+        order); npu-exporter reads the first HCCS_PORTS ports of the library's 16."""
+        info: s.DcmiHccsStatisticInfoU64 | s.DcmiHccsStatisticInfo = s.DcmiHccsStatisticInfoU64()
+        try:
+            self._device_info(chip, MAIN_CMD_HCCS, HCCS_SUB_CMD_STATISTIC_U64, info)
+        except DcmiError:
+            info = s.DcmiHccsStatisticInfo()
+            self._device_info(chip, MAIN_CMD_HCCS, HCCS_SUB_CMD_STATISTIC, info)
+        return HccsStats(
+            tx_cnt=tuple(int(v) for v in info.tx_cnt[:HCCS_PORTS]),
+            rx_cnt=tuple(int(v) for v in info.rx_cnt[:HCCS_PORTS]),
+            crc_err_cnt=tuple(int(v) for v in info.crc_err_cnt[:HCCS_PORTS]),
+        )
+
+    def _hccs_bandwidth(self, chip: ChipAddress) -> HccsBandwidth:
+        info = s.DcmiHccsBandwidthInfo(profiling_time=HCCS_PROFILING_MS)
+        self._call("dcmi_get_hccs_link_bandwidth_info", chip, ctypes.byref(info))
+        return HccsBandwidth(
+            profiling_time_ms=int(info.profiling_time),
+            total_tx=float(info.total_txbw),
+            total_rx=float(info.total_rxbw),
+            tx=tuple(float(v) for v in info.tx_bandwidth[:HCCS_PORTS]),
+            rx=tuple(float(v) for v in info.rx_bandwidth[:HCCS_PORTS]),
+        )
+
+    def _sio(self, chip: ChipAddress) -> tuple[int, int]:
+        info = s.DcmiSioCrcErrStatisticInfo()
+        self._device_info(chip, MAIN_CMD_SIO, SIO_SUB_CMD_CRC_ERR, info)
+        return int(info.tx_error_count), int(info.rx_error_count)
+
+    def _memory(self, chip: ChipAddress) -> Memory:
+        op = "dcmi_get_device_memory_info_v3"
+        info = s.DcmiMemoryInfo()
+        self._call(op, chip, ctypes.byref(info))
+        if info.memory_size < info.memory_available:  # the reference refuses such a read too
+            raise DcmiError(op, RC_INTERNAL, message="total memory below available memory")
+        return Memory(total_mb=int(info.memory_size), available_mb=int(info.memory_available))
+
+    def _serial_number(self, chip: ChipAddress) -> str:
+        """By the chip's card on a v1 driver (dcmi_get_card_elabel_v2), by its logic id on v2."""
+        info = s.DcmiElabelInfo()
+        if self._gen.by_logic_id:
+            self._lib.call("dcmiv2_get_device_elabel_info", chip.logic_id, ctypes.byref(info))
+        else:
+            self._lib.call("dcmi_get_card_elabel_v2", chip.card_id, ctypes.byref(info))
+        return bytes(info.serial_number).split(b"\0", 1)[0].decode(errors="replace")
+
 
 INT32_LIMIT = 2**31 - 1
+MAIN_CMD_HCCS = 16  # enum dcmi_main_cmd DCMI_MAIN_CMD_HCCS (the reference's MainCmdHccs)
+MAIN_CMD_SIO = 56  # DCMI_MAIN_CMD_SIO
+HCCS_SUB_CMD_STATISTIC = 3  # the reference's HccsSubCmdGetStatisticInfo (u32 counters)
+HCCS_SUB_CMD_STATISTIC_U64 = 5  # HccsSubCmdGetStatisticInfoU64
+SIO_SUB_CMD_CRC_ERR = 0  # SioSubCmdCrcErrStatistics
+HCCS_PROFILING_MS = 200  # npu-exporter's default -hccsBWProfilingTime
 FREQ_AICORE_CURRENT = 7  # enum dcmi_freq_type DCMI_FREQ_AICORE_CURRENT_
 UTIL_VECTOR = 12  # dcmi_get_device_utilization_rate input types (the reference's VectorCore, Overall)
 UTIL_OVERALL = 13

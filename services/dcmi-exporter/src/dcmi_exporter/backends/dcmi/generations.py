@@ -57,6 +57,9 @@ V2_SYMBOLS: Final[Mapping[str, str | None]] = {
     "dcmi_get_device_ecc_info": "dcmiv2_get_device_ecc_info",  # same struct dcmi_ecc_info
     "dcmi_get_pcie_link_bandwidth_info": "dcmiv2_get_pcie_link_bandwidth_info",
     "dcmi_get_device_multi_utilization_rate": "dcmiv2_get_device_multi_utilization_rate",
+    # The reference asks v2 drivers neither (its DeviceManagerV2 reads no HCCS or DDR).
+    "dcmi_get_hccs_link_bandwidth_info": None,
+    "dcmi_get_device_memory_info_v3": None,
 }
 
 NO_CARD = -1  # the card and device id of a v2 chip (the reference's GetCardIDDeviceID answers -1, -1)

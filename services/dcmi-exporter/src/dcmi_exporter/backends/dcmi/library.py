@@ -125,6 +125,10 @@ SIGNATURES: dict[str, Sequence[Any]] = {
     "dcmi_get_device_ecc_info": (_int, _int, _int, ctypes.POINTER(s.DcmiEccInfo)),  # enum dcmi_device_type
     "dcmi_get_pcie_link_bandwidth_info": (_int, _int, ctypes.POINTER(s.DcmiPcieLinkBandwidthInfo)),
     "dcmi_get_device_multi_utilization_rate": (_int, _int, ctypes.POINTER(s.DcmiMultiUtilizationInfo)),
+    "dcmi_get_hccs_link_bandwidth_info": (_int, _int, ctypes.POINTER(s.DcmiHccsBandwidthInfo)),
+    "dcmi_get_device_memory_info_v3": (_int, _int, ctypes.POINTER(s.DcmiMemoryInfo)),
+    "dcmi_get_card_elabel_v2": (_int, ctypes.POINTER(s.DcmiElabelInfo)),  # by card, not chip
+    "dcmiv2_get_device_elabel_info": (_int, ctypes.POINTER(s.DcmiElabelInfo)),
     "dcmiv2_get_device_voltage": (_int, _puint),
     "dcmiv2_get_device_frequency": (_int, _int, _puint),
     "dcmiv2_get_device_ecc_info": (_int, _int, ctypes.POINTER(s.DcmiEccInfo)),

@@ -305,3 +305,87 @@ class DcmiMultiUtilizationInfo(ctypes.Structure):
 C_TYPES["dcmi_ecc_info"] = DcmiEccInfo
 C_TYPES["dcmi_pcie_link_bandwidth_info"] = DcmiPcieLinkBandwidthInfo
 C_TYPES["dcmi_multi_utilization_info"] = DcmiMultiUtilizationInfo
+
+
+HCCS_MAX_PCS_NUM = 16  # HCCS_MAX_PCS_NUM
+HCCS_RES_PCS_NUM = 64  # HCCS_RES_PCS_NUM
+ELABEL_FIELD_LEN = 256  # MAX_LENGTH of struct dcmi_elabel_info
+
+
+class DcmiHccsStatisticInfo(ctypes.Structure):
+    """dcmi_get_device_info(DCMI_MAIN_CMD_HCCS, 3): 32-bit counters per PCS."""
+
+    _fields_ = [
+        ("tx_cnt", ctypes.c_uint * HCCS_MAX_PCS_NUM),
+        ("rx_cnt", ctypes.c_uint * HCCS_MAX_PCS_NUM),
+        ("crc_err_cnt", ctypes.c_uint * HCCS_MAX_PCS_NUM),
+        ("retry_cnt", ctypes.c_uint * HCCS_MAX_PCS_NUM),
+        ("reserved_field_cnt", ctypes.c_uint * HCCS_RES_PCS_NUM),
+    ]
+
+
+class DcmiHccsStatisticInfoU64(ctypes.Structure):
+    """dcmi_get_device_info(DCMI_MAIN_CMD_HCCS, 5): the same counters, 64-bit."""
+
+    _fields_ = [
+        ("tx_cnt", ctypes.c_ulonglong * HCCS_MAX_PCS_NUM),
+        ("rx_cnt", ctypes.c_ulonglong * HCCS_MAX_PCS_NUM),
+        ("crc_err_cnt", ctypes.c_ulonglong * HCCS_MAX_PCS_NUM),
+        ("retry_cnt", ctypes.c_ulonglong * HCCS_MAX_PCS_NUM),
+        ("reserved", ctypes.c_ulonglong * HCCS_RES_PCS_NUM),
+    ]
+
+
+class DcmiHccsBandwidthInfo(ctypes.Structure):
+    """dcmi_get_hccs_link_bandwidth_info: `profiling_time` (ms) in, the rates out."""
+
+    _fields_ = [
+        ("profiling_time", ctypes.c_int),
+        ("total_txbw", ctypes.c_double),
+        ("total_rxbw", ctypes.c_double),
+        ("tx_bandwidth", ctypes.c_double * HCCS_MAX_PCS_NUM),
+        ("rx_bandwidth", ctypes.c_double * HCCS_MAX_PCS_NUM),
+    ]
+
+
+class DcmiSioCrcErrStatisticInfo(ctypes.Structure):
+    """dcmi_get_device_info(DCMI_MAIN_CMD_SIO, 0)."""
+
+    _fields_ = [
+        ("tx_error_count", ctypes.c_ushort),
+        ("rx_error_count", ctypes.c_ushort),
+        ("reserved", ctypes.c_ubyte * 8),
+    ]
+
+
+class DcmiMemoryInfo(ctypes.Structure):
+    """struct dcmi_get_memory_info_stru (dcmi_get_device_memory_info_v3), 96 bytes on LP64."""
+
+    _fields_ = [
+        ("memory_size", ctypes.c_ulonglong),  # MB
+        ("memory_available", ctypes.c_ulonglong),  # MB
+        ("freq", ctypes.c_uint),
+        ("hugepagesize", ctypes.c_ulong),
+        ("hugepages_total", ctypes.c_ulong),
+        ("hugepages_free", ctypes.c_ulong),
+        ("utiliza", ctypes.c_uint),
+        ("reserve", ctypes.c_ubyte * 60),
+    ]
+
+
+class DcmiElabelInfo(ctypes.Structure):
+    _fields_ = [
+        ("product_name", ctypes.c_char * ELABEL_FIELD_LEN),
+        ("model", ctypes.c_char * ELABEL_FIELD_LEN),
+        ("manufacturer", ctypes.c_char * ELABEL_FIELD_LEN),
+        ("manufacturer_date", ctypes.c_char * ELABEL_FIELD_LEN),
+        ("serial_number", ctypes.c_char * ELABEL_FIELD_LEN),
+    ]
+
+
+C_TYPES["dcmi_hccs_statistic_info"] = DcmiHccsStatisticInfo
+C_TYPES["dcmi_hccs_statistic_info_u64"] = DcmiHccsStatisticInfoU64
+C_TYPES["dcmi_hccs_bandwidth_info"] = DcmiHccsBandwidthInfo
+C_TYPES["dcmi_sio_crc_err_statistic_info"] = DcmiSioCrcErrStatisticInfo
+C_TYPES["dcmi_get_memory_info_stru"] = DcmiMemoryInfo
+C_TYPES["dcmi_elabel_info"] = DcmiElabelInfo

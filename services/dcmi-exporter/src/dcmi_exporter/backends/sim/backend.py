@@ -682,15 +682,19 @@ class SimBackend:
 
     def read_telemetry(self, chip: ChipAddress) -> ChipTelemetry:
         """The extra metric families' reads, from the same model as `read_dynamic`: HBM ECC on the
-        HBM families and PCIe bandwidth on the 910B and 950, as npu-exporter asks them."""
+        HBM families, PCIe bandwidth on the 910B and 950, HCCS on the 910B and A3, SIO on the A3 and
+        950, DDR memory on the 310 families (their `hbm_mb` is their DDR), as a driver answers them."""
         st = self._enter(chip, "dcmi_get_device_voltage")
         now = self.clock.monotonic()
         with self._lock:
-            processes = len(st.processes)
+            processes_mem = list(st.processes)
+            processes = len(processes_mem)
             idle = st.idle_job is not None
         t = (now - self._origin) * self.clock.time_scale
         util = 0 if idle else telemetry.aicore_util(st.traits, t, processes)
         family = self.layout.family
+        lay = self.layout
+        used = telemetry.hbm_used_mb(st.traits, lay.hbm_mb, [p.memory_bytes for p in processes_mem])
         return ChipTelemetry(
             voltage_v=round(0.80 + util / 1000, 2),
             aicore_freq_mhz=1800 if util else 800,
@@ -699,6 +703,11 @@ class SimBackend:
             overall_pct=util,
             hbm_ecc=telemetry.hbm_ecc(st.traits) if family in telemetry.HBM_FAMILIES else None,
             pcie=telemetry.pcie_bandwidth(util, chip.phy_id) if family in telemetry.PCIE_FAMILIES else None,
+            hccs=telemetry.hccs_stats(util, chip.phy_id, t) if family in telemetry.HCCS_FAMILIES else None,
+            hccs_bandwidth=telemetry.hccs_bandwidth(util, 200) if family in telemetry.HCCS_FAMILIES else None,
+            sio_crc_err=(0, 0) if family in telemetry.SIO_FAMILIES else None,
+            memory=telemetry.ddr_memory(lay.hbm_mb, used) if family in telemetry.DDR_FAMILIES else None,
+            serial_number=telemetry.serial_number(chip.card_id, chip.logic_id),
         )
 
     def net_stats(self, logic_id: int) -> dict[str, int] | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ascend_common.chips import ChipFamily
 
-from dcmi_exporter.backends.base import PCIE_KINDS, HbmEcc, PcieBandwidth
+from dcmi_exporter.backends.base import HCCS_PORTS, PCIE_KINDS, HbmEcc, HccsBandwidth, HccsStats, Memory, PcieBandwidth
 from dcmi_exporter.backends.sim.profiles import Profile
 
 TEMP_MIN_C = 35
@@ -78,6 +78,10 @@ def _clamp(value: float, lo: float, hi: float) -> float:
 # The families npu-exporter asks each of (its supportedHbmDevices and supportedPcieDevices).
 HBM_FAMILIES = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
 PCIE_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND950})
+# The families a driver answers HCCS counters, SIO counters, DDR memory for, as npu-exporter asks them.
+HCCS_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
+SIO_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
+DDR_FAMILIES = frozenset({ChipFamily.ASCEND310, ChipFamily.ASCEND310B, ChipFamily.ASCEND310P})
 
 
 def hbm_ecc(traits: ChipTraits) -> HbmEcc:
@@ -139,3 +143,33 @@ def optical(traits: ChipTraits, link_down: bool) -> dict[str, float]:
         **{f"Tx_Power{i}": round(0.5 + traits.phase2 / 10, 2) for i in range(4)},
         **{f"Rx_Power{i}": rx for i in range(4)},
     }
+
+
+def hccs_stats(util_pct: int, phy_id: int, t: float) -> HccsStats:
+    """Port counters that grow with time and load; a clean link has no CRC errors."""
+    base = int(t) * (10 + util_pct) + 1000 * phy_id
+    return HccsStats(
+        tx_cnt=tuple(base + 7 * port for port in range(HCCS_PORTS)),
+        rx_cnt=tuple(base + 5 * port for port in range(HCCS_PORTS)),
+        crc_err_cnt=(0,) * HCCS_PORTS,
+    )
+
+
+def hccs_bandwidth(util_pct: int, profiling_time_ms: int) -> HccsBandwidth:
+    per_port = round(util_pct * 0.25, 2)
+    return HccsBandwidth(
+        profiling_time_ms=profiling_time_ms,
+        total_tx=per_port * (HCCS_PORTS - 1),
+        total_rx=per_port * (HCCS_PORTS - 1),
+        tx=(per_port,) * HCCS_PORTS,
+        rx=(per_port,) * HCCS_PORTS,
+    )
+
+
+def ddr_memory(total_mb: int, used_mb: int) -> Memory:
+    return Memory(total_mb=total_mb, available_mb=total_mb - used_mb)
+
+
+def serial_number(card_id: int, logic_id: int) -> str:
+    """A stable, card-like serial: per card where the chips have one, else per chip."""
+    return f"SIM{(card_id if card_id >= 0 else logic_id):08d}"
