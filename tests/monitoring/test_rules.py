@@ -93,7 +93,11 @@ def _served() -> set[str]:
     """The family names docs/wire-formats.md's metrics section lists (in backticks)."""
     text = WIRE_FORMATS.read_text()
     section = text[text.index("## Prometheus metrics") : text.index("## The chip library")]
-    return set(re.findall(r"`([a-z_:][a-z0-9_:]*)", section))
+    names = set(re.findall(r"`([a-z_:][a-z0-9_:]*)", section))
+    # A numbered run is written as its ends: `x_1` .. `x_9`.
+    for stem, first, last in re.findall(r"`([a-z_:][a-z0-9_:]*?)_(\d+)` \.\. `\1_(\d+)`", section):
+        names |= {f"{stem}_{n}" for n in range(int(first), int(last) + 1)}
+    return names
 
 
 SERVED_BY_PROMETHEUS = {"up"}
