@@ -27,6 +27,7 @@ from ascend_common.adapters.kubelet import dra_pb2 as dra
 from ascend_common.adapters.kubelet import dra_pb2_grpc as dra_grpc
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState
+from ascend_device_plugin.core.chip_owners import ChipOwners
 from ascend_device_plugin.core.dra import DRIVER, slice_name
 from ascend_device_plugin.dra.driver import ClaimRef, DraDriver, Outcome
 from ascend_device_plugin.dra.kube import NoResourceApi, ResourceApi
@@ -439,9 +440,11 @@ async def test_a_chip_the_device_plugin_holds_is_refused_and_left_out_of_the_sli
     rig: Rig, fake: FakeApiServer
 ) -> None:
     held = frozenset({"Ascend910-2"})
+    owners = ChipOwners()
+    owners.set_annotated(held)  # a device-plugin pod's annotation names it
     driver = DraDriver(
         NODE, rig.manager, rig.resource_api, rig.root / "state-both", rig.root / "cdi-both",
-        dev_root=rig.root / "host", held_elsewhere=lambda: held,
+        dev_root=rig.root / "host", owners=owners,
     )  # fmt: skip
     await driver.load()
     claim = put_claim(fake, "wants-2", [ours("ascend910-2")], pod_using("p", ["wants-2"]))

@@ -148,6 +148,15 @@ class PluginSettings(BaseSettings):
         "when a job leaves its chips.",
     )
 
+    dra_allocate_hold_s: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="--kubelet-api both: seconds a chip the device plugin's Allocate handed out stays out of the "
+        "DRA slice (and refuses claims) while no pod's annotation names it yet; once one does, the annotation "
+        "holds it until the pod finishes.",
+    )
+
     @field_validator("dra_noexecute_levels")
     @classmethod
     def _check_noexecute_levels(cls, value: str) -> str:
