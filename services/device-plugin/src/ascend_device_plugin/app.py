@@ -229,6 +229,8 @@ class DevicePlugin:
             ) from None
         if self.slices is not None:
             self.slices.kick()  # the slice's next generation leaves them out; no claim can have them meanwhile
+            # A hold no pod's annotation took over ends then: offer the chips again at once, not a period later.
+            asyncio.get_running_loop().call_later(self.owners.allocate_hold_s, self.slices.kick)
 
     # ---- inputs ------------------------------------------------------------------------------
 
