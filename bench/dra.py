@@ -1,5 +1,7 @@
 """DRA on the 8-chip node (910b-8): a chip fault -> the node's next ResourceSlice without the chip,
-and its recovery -> the chip back in the slice (issue 27's Health target: 100 ms p99).
+and its recovery -> the chip back in the slice (issue 27's Health target: 100 ms p99); where the
+apiserver keeps device taints (1.36), fault -> the chip tainted in the slice and recovery -> the
+taint gone (issue 33, same target).
 
 Real processes on real sockets: the sim exporter, the device-plugin with `--kubelet-api dra`
 registered under the tests' fake DRA kubelet (in this process), optionally the fault-manager
@@ -39,6 +41,7 @@ from tests.support.plugin import PluginProc, dra_args, start_plugin, wait_ready
 
 DRIVER = "npu.huawei.com"
 RESOURCE_VERSIONS = ("v1", "v1beta1")  # what a 1.34 apiserver serves; the driver picks v1
+TAINT = "npu.huawei.com/unhealthy"  # the driver's taint of a chip that is not healthy (core.dra)
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 PHY = 3  # the issue's chip
 DEVICE = f"ascend910-{PHY}"  # the DRA device name (core.dra.device_name)
@@ -53,6 +56,7 @@ class SliceSeen:
 
     at: float  # time.monotonic()
     devices: frozenset[str]
+    tainted: frozenset[str] = frozenset()  # the devices carrying the driver's unhealthy taint
 
 
 @dataclass
@@ -67,17 +71,25 @@ class SliceWatch:
         spec = obj.get("spec") or {}
         if spec.get("nodeName") != NODE or spec.get("driver") != DRIVER:
             return
-        names = frozenset(str(d.get("name")) for d in spec.get("devices") or [] if isinstance(d, dict))
-        self.seen.append(SliceSeen(time.monotonic(), names))
+        devices = [d for d in spec.get("devices") or [] if isinstance(d, dict)]
+        names = frozenset(str(d.get("name")) for d in devices)
+        tainted = frozenset(
+            str(d.get("name")) for d in devices if any(t.get("key") == TAINT for t in d.get("taints") or [])
+        )
+        self.seen.append(SliceSeen(time.monotonic(), names, tainted))
         self.versions.add(str(obj.get("apiVersion")))
         self.changed.set()
 
     async def wait_for(self, reached: Callable[[frozenset[str]], bool], after: int, bound_s: float) -> SliceSeen:
         """The first event after the first `after` ones whose devices satisfy `reached`."""
+        return await self.wait_event(lambda event: reached(event.devices), after, bound_s)
+
+    async def wait_event(self, reached: Callable[[SliceSeen], bool], after: int, bound_s: float) -> SliceSeen:
+        """The first event after the first `after` ones that satisfies `reached`."""
         async with asyncio.timeout(bound_s):
             while True:
                 for event in self.seen[after:]:
-                    if reached(event.devices):
+                    if reached(event):
                         return event
                 after = len(self.seen)
                 self.changed.clear()
@@ -106,9 +118,11 @@ class DraStack:
 
 
 @contextlib.asynccontextmanager
-async def dra_stack(fault_manager: bool) -> AsyncIterator[DraStack]:
-    """The node up: the plugin registered as the DRA driver and its slice seen with every chip."""
-    with RemoteApiServer(resource_api_versions=RESOURCE_VERSIONS) as remote, short_tmp_dir("bench-dra-") as workdir:
+async def dra_stack(fault_manager: bool, *, device_taints: bool = False) -> AsyncIterator[DraStack]:
+    """The node up: the plugin registered as the DRA driver and its slice seen with every chip.
+    `device_taints`: the apiserver keeps them (1.36); else it drops them (1.34's default)."""
+    remote_api = RemoteApiServer(resource_api_versions=RESOURCE_VERSIONS, device_taints=device_taints)
+    with remote_api as remote, short_tmp_dir("bench-dra-") as workdir:
         remote.add_node(NODE)
         kubeconfig = write_kubeconfig(workdir / "kubeconfig", remote.url)
         exporter = start_exporter(workdir / "exporter", *EXPORTER_ARGS, profile="910b-8")
@@ -143,24 +157,34 @@ async def dra_stack(fault_manager: bool) -> AsyncIterator[DraStack]:
             exporter.stop()
 
 
-async def fault_to_slice(s: DraStack, rounds: int) -> tuple[list[float], list[float]]:
-    """(fault -> slice without the chip, recovery -> slice with it again) samples, one of each per
-    round; each round waits for the recovered slice before the next fault."""
+def _removed(event: SliceSeen) -> bool:
+    return DEVICE not in event.devices and len(event.devices) >= 7
+
+
+def _back(event: SliceSeen) -> bool:
+    return DEVICE in event.devices and DEVICE not in event.tainted and len(event.devices) >= 7
+
+
+def _tainted(event: SliceSeen) -> bool:
+    return DEVICE in event.tainted and len(event.devices) == 8
+
+
+async def fault_to_slice(
+    s: DraStack, rounds: int, faulty: Callable[[SliceSeen], bool] = _removed
+) -> tuple[list[float], list[float]]:
+    """(fault -> the slice event `faulty` accepts, recovery -> slice with the chip untainted) samples,
+    one of each per round; each round waits for the recovered slice before the next fault."""
     faults: list[float] = []
     recoveries: list[float] = []
     async with s.exporter.client() as client:
         chips = (await client.get("/v1/chips")).json()["chips"]
         (logic_id,) = [int(c["logic_id"]) for c in chips if int(c["phy_id"]) == PHY]
         for _ in range(rounds):
-            for assertion, samples, present in (("occur", faults, False), ("recover", recoveries, True)):
+            for assertion, samples, reached in (("occur", faults, faulty), ("recover", recoveries, _back)):
                 seen = len(s.slices.seen)
                 started = time.monotonic()
                 await sim_fault(client, logic_id, FAULT_CODE, assertion)
-
-                def reached(names: frozenset[str], want: bool = present) -> bool:
-                    return (DEVICE in names) == want and len(names) >= 7
-
-                event = await s.slices.wait_for(reached, seen, ROUND_TIMEOUT_S)
+                event = await s.slices.wait_event(reached, seen, ROUND_TIMEOUT_S)
                 samples.append(event.at - started)
             await asyncio.sleep(0.02)
     return faults, recoveries
@@ -178,6 +202,28 @@ def figures(label: str, faults: list[float], recoveries: list[float]) -> list[Fi
     return out
 
 
+def taint_figures(label: str, faults: list[float], recoveries: list[float]) -> list[Figure]:
+    """p50 and p99 of fault -> chip tainted and of recovery -> taint gone, each p99 against 100 ms."""
+    out = []
+    for p in (50, 99):
+        figure = timing(f"fault on chip {PHY} -> ResourceSlice with it tainted, {label}", faults, p,
+                        TARGET_S if p == 99 else None)  # fmt: skip
+        figure.reference = REFERENCE
+        out.append(figure)
+    for p in (50, 99):
+        out.append(
+            timing(f"recovery -> chip {PHY}'s taint gone, {label}", recoveries, p, TARGET_S if p == 99 else None)
+        )
+    return out
+
+
+async def taints(rounds: int) -> tuple[list[Figure], set[str]]:
+    """The taint rows (issue 33): the apiserver keeps device taints, as 1.36 does by default."""
+    async with dra_stack(fault_manager=False, device_taints=True) as s:
+        faults, recoveries = await fault_to_slice(s, rounds, _tainted)
+        return taint_figures("taints kept (1.36), plugin alone (code policy)", faults, recoveries), s.slices.versions
+
+
 async def run(rounds: int, *, fault_manager: bool = True) -> Section:
     started = time.monotonic()
     section = Section("DRA: fault -> ResourceSlice (910b-8)", "`.venv/bin/python -m bench.run --only dra`")
@@ -191,6 +237,9 @@ async def run(rounds: int, *, fault_manager: bool = True) -> Section:
             faults, recoveries = await fault_to_slice(s, rounds)
             section.figures += figures("whole stack (fault-manager verdict)", faults, recoveries)
             versions |= s.slices.versions
+    tainted, taint_versions = await taints(rounds)
+    section.figures += tainted
+    versions |= taint_versions
     section.notes += [
         "Injection (the simulator's fault-event callback, on the chip with phy id 3) -> exporter event ->"
         " (fault-manager verdict ->) the plugin's resource manager -> its ResourceSlice publisher -> one PUT to the"
@@ -199,6 +248,9 @@ async def run(rounds: int, *, fault_manager: bool = True) -> Section:
         f"The plugin runs with --kubelet-api dra, registered under the tests' fake DRA kubelet; the fake API server"
         f" serves resource.k8s.io {' and '.join(RESOURCE_VERSIONS)} and the slice was written as"
         f" {', '.join(sorted(versions)) or 'nothing'}.",
+        "Without taints (the first rows) the fake API server drops device taints, as 1.34 and 1.35 do by default"
+        " (DRADeviceTaints alpha, off): the faulty chip leaves the slice. With taints (the last rows) it keeps them,"
+        f" as 1.36 does: the chip stays, tainted {TAINT}; the first tainted write costs one dry run more.",
     ]
     section.seconds = time.monotonic() - started
     return section

@@ -14,7 +14,10 @@ import asyncio
 import shutil
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
+
+import grpc
 
 from tests.plugin.test_dra_process import dra_args, kubelet_for, put_claim, slice_devices
 from tests.support.exporter import start_exporter
@@ -27,6 +30,14 @@ from tests.support.waiting import until
 ROUNDS = 200
 RESOURCE = "huawei.com/Ascend910"
 HOLD_S = 0.3  # --dra-allocate-hold-s: an Allocate no pod names frees its chip this soon (the default is 120 s)
+
+
+def out_of_slice(apiserver: FakeApiServer, device: str) -> bool:
+    return device not in [d["name"] for d in slice_devices(apiserver)]
+
+
+def free_for_both(apiserver: FakeApiServer, dp_kubelet: FakeKubelet, chip: str, device: str) -> bool:
+    return not out_of_slice(apiserver, device) and chip in dp_kubelet.healthy_ids(RESOURCE)
 
 
 async def test_an_allocate_and_a_claim_raced_for_one_chip_are_never_both_granted() -> None:
@@ -53,14 +64,14 @@ async def test_an_allocate_and_a_claim_raced_for_one_chip_are_never_both_granted
                 chip, device = f"Ascend910-{phy}", f"ascend910-{phy}"
                 pod, _ = put_claim(apiserver, f"race-{i}", device)
 
-                async def allocate(delay: float, chip: str = chip) -> bool:
+                async def allocate(delay: float, chip: str = chip) -> str:
+                    """Empty when granted, else the refusal's message."""
                     await asyncio.sleep(delay)
                     try:
                         await dp_kubelet.allocate(RESOURCE, [[chip]])
-                    except Exception as exc:  # the refusal is a gRPC error
-                        assert "is prepared for the DRA claim uid" in str(exc), exc
-                        return False
-                    return True
+                    except grpc.aio.AioRpcError as exc:
+                        return f"{exc.code().name}: {exc.details()}"
+                    return ""
 
                 async def prepare(pod: dict[str, object] = pod, device: str = device) -> bool:
                     try:
@@ -73,7 +84,12 @@ async def test_an_allocate_and_a_claim_raced_for_one_chip_are_never_both_granted
 
                 # The DRA kubelet reads the claim before it calls the driver: Allocate starts up to
                 # 30 ms later on some rounds, so that each side is first in some of them.
-                allocated, prepared = await asyncio.gather(allocate((i % 7) * 0.005), prepare())
+                refusal, prepared = await asyncio.gather(allocate((i % 7) * 0.005), prepare())
+                allocated = not refusal
+                if refusal:
+                    assert (
+                        refusal.startswith("FAILED_PRECONDITION: ") and "is prepared for the DRA claim uid" in refusal
+                    )
                 assert allocated != prepared, f"round {i}: allocate {allocated}, prepare {prepared}"
                 wins["allocate" if allocated else "prepare"] += 1
 
@@ -82,7 +98,7 @@ async def test_an_allocate_and_a_claim_raced_for_one_chip_are_never_both_granted
                     await dra_kubelet.unprepare(pod)
                 else:
                     await until(
-                        lambda device=device: device not in [d["name"] for d in slice_devices(apiserver)],
+                        partial(out_of_slice, apiserver, device),
                         timeout=HOLD_S,
                         what=f"round {i}: {device}, allocated through the device plugin, to leave the slice",
                     )
@@ -90,8 +106,7 @@ async def test_an_allocate_and_a_claim_raced_for_one_chip_are_never_both_granted
                                       requests={RESOURCE: 1})  # fmt: skip
                     apiserver.remove("pods", f"dp-{i}", "ml")
                 await until(
-                    lambda device=device, chip=chip: device in [d["name"] for d in slice_devices(apiserver)]
-                    and chip in dp_kubelet.healthy_ids(RESOURCE),
+                    partial(free_for_both, apiserver, dp_kubelet, chip, device),
                     timeout=10,
                     what=f"round {i}: {chip} free for both APIs again",
                 )
