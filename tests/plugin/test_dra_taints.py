@@ -151,3 +151,14 @@ async def test_where_taints_are_dropped_a_faulty_chip_leaves_and_is_never_offere
     node.manager.set_chips(chips_with())
     assert await node.publisher.sync()
     assert node.devices() == {f"ascend910-{p}": [] for p in range(8)}
+
+
+async def test_a_taint_follows_the_fault_level_while_the_chip_stays_unhealthy(server: FakeApiServer) -> None:
+    async for node in make_node(server, noexecute=("card_drop",)):
+        await node.publisher.sync()
+        node.manager.set_chips(chips_with({3: ChipState.UNKNOWN}))
+        assert await node.publisher.sync()
+        assert [(t["value"], t["effect"]) for t in node.devices()["ascend910-3"]] == [("unknown", "NoSchedule")]
+        node.manager.set_chips(chips_with({3: ChipState.CARD_DROP}))  # still Unhealthy, now a listed level
+        assert await node.publisher.sync()
+        assert [(t["value"], t["effect"]) for t in node.devices()["ascend910-3"]] == [("card_drop", "NoExecute")]

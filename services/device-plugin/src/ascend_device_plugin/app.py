@@ -236,6 +236,7 @@ class DevicePlugin:
 
     def _on_chips(self, changed: Mapping[int, Chip]) -> None:
         self.manager.set_chips(changed)
+        self._fault_may_have_changed()
         if (reason := self.manager.start_refusal()) is not None:
             # Before start() has checked, it refuses (exit 2); after, the plugin stops (exit 1) and
             # serves nothing of these chips meanwhile.
@@ -260,6 +261,14 @@ class DevicePlugin:
     def _on_verdicts(self, changed: Mapping[str, ChipVerdict]) -> None:
         assert self.verdicts is not None
         self.manager.set_verdicts(self.verdicts.verdicts, self.verdicts.connected)
+        self._fault_may_have_changed()
+
+    def _fault_may_have_changed(self) -> None:
+        # A faulty chip's fault level (its taint's value and effect) can change while it stays
+        # Unhealthy, which wakes nothing through the device lists: the slice looks again (a write
+        # only if its devices differ).
+        if self.slices is not None:
+            self.slices.kick()
 
     def _on_pods(self) -> None:
         assert self.kube is not None
