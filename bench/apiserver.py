@@ -9,7 +9,7 @@ Protocol: the parent writes one JSON command per line to the child's stdin
 (`{"op": "count", "args": {...}}`) and reads one JSON answer per line from its stdout
 (`{"ok": <result>}` or `{"error": "<text>"}`); the child's first line is `{"url": ...}`.
 
-    python -m bench.apiserver [--history N] [--resource-api-versions v1,v1beta1]
+    python -m bench.apiserver [--history N] [--resource-api-versions v1,v1beta1] [--device-taints on|off]
         (the child; started by RemoteApiServer)
 """
 
@@ -35,8 +35,12 @@ PodSpec = Mapping[str, Any]  # keyword arguments of FakeApiServer.add_pod
 class RemoteApiServer:
     """A FakeApiServer running in a child process; the few calls the benchmarks need."""
 
-    def __init__(self, *, history: int = 1000, resource_api_versions: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, *, history: int = 1000, resource_api_versions: tuple[str, ...] = (), device_taints: bool | None = None
+    ) -> None:
         versions = ["--resource-api-versions", ",".join(resource_api_versions)] if resource_api_versions else []
+        if device_taints is not None:  # FakeApiServer's default otherwise: kept where v1 is served
+            versions += ["--device-taints", "on" if device_taints else "off"]
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "bench.apiserver", "--history", str(history), *versions],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=dict(os.environ), text=True,
@@ -108,9 +112,11 @@ class RemoteApiServer:
         self.stop()
 
 
-def _serve(history: int, resource_api_versions: tuple[str, ...] = ()) -> None:
+def _serve(history: int, resource_api_versions: tuple[str, ...] = (), device_taints: bool | None = None) -> None:
     """The child: answer commands until `stop` or the parent closes the pipe."""
-    with FakeApiServer(history=history, resource_api_versions=resource_api_versions) as api:
+    with FakeApiServer(
+        history=history, resource_api_versions=resource_api_versions, device_taints=device_taints
+    ) as api:
         print(json.dumps({"url": api.url}), flush=True)
         for line in sys.stdin:
             cmd = json.loads(line)
@@ -144,5 +150,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "--resource-api-versions", default="", help="resource.k8s.io versions to serve, comma-separated (none)"
     )
+    parser.add_argument(
+        "--device-taints", choices=("on", "off"), default=None, help="keep ResourceSlice device taints (default: if v1)"
+    )
     args = parser.parse_args()
-    _serve(args.history, tuple(v for v in args.resource_api_versions.split(",") if v))
+    taints = None if args.device_taints is None else args.device_taints == "on"
+    _serve(args.history, tuple(v for v in args.resource_api_versions.split(",") if v), taints)

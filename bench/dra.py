@@ -1,7 +1,8 @@
 """DRA on the 8-chip node (910b-8): a chip fault -> the node's next ResourceSlice without the chip,
 and its recovery -> the chip back in the slice (issue 27's Health target: 100 ms p99); the same
 fault -> Unhealthy for the chip's claim on the kubelet's health stream (dra-health/v1alpha1, issue
-33's target: 100 ms p99), and its recovery -> Healthy.
+33's target: 100 ms p99), and its recovery -> Healthy; where the apiserver keeps device taints
+(1.36), fault -> the chip tainted in the slice and recovery -> the taint gone (issue 33, same target).
 
 Real processes on real sockets: the sim exporter, the device-plugin with `--kubelet-api dra`
 registered under the tests' fake DRA kubelet (in this process; it speaks v1 and follows the
@@ -51,6 +52,7 @@ WATCH_S = 300  # one watch request's server-side timeout; the watcher opens the 
 REFERENCE = "never: the reference's DRA driver publishes no health (a faulty chip stays in its slice)"
 HEALTH_REFERENCE = "never: the reference's DRA driver serves no health stream (the kubelet shows Unknown)"
 CLAIM = "bench-claim"
+TAINT = "npu.huawei.com/unhealthy"  # the driver's taint of a chip that is not healthy (core.dra)
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class SliceSeen:
 
     at: float  # time.monotonic()
     devices: frozenset[str]
+    tainted: frozenset[str] = frozenset()  # the devices carrying the driver's unhealthy taint
 
 
 @dataclass
@@ -73,17 +76,25 @@ class SliceWatch:
         spec = obj.get("spec") or {}
         if spec.get("nodeName") != NODE or spec.get("driver") != DRIVER:
             return
-        names = frozenset(str(d.get("name")) for d in spec.get("devices") or [] if isinstance(d, dict))
-        self.seen.append(SliceSeen(time.monotonic(), names))
+        devices = [d for d in spec.get("devices") or [] if isinstance(d, dict)]
+        names = frozenset(str(d.get("name")) for d in devices)
+        tainted = frozenset(
+            str(d.get("name")) for d in devices if any(t.get("key") == TAINT for t in d.get("taints") or [])
+        )
+        self.seen.append(SliceSeen(time.monotonic(), names, tainted))
         self.versions.add(str(obj.get("apiVersion")))
         self.changed.set()
 
     async def wait_for(self, reached: Callable[[frozenset[str]], bool], after: int, bound_s: float) -> SliceSeen:
         """The first event after the first `after` ones whose devices satisfy `reached`."""
+        return await self.wait_event(lambda event: reached(event.devices), after, bound_s)
+
+    async def wait_event(self, reached: Callable[[SliceSeen], bool], after: int, bound_s: float) -> SliceSeen:
+        """The first event after the first `after` ones that satisfies `reached`."""
         async with asyncio.timeout(bound_s):
             while True:
                 for event in self.seen[after:]:
-                    if reached(event.devices):
+                    if reached(event):
                         return event
                 after = len(self.seen)
                 self.changed.clear()
@@ -140,9 +151,11 @@ async def prepare_claim(remote: RemoteApiServer, kubelet: FakeDraKubelet) -> Non
 
 
 @contextlib.asynccontextmanager
-async def dra_stack(fault_manager: bool) -> AsyncIterator[DraStack]:
-    """The node up: the plugin registered as the DRA driver and its slice seen with every chip."""
-    with RemoteApiServer(resource_api_versions=RESOURCE_VERSIONS) as remote, short_tmp_dir("bench-dra-") as workdir:
+async def dra_stack(fault_manager: bool, *, device_taints: bool = False) -> AsyncIterator[DraStack]:
+    """The node up: the plugin registered as the DRA driver and its slice seen with every chip.
+    `device_taints`: the apiserver keeps them (1.36); else it drops them (1.34's default)."""
+    remote_api = RemoteApiServer(resource_api_versions=RESOURCE_VERSIONS, device_taints=device_taints)
+    with remote_api as remote, short_tmp_dir("bench-dra-") as workdir:
         remote.add_node(NODE)
         kubeconfig = write_kubeconfig(workdir / "kubeconfig", remote.url)
         exporter = start_exporter(workdir / "exporter", *EXPORTER_ARGS, profile="910b-8")
@@ -180,29 +193,37 @@ async def dra_stack(fault_manager: bool) -> AsyncIterator[DraStack]:
             exporter.stop()
 
 
-async def fault_to_slice(s: DraStack, rounds: int) -> Samples:
-    """fault -> slice without the chip and -> Unhealthy on the health stream, recovery -> slice with
-    it again and -> Healthy, one of each per round; each round waits for both recoveries before the
-    next fault."""
+def _removed(event: SliceSeen) -> bool:
+    return DEVICE not in event.devices and len(event.devices) >= 7
+
+
+def _back(event: SliceSeen) -> bool:
+    return DEVICE in event.devices and DEVICE not in event.tainted and len(event.devices) >= 7
+
+
+def _tainted(event: SliceSeen) -> bool:
+    return DEVICE in event.tainted and len(event.devices) == 8
+
+
+async def fault_to_slice(s: DraStack, rounds: int, faulty: Callable[[SliceSeen], bool] = _removed) -> Samples:
+    """fault -> the slice event `faulty` accepts and -> Unhealthy on the health stream, recovery ->
+    slice with the chip untainted again and -> Healthy, one of each per round; each round waits for
+    both recoveries before the next fault."""
     out = Samples()
     async with s.exporter.client() as client:
         chips = (await client.get("/v1/chips")).json()["chips"]
         (logic_id,) = [int(c["logic_id"]) for c in chips if int(c["phy_id"]) == PHY]
         for _ in range(rounds):
-            for assertion, slice_samples, health_samples, present, health in (
-                ("occur", out.fault_slice, out.fault_health, False, "Unhealthy"),
-                ("recover", out.recovery_slice, out.recovery_health, True, "Healthy"),
+            for assertion, slice_samples, health_samples, reached, health in (
+                ("occur", out.fault_slice, out.fault_health, faulty, "Unhealthy"),
+                ("recover", out.recovery_slice, out.recovery_health, _back, "Healthy"),
             ):
                 seen = len(s.slices.seen)
                 heard = len(s.kubelet.health_messages)
                 started = time.monotonic()
                 await sim_fault(client, logic_id, FAULT_CODE, assertion)
-
-                def reached(names: frozenset[str], want: bool = present) -> bool:
-                    return (DEVICE in names) == want and len(names) >= 7
-
                 event, message = await asyncio.gather(
-                    s.slices.wait_for(reached, seen, ROUND_TIMEOUT_S),
+                    s.slices.wait_event(reached, seen, ROUND_TIMEOUT_S),
                     s.kubelet.wait_health(DRIVER, NODE, DEVICE, health, after=heard, within=ROUND_TIMEOUT_S),
                 )
                 slice_samples.append(event.at - started)
@@ -236,6 +257,29 @@ def health_figures(label: str, faults: list[float], recoveries: list[float]) -> 
     return out
 
 
+def taint_figures(label: str, faults: list[float], recoveries: list[float]) -> list[Figure]:
+    """p50 and p99 of fault -> chip tainted and of recovery -> taint gone, each p99 against 100 ms."""
+    out = []
+    for p in (50, 99):
+        figure = timing(f"fault on chip {PHY} -> ResourceSlice with it tainted, {label}", faults, p,
+                        TARGET_S if p == 99 else None)  # fmt: skip
+        figure.reference = REFERENCE
+        out.append(figure)
+    for p in (50, 99):
+        out.append(
+            timing(f"recovery -> chip {PHY}'s taint gone, {label}", recoveries, p, TARGET_S if p == 99 else None)
+        )
+    return out
+
+
+async def taints(rounds: int) -> tuple[list[Figure], set[str]]:
+    """The taint rows (issue 33): the apiserver keeps device taints, as 1.36 does by default."""
+    async with dra_stack(fault_manager=False, device_taints=True) as s:
+        samples = await fault_to_slice(s, rounds, _tainted)
+        label = "taints kept (1.36), plugin alone (code policy)"
+        return taint_figures(label, samples.fault_slice, samples.recovery_slice), s.slices.versions
+
+
 def section_figures(label: str, samples: Samples) -> list[Figure]:
     return figures(label, samples.fault_slice, samples.recovery_slice) + health_figures(
         label, samples.fault_health, samples.recovery_health
@@ -254,6 +298,9 @@ async def run(rounds: int, *, fault_manager: bool = True) -> Section:
         async with dra_stack(fault_manager=True) as s:
             section.figures += section_figures("whole stack (fault-manager verdict)", await fault_to_slice(s, rounds))
             versions |= s.slices.versions
+    tainted, taint_versions = await taints(rounds)
+    section.figures += tainted
+    versions |= taint_versions
     section.notes += [
         "Injection (the simulator's fault-event callback, on the chip with phy id 3) -> exporter event ->"
         " (fault-manager verdict ->) the plugin's resource manager -> its ResourceSlice publisher -> one PUT to the"
@@ -265,6 +312,9 @@ async def run(rounds: int, *, fault_manager: bool = True) -> Section:
         "Health stream: the fake DRA kubelet prepared a claim for the chip and follows NodeWatchResources on the"
         " driver's socket; a sample ends when the message reporting the chip Unhealthy (Healthy) arrives in this"
         " process, timed from the same injection as the slice's.",
+        "Without taints (the first rows) the fake API server drops device taints, as 1.34 and 1.35 do by default"
+        " (DRADeviceTaints alpha, off): the faulty chip leaves the slice. With taints (the last rows) it keeps them,"
+        f" as 1.36 does: the chip stays, tainted {TAINT}; the first tainted write costs one dry run more.",
     ]
     section.seconds = time.monotonic() - started
     return section

@@ -31,6 +31,7 @@ from ascend_common.adapters.kubelet import dra_v1_pb2_grpc as dra_v1_grpc
 from ascend_common.faults import FaultLevel, default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState
 from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
+from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
 from ascend_device_plugin.core.dra import DRIVER, slice_name
 from ascend_device_plugin.dra.driver import ClaimRef, DraDriver, Outcome
 from ascend_device_plugin.dra.kube import NoResourceApi, ResourceApi
@@ -471,9 +472,11 @@ async def test_a_chip_the_device_plugin_holds_is_refused_and_left_out_of_the_sli
     rig: Rig, fake: FakeApiServer
 ) -> None:
     held = frozenset({"Ascend910-2"})
+    owners = ChipOwners()
+    owners.set_annotated(held)  # a device-plugin pod's annotation names it
     driver = DraDriver(
         NODE, rig.manager, rig.resource_api, rig.root / "state-both", rig.root / "cdi-both",
-        dev_root=rig.root / "host", held_elsewhere=lambda: held,
+        dev_root=rig.root / "host", owners=owners,
     )  # fmt: skip
     await driver.load()
     claim = put_claim(fake, "wants-2", [ours("ascend910-2")], pod_using("p", ["wants-2"]))
@@ -483,6 +486,31 @@ async def test_a_chip_the_device_plugin_holds_is_refused_and_left_out_of_the_sli
     publisher = SlicePublisher(NODE, rig.manager, rig.board, rig.resource_api, period=5.0, withheld=lambda: held)
     assert "ascend910-2" not in [d.name for d in publisher.devices()]
     assert len(publisher.devices()) == 7
+
+
+async def test_a_prepare_in_progress_holds_its_chip_and_a_failed_one_frees_it(
+    rig: Rig, fake: FakeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The chip is reserved before the CDI spec is written: an Allocate arriving meanwhile is refused.
+    writing, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_spec(ref: ClaimRef, devices: Any) -> None:
+        writing.set()
+        await release.wait()
+        raise OSError("disk full")
+
+    monkeypatch.setattr(rig.driver, "_write_spec", slow_spec)
+    claim = put_claim(fake, "slow", [ours("ascend910-6")], pod_using("p", ["slow"]))
+    prepare = asyncio.create_task(rig.driver.prepare([ClaimRef("default", "slow", claim.uid)]))
+    await asyncio.wait_for(writing.wait(), 5)
+    with pytest.raises(ChipTaken, match=f"Ascend910-6 held by claim uid {claim.uid}"):
+        rig.driver.owners.allocate(["Ascend910-6"], time.monotonic())
+    assert rig.driver.prepared_devices() == {"Ascend910-6"}  # Unhealthy for the device plugin meanwhile
+    release.set()
+    (outcome,) = (await prepare).values()
+    assert "writing its CDI spec failed: disk full" in outcome.error
+    assert rig.driver.prepared_devices() == frozenset()  # the failed Prepare let it go
+    rig.driver.owners.allocate(["Ascend910-6"], time.monotonic())
 
 
 async def test_a_chip_prepared_for_one_claim_is_refused_to_another(rig: Rig, fake: FakeApiServer) -> None:

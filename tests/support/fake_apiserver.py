@@ -25,6 +25,14 @@ every kind): a write the real server refuses is a 422 here too. The helpers (`ad
 `remove`, ...) write core objects straight into the store without that validation, so tests can
 plant objects a real apiserver would refuse; resource.k8s.io objects planted so are validated
 all the same (they stand in for the scheduler's writes, which the real server checks).
+
+Device taints on ResourceSlices (`device_taints`): where the server keeps them (1.36: the
+DRADeviceTaints gate is beta and on), a taint written without `timeAdded` gets the time of the
+write, to the second (SetDefaults_DeviceTaint), before validation; where it does not (1.32's
+v1beta1 has no such field; 1.33 to 1.35 have it behind the alpha gate, off by default), the
+`taints` of every device are dropped, silently, before validation (the registry's
+dropDisabledFields), unless the slice as stored holds some already (the gate was on then).
+Default: kept where v1 is served (as 1.36 does), dropped on a v1beta1-only server (as 1.32).
 """
 
 from __future__ import annotations
@@ -494,9 +502,11 @@ class FakeApiServer:
         graceful_pod_delete: bool = True,
         host: str = "127.0.0.1",
         resource_api_versions: tuple[str, ...] = (),
+        device_taints: bool | None = None,
     ) -> None:
         self._host = host
         self.resource_api_versions = resource_api_versions
+        self.device_taints = "v1" in resource_api_versions if device_taints is None else device_taints
         self._port = 0
         self._cond = threading.Condition(threading.RLock())
         self._rv = 1
@@ -996,8 +1006,34 @@ class FakeApiServer:
             _legacy_validate_event(route.namespace or "default", obj)
         return obj
 
+    def _slice_strategy(self, obj: JsonObj, old: JsonObj | None) -> None:
+        """What the real server does to a slice's taints before validating it (module docstring)."""
+        version = self._api_version(_KINDS["resourceslices"], obj.get("apiVersion")).rpartition("/")[2]
+
+        def taint_lists(slice_obj: JsonObj | None) -> list[tuple[dict[str, Any], list[Any]]]:
+            devices = ((slice_obj or {}).get("spec") or {}).get("devices")
+            found = []
+            for device in devices if isinstance(devices, list) else []:
+                inner = device.get("basic") if version == "v1beta1" and isinstance(device, dict) else device
+                if isinstance(inner, dict) and isinstance(inner.get("taints"), list):
+                    found.append((inner, inner["taints"]))
+            return found
+
+        in_use = any(taints for _, taints in taint_lists(old))
+        now = now_rfc3339()
+        for inner, taints in taint_lists(obj):
+            if not (self.device_taints or in_use):
+                del inner["taints"]
+                continue
+            for taint in taints:
+                if isinstance(taint, dict) and not taint.get("timeAdded"):
+                    taint["timeAdded"] = now
+
     def _check(self, kind: _Kind, obj: JsonObj, old: JsonObj | None) -> None:
-        """422 for what the real apiserver's validation of `kind` refuses (tests/support/kube_validation.py)."""
+        """422 for what the real apiserver's validation of `kind` refuses (tests/support/kube_validation.py),
+        after the field drops and defaults the real server applies first (`_slice_strategy`)."""
+        if kind.plural == "resourceslices":
+            self._slice_strategy(obj, old)
         validate = VALIDATORS.get(kind.plural)
         if validate is None:
             return

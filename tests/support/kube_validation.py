@@ -8,7 +8,12 @@ differ the stricter one is kept, so that a write passes here only if both would 
   attributes (1.36; 1.32 has none of those fields);
 - a v1beta1 device must carry `basic` (1.32 knows no other kind of device);
 - a device has at most 32 attributes and capacities together (both), and at most 48 attribute
-  values counting each item of a list attribute (1.36).
+  values counting each item of a list attribute (1.36);
+- a device's taints (1.33+, validateDeviceTaint): at most 16, each with a key that is a label
+  name (a qualified name: `[prefix/]name`), a value that is a label value, an effect of
+  NoSchedule, NoExecute or None (1.36 added None; 1.33 to 1.35 take the first two only, which
+  is all the driver writes) and a timeAdded that is a time. Where the server does not keep
+  taints it drops them before validation (the fake server does that, not this module).
 
 Each validator answers the errors as the apiserver words them (`<path>: <reason>`), none when the
 object is valid. Only the fields we write, or that tests write standing in for the scheduler or an
@@ -53,8 +58,20 @@ _NUM = r"(0|[1-9][0-9]*)"
 _PRE = r"(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)"
 _BUILD = r"[0-9a-zA-Z-]+"
 _SEMVER = re.compile(rf"{_NUM}\.{_NUM}\.{_NUM}(-{_PRE}(\.{_PRE})*)?(\+{_BUILD}(\.{_BUILD})*)?")
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+LABEL_NAME_MAX: Final = 63
+TAINT_EFFECTS: Final = ("NoExecute", "NoSchedule", "None")  # validDeviceTaintEffects, sorted as the message lists them
 _QUANTITY = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?")
 
+NAME_PART_MSG: Final = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+LABEL_VALUE_MSG: Final = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+    "must start and end with an alphanumeric character"
+)
 LABEL_MSG: Final = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
     "start and end with an alphanumeric character"
@@ -282,7 +299,54 @@ def _device(errors: _Errors, path: str, device: object, version: str) -> None:
         policy = cap.get("requestPolicy") if isinstance(cap, Mapping) else None
         if policy is not None and not fields.get("allowMultipleAllocations"):
             errors.add(f"{inner}.capacity[{name}].requestPolicy", "Forbidden: allowMultipleAllocations must be true")
-    _list(errors, f"{inner}.taints", fields.get("taints"), DEVICE_MAX_TAINTS)
+    for i, taint in enumerate(_list(errors, f"{inner}.taints", fields.get("taints"), DEVICE_MAX_TAINTS) or []):
+        _taint(errors, f"{inner}.taints[{i}]", taint)
+
+
+def _label_name(errors: _Errors, path: str, key: object) -> None:
+    """metav1validation.ValidateLabelName: IsQualifiedName (`[DNS subdomain prefix/]name`, name at most 63)."""
+    if not isinstance(key, str) or not key:
+        errors.required(path)
+        return
+    if key.count("/") > 1:
+        errors.invalid(path, key, "a qualified name must consist of a name with an optional prefix and one '/'")
+        return
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or not is_dns1123_subdomain(prefix)):
+        errors.invalid(path, key, "prefix part " + SUBDOMAIN_MSG)
+    if not name:
+        errors.invalid(path, key, "name part must be non-empty")
+    elif len(name) > LABEL_NAME_MAX:
+        errors.invalid(path, key, f"name part must be no more than {LABEL_NAME_MAX} characters")
+    elif not _LABEL_NAME.fullmatch(name):
+        errors.invalid(path, key, NAME_PART_MSG)
+
+
+def _label_value(errors: _Errors, path: str, value: object) -> None:
+    if not isinstance(value, str):
+        errors.invalid(path, value, "must be a string")
+    elif len(value) > LABEL_NAME_MAX:
+        errors.invalid(path, value, f"must be no more than {LABEL_NAME_MAX} characters")
+    elif value and not _LABEL_NAME.fullmatch(value):
+        errors.invalid(path, value, LABEL_VALUE_MSG)
+
+
+def _taint(errors: _Errors, path: str, taint: object) -> None:
+    if not isinstance(taint, Mapping):
+        errors.invalid(path, taint, "must be an object")
+        return
+    _label_name(errors, f"{path}.key", taint.get("key"))
+    if taint.get("value"):
+        _label_value(errors, f"{path}.value", taint.get("value"))
+    effect = taint.get("effect")
+    if not effect:
+        errors.required(f"{path}.effect")
+    elif effect not in TAINT_EFFECTS:
+        supported = ", ".join(f'"{e}"' for e in TAINT_EFFECTS)
+        errors.add(f"{path}.effect", f"Unsupported value: {_show(effect)}: supported values: {supported}")
+    added = taint.get("timeAdded")
+    if added is not None and not (isinstance(added, str) and _RFC3339.fullmatch(added)):
+        errors.invalid(f"{path}.timeAdded", added, "must be an RFC 3339 time")
 
 
 def _at(spec: Mapping[str, Any], path: str) -> object:

@@ -225,3 +225,83 @@ def test_a_device_class_with_too_many_selectors_is_refused(custom: Any) -> None:
     with pytest.raises(k8s.ApiException) as err:
         custom.create_cluster_custom_object(GROUP, "v1", "deviceclasses", body)
     assert err.value.status == 422 and "spec.selectors: Too many: 33" in str(err.value.body)
+
+
+# ---- device taints: kept (1.36), dropped (1.32; 1.33 to 1.35 with the gate off) ------------------
+
+TAINT = {"key": "npu.huawei.com/unhealthy", "value": "card_drop", "effect": "NoSchedule"}
+
+
+def tainted_slice(version: str, taints: list[dict[str, Any]], generation: int = 1) -> dict[str, Any]:
+    inner = {"attributes": {"physicId": {"int": 0}}, "taints": taints}
+    device = {"name": "ascend910-0", **inner} if version == "v1" else {"name": "ascend910-0", "basic": inner}
+    obj = a_slice("s", "node-a", generation)
+    obj["apiVersion"] = f"{GROUP}/{version}"
+    obj["spec"]["devices"] = [device]
+    return obj
+
+
+def taints_of(obj: Any) -> list[dict[str, Any]] | None:
+    device = obj["spec"]["devices"][0]
+    inner = device.get("basic", device)
+    taints: list[dict[str, Any]] | None = inner.get("taints")
+    return taints
+
+
+@pytest.mark.parametrize(
+    ("versions", "knob", "kept"),
+    [
+        pytest.param(("v1", "v1beta1"), None, True, id="1.36 default: v1 served, taints kept"),
+        pytest.param(("v1beta1",), None, False, id="1.32 default: v1beta1 only, taints dropped"),
+        pytest.param(("v1", "v1beta1"), False, False, id="1.34/1.35, gate off: dropped"),
+        pytest.param(("v1beta1",), True, True, id="1.33, gate on: kept"),
+    ],
+)
+def test_slice_taints_are_kept_or_silently_dropped(versions: tuple[str, ...], knob: bool | None, kept: bool) -> None:
+    version = versions[0]
+    with FakeApiServer(resource_api_versions=versions, device_taints=knob) as server:
+        custom = k8s.CustomObjectsApi(server.api_client())
+        dry = custom.create_cluster_custom_object(GROUP, version, "resourceslices", tainted_slice(version, [TAINT]),
+                                                  dry_run="All")  # fmt: skip
+        created = custom.create_cluster_custom_object(GROUP, version, "resourceslices", tainted_slice(version, [TAINT]))
+        stored = server.get_object("resourceslices", "s")
+        assert stored is not None
+        for answer in (dry, created, stored):
+            taints = taints_of(answer)
+            if kept:
+                assert taints is not None and len(taints) == 1
+                added = taints[0].pop("timeAdded")  # defaulted on write, to the second
+                assert isinstance(added, str) and added.endswith("Z") and "." not in added
+                assert taints == [TAINT]
+            else:
+                assert taints is None
+
+
+def test_a_dropped_taint_is_not_validated_and_a_kept_one_is() -> None:
+    bad = [{**TAINT, "effect": "PreferNoSchedule"}]
+    with FakeApiServer(resource_api_versions=("v1beta1",)) as old:
+        custom = k8s.CustomObjectsApi(old.api_client())
+        created = custom.create_cluster_custom_object(GROUP, "v1beta1", "resourceslices", tainted_slice("v1beta1", bad))
+        assert taints_of(created) is None
+    with FakeApiServer(resource_api_versions=("v1",)) as new:
+        custom = k8s.CustomObjectsApi(new.api_client())
+        with pytest.raises(k8s.ApiException) as err:
+            custom.create_cluster_custom_object(GROUP, "v1", "resourceslices", tainted_slice("v1", bad))
+        assert err.value.status == 422
+        assert (
+            'spec.devices[0].taints[0].effect: Unsupported value: "PreferNoSchedule"'
+            in json.loads(err.value.body or "{}")["message"]
+        )
+
+
+def test_a_given_time_added_is_kept_and_a_slice_that_holds_taints_keeps_them_with_the_gate_off() -> None:
+    given = {**TAINT, "timeAdded": "2026-01-02T03:04:05Z"}
+    with FakeApiServer(resource_api_versions=("v1",)) as server:
+        custom = k8s.CustomObjectsApi(server.api_client())
+        created: Any = custom.create_cluster_custom_object(GROUP, "v1", "resourceslices", tainted_slice("v1", [given]))
+        assert taints_of(created) == [given]
+        server.device_taints = False  # the gate turned off since: the slice as stored uses the feature
+        rv = created["metadata"]["resourceVersion"]
+        update = {**tainted_slice("v1", [given], 2), "metadata": {"name": "s", "resourceVersion": rv}}
+        replaced = custom.replace_cluster_custom_object(GROUP, "v1", "resourceslices", "s", update)
+        assert taints_of(replaced) == [given]

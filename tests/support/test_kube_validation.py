@@ -18,6 +18,8 @@ from tests.support.kube_validation import (
     C_IDENTIFIER_MSG,
     CONFIGMAP_MAX_BYTES,
     LABEL_MSG,
+    LABEL_VALUE_MSG,
+    NAME_PART_MSG,
     SUBDOMAIN_MSG,
     validate_configmap,
     validate_device_class,
@@ -60,6 +62,8 @@ def with_taints(obj: JsonObj) -> JsonObj:
 
 
 LABEL, SUBDOMAIN, C_ID = LABEL_MSG, SUBDOMAIN_MSG, C_IDENTIFIER_MSG
+NAME_PART, LABEL_VALUE = NAME_PART_MSG, LABEL_VALUE_MSG
+OUR_TAINT = {"key": "npu.huawei.com/unhealthy", "value": "SeparateNPU", "effect": "NoSchedule"}
 BAD = "!@#$%^"
 
 
@@ -158,6 +162,37 @@ SLICE_CASES = [
      ["spec.devices[0]: Invalid value: 33: the total number of attributes and capacities must not exceed 32"]),
     ("too-many-attribute-values (ours)", 1, _set("spec.devices.0.attributes", {"a": {"ints": list(range(49))}}),
      ["spec.devices[0]: Invalid value: 49: the total number of attribute values must not exceed 48"]),
+    # validateDeviceTaint (1.33+); ours: key npu.huawei.com/unhealthy, a fault level as value
+    ("good taint (ours)", 1, _set("spec.devices.0.taints", [OUR_TAINT]), []),
+    ("good taint, v1beta1 (ours)", 1, _set("spec.devices.0.taints", [OUR_TAINT]), []),
+    ("good taint: card_drop, NoExecute, timeAdded, no value", 1, _set("spec.devices.0.taints", [
+        {**OUR_TAINT, "value": "card_drop", "effect": "NoExecute", "timeAdded": "2026-01-02T03:04:05Z"},
+        {"key": "plain", "effect": "None"}]), []),
+    ("bad taint key: missing", 1, _set("spec.devices.0.taints", [{"effect": "NoSchedule"}]),
+     ["spec.devices[0].taints[0].key: Required value"]),
+    ("bad taint key: name part", 1, _set("spec.devices.0.taints", [{"key": "npu.huawei.com/-x", "effect": "None"}]),
+     [f'spec.devices[0].taints[0].key: Invalid value: "npu.huawei.com/-x": {NAME_PART}']),
+    ("bad taint key: prefix", 1, _set("spec.devices.0.taints", [{"key": "NPU/x", "effect": "None"}]),
+     [f'spec.devices[0].taints[0].key: Invalid value: "NPU/x": prefix part {SUBDOMAIN}']),
+    ("bad taint key: two slashes", 1, _set("spec.devices.0.taints", [{"key": "a/b/c", "effect": "None"}]),
+     ["spec.devices[0].taints[0].key: Invalid value: \"a/b/c\": a qualified name must consist of a name with an "
+      "optional prefix and one '/'"]),
+    ("bad taint key: name too long", 1, _set("spec.devices.0.taints", [{"key": "x" * 64, "effect": "None"}]),
+     [f"spec.devices[0].taints[0].key: Invalid value: \"{'x' * 64}\": name part must be no more than 63 characters"]),
+    ("bad taint value", 1, _set("spec.devices.0.taints", [{**OUR_TAINT, "value": "card drop"}]),
+     [f'spec.devices[0].taints[0].value: Invalid value: "card drop": {LABEL_VALUE}']),
+    ("bad taint value: too long", 1, _set("spec.devices.0.taints", [{**OUR_TAINT, "value": "v" * 64}]),
+     [f"spec.devices[0].taints[0].value: Invalid value: \"{'v' * 64}\": must be no more than 63 characters"]),
+    ("bad taint effect: missing", 1, _set("spec.devices.0.taints", [{"key": "k"}]),
+     ["spec.devices[0].taints[0].effect: Required value"]),
+    ("bad taint effect: PreferNoSchedule", 1,
+     _set("spec.devices.0.taints", [{"key": "k", "effect": "PreferNoSchedule"}]),
+     ['spec.devices[0].taints[0].effect: Unsupported value: "PreferNoSchedule": supported values: "NoExecute", '
+      '"NoSchedule", "None"']),
+    ("bad taint timeAdded", 1, _set("spec.devices.0.taints", [{**OUR_TAINT, "timeAdded": "yesterday"}]),
+     ['spec.devices[0].taints[0].timeAdded: Invalid value: "yesterday": must be an RFC 3339 time']),
+    ("too many taints", 1, _set("spec.devices.0.taints", [{"key": f"k{i}", "effect": "None"} for i in range(17)]),
+     ["spec.devices[0].taints: Too many: 17: must have at most 16 items"]),
 ]  # fmt: skip
 
 

@@ -14,8 +14,9 @@ from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState
 from ascend_device_plugin.allocation.allocator import Allocator
-from ascend_device_plugin.allocation.refusals import AllocationError
+from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.report import NodeFacts
+from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.volcano import TAKEN
 from ascend_device_plugin.kubelet.server import status_of
@@ -337,3 +338,27 @@ async def test_a_report_that_cannot_be_built_is_logged_and_the_pod_still_marked_
     assert pods.patches == [("ml", "p", {"predicate-time": TAKEN})] * 2
     [record] = [r for r in caplog.records if r.getMessage() == "allocation report not built"]
     assert record.exc_info is not None and "node facts unreadable" in str(record.exc_info[1])
+
+
+async def test_with_both_apis_the_chips_are_taken_from_the_chip_table_before_the_answer() -> None:
+    # `--kubelet-api both` (app.py wires `hold` to core.chip_owners): Allocate takes the chips, or
+    # is refused with FAILED_PRECONDITION when a claim holds one, and then answers nothing.
+    owners = ChipOwners()
+    owners.reserve("claim-uid", ["Ascend910-2"], 0.0)
+
+    def hold(chips: list[str]) -> None:
+        try:
+            owners.allocate(chips, 0.0)
+        except ChipTaken as exc:
+            raise AllocationError(Refusal.DRA_CLAIM, str(exc)) from None
+
+    allocator, _, _ = setup(node_910b())
+    allocator.hold = hold
+    resp = await allocator.allocate("Ascend910", request(["Ascend910-3"], ["Ascend910-1"]))
+    assert len(resp.container_responses) == 2
+    assert owners.device_plugin(0.0) == {"Ascend910-1", "Ascend910-3"}  # taken before the answer
+    with pytest.raises(AllocationError) as err:
+        await allocator.allocate("Ascend910", request(["Ascend910-4", "Ascend910-2"]))
+    assert status_of(err.value) == grpc.StatusCode.FAILED_PRECONDITION
+    assert err.value.message == "Ascend910-2 held by claim uid claim-uid"
+    assert "Ascend910-4" not in owners.device_plugin(0.0)  # the refused request took nothing

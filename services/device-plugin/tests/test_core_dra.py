@@ -18,6 +18,7 @@ from ascend_common.superpod import NO_SUPER_POD, SuperPod, super_pod
 from ascend_device_plugin.core.dra import (
     API_VERSIONS,
     DRIVER,
+    DeviceTaint,
     DraDevice,
     chip_name,
     device_name,
@@ -25,6 +26,8 @@ from ascend_device_plugin.core.dra import (
     pool_devices,
     resource_slice,
     slice_name,
+    unhealthy_taint,
+    written_taints,
 )
 from ascend_device_plugin.core.dra_claims import (
     CDI_KIND,
@@ -141,6 +144,71 @@ def test_a_chip_of_unknown_family_is_no_device() -> None:
 def test_the_pool_offers_the_healthy_chips_only(healthy: dict[int, bool], expected: list[int]) -> None:
     devices = dra_devices(node_910b().values(), NO_SUPER_POD)
     assert [d.phy_id for d in pool_devices(devices, healthy)] == expected
+
+
+UNHEALTHY = "npu.huawei.com/unhealthy"
+
+
+@pytest.mark.parametrize(
+    ("fault", "noexecute", "taint"),
+    [
+        pytest.param("SeparateNPU", (), DeviceTaint(UNHEALTHY, "SeparateNPU", "NoSchedule"), id="default: NoSchedule"),
+        pytest.param("card_drop", (), DeviceTaint(UNHEALTHY, "card_drop", "NoSchedule"), id="exporter state"),
+        pytest.param("SeparateNPU", ("SeparateNPU", "card_drop"), DeviceTaint(UNHEALTHY, "SeparateNPU", "NoExecute"),
+                     id="listed level: NoExecute"),
+        pytest.param("RestartNPU", ("SeparateNPU",), DeviceTaint(UNHEALTHY, "RestartNPU", "NoSchedule"),
+                     id="level not listed: NoSchedule"),
+        pytest.param("", (), DeviceTaint(UNHEALTHY, "", "NoSchedule"), id="no reason known: no value"),
+    ],
+)  # fmt: skip
+def test_an_unhealthy_chip_is_tainted_with_its_fault(
+    fault: str, noexecute: tuple[str, ...], taint: DeviceTaint
+) -> None:
+    assert unhealthy_taint(fault, noexecute) == taint
+
+
+@pytest.mark.parametrize(
+    ("healthy", "faults", "offered"),
+    [
+        pytest.param({p: True for p in range(8)}, {}, {p: () for p in range(8)}, id="all healthy: no taint"),
+        pytest.param({**{p: True for p in range(8)}, 3: False}, {3: "SeparateNPU"},
+                     {**{p: () for p in range(8)}, 3: (DeviceTaint(UNHEALTHY, "SeparateNPU", "NoSchedule"),)},
+                     id="taints kept: chip 3 stays, tainted"),
+        pytest.param({**{p: True for p in range(8)}, 3: False}, None, {p: () for p in range(8) if p != 3},
+                     id="taints not kept: chip 3 leaves"),
+        pytest.param({**{p: True for p in range(8)}, 3: False, 5: False}, {3: "card_drop"},
+                     {**{p: () for p in range(8) if p != 5}, 3: (DeviceTaint(UNHEALTHY, "card_drop", "NoExecute"),)},
+                     id="chip 5 held by the device plugin (no fault given): leaves; chip 3 NoExecute"),
+        pytest.param({p: True for p in range(7)}, {}, {p: () for p in range(7)},
+                     id="a chip without a decision is not offered"),
+    ],
+)  # fmt: skip
+def test_the_pool_taints_or_leaves_out_what_is_not_healthy(
+    healthy: dict[int, bool], faults: dict[int, str] | None, offered: dict[int, tuple[DeviceTaint, ...]]
+) -> None:
+    devices = dra_devices(node_910b().values(), NO_SUPER_POD)
+    pool = pool_devices(devices, healthy, faults, noexecute_levels=("card_drop",))
+    assert {d.phy_id: d.taints for d in pool} == offered
+
+
+@pytest.mark.parametrize("version", API_VERSIONS)
+def test_a_tainted_slice_passes_validation_and_keeps_the_time_the_apiserver_gave(version: str) -> None:
+    devices = dra_devices(node_910b().values(), NO_SUPER_POD)
+    pool = pool_devices(devices, {p: p != 2 for p in range(8)}, {2: "SeparateNPU"})
+    taint = DeviceTaint(UNHEALTHY, "SeparateNPU", "NoSchedule")
+    body = resource_slice("node-a", pool, 2, version)
+    assert validate_resource_slice(body) == []
+    third = body["spec"]["devices"][2]
+    assert (third if version == "v1" else third["basic"])["taints"] == [
+        {"key": UNHEALTHY, "value": "SeparateNPU", "effect": "NoSchedule"}
+    ]
+    assert written_taints(body) == {("ascend910-2", taint): ""}
+    since = {("ascend910-2", taint): "2026-01-02T03:04:05Z"}
+    again = resource_slice("node-a", pool, 3, version, since)
+    assert written_taints(again) == since
+    assert validate_resource_slice(again) == []
+    untainted = resource_slice("node-a", devices, 4, version, since)
+    assert written_taints(untainted) is None
 
 
 def test_v1_slice_has_flat_devices_and_the_node_pool() -> None:

@@ -92,3 +92,27 @@ def test_decide(
     decision = decide(c, v, connected, TABLE, in_use)
     assert (decision.healthy, decision.source) == (healthy, source)
     assert decision.reason
+
+
+@pytest.mark.parametrize(
+    ("c", "v", "connected", "fault"),
+    [
+        pytest.param(chip(), None, False, "", id="healthy: none"),
+        pytest.param(chip(codes=[RESTART_NPU]), None, False, "RestartNPU", id="codes: their level"),
+        pytest.param(chip(healthy=False), None, False, "library_unhealthy", id="library without a code"),
+        pytest.param(chip(ChipState.CARD_DROP), None, False, "card_drop", id="exporter: its state"),
+        pytest.param(chip(ChipState.UNKNOWN), verdict(True), True, "unknown", id="exporter before the verdict"),
+        pytest.param(chip(), verdict(False, FaultLevel.SEPARATE_NPU), True, "SeparateNPU", id="verdict: its level"),
+        pytest.param(chip(codes=[RESTART_NPU]), verdict(True), True, "", id="verdict schedulable: none"),
+        pytest.param(chip(), verdict(False, FaultLevel.MANUALLY_SEPARATE_NPU), False, "ManuallySeparateNPU",
+                     id="last verdict isolates"),
+        pytest.param(chip(codes=[RESTART_NPU]), verdict(True), False, "RestartNPU", id="last verdict, worse codes"),
+    ],
+)  # fmt: skip
+def test_an_unhealthy_decision_says_why_in_one_word(
+    c: Chip, v: ChipVerdict | None, connected: bool, fault: str
+) -> None:
+    # The value of the chip's DRA taint (core.dra.unhealthy_taint): a label value, empty when healthy.
+    decision = decide(c, v, connected, TABLE, False)
+    assert decision.fault == fault
+    assert decision.healthy == (fault == "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from ascend_common.tokens import first_token
 from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
+from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.repair import AnnotationRepair
 from ascend_device_plugin.allocation.report import NodeFacts, Report
 from ascend_device_plugin.allocation.softshare import SoftSharePath
@@ -32,6 +34,7 @@ from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
 from ascend_device_plugin.allocation.softshare_files import HostFiles
 from ascend_device_plugin.allocation.vnpu import DynamicVnpu
 from ascend_device_plugin.container_metrics import ContainerMetrics
+from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
 from ascend_device_plugin.core.container_metrics import ContainerRef
 from ascend_device_plugin.kubelet.podresources import list_container_devices
 from ascend_device_plugin.kubelet.registrar import Registrar
@@ -41,7 +44,7 @@ from ascend_device_plugin.ras_topology import RasTopologyWriter
 from ascend_device_plugin.resources.levels import LevelSource
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
-from ascend_device_plugin.settings import PluginSettings
+from ascend_device_plugin.settings import PluginSettings, noexecute_levels
 from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
 
@@ -161,6 +164,8 @@ class DevicePlugin:
         self.dra: DraServers | None = None
         self.dra_driver: DraDriver | None = None
         self.slices: SlicePublisher | None = None
+        # Which API holds each chip (`both`): Allocate and Prepare take chips through this one table.
+        self.owners = ChipOwners(allocate_hold_s=s.dra_allocate_hold_s)
         if s.kubelet_api != "device-plugin":
             self._wire_dra()
         self._unmappable: set[str] = set()  # pods whose kltDev/AscendReal could not be read (logged once)
@@ -179,17 +184,21 @@ class DevicePlugin:
 
         s = self.settings
         api = ResourceApi(lambda: self.kube.api if self.kube is not None else None)
-        # `both`: a chip goes to one API at a time. The device plugin's pods name theirs in the
-        # annotations it writes after Allocate; a chip prepared for a claim turns Unhealthy for it.
-        held = self._held_by_device_plugin if s.kubelet_api == "both" else frozenset
+        # `both`: a chip goes to one API at a time (core.chip_owners). Allocate takes its chips out of
+        # the slice before it answers; a chip reserved for a claim refuses Allocate, and turns
+        # Unhealthy for the kubelet's device-plugin side until the claim is unprepared.
+        owners = self.owners
+        held = (lambda: owners.device_plugin(time.monotonic())) if s.kubelet_api == "both" else frozenset
+        if s.kubelet_api == "both":
+            self.allocator.hold = self._take_for_device_plugin
         self.dra_driver = DraDriver(
             s.node_name, self.manager, api, s.kubelet_plugins_dir / DRIVER, s.cdi_root, on_change=self._dra_changed,
-            held_elsewhere=held,
+            owners=owners,
         )  # fmt: skip
         if self.kube is not None:
             self.slices = SlicePublisher(
                 s.node_name, self.manager, self.board, api, period=s.list_watch_period, withheld=held,
-                on_written=self._slice_written,
+                on_written=self._slice_written, noexecute_levels=noexecute_levels(s.dra_noexecute_levels),
             )  # fmt: skip
         slices = self.slices
         self.dra = DraServers(
@@ -213,13 +222,23 @@ class DevicePlugin:
         self.metrics.dra_slice_writes.inc()
         self.metrics.dra_slice_devices.set(devices)
 
-    def _held_by_device_plugin(self) -> frozenset[str]:
-        return frozenset(chips_in_use_for_allocation(self.kube.pods())) if self.kube is not None else frozenset()
+    def _take_for_device_plugin(self, chips: list[str]) -> None:
+        try:
+            self.owners.allocate(chips, time.monotonic())
+        except ChipTaken as exc:
+            raise AllocationError(
+                Refusal.DRA_CLAIM, f"{', '.join(exc.chips)} is prepared for the DRA claim uid {exc.claim}"
+            ) from None
+        if self.slices is not None:
+            self.slices.kick()  # the slice's next generation leaves them out; no claim can have them meanwhile
+            # A hold no pod's annotation took over ends then: offer the chips again at once, not a period later.
+            asyncio.get_running_loop().call_later(self.owners.allocate_hold_s, self.slices.kick)
 
     # ---- inputs ------------------------------------------------------------------------------
 
     def _on_chips(self, changed: Mapping[int, Chip]) -> None:
         self.manager.set_chips(changed)
+        self._fault_may_have_changed()
         if (reason := self.manager.start_refusal()) is not None:
             # Before start() has checked, it refuses (exit 2); after, the plugin stops (exit 1) and
             # serves nothing of these chips meanwhile.
@@ -244,6 +263,14 @@ class DevicePlugin:
     def _on_verdicts(self, changed: Mapping[str, ChipVerdict]) -> None:
         assert self.verdicts is not None
         self.manager.set_verdicts(self.verdicts.verdicts, self.verdicts.connected)
+        self._fault_may_have_changed()
+
+    def _fault_may_have_changed(self) -> None:
+        # A faulty chip's fault level (its taint's value and effect) can change while it stays
+        # Unhealthy, which wakes nothing through the device lists: the slice looks again (a write
+        # only if its devices differ).
+        if self.slices is not None:
+            self.slices.kick()
 
     def _on_pods(self) -> None:
         assert self.kube is not None
@@ -253,8 +280,10 @@ class DevicePlugin:
             self.kube.pods(), in_use_for_health=self.kube.in_use_for_health(), holding=self.kube.holding()
         )
         self.allocator.forget(self.kube.uids())
-        if self.slices is not None and self.settings.kubelet_api == "both":
-            self.slices.kick()  # a pod's chips may have changed hands
+        if self.settings.kubelet_api == "both":
+            self.owners.set_annotated(chips_in_use_for_allocation(self.kube.pods()))
+            if self.slices is not None:
+                self.slices.kick()  # a pod's chips may have changed hands
         if self.soft_share_dirs is not None:
             self.soft_share_dirs.forget(self.kube.uids())
 

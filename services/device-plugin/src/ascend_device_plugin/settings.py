@@ -16,11 +16,12 @@ from ascend_common.adapters.kubelet.constants import (
     DEFAULT_PODRESOURCES_SOCKET,
 )
 from ascend_common.adapters.settings import HostPort, service_config
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, CliImplicitFlag
 
 from ascend_device_plugin.core.mixed import check_flags
 from ascend_device_plugin.core.softshare import check_switch, soft_share_on
+from ascend_device_plugin.resources.health import FAULTS
 
 
 class PluginSettings(BaseSettings):
@@ -138,6 +139,31 @@ class PluginSettings(BaseSettings):
     cdi_root: Path = Field(
         Path("/var/run/cdi"), description="DRA: where the per-claim CDI specs are written (the runtime's CDI dir)."
     )
+    dra_noexecute_levels: str = Field(
+        "",
+        description="DRA, where the apiserver keeps device taints: the faults (comma-separated fault levels, "
+        "e.g. SeparateNPU, or card_drop, unknown, exporter_lost, library_unhealthy) whose "
+        "npu.huawei.com/unhealthy taint is NoExecute (the taint-eviction controller deletes the pods of "
+        "claims on the chip) instead of NoSchedule. Empty: none, MindCluster's job-level recovery decides "
+        "when a job leaves its chips.",
+    )
+
+    dra_allocate_hold_s: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="--kubelet-api both: seconds a chip the device plugin's Allocate handed out stays out of the "
+        "DRA slice (and refuses claims) while no pod's annotation names it yet; once one does, the annotation "
+        "holds it until the pod finishes.",
+    )
+
+    @field_validator("dra_noexecute_levels")
+    @classmethod
+    def _check_noexecute_levels(cls, value: str) -> str:
+        unknown = [level for level in noexecute_levels(value) if level not in FAULTS]
+        if unknown:
+            raise ValueError(f"unknown faults {unknown}; known: {', '.join(FAULTS)}")
+        return value
 
     @model_validator(mode="after")
     def _check_share(self) -> Self:
@@ -173,3 +199,8 @@ class PluginSettings(BaseSettings):
         """The Ascend Docker Runtime mounts the chips (env vars only); the reference's mixed insert
         never uses it (main.go `setUseAscendDocker`), so the plugin mounts the device nodes then."""
         return self.use_ascend_docker and not self.use_310p_mixed_insert
+
+
+def noexecute_levels(value: str) -> frozenset[str]:
+    """--dra-noexecute-levels as a set: the comma-separated items, blanks ignored."""
+    return frozenset(item.strip() for item in value.split(",") if item.strip())

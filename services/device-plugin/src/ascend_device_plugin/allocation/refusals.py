@@ -13,6 +13,7 @@ class Refusal(StrEnum):
     API_SERVER = "api-server"  # the API server did not take the write the allocation depends on
     NO_CAPACITY = "no-capacity"  # the chip cannot hold the vNPU the pod asks for
     SOFT_SHARE = "soft-share"  # a soft-share pod whose quota file cannot be written as asked (nothing written)
+    DRA_CLAIM = "dra-claim"  # `--kubelet-api both`: a DRA claim holds (or is being prepared on) the chip
 
 
 class AllocationError(Exception):

@@ -19,16 +19,21 @@ where the chip did not report it (as the plugin's labels and annotations say "no
 a selector never meets a missing key (a CEL error, not a non-match); `hbm` is left out when unread,
 as a made-up capacity would satisfy requests it cannot.
 
-Health: a chip that is not healthy leaves the pool's next generation and comes back when it
-recovers. The Kubernetes 1.32 API (resource.k8s.io/v1beta1, the kubelet vendored here) has no
-device taints; dropping the device works on every API version, and the scheduler never allocates
-a device that is not in the current generation of its pool.
+Health: where the apiserver keeps device taints (the DRADeviceTaints gate: alpha in 1.33, beta and
+on by default in 1.36), a chip that is not healthy stays in the pool with the taint `unhealthy_taint`
+names (NoSchedule: the scheduler allocates it to no claim that does not tolerate it; NoExecute only
+for the fault levels the operator lists, as then the taint-eviction controller deletes the pods of
+claims that hold it) and loses it when it recovers. Where taints are not kept (1.32's v1beta1 has
+no such field; 1.33 to 1.35 unless the gate is on) the chip leaves the pool's next generation and
+comes back when it recovers: the scheduler never allocates a device that is not in the current
+generation of its pool. A chip the device plugin holds (`--kubelet-api both`) is left out either way:
+it is not faulty, and no claim may have it whatever it tolerates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from ascend_common.chips import ChipFamily, ResourceType
@@ -59,6 +64,19 @@ _DEV_TYPE: Final[Mapping[ChipFamily, str]] = {ChipFamily.ASCEND950: "Ascend910A5
 AttributeValue = int | str | bool
 UNKNOWN: Final = -1  # not reported, or not in a super pod
 
+TAINT_UNHEALTHY: Final = f"{DRIVER}/unhealthy"
+NO_SCHEDULE: Final = "NoSchedule"
+NO_EXECUTE: Final = "NoExecute"
+
+
+@dataclass(frozen=True)
+class DeviceTaint:
+    """A taint on a device (resource.k8s.io DeviceTaint without timeAdded, which the slice writer keeps)."""
+
+    key: str
+    value: str  # a label value: at most 63 characters of [A-Za-z0-9_.-]
+    effect: str
+
 
 @dataclass(frozen=True)
 class DraDevice:
@@ -69,6 +87,7 @@ class DraDevice:
     logic_id: int
     attributes: Mapping[str, AttributeValue] = field(hash=False)
     capacity: Mapping[str, str] = field(hash=False)  # Kubernetes quantities, e.g. "65536Mi"
+    taints: tuple[DeviceTaint, ...] = ()
 
 
 def device_name(chip: str) -> str:
@@ -121,9 +140,32 @@ def dra_devices(chips: Iterable[Chip], super_pod: SuperPod) -> list[DraDevice]:
     return sorted(devices, key=lambda d: d.phy_id)
 
 
-def pool_devices(devices: Sequence[DraDevice], healthy: Mapping[int, bool]) -> list[DraDevice]:
-    """The devices the pool offers: the healthy ones (`healthy` by phy id; an unknown chip is not)."""
-    return [d for d in devices if healthy.get(d.phy_id, False)]
+def unhealthy_taint(fault: str, noexecute_levels: Collection[str] = ()) -> DeviceTaint:
+    """The taint of a chip that is not healthy, `fault` saying why (its fault level, or the exporter's
+    state). NoSchedule unless the operator listed the level for NoExecute: by default MindCluster's
+    job-level recovery, not the taint-eviction controller, decides when a job leaves its chips."""
+    return DeviceTaint(TAINT_UNHEALTHY, fault, NO_EXECUTE if fault in noexecute_levels else NO_SCHEDULE)
+
+
+def pool_devices(
+    devices: Sequence[DraDevice],
+    healthy: Mapping[int, bool],
+    faults: Mapping[int, str] | None = None,
+    noexecute_levels: Collection[str] = (),
+) -> list[DraDevice]:
+    """The devices the pool offers (`healthy` by phy id; a chip it does not name is left out).
+
+    `faults` (by phy id: why the chip is not healthy) is given where the apiserver keeps taints: an
+    unhealthy chip it names stays, tainted. Otherwise, and for a chip it does not name (one the
+    device plugin holds), an unhealthy chip is left out."""
+    out = []
+    for device in devices:
+        if healthy.get(device.phy_id, False):
+            out.append(device)
+        elif faults is not None and device.phy_id in faults:
+            taint = unhealthy_taint(faults[device.phy_id], noexecute_levels)
+            out.append(replace(device, taints=(taint,)))
+    return out
 
 
 def _attribute(value: AttributeValue) -> dict[str, AttributeValue]:
@@ -135,12 +177,22 @@ def _attribute(value: AttributeValue) -> dict[str, AttributeValue]:
     return {"string": value}
 
 
-def _device_body(device: DraDevice, api_version: str) -> dict[str, Any]:
+def _taint_body(device: str, taint: DeviceTaint, since: Mapping[tuple[str, DeviceTaint], str]) -> dict[str, Any]:
+    body = {"key": taint.key, "value": taint.value, "effect": taint.effect}
+    # The apiserver stamps a taint written without timeAdded with the time of the write; eviction
+    # (NoExecute, tolerationSeconds) counts from it, so a taint kept keeps the time it got first.
+    added = since.get((device, taint))
+    return {**body, "timeAdded": added} if added else body
+
+
+def _device_body(device: DraDevice, api_version: str, since: Mapping[tuple[str, DeviceTaint], str]) -> dict[str, Any]:
     attrs = {name: _attribute(value) for name, value in device.attributes.items()}
     capacity = {name: {"value": quantity} for name, quantity in device.capacity.items()}
     inner: dict[str, Any] = {"attributes": attrs}
     if capacity:
         inner["capacity"] = capacity
+    if device.taints:
+        inner["taints"] = [_taint_body(device.name, t, since) for t in device.taints]
     # v1 flattened the device; v1beta1 keeps its fields under `basic`.
     return {"name": device.name, **inner} if api_version == "v1" else {"name": device.name, "basic": inner}
 
@@ -153,8 +205,15 @@ def slice_name(node: str) -> str:
     return node[: 253 - len(suffix)] + suffix
 
 
-def resource_slice(node: str, devices: Sequence[DraDevice], generation: int, api_version: str = "v1") -> dict[str, Any]:
-    """The ResourceSlice object for `node`'s pool at `generation` (no resourceVersion: the caller sets it)."""
+def resource_slice(
+    node: str,
+    devices: Sequence[DraDevice],
+    generation: int,
+    api_version: str = "v1",
+    taints_since: Mapping[tuple[str, DeviceTaint], str] | None = None,
+) -> dict[str, Any]:
+    """The ResourceSlice object for `node`'s pool at `generation` (no resourceVersion: the caller sets it);
+    `taints_since`: the timeAdded the apiserver gave a device's taint, by (device name, taint)."""
     if api_version not in API_VERSIONS:
         raise ValueError(f"unsupported resource.k8s.io version {api_version!r}; known: {', '.join(API_VERSIONS)}")
     return {
@@ -165,6 +224,24 @@ def resource_slice(node: str, devices: Sequence[DraDevice], generation: int, api
             "driver": DRIVER,
             "nodeName": node,
             "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
-            "devices": [_device_body(d, api_version) for d in devices],
+            "devices": [_device_body(d, api_version, taints_since or {}) for d in devices],
         },
     }
+
+
+def written_taints(obj: Mapping[str, Any]) -> dict[tuple[str, DeviceTaint], str] | None:
+    """The taints a slice as the apiserver answered holds, with their timeAdded, by (device name, taint)
+    (v1's devices or v1beta1's `basic`); None when it holds none."""
+    spec = obj.get("spec")
+    devices = spec.get("devices") if isinstance(spec, Mapping) else None
+    found: dict[tuple[str, DeviceTaint], str] = {}
+    for device in devices if isinstance(devices, list) else []:
+        if not isinstance(device, Mapping):
+            continue
+        basic = device.get("basic")
+        inner = basic if isinstance(basic, Mapping) else device
+        for t in inner.get("taints") or []:
+            if isinstance(t, Mapping):
+                taint = DeviceTaint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
+                found[(str(device.get("name", "")), taint)] = str(t.get("timeAdded") or "")
+    return found or None

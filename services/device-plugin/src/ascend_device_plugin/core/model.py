@@ -30,6 +30,7 @@ class ChipInfo:
     family: ChipFamily
     aicore: int
     healthy: bool  # final: the exporter sees the chip AND its verdict is schedulable
+    fault: str = ""  # not healthy: why (resources.health.HealthDecision.fault), the value of its DRA taint
     numa_node: int | None = None
     device_ip: str | None = None
     board_id: int | None = None

@@ -6,12 +6,17 @@ no place on the event loop). Calls are serialized: the kubelet sends one batch p
 batches that raced over the checkpoint could lose a claim.
 
 A bad claim gets its own error and writes nothing; the other claims of the batch go on.
+
+A claim's chips are reserved in the chip table (core.chip_owners, shared with the device plugin's
+Allocate under `--kubelet-api both`) before its CDI spec is written, and released if the Prepare
+fails or when the claim is unprepared: a chip goes to one claim, or to one container.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +24,7 @@ from typing import Any, Protocol
 
 from ascend_device_plugin.allocation.containers import HOST_DEV_NODES
 from ascend_device_plugin.core.allocate import UB_DEVICE_DIRS, hccl_topo_path
+from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
 from ascend_device_plugin.core.dra import chip_name, device_name
 from ascend_device_plugin.core.dra_claims import (
     ClaimDevice,
@@ -88,7 +94,7 @@ class DraDriver:
         *,
         dev_root: Path = Path("/"),
         on_change: Callable[[], None] = lambda: None,
-        held_elsewhere: Callable[[], frozenset[str]] = frozenset,
+        owners: ChipOwners | None = None,
     ) -> None:
         self.node = node
         self.resources = resources
@@ -96,9 +102,10 @@ class DraDriver:
         self.checkpoint = Checkpoint(state_dir)
         self.specs = CdiSpecs(cdi_root)
         self.dev_root = dev_root
-        self._listeners = [on_change]  # told when the set of prepared chips changed
-        # `--kubelet-api both`: the chips the device plugin handed out, which no claim may get.
-        self._held_elsewhere = held_elsewhere
+        self._listeners = [on_change]  # told when the set of prepared or reserved chips changed
+        # Who holds each chip: with `--kubelet-api both` the table the device plugin's Allocate takes
+        # chips through too; else the driver's own (a chip still goes to one claim).
+        self.owners = owners if owners is not None else ChipOwners()
         self._prepared: PreparedClaims = {}
         self._lock = asyncio.Lock()
 
@@ -106,6 +113,11 @@ class DraDriver:
         """Read the checkpoint (CheckpointError when it is corrupt: the service must not start)."""
         self._prepared = await asyncio.to_thread(self.checkpoint.load)
         log.info("dra checkpoint loaded", extra={"claims": len(self._prepared), "path": str(self.checkpoint.path)})
+        for uid, devices in self._prepared.items():
+            try:
+                self.owners.reserve(uid, [chip_name(d.deviceName) for d in devices], time.monotonic())
+            except ChipTaken as exc:  # the containers of both exist already: nothing to refuse any more
+                log.error("dra: a checkpointed claim's chips are held elsewhere", extra={"uid": uid, "error": str(exc)})
         # A spec without its checkpoint entry was written by a Prepare that did not finish (the
         # process died before the checkpoint); nothing refers to it, and a retry writes it again.
         ours = {cdi_spec_name(uid) for uid in self._prepared}
@@ -130,8 +142,9 @@ class DraDriver:
                 for devices in self._prepared.values() for d in devices]  # fmt: skip
 
     def prepared_devices(self) -> frozenset[str]:
-        """The chips (by the device plugin's ids) held by prepared claims (the other API must not hand them out)."""
-        return frozenset(chip_name(d.deviceName) for devices in self._prepared.values() for d in devices)
+        """The chips (by the device plugin's ids) held by claims, prepared or being prepared (the other
+        API must not hand them out)."""
+        return self.owners.claims()
 
     # ---- the calls ---------------------------------------------------------------------------
 
@@ -161,19 +174,23 @@ class DraDriver:
             return self._failed("prepare", ref, f"claim {ref.key}: {exc}")
         try:
             devices = claim_devices(claim, uid=ref.uid, node=self.node, chips=self._chips_by_name())
-            self._check_free(ref, devices)
-            await self._write_spec(ref, devices)
+            self._reserve(ref, devices)
         except (ClaimError, ValueError) as exc:
             return self._failed("prepare", ref, str(exc))
+        self._changed()
+        try:
+            await self._write_spec(ref, devices)
+        except (ClaimError, ValueError) as exc:
+            return self._released(ref, str(exc))
         except OSError as exc:
-            return self._failed("prepare", ref, f"claim {ref.key}: writing its CDI spec failed: {exc}")
+            return self._released(ref, f"claim {ref.key}: writing its CDI spec failed: {exc}")
         prepared = [PreparedDevice([d.request], self.node, d.device, [cdi_device_id(d.phy_id)]) for d in devices]
         claims = {**self._prepared, ref.uid: prepared}
         try:
             await asyncio.to_thread(self.checkpoint.save, claims)
         except OSError as exc:
             await asyncio.to_thread(self.specs.remove, cdi_spec_name(ref.uid))
-            return self._failed("prepare", ref, f"claim {ref.key}: saving the checkpoint failed: {exc}")
+            return self._released(ref, f"claim {ref.key}: saving the checkpoint failed: {exc}")
         self._prepared = claims
         log.info("dra claim prepared", extra={"claim": ref.key, "uid": ref.uid, "devices": [d.device for d in devices]})
         self._changed()
@@ -182,10 +199,12 @@ class DraDriver:
     async def _unprepare_one(self, ref: ClaimRef) -> Outcome:
         try:
             await asyncio.to_thread(self.specs.remove, cdi_spec_name(ref.uid))
-            if ref.uid in self._prepared:
+            changed = ref.uid in self._prepared
+            if changed:
                 claims = {uid: d for uid, d in self._prepared.items() if uid != ref.uid}
                 await asyncio.to_thread(self.checkpoint.save, claims)
                 self._prepared = claims
+            if self.owners.release(ref.uid) or changed:
                 self._changed()
         except OSError as exc:
             return self._failed("unprepare", ref, f"claim {ref.key}: {exc}")
@@ -198,16 +217,20 @@ class DraDriver:
         log.warning(f"dra {what} refused", extra={"claim": ref.key, "uid": ref.uid, "error": error})
         return Outcome(error=error)
 
-    def _check_free(self, ref: ClaimRef, devices: Sequence[ClaimDevice]) -> None:
+    def _released(self, ref: ClaimRef, error: str) -> Outcome:
+        self.owners.release(ref.uid)
+        self._changed()
+        return self._failed("prepare", ref, error)
+
+    def _reserve(self, ref: ClaimRef, devices: Sequence[ClaimDevice]) -> None:
         """No chip goes to two consumers: not one the device plugin handed out, not one another claim holds."""
-        elsewhere = {device_name(chip) for chip in self._held_elsewhere()}
-        taken = [d.device for d in devices if d.device in elsewhere]
-        if taken:
-            raise ClaimError(f"claim {ref.key}: {', '.join(taken)} is allocated through the device plugin")
-        others = {d.deviceName: uid for uid, ds in self._prepared.items() if uid != ref.uid for d in ds}
-        double = [d.device for d in devices if d.device in others]
-        if double:
-            raise ClaimError(f"claim {ref.key}: {', '.join(double)} is prepared for claim uid {others[double[0]]}")
+        try:
+            self.owners.reserve(ref.uid, [chip_name(d.device) for d in devices], time.monotonic())
+        except ChipTaken as exc:
+            taken = ", ".join(device_name(chip) for chip in exc.chips)
+            if exc.claim is None:
+                raise ClaimError(f"claim {ref.key}: {taken} is allocated through the device plugin") from None
+            raise ClaimError(f"claim {ref.key}: {taken} is prepared for claim uid {exc.claim}") from None
 
     def _chips_by_name(self) -> dict[str, int]:
         return {device_name(chip.name): phy for phy, chip in self.resources.inventory.chips.items()}

@@ -106,20 +106,27 @@ class ResourceApi:
             return None
         return found if isinstance(found, Mapping) else None
 
-    async def write_slice(self, body: Mapping[str, Any], resource_version: str | None) -> Mapping[str, Any]:
+    async def write_slice(
+        self, body: Mapping[str, Any], resource_version: str | None, *, dry_run: bool = False
+    ) -> Mapping[str, Any]:
         """Create the slice (`resource_version` None) or replace the one read at that version;
-        SliceConflict on a 409 (it exists already, or changed since) or a replace's 404 (deleted since)."""
+        SliceConflict on a 409 (it exists already, or changed since) or a replace's 404 (deleted since).
+        The answer is the slice as stored; `dry_run`: as it would be, nothing stored."""
         name = body["metadata"]["name"]
         collection = await self._path("resourceslices")
         if resource_version is not None:
             body = {**body, "metadata": {**body["metadata"], "resourceVersion": resource_version}}
 
+        query = {"dryRun": "All"} if dry_run else None
+
         async def write() -> Any:
             try:
                 if resource_version is None:
-                    resp = await self._v1().request("POST", collection, body=body, timeout=TIMEOUT_S)
+                    resp = await self._v1().request("POST", collection, query=query, body=body, timeout=TIMEOUT_S)
                 else:
-                    resp = await self._v1().request("PUT", f"{collection}/{name}", body=body, timeout=TIMEOUT_S)
+                    resp = await self._v1().request(
+                        "PUT", f"{collection}/{name}", query=query, body=body, timeout=TIMEOUT_S
+                    )
                 return await json_of(resp)
             except Exception as exc:
                 if status_of(exc) == 409:

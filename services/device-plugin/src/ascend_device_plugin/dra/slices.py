@@ -6,6 +6,16 @@ when the chips the other API holds change (`--kubelet-api both`); the list-watch
 wait otherwise. Each wake renders the pool (core.dra) and writes it only when it differs from
 what was written: a new generation, replacing the slice at the resourceVersion read (a 409 reads
 it again). The slice is this node's only: its name, nodeName and pool are the node's.
+
+Device taints: whether the apiserver keeps them is not in its discovery (v1 is served from 1.34
+with the DRADeviceTaints gate on or off; 1.33's v1beta1 has the field, 1.32's does not). A server
+that does not keep them drops the field on write, silently (ResourceSlice strategy
+dropDisabledFields with the gate off; an unknown field on 1.32), so the first write that would
+taint a chip is sent as a dry run first: taints in the answer, they are kept, and the chip stays
+in the slice tainted; none, the driver leaves faulty chips out instead, as on 1.32. The answer is
+kept until the next registration with the kubelet (which follows a kubelet restart, often an
+upgrade), then asked again. A dry run, so that a faulty chip is never offered untainted, not even
+for one generation.
 """
 
 from __future__ import annotations
@@ -14,13 +24,21 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ascend_common.adapters.clients.backoff import Backoff
 from ascend_common.adapters.kube.client import KubeApiError
 
-from ascend_device_plugin.core.dra import DraDevice, dra_devices, pool_devices, resource_slice, slice_name
+from ascend_device_plugin.core.dra import (
+    DeviceTaint,
+    DraDevice,
+    dra_devices,
+    pool_devices,
+    resource_slice,
+    slice_name,
+    written_taints,
+)
 from ascend_device_plugin.dra.kube import ResourceApi, SliceConflict
 from ascend_device_plugin.resources.inventory import InventorySource
 from ascend_device_plugin.resources.views import ViewBoard
@@ -44,6 +62,7 @@ class SlicePublisher:
         period: float,
         withheld: Callable[[], frozenset[str]] = frozenset,
         on_written: Callable[[int], None] = lambda devices: None,
+        noexecute_levels: Collection[str] = (),
     ) -> None:
         self.node = node
         self.resources = resources
@@ -52,6 +71,9 @@ class SlicePublisher:
         self.period = period
         self._withheld = withheld  # device names the other API holds: not offered here
         self._on_written = on_written  # told the device count of each generation written (metrics)
+        self._noexecute = noexecute_levels
+        self.taints_served: bool | None = None  # None: not known yet (asked with the first taint)
+        self._taints_since: dict[tuple[str, DeviceTaint], str] = {}  # timeAdded the apiserver gave each
         self._wake = asyncio.Event()
         self.published: tuple[DraDevice, ...] | None = None  # what the slice holds, as last written
         self.generation = 0
@@ -70,6 +92,7 @@ class SlicePublisher:
         """Look at the pool again soon; `verify`: read the slice back even if the pool did not change."""
         self._verify = self._verify or verify
         if verify:
+            self.taints_served = None
             now = time.monotonic()
             self._reverify_at = [now + delay for delay in REVERIFY_AFTER_S]
         self._wake.set()
@@ -78,7 +101,13 @@ class SlicePublisher:
         inventory = self.resources.inventory
         withheld = self._withheld()
         healthy = {phy: chip.healthy and chip.name not in withheld for phy, chip in inventory.chips.items()}
-        return pool_devices(dra_devices(inventory.reported.values(), inventory.super_pod), healthy)
+        faults = (
+            {phy: chip.fault for phy, chip in inventory.chips.items() if not chip.healthy and chip.name not in withheld}
+            if self.taints_served is not False
+            else None
+        )
+        devices = dra_devices(inventory.reported.values(), inventory.super_pod)
+        return pool_devices(devices, healthy, faults, self._noexecute)
 
     async def run(self) -> None:
         backoff = Backoff(0.2, 10.0)
@@ -161,11 +190,23 @@ class SlicePublisher:
             return False
         self._resource_version = str((current.get("metadata") or {}).get("resourceVersion") or "") or None
         self.generation = max(self.generation, _generation(current))
+        self._taints_since = written_taints(current) or {}
         return True
 
     async def _write(self, devices: tuple[DraDevice, ...], version: str) -> None:
-        body = resource_slice(self.node, devices, self.generation + 1, version)
+        if self.taints_served is None and any(d.taints for d in devices):
+            probe = resource_slice(self.node, devices, self.generation + 1, version)
+            answered = await self.api.write_slice(probe, self._resource_version, dry_run=True)
+            self.taints_served = written_taints(answered) is not None
+            log.info(
+                "device taints " + ("kept" if self.taints_served else "dropped: faulty chips leave the slice"),
+                extra={"node": self.node, "version": version},
+            )
+            if not self.taints_served:
+                devices = tuple(self.devices())
+        body = resource_slice(self.node, devices, self.generation + 1, version, self._taints_since)
         written = await self.api.write_slice(body, self._resource_version)
+        self._taints_since = written_taints(written) or {}
         self.generation += 1
         self.published = devices
         self._resource_version = str((written.get("metadata") or {}).get("resourceVersion") or "") or None

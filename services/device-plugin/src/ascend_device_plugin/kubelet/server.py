@@ -41,6 +41,7 @@ STATUS = {
     Refusal.API_SERVER: grpc.StatusCode.UNAVAILABLE,
     Refusal.NO_CAPACITY: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Refusal.SOFT_SHARE: grpc.StatusCode.FAILED_PRECONDITION,
+    Refusal.DRA_CLAIM: grpc.StatusCode.FAILED_PRECONDITION,
 }
 
 

@@ -30,14 +30,14 @@ from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.core.softshare import ignored_share_count, soft_share_refusal
 from ascend_device_plugin.core.vnpu_cores import core_health, core_ids
 from ascend_device_plugin.core.volcano import kubelet_map
-from ascend_device_plugin.resources.health import HealthDecision, HealthSource, decide
+from ascend_device_plugin.resources.health import EXPORTER_LOST, HealthDecision, HealthSource, decide
 from ascend_device_plugin.resources.inventory import Inventory, InventoryListener
 from ascend_device_plugin.resources.views import AdvertisedDevice, ViewBoard
 
 log = logging.getLogger(__name__)
 
 
-def chip_info(chip: Chip, healthy: bool) -> ChipInfo | None:
+def chip_info(chip: Chip, healthy: bool, fault: str = "") -> ChipInfo | None:
     """The plugin's view of an exporter chip; None for a chip of unknown family."""
     if chip.family is None or chip.resource_type is None:
         return None
@@ -51,6 +51,7 @@ def chip_info(chip: Chip, healthy: bool) -> ChipInfo | None:
         family=chip.family,
         aicore=s.aicore.value if s.aicore.is_ok and s.aicore.value else 0,
         healthy=healthy,
+        fault=fault,
         numa_node=s.numa_node.value if s.numa_node.is_ok else None,
         device_ip=s.device_ip.value if s.device_ip.is_ok else None,
         board_id=s.board_id.value if s.board_id.is_ok else None,
@@ -211,7 +212,7 @@ class ResourceManager:
         health: dict[int, ChipHealth] = {}
         for chip in self._chips.values():
             decision = (
-                HealthDecision(False, HealthSource.EXPORTER, "the exporter is unreachable")
+                HealthDecision(False, HealthSource.EXPORTER, "the exporter is unreachable", EXPORTER_LOST)
                 if self._exporter_lost
                 else decide(
                     chip, self._verdicts.get(chip.name), self._fault_manager_connected, self._table,
@@ -226,7 +227,7 @@ class ResourceManager:
                            "reason": decision.reason},
                 )  # fmt: skip
             self._decisions[chip.logic_id] = decision
-            if (info := chip_info(chip, decision.healthy)) is not None:
+            if (info := chip_info(chip, decision.healthy, decision.fault)) is not None:
                 infos[info.phy_id] = info
                 health[info.phy_id] = ChipHealth(decision.healthy, _message(decision, self._verdicts.get(chip.name)))
         self._inventory = Inventory(
