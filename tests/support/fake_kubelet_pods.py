@@ -209,3 +209,18 @@ class FakeKubeletPods:
     def count(self) -> int:
         with self.lock:
             return len(self.requests)
+
+
+def pod_source_args(kubelet: FakeKubeletPods, token_file: Path, period: float = 0.2) -> list[str]:
+    """A service's flags to read its pods from `kubelet` (its token written to `token_file`)."""
+    token_file.write_text(next(iter(kubelet.tokens)) + "\n")
+    return [
+        "--pod-source", "kubelet", "--kubelet-host", "127.0.0.1", "--kubelet-port", str(kubelet.port),
+        "--kubelet-ca", str(kubelet.cert.cert), "--kubelet-token-file", str(token_file),
+        "--kubelet-poll-period", str(period),
+    ]  # fmt: skip
+
+
+def pod_requests(api: FakeApiServer) -> list[str]:
+    """The API server requests that read pods (gets, lists, watches); patches are writes, and allowed."""
+    return [f"{r.method} {r.path}" for r in list(api.requests) if r.method == "GET" and "/pods" in r.path]

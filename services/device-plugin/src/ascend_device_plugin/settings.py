@@ -15,15 +15,16 @@ from ascend_common.adapters.kubelet.constants import (
     DEFAULT_PLUGINS_REGISTRY_DIR,
     DEFAULT_PODRESOURCES_SOCKET,
 )
+from ascend_common.adapters.kube.pod_source import PodSourceSettings
 from ascend_common.adapters.settings import HostPort, service_config
 from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, CliImplicitFlag
+from pydantic_settings import CliImplicitFlag
 
 from ascend_device_plugin.core.mixed import check_flags
 from ascend_device_plugin.core.softshare import check_switch, soft_share_on
 
 
-class PluginSettings(BaseSettings):
+class PluginSettings(PodSourceSettings):
     model_config = service_config("ASCEND_DEVICE_PLUGIN_")
 
     exporter_socket: Path = Field(Path("/run/ascend/dcmi-exporter.sock"), description="The exporter's API socket.")

@@ -114,7 +114,7 @@ class PodSourceSettings(BaseSettings):
         description="Kubelet source: the bearer token's file, re-read when it changes (projected tokens rotate).",
     )
     kubelet_poll_period: float = Field(
-        5.0, ge=1, le=300, description="Kubelet source: seconds between two reads of /pods (the reference's 5 s)."
+        5.0, ge=0.2, le=300, description="Kubelet source: seconds between two reads of /pods (the reference's 5 s)."
     )
 
     @model_validator(mode="after")
