@@ -120,9 +120,7 @@ class KubeBridge:
 
     @classmethod
     def create(cls, settings: PluginSettings, on_pods: Callable[[], None]) -> KubeBridge:
-        return cls(
-            None, settings.node_name, on_pods, kubeconfig=settings.kubeconfig, kubelet=settings.kubelet_source()
-        )
+        return cls(None, settings.node_name, on_pods, kubeconfig=settings.kubeconfig, kubelet=settings.kubelet_source())
 
     @property
     def _client(self) -> ApiClient:
