@@ -8,6 +8,7 @@ the kubelet restarted, two rolling updates) with the same chips.
 
 from __future__ import annotations
 
+import base64
 import calendar
 import json
 import os
@@ -20,6 +21,7 @@ from typing import Any
 
 import grpc
 import pytest
+import yaml
 from ascend_common.adapters.kubelet import podresources_pb2 as pr
 from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 from ascend_common.gojson import go_json
@@ -452,6 +454,116 @@ def test_volcano_path_without_volcano(stack: Stack) -> None:
     )
     assert marked["huawei.com/AscendReal"] == ",".join(chosen)
     train_a_unchanged(stack, train)
+
+
+POD_SOURCE_COMPONENT = ROOT / "deploy" / "kustomize" / "components" / "pod-source-kubelet"
+STACK_ACCOUNTS = {f"system:serviceaccount:ascend-system:{sa}" for sa in ("ascend-device-plugin", "fault-manager")}
+
+
+def pod_source_overlay(directory: Path, user_overlay: Path, cluster: Cluster) -> None:
+    """The operator's overlay with the pod-source-kubelet component (docs/operations.md, "Pods from
+    the kubelet"), the kubelets' serving CA from a file (here the cluster CA, which signed this
+    kubelet's certificate for its node IP), and the plugin still in Volcano mode."""
+    config = yaml.safe_load(Path(cluster.kubeconfig).read_text())
+    (directory / "ca.crt").write_bytes(base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]))
+    volcano = '[{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--volcano-type"}]'
+    (directory / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+        "kind: Kustomization\n"
+        f"resources: [{os.path.relpath(user_overlay, directory)}]\n"
+        f"components: [{os.path.relpath(POD_SOURCE_COMPONENT, directory)}]\n"
+        "configMapGenerator:\n"
+        "  - name: kubelet-serving-ca\n"
+        "    namespace: ascend-system\n"
+        "    files: [ca.crt]\n"
+        "patches:\n"
+        "  - target: {kind: DaemonSet, labelSelector: app.kubernetes.io/name=ascend-device-plugin}\n"
+        f"    patch: '{volcano}'\n"
+    )
+
+
+def stack_pod_reads(stack: Stack, since: str = "") -> list[str]:
+    """The pod get/list/watch requests of the plugin's and the fault-manager's accounts in the audit
+    log (cluster.sh logs those), received after `since` (RFC 3339, as the log spells it)."""
+    found = []
+    for line in Path(stack.cluster.env["CLUSTER_AUDIT_LOG"]).read_text().splitlines():
+        event = json.loads(line)
+        if (
+            event["user"]["username"] in STACK_ACCOUNTS
+            and event.get("objectRef", {}).get("resource") == "pods"
+            and event["verb"] in ("get", "list", "watch")
+            and event["requestReceivedTimestamp"] > since
+        ):
+            found.append(f"{event['requestReceivedTimestamp']} {event['user']['username']} {event['verb']}")
+    return found
+
+
+def test_pods_from_the_kubelet_with_no_pod_watch(stack: Stack, tmp_path: Path) -> None:
+    """Issue 34 item 3 on the real 1.20 kubelet (webhook authentication and authorization on): the
+    plugin and the fault-manager switched to --pod-source kubelet read the node's pods from
+    https://<status.hostIP>:10250/pods, the kubelet's certificate verified, authorized by nodes/proxy
+    get; a Volcano pod bound afterwards is served and marked taken by the plugin and leaves the
+    fault-manager's free list, and goes back on it when deleted, with no pod get, list or watch
+    of theirs on the API server."""
+    cluster = stack.cluster
+    before = stack_pod_reads(stack)
+    assert before, "the API-server source's list and watch are in the audit log (the check can fail)"
+    harvest_logs(cluster)
+    pod_source_overlay(tmp_path, stack.overlay, cluster)
+    t0 = time.monotonic()
+    cluster.kubectl("apply", "-k", str(tmp_path), timeout=120)
+    for ds in ("ascend-device-plugin-sim", "fault-manager-sim"):
+        cluster.kubectl("rollout", "status", f"daemonset/{ds}", "-n", "ascend-system", "--timeout=180s", timeout=200)
+    until_sync(lambda: stack_pods_ready(cluster), 120, "every stack pod Ready with --pod-source kubelet")
+    until_sync(lambda: cluster.allocatable() == 8, 60, "allocatable 8 after the switch")
+    record("rolling_update_pod_source_kubelet_s", round(time.monotonic() - t0, 1))
+    # Once the old pods are gone (a terminating one may still re-watch), only the new ones run: any
+    # pod read of the two accounts from then on would be theirs.
+    for app in ("ascend-device-plugin", "fault-manager"):
+        selector = f"app.kubernetes.io/name={app}"
+        until_sync(lambda s=selector: len(cluster.pods(selector=s)) == 1, 90, f"one {app} pod")  # type: ignore[misc]
+    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    plugin, fm = (
+        cluster.pods(selector=f"app.kubernetes.io/name={app}")[0]["metadata"]["name"]
+        for app in ("ascend-device-plugin", "fault-manager")
+    )
+    for name in (plugin, fm):
+        log = cluster.kubectl("logs", "-n", "ascend-system", name)
+        assert "reading pods from the kubelet, no pod watch on the API server" in log, log[-2000:]
+        assert f"https://{cluster.env['CLUSTER_NODE_IP']}:10250/pods" in log
+
+    held = {c for p in cluster.pods(namespace="default")
+            for c in names(p["metadata"].get("annotations", {}).get("huawei.com/AscendReal", ""))}  # fmt: skip
+    chosen = sorted(names(cluster.device_list().get(RESOURCE, "")) - held)[:2]
+    assert len(chosen) == 2, (held, cluster.device_list())
+    annotations = {RESOURCE: ",".join(chosen), "predicate-time": str(time.time_ns())}
+    start(cluster, workload("vc-kubelet", 2, annotations, node=cluster.node), "vc-kubelet")
+    assert visible(cluster, "vc-kubelet") == ids(",".join(chosen)), "the plugin found the pod Volcano chose"
+    marked = until_sync(
+        lambda: (
+            (a := cluster.get("pod", "vc-kubelet", "-n", "default")["metadata"]["annotations"]).get("predicate-time")
+            == TAKEN
+            and a
+        ),
+        30,
+        "vc-kubelet marked taken (the patch stays on the API server)",
+    )
+    assert marked["huawei.com/AscendReal"] == ",".join(chosen)
+    until_sync(
+        lambda: not set(chosen) & names(cluster.device_list().get(RESOURCE, "")),
+        60,
+        "vc-kubelet's chips off the fault-manager's free list",
+    )
+    cluster.kubectl("delete", "pod", "vc-kubelet", "-n", "default", "--wait=true", timeout=90)
+    until_sync(
+        lambda: set(chosen) <= names(cluster.device_list().get(RESOURCE, "")),
+        60,
+        "vc-kubelet's chips back on the free list once the kubelet no longer lists it",
+    )
+    for name in (plugin, fm):
+        log = cluster.kubectl("logs", "-n", "ascend-system", name)
+        assert "kubelet pod list failed" not in log, log[-2000:]
+    assert stack_pod_reads(stack, since) == [], "no pod get, list or watch on the API server"
 
 
 def hang_faults(stack: Stack, chip: str) -> list[dict[str, Any]]:

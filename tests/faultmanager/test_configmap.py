@@ -17,6 +17,7 @@ from fault_manager.store import Store
 from tests.faultmanager.test_service import sim, verdicts
 from tests.support.exporter import ExporterProc, start_exporter
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.support.fake_kubelet_pods import FakeKubeletPods, make_cert, pod_requests, pod_source_args
 from tests.support.faultmanager import FaultManagerProc, start_fault_manager, wait_ready
 from tests.support.waiting import until
 
@@ -172,8 +173,13 @@ def _sync_verdicts(fm: FaultManagerProc) -> dict[str, dict[str, object]]:
         return {v["chip"]: v for v in client.get("/v1/verdicts").json()["verdicts"]}
 
 
-async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_their_job(tmp_path: Path) -> None:
-    with FakeApiServer() as api:
+@pytest.mark.parametrize("source", ["apiserver", "kubelet"])
+async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_their_job(
+    tmp_path: Path, source: str
+) -> None:
+    """With either pod source (--pod-source); from the kubelet there is no pod read on the API server,
+    and a dead kubelet leaves the pods as they were last read (the chip stays in use)."""
+    with FakeApiServer() as api, contextlib.ExitStack() as stack:
         exporter = start_exporter(tmp_path / "exporter")
         async with exporter.client() as client:
             chips = (await client.get("/v1/chips")).json()["chips"]
@@ -181,7 +187,13 @@ async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_
         api.add_pod("train-0", "ml", node="node-a", phase="Running",
                     annotations={"huawei.com/AscendReal": used["name"], "huawei.com/kltDev": used["name"]})  # fmt: skip
         cfg = write_kubeconfig(tmp_path / "kubeconfig", api.url)
-        fm = start_fault_manager(tmp_path / "fm", exporter, "--kubeconfig", str(cfg), "--time-scale", "10", kube="api")
+        args = ["--kubeconfig", str(cfg), "--time-scale", "10"]
+        kubelet: FakeKubeletPods | None = None
+        if source == "kubelet":
+            cert = make_cert(tmp_path / "pki")
+            kubelet = stack.enter_context(FakeKubeletPods(cert, api=api, tokens={"fm-token"}))
+            args += pod_source_args(kubelet, tmp_path / "token")
+        fm = start_fault_manager(tmp_path / "fm", exporter, *args, kube="api")
         try:
             await wait_ready(fm)
 
@@ -193,8 +205,14 @@ async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_
                     ","
                 )
 
-            await until(lambda: idle["name"] in free(), what="the idle chip on the free list")
-            assert used["name"] not in free()
+            if kubelet is None:
+                await until(lambda: idle["name"] in free(), what="the idle chip on the free list")
+                assert used["name"] not in free()
+            else:
+                # The fault-manager publishes once it follows the exporter, without waiting for its
+                # pod source (with either source); the kubelet's first read (TLS, a thread to parse)
+                # may land after that first write, so the used chip may show free for a moment.
+                await until(lambda: idle["name"] in free() and used["name"] not in free(), what="the free list")
             # A PreSeparateNPU chip code on both (a link down would act on the network level only).
             for chip in (used, idle):
                 await sim(exporter, f"/v1/sim/chips/{chip['logic_id']}/faults", {"code": "8118043C", "severity": 2})
@@ -206,6 +224,19 @@ async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_
             assert v[idle["name"]]["schedulable"] is False
             assert v[used["name"]]["fault_level"] == "PreSeparateNPU"
             assert v[used["name"]]["schedulable"] is True, "its running pod keeps it"
+            if kubelet is not None:
+                assert pod_requests(api) == [], "no pod list, watch or get on the API server"
+                kubelet.set_down(True)
+                api.remove("pods", "train-0", "ml")  # unseen while the kubelet is dead
+                failed = "kubelet pod list failed; keeping the last good list, retrying"
+                await until(lambda: failed in fm.log_path.read_text(), what="the dead kubelet logged")
+                assert _sync_verdicts(fm)[used["name"]]["schedulable"] is True, "the last good list is kept"
+                kubelet.set_down(False)
+                await until(
+                    lambda: _sync_verdicts(fm)[used["name"]]["schedulable"] is False,
+                    what="the pod gone once the kubelet answers again",
+                )
+                assert pod_requests(api) == []
         finally:
             fm.stop()
             exporter.stop()

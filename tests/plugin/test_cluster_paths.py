@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections.abc import AsyncIterator, Iterator
@@ -17,6 +18,7 @@ from tests.plugin.conftest import Node, close_node, make_node
 from tests.plugin.test_kubelet_flow import ALL, R, inject, phy_of
 from tests.support.exporter import TOKENS
 from tests.support.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.support.fake_kubelet_pods import Cert, FakeKubeletPods, make_cert, pod_requests, pod_source_args
 from tests.support.plugin import wait_ready
 from tests.support.waiting import until
 
@@ -40,10 +42,24 @@ async def cluster_node(workdir: Path, apiserver: FakeApiServer, *args: str) -> N
     return n
 
 
+# The fake kubelet /pods a `volcano` node reads its pods from (--pod-source kubelet), by the fake API server.
+_KUBELETS: dict[int, FakeKubeletPods] = {}
+
+
 async def pods_cached(apiserver: FakeApiServer) -> None:
     """The plugin's pod cache holds the pods: it watches only once it has listed them (and the
-    list reaches its event loop before the watch request reaches the fake)."""
+    list reaches its event loop before the watch request reaches the fake); from the kubelet, two
+    reads of /pods have been answered (the first of them after the pods were written)."""
+    kubelet = _KUBELETS.get(id(apiserver))
+    if kubelet is not None:
+        await until(lambda: kubelet.count() >= 2, what="the plugin to read the kubelet's /pods twice")
+        return
     await until(lambda: apiserver.live_watches > 0, what="the plugin's pod cache to list the pods and watch")
+
+
+@pytest.fixture(scope="module")
+def kubelet_cert(tmp_path_factory: pytest.TempPathFactory) -> Cert:
+    return make_cert(tmp_path_factory.mktemp("kubelet-cert"))
 
 
 def pod_annotations(apiserver: FakeApiServer, name: str, namespace: str = "ml") -> dict[str, str]:
@@ -52,17 +68,34 @@ def pod_annotations(apiserver: FakeApiServer, name: str, namespace: str = "ml") 
     return dict(pod["metadata"].get("annotations") or {})
 
 
-@pytest.fixture
-async def volcano(workdir: Path, apiserver: FakeApiServer) -> AsyncIterator[Node]:
+@pytest.fixture(params=["apiserver", "kubelet"])
+async def volcano(
+    request: pytest.FixtureRequest, workdir: Path, apiserver: FakeApiServer, kubelet_cert: Cert
+) -> AsyncIterator[Node]:
+    """The Volcano tests run with either pod source (--pod-source): the same pods, the same answers;
+    from the kubelet, without a single pod read on the API server."""
     common: dict[str, Any] = {"phase": "Pending", "requests": {R: 2}}
     apiserver.add_pod("second", "ml", annotations={R: "Ascend910-0,Ascend910-1", "predicate-time": "2000"}, **common)
     apiserver.add_pod("first", "ml", annotations={R: "Ascend910-6,Ascend910-7", "predicate-time": "1000"}, **common)
     apiserver.add_pod("broken", "ml", annotations={R: "Ascend910-6,,GPU-1", "predicate-time": "5"}, **common)
-    n = await cluster_node(workdir, apiserver, "--volcano-type")
-    try:
-        yield n
-    finally:
-        await close_node(n)
+    with contextlib.ExitStack() as stack:
+        args = ["--volcano-type"]
+        if request.param == "kubelet":
+            kubelet = stack.enter_context(FakeKubeletPods(kubelet_cert, api=apiserver, tokens={"sa-token"}))
+            _KUBELETS[id(apiserver)] = kubelet
+            stack.callback(_KUBELETS.pop, id(apiserver))
+            args += pod_source_args(kubelet, workdir / "sa-token")
+        n = await cluster_node(workdir, apiserver, *args)
+        try:
+            yield n
+        finally:
+            await close_node(n)
+        if request.param == "kubelet":
+            assert pod_requests(apiserver) == [], "no pod list, watch or get on the API server"
+            assert kubelet.count() >= 2 and {r.token for r in kubelet.requests} == {"sa-token"}
+            assert "reading pods from the kubelet" in n.plugin.log_path.read_text()
+        else:
+            assert pod_requests(apiserver), "the API server source lists and watches"
 
 
 async def test_volcano_serves_the_oldest_pod_then_the_next(volcano: Node, apiserver: FakeApiServer) -> None:

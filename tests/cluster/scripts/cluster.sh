@@ -106,8 +106,10 @@ start_etcd() {
 }
 
 # On the node address, so that the `kubernetes` Service's endpoint (the advertised address) is
-# reachable from pods, through kube-proxy's rules. The audit log (writes only, who and what, no
-# bodies) lets the drills prove which identity wrote an object.
+# reachable from pods, through kube-proxy's rules. The audit log (writes, who and what, no
+# bodies) lets the drills prove which identity wrote an object; it also has the stack's own pod
+# reads (get, list, watch by the plugin's and the fault-manager's accounts), so that a drill can
+# prove that with --pod-source kubelet there are none.
 start_apiserver() {
   cat >"$RUN_DIR/audit-policy.yaml" <<'POLICY'
 apiVersion: audit.k8s.io/v1
@@ -116,6 +118,12 @@ omitStages: [RequestReceived]
 rules:
   - level: Metadata
     verbs: [create, update, patch, delete]
+  - level: Metadata
+    verbs: [get, list, watch]
+    resources: [{group: "", resources: [pods]}]
+    users:
+      - system:serviceaccount:ascend-system:ascend-device-plugin
+      - system:serviceaccount:ascend-system:fault-manager
   - level: None
 POLICY
   : >"$LOG_DIR/audit.log"

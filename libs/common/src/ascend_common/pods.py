@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ascend_common.chips import RESOURCE_PREFIX
 
@@ -247,3 +247,24 @@ class PodLike(Protocol):
 
     @property
     def annotations(self) -> Mapping[str, str]: ...
+
+
+PodChange = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+def pod_changes(old: Mapping[str, SlimPod], new: Mapping[str, SlimPod]) -> list[tuple[PodChange, SlimPod]]:
+    """What turns the pod list `old` into `new` (both by uid), as the watch would have said it.
+
+    DELETED (with the last known state) for every uid that is gone, then ADDED for every new uid
+    and MODIFIED for every uid whose resourceVersion or any field a SlimPod keeps differs (a
+    kubelet's static pod carries no resourceVersion, so the fields decide). The order of `new`
+    is kept, so a caller sees the same order as the list it read.
+    """
+    changes: list[tuple[PodChange, SlimPod]] = [("DELETED", pod) for uid, pod in old.items() if uid not in new]
+    for uid, pod in new.items():
+        before = old.get(uid)
+        if before is None:
+            changes.append(("ADDED", pod))
+        elif before != pod:
+            changes.append(("MODIFIED", pod))
+    return changes

@@ -25,7 +25,7 @@ from ascend_common.adapters.kube.patch import (
     patch_pod_annotations,
     remove_node_resources,
 )
-from ascend_common.adapters.kube.pod_watch import PodCache
+from ascend_common.adapters.kube.pod_source import KubeletSource, PodSource, build_pod_source
 from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.gojson import INT32
 from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
@@ -73,7 +73,7 @@ class KubeBridge:
     api: ApiClient | None
     node_name: str
     on_pods: Callable[[], None]
-    cache: PodCache | None = field(init=False, default=None)  # once there is an ApiClient
+    cache: PodSource | None = field(init=False, default=None)  # once there is an ApiClient
     node: SlimNode | None = None
     kubeconfig: str | Path | None = None
     _views: dict[str, PodView] = field(default_factory=dict)  # by pod uid, following the cache
@@ -106,19 +106,21 @@ class KubeBridge:
     # Told every pod event as it comes (the annotation repair compares each with what it wrote).
     on_pod_event: Callable[[str, PodView], None] | None = None
     bad_inputs: BadInputs = field(default_factory=BadInputs)  # the plugin's /readyz names them
+    # --pod-source kubelet: the kubelet whose /pods is read (None: the API server's list+watch).
+    kubelet: KubeletSource | None = None
 
     def __post_init__(self) -> None:
         if self.api is not None:
             self._follow_pods(self.api)
 
-    def _follow_pods(self, api: ApiClient) -> PodCache:
-        self.cache = PodCache(api, self.node_name)
+    def _follow_pods(self, api: ApiClient) -> PodSource:
+        self.cache = build_pod_source(api, self.node_name, self.kubelet)
         self.cache.on_change.append(self._pods_changed)
         return self.cache
 
     @classmethod
     def create(cls, settings: PluginSettings, on_pods: Callable[[], None]) -> KubeBridge:
-        return cls(None, settings.node_name, on_pods, kubeconfig=settings.kubeconfig)
+        return cls(None, settings.node_name, on_pods, kubeconfig=settings.kubeconfig, kubelet=settings.kubelet_source())
 
     @property
     def _client(self) -> ApiClient:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Self
 
+from ascend_common.adapters.kube.pod_source import PodSourceSettings
 from ascend_common.adapters.kubelet.constants import (
     DEFAULT_KUBELET_PLUGINS_DIR,
     DEFAULT_PLUGIN_DIR,
@@ -17,14 +18,14 @@ from ascend_common.adapters.kubelet.constants import (
 )
 from ascend_common.adapters.settings import HostPort, service_config
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, CliImplicitFlag
+from pydantic_settings import CliImplicitFlag
 
 from ascend_device_plugin.core.mixed import check_flags
 from ascend_device_plugin.core.softshare import check_switch, soft_share_on
 from ascend_device_plugin.resources.health import FAULTS
 
 
-class PluginSettings(BaseSettings):
+class PluginSettings(PodSourceSettings):
     model_config = service_config("ASCEND_DEVICE_PLUGIN_")
 
     exporter_socket: Path = Field(Path("/run/ascend/dcmi-exporter.sock"), description="The exporter's API socket.")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
 from ascend_common.adapters.kube.events import ApiEventSink, EventSink, OfflineEventSink
-from ascend_common.adapters.kube.pod_watch import PodCache
+from ascend_common.adapters.kube.pod_source import PodSource, build_pod_source
 from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.adapters.ops import ops_app
 from ascend_common.adapters.serving import bind_unix_socket, server
@@ -59,7 +59,7 @@ class Service:
     exporter: ExporterClient
     configmaps: ConfigMaps
     offline: OfflineConfigMaps | None
-    pods: PodCache | None
+    pods: PodSource | None
     events: FaultEvents
     inbox: Inbox
     published: Published
@@ -76,7 +76,7 @@ class Service:
         store = Store(settings.db)
         exporter = ExporterClient(settings.exporter_socket)
         offline: OfflineConfigMaps | None = None
-        pods: PodCache | None = None
+        pods: PodSource | None = None
         configmaps: ConfigMaps
         sink: EventSink
         node: NodeAnnotations
@@ -91,7 +91,7 @@ class Service:
             api = await build_api_client(kubeconfig=settings.kubeconfig)
             kit.on_stop(api.close)  # its aiohttp session; registered first, so it closes after its users stop
             configmaps = ApiConfigMaps(api)
-            pods = PodCache(api, settings.node_name)
+            pods = build_pod_source(api, settings.node_name, settings.kubelet_source())
             sink = ApiEventSink(api)
             node = ApiNodeAnnotations(api, settings.node_name)
         # Hot-reset mode 2 (--hot-reset) is the reference's HotResetTrainOffLine: with it, a training chip

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from ascend_common.adapters.kube.pod_source import PodSourceSettings
 from ascend_common.adapters.settings import HostPort, service_config
 from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, CliImplicitFlag
+from pydantic_settings import CliImplicitFlag
 
 # The reference's -hotReset values (pkg/common/constants.go): HotResetClose, HotResetInfer, HotResetTrainOffLine.
 HOT_RESET_OFF = -1
@@ -15,14 +16,14 @@ HOT_RESET_INFER = 0
 HOT_RESET_TRAIN = 2
 
 
-class FaultManagerSettings(BaseSettings):
+class FaultManagerSettings(PodSourceSettings):
     model_config = service_config("FAULT_MANAGER_")
 
     exporter_socket: Path = Field(Path("/run/ascend/dcmi-exporter.sock"), description="The exporter's API socket.")
     db: Path = Field(Path("/var/lib/ascend/fault-manager.db"), description="SQLite file (on a hostPath).")
     socket: Path = Field(Path("/run/ascend/fault-manager.sock"), description="Unix socket of the API (0660).")
     socket_group: str | None = Field(None, description="Group that owns the API socket.")
-    node_name: str = Field("", max_length=253, description="This node's name (ConfigMap name, pod watch).")
+    node_name: str = Field("", max_length=253, description="This node's name (ConfigMap name, the pods of this node).")
     pod_name: str = Field(
         "", max_length=253, description="This pod's name, the object of its release Events; empty: $HOSTNAME."
     )
