@@ -205,14 +205,10 @@ async def test_pods_in_use_leave_the_free_list_and_keep_a_preseparated_chip_for_
                     ","
                 )
 
-            if kubelet is None:
-                await until(lambda: idle["name"] in free(), what="the idle chip on the free list")
-                assert used["name"] not in free()
-            else:
-                # The fault-manager publishes once it follows the exporter, without waiting for its
-                # pod source (with either source); the kubelet's first read (TLS, a thread to parse)
-                # may land after that first write, so the used chip may show free for a moment.
-                await until(lambda: idle["name"] in free() and used["name"] not in free(), what="the free list")
+            # The first write waits for the pods to be listed (with either source): a chip a running
+            # pod holds is never offered as free, not even for a moment.
+            await until(lambda: idle["name"] in free(), what="the idle chip on the free list")
+            assert used["name"] not in free()
             # A PreSeparateNPU chip code on both (a link down would act on the network level only).
             for chip in (used, idle):
                 await sim(exporter, f"/v1/sim/chips/{chip['logic_id']}/faults", {"code": "8118043C", "severity": 2})

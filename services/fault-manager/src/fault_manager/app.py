@@ -12,7 +12,9 @@ import contextlib
 import logging
 import os
 import socket
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
@@ -43,6 +45,9 @@ from fault_manager.settings import HOT_RESET_INFER, HOT_RESET_OFF, HOT_RESET_TRA
 from fault_manager.store import Store, in_store_thread
 
 log = logging.getLogger(__name__)
+# How long the first device-info write waits for the node's pods to be listed: written before, the
+# free list would offer a chip a running pod holds until the list arrives.
+POD_LIST_WAIT_S = 10.0
 
 
 def policy_files(settings: FaultManagerSettings) -> dict[str, str]:
@@ -135,6 +140,14 @@ class Service:
         )  # fmt: skip
 
 
+async def _after_pods_listed(pods: PodSource | None, then: Coroutine[Any, Any, None]) -> None:
+    """`then`, once the node's pods are listed (or POD_LIST_WAIT_S passed: published without them,
+    and corrected by the pods' first change)."""
+    if pods is not None and not await pods.wait_synced(POD_LIST_WAIT_S):
+        log.warning("the node's pods are not listed yet; the device-info ConfigMap is written without them")
+    await then
+
+
 async def serve(service: Service) -> int:
     """Run until SIGTERM/SIGINT; the exit status is 1 when an essential loop ended (adapters.lifecycle)."""
     s = service.settings
@@ -164,7 +177,7 @@ async def serve(service: Service) -> int:
         await service.reactor.start()
         loops.essential(service.reactor.run(), "reactor")
         loops.essential(service.ingest.run(), "ingest-follow")
-        loops.essential(service.writer.run(), "deviceinfo-writer")
+        loops.essential(_after_pods_listed(service.pods, service.writer.run()), "deviceinfo-writer")
         loops.essential(prune_forever(service.store, service.clock, s.retention_days * 86400), "retention")
         kit.on_stop(loops.stop)
         if s.kube == "offline":  # the reactor runs: the policy it adopts applies to every chip
