@@ -12,12 +12,15 @@ It keeps the parts of the real server's behaviour that our code depends on:
   consistent snapshot;
 - watch (chunked newline-delimited JSON) from a resourceVersion, with timeoutSeconds, with
   ADDED/DELETED synthesised when an object enters or leaves the selection, and an ERROR event
-  with code 410 once that resourceVersion has fallen out of the bounded history;
+  with code 410 once that resourceVersion has fallen out of the bounded history; with
+  allowWatchBookmarks, a BOOKMARK every `bookmark_interval_s` (the watch cache's minute) and one
+  2 s before the watch's timeout, as the real watch cache sends them to a plain watch;
 - optimistic concurrency (stale metadata.resourceVersion on PUT or PATCH -> 409), 409
   AlreadyExists, 404, merge/strategic-merge/JSON patch, graceful pod deletion;
 - a node's `status` subresource: PUT or PATCH there change only its status, PUT or PATCH of
   the node only the rest;
-- failure injection (`fail_next`, `delay`, `set_down`) and a request log for assertions.
+- failure injection (`fail_next`, `delay`, `set_down`) and a request log for assertions, with
+  each request's verb as the apiserver's metrics name it (`verb_counts`: GET, LIST, WATCH, ...).
 
 The helpers (`add_pod`, `modify`, `remove`, ...) write straight into the store without the
 validation the HTTP path applies, so tests can plant objects a real apiserver would refuse.
@@ -171,6 +174,19 @@ class RecordedRequest:
     body: Any
     content_type: str | None
     status: int = 0  # filled in once answered; 0 while a watch is still streaming
+
+    @property
+    def verb(self) -> str:
+        """The verb apiserver_request_total gives it: a GET is a WATCH, a LIST or a GET of one object."""
+        if self.method != "GET":
+            return self.method
+        if self.query.get("watch") in ("true", "1"):
+            return "WATCH"
+        parts = [p for p in self.path.split("/") if p]
+        rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            rest = rest[2:]
+        return "LIST" if len(rest) == 1 else "GET"
 
 
 @dataclass
@@ -488,8 +504,10 @@ class FakeApiServer:
         graceful_pod_delete: bool = True,
         host: str = "127.0.0.1",
         resource_api_versions: tuple[str, ...] = (),
+        bookmark_interval_s: float = 60.0,
     ) -> None:
         self._host = host
+        self.bookmark_interval_s = bookmark_interval_s
         self.resource_api_versions = resource_api_versions
         self._port = 0
         self._cond = threading.Condition(threading.RLock())
@@ -651,6 +669,16 @@ class FakeApiServer:
         with self._cond:
             obj = self._store[kind].get(self._key(_KINDS[kind], namespace, name))
             return copy.deepcopy(obj) if obj is not None else None
+
+    def verb_counts(self, since: int = 0) -> dict[str, int]:
+        """Requests by verb as apiserver_request_total counts them (GET of one object, LIST, WATCH,
+        POST, PUT, PATCH, DELETE), from the `since`-th request on; a watch counts when it is opened."""
+        with self._cond:
+            requests = self.requests[since:]
+        counts: dict[str, int] = {}
+        for r in requests:
+            counts[r.verb] = counts.get(r.verb, 0) + 1
+        return counts
 
     def count(self, method: str | None = None, path_prefix: str | None = None, *, watch: bool | None = None) -> int:
         with self._cond:
@@ -1117,6 +1145,7 @@ class FakeApiServer:
         selector = _parse_selector(kind, query.get("fieldSelector"), query.get("labelSelector"))
         timeout_raw = query.get("timeoutSeconds", "")
         timeout = float(timeout_raw) if timeout_raw.isdigit() else 1800.0
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
         wanted = query.get("resourceVersion", "")
         if wanted and not wanted.isdigit():
             raise ApiError(400, f"invalid resourceVersion {wanted!r}")
@@ -1134,7 +1163,8 @@ class FakeApiServer:
             else:
                 since = int(wanted)
             compactions = self._compactions
-        return self._stream(route, selector, since, initial, time.monotonic() + timeout, (epoch, compactions))
+        deadline = time.monotonic() + timeout
+        return self._stream(route, selector, since, initial, deadline, (epoch, compactions), bookmarks)
 
     def _expired(self, since: int) -> JsonObj:
         return {
@@ -1164,20 +1194,42 @@ class FakeApiServer:
         initial: list[JsonObj],
         deadline: float,
         generation: tuple[int, int],
+        bookmarks: bool = False,
     ) -> Generator[JsonObj, None, None]:
         epoch, compactions = generation
         with self._cond:
             self._live_watches += 1
         try:
             yield from initial
-            yield from self._follow(route, selector, since, deadline, epoch, compactions)
+            yield from self._follow(route, selector, since, deadline, epoch, compactions, bookmarks)
         finally:
             with self._cond:
                 self._live_watches -= 1
 
+    def _bookmark(self, route: _Route, rv: int) -> JsonObj:
+        kind = route.kind
+        meta = {"resourceVersion": str(rv)}
+        return {"type": "BOOKMARK", "object": {"kind": kind.kind, "apiVersion": self._api_version(kind, None),
+                                               "metadata": meta}}  # fmt: skip
+
     def _follow(
-        self, route: _Route, selector: _Selector, since: int, deadline: float, epoch: int, compactions: int
+        self,
+        route: _Route,
+        selector: _Selector,
+        since: int,
+        deadline: float,
+        epoch: int,
+        compactions: int,
+        bookmarks: bool = False,
     ) -> Iterator[JsonObj]:
+        # The watch cache's bookmarks (cacheWatcher.nextBookmarkTime): one a minute, the last 2 s before
+        # the timeout (so that a watcher resumes from a fresh resourceVersion), none once that is past;
+        # none unless asked for.
+        def bookmark_after(now: float) -> float:
+            at = min(now + self.bookmark_interval_s, deadline - 2.0)
+            return at if bookmarks and at >= now else float("inf")
+
+        next_bookmark = bookmark_after(time.monotonic())
         while True:
             batch: list[JsonObj] = []
             with self._cond:
@@ -1190,11 +1242,18 @@ class FakeApiServer:
                         break
                     if self._history and self._history[-1].rv > since:
                         break
-                    remaining = deadline - time.monotonic()
+                    now = time.monotonic()
+                    remaining = deadline - now
                     if remaining <= 0:
                         return
-                    self._cond.wait(min(remaining, 0.5))
-                if not batch:
+                    if now >= next_bookmark:
+                        # Every change up to now has been looked at: the watcher may resume from here.
+                        since = max(since, self._rv)
+                        batch.append(self._bookmark(route, since))
+                        next_bookmark = bookmark_after(now)
+                        break
+                    self._cond.wait(min(remaining, 0.5, max(0.0, next_bookmark - now)))
+                if not batch:  # a bookmark fills the batch on its own
                     for ev in self._history:
                         if ev.rv <= since or ev.plural != route.kind.plural:
                             continue
