@@ -174,6 +174,7 @@ class RecordedRequest:
     body: Any
     content_type: str | None
     status: int = 0  # filled in once answered; 0 while a watch is still streaming
+    at: float = field(default_factory=time.monotonic)  # when it came in
 
     @property
     def verb(self) -> str:
@@ -508,6 +509,9 @@ class FakeApiServer:
     ) -> None:
         self._host = host
         self.bookmark_interval_s = bookmark_interval_s
+        # Set, every watch opened from now on ends after this many seconds, whatever it asked for,
+        # and says nothing: as a proxy with a short idle timeout cuts watches.
+        self.cut_watches_after_s: float | None = None
         self.resource_api_versions = resource_api_versions
         self._port = 0
         self._cond = threading.Condition(threading.RLock())
@@ -1164,6 +1168,8 @@ class FakeApiServer:
                 since = int(wanted)
             compactions = self._compactions
         deadline = time.monotonic() + timeout
+        if self.cut_watches_after_s is not None:
+            deadline, bookmarks = min(deadline, time.monotonic() + self.cut_watches_after_s), False
         return self._stream(route, selector, since, initial, deadline, (epoch, compactions), bookmarks)
 
     def _expired(self, since: int) -> JsonObj:
