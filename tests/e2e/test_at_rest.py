@@ -56,6 +56,6 @@ async def test_a_node_at_rest_makes_no_periodic_requests() -> None:
             ("/api/v1/nodes", f"metadata.name={NODE}"),
         }
         # Over time: each watch is opened again once per its timeout (5-10 min), and the ConfigMap is
-        # rewritten once per refresh period: at most 5 / 5 min + 1 / 5 min = 1.2 a minute, 0.87 on average.
+        # rewritten once per refresh period: at most 5 / 5 min + 1 / 5 min = 1.2 a minute, 0.89 on average.
         worst = sum(60.0 / int(r.query["timeoutSeconds"]) for r in watches) + 60.0 / REFRESH_S
         assert worst <= 1.2, worst
