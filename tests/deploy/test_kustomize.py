@@ -303,7 +303,7 @@ def test_service_rbac_verbs(rendered: dict[str, Path], overlay: str) -> None:
 
     assert grants(("ClusterRole", PLUGIN)) == {
         "pods": {"get", "list", "watch", "patch"},
-        "nodes": {"get", "patch"},
+        "nodes": {"get", "list", "watch", "patch"},  # its own Node, watched by name
         "nodes/status": {"patch"},  # the old resource off a 950 node (RemoveOldResource)
     }
     assert grants(("ClusterRole", FAULT_MANAGER)) == {
@@ -320,9 +320,12 @@ def test_service_rbac_verbs(rendered: dict[str, Path], overlay: str) -> None:
     assert role["metadata"]["namespace"] == "kube-system"
     # Events only where it writes them: kube-system (ours and the reference's format alike).
     assert grants(("Role", FAULT_MANAGER))["events"] == {"create"}
-    for rule in role["rules"]:
-        if {"list", "watch"} & set(rule["verbs"]):
-            assert rule["resourceNames"] == ["mindx-dl-fault-config"]
+    # ConfigMaps are listed and watched in kube-system only, where its two named ConfigMaps are
+    # (device-info and policy, each watched by name: tests/e2e/test_at_rest.py), never cluster-wide.
+    assert grants(("Role", FAULT_MANAGER))["configmaps"] == {"get", "create", "update", "list", "watch"}
+    for kind, name in roles:
+        if kind == "ClusterRole":
+            assert not {"list", "watch"} & grants((kind, name)).get("configmaps", set()), name
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

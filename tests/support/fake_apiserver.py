@@ -12,12 +12,15 @@ It keeps the parts of the real server's behaviour that our code depends on:
   consistent snapshot;
 - watch (chunked newline-delimited JSON) from a resourceVersion, with timeoutSeconds, with
   ADDED/DELETED synthesised when an object enters or leaves the selection, and an ERROR event
-  with code 410 once that resourceVersion has fallen out of the bounded history;
+  with code 410 once that resourceVersion has fallen out of the bounded history; with
+  allowWatchBookmarks, a BOOKMARK every `bookmark_interval_s` (the watch cache's minute) and one
+  2 s before the watch's timeout, as the real watch cache sends them to a plain watch;
 - optimistic concurrency (stale metadata.resourceVersion on PUT or PATCH -> 409), 409
   AlreadyExists, 404, merge/strategic-merge/JSON patch, graceful pod deletion;
 - a node's `status` subresource: PUT or PATCH there change only its status, PUT or PATCH of
   the node only the rest;
-- failure injection (`fail_next`, `delay`, `set_down`) and a request log for assertions.
+- failure injection (`fail_next`, `delay`, `set_down`) and a request log for assertions, with
+  each request's verb as the apiserver's metrics name it (`verb_counts`: GET, LIST, WATCH, ...).
 
 Writes are validated as the real server validates them where our code writes (tests/support/
 kube_validation.py: ResourceSlices, ResourceClaims, DeviceClasses, ConfigMaps; object names of
@@ -185,6 +188,20 @@ class RecordedRequest:
     body: Any
     content_type: str | None
     status: int = 0  # filled in once answered; 0 while a watch is still streaming
+    at: float = field(default_factory=time.monotonic)  # when it came in
+
+    @property
+    def verb(self) -> str:
+        """The verb apiserver_request_total gives it: a GET is a WATCH, a LIST or a GET of one object."""
+        if self.method != "GET":
+            return self.method
+        if self.query.get("watch") in ("true", "1"):
+            return "WATCH"
+        parts = [p for p in self.path.split("/") if p]
+        rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            rest = rest[2:]
+        return "LIST" if len(rest) == 1 else "GET"
 
 
 @dataclass
@@ -503,8 +520,13 @@ class FakeApiServer:
         host: str = "127.0.0.1",
         resource_api_versions: tuple[str, ...] = (),
         device_taints: bool | None = None,
+        bookmark_interval_s: float = 60.0,
     ) -> None:
         self._host = host
+        self.bookmark_interval_s = bookmark_interval_s
+        # Set, every watch opened from now on ends after this many seconds, whatever it asked for,
+        # and says nothing: as a proxy with a short idle timeout cuts watches.
+        self.cut_watches_after_s: float | None = None
         self.resource_api_versions = resource_api_versions
         self.device_taints = "v1" in resource_api_versions if device_taints is None else device_taints
         self._port = 0
@@ -667,6 +689,16 @@ class FakeApiServer:
         with self._cond:
             obj = self._store[kind].get(self._key(_KINDS[kind], namespace, name))
             return copy.deepcopy(obj) if obj is not None else None
+
+    def verb_counts(self, since: int = 0) -> dict[str, int]:
+        """Requests by verb as apiserver_request_total counts them (GET of one object, LIST, WATCH,
+        POST, PUT, PATCH, DELETE), from the `since`-th request on; a watch counts when it is opened."""
+        with self._cond:
+            requests = self.requests[since:]
+        counts: dict[str, int] = {}
+        for r in requests:
+            counts[r.verb] = counts.get(r.verb, 0) + 1
+        return counts
 
     def count(self, method: str | None = None, path_prefix: str | None = None, *, watch: bool | None = None) -> int:
         with self._cond:
@@ -1186,6 +1218,7 @@ class FakeApiServer:
         selector = _parse_selector(kind, query.get("fieldSelector"), query.get("labelSelector"))
         timeout_raw = query.get("timeoutSeconds", "")
         timeout = float(timeout_raw) if timeout_raw.isdigit() else 1800.0
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
         wanted = query.get("resourceVersion", "")
         if wanted and not wanted.isdigit():
             raise ApiError(400, f"invalid resourceVersion {wanted!r}")
@@ -1203,7 +1236,10 @@ class FakeApiServer:
             else:
                 since = int(wanted)
             compactions = self._compactions
-        return self._stream(route, selector, since, initial, time.monotonic() + timeout, (epoch, compactions))
+        deadline = time.monotonic() + timeout
+        if self.cut_watches_after_s is not None:
+            deadline, bookmarks = min(deadline, time.monotonic() + self.cut_watches_after_s), False
+        return self._stream(route, selector, since, initial, deadline, (epoch, compactions), bookmarks)
 
     def _expired(self, since: int) -> JsonObj:
         return {
@@ -1233,20 +1269,42 @@ class FakeApiServer:
         initial: list[JsonObj],
         deadline: float,
         generation: tuple[int, int],
+        bookmarks: bool = False,
     ) -> Generator[JsonObj, None, None]:
         epoch, compactions = generation
         with self._cond:
             self._live_watches += 1
         try:
             yield from initial
-            yield from self._follow(route, selector, since, deadline, epoch, compactions)
+            yield from self._follow(route, selector, since, deadline, epoch, compactions, bookmarks)
         finally:
             with self._cond:
                 self._live_watches -= 1
 
+    def _bookmark(self, route: _Route, rv: int) -> JsonObj:
+        kind = route.kind
+        meta = {"resourceVersion": str(rv)}
+        return {"type": "BOOKMARK", "object": {"kind": kind.kind, "apiVersion": self._api_version(kind, None),
+                                               "metadata": meta}}  # fmt: skip
+
     def _follow(
-        self, route: _Route, selector: _Selector, since: int, deadline: float, epoch: int, compactions: int
+        self,
+        route: _Route,
+        selector: _Selector,
+        since: int,
+        deadline: float,
+        epoch: int,
+        compactions: int,
+        bookmarks: bool = False,
     ) -> Iterator[JsonObj]:
+        # The watch cache's bookmarks (cacheWatcher.nextBookmarkTime): one a minute, the last 2 s before
+        # the timeout (so that a watcher resumes from a fresh resourceVersion), none once that is past;
+        # none unless asked for.
+        def bookmark_after(now: float) -> float:
+            at = min(now + self.bookmark_interval_s, deadline - 2.0)
+            return at if bookmarks and at >= now else float("inf")
+
+        next_bookmark = bookmark_after(time.monotonic())
         while True:
             batch: list[JsonObj] = []
             with self._cond:
@@ -1259,11 +1317,18 @@ class FakeApiServer:
                         break
                     if self._history and self._history[-1].rv > since:
                         break
-                    remaining = deadline - time.monotonic()
+                    now = time.monotonic()
+                    remaining = deadline - now
                     if remaining <= 0:
                         return
-                    self._cond.wait(min(remaining, 0.5))
-                if not batch:
+                    if now >= next_bookmark:
+                        # Every change up to now has been looked at: the watcher may resume from here.
+                        since = max(since, self._rv)
+                        batch.append(self._bookmark(route, since))
+                        next_bookmark = bookmark_after(now)
+                        break
+                    self._cond.wait(min(remaining, 0.5, max(0.0, next_bookmark - now)))
+                if not batch:  # a bookmark fills the batch on its own
                     for ev in self._history:
                         if ev.rv <= since or ev.plural != route.kind.plural:
                             continue

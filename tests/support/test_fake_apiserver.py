@@ -424,3 +424,66 @@ def test_request_log_and_count(fake: FakeApiServer, v1: Any) -> None:
     assert fake.count("GET", "/api/v1/pods") == 2
     assert fake.count("GET", "/api/v1/pods", watch=True) == 1
     assert fake.requests[0].query == {"fieldSelector": "spec.nodeName=n1"}
+
+
+def raw_watch(fake: FakeApiServer, path: str, **query: str) -> list[tuple[float, dict[str, Any]]]:
+    """(seconds since the request, event) of one watch, read line by line until the server ends it."""
+    started = time.monotonic()
+    http = urllib3.PoolManager()
+    resp = http.request("GET", fake.url + path, fields={"watch": "true", **query}, preload_content=False)
+    try:
+        assert resp.status == 200
+        return [(time.monotonic() - started, json.loads(line)) for line in resp.stream() if line.strip()]
+    finally:
+        resp.release_conn()
+
+
+def test_bookmarks_only_when_asked_for() -> None:
+    with FakeApiServer(bookmark_interval_s=0.3) as fake:
+        fake.add_pod("a")
+        rv = str(fake.resource_version)
+        assert raw_watch(fake, "/api/v1/pods", resourceVersion=rv, timeoutSeconds="3") == []
+        # A watch of 2 s or less has its last bookmark time behind it from the start: none.
+        assert raw_watch(fake, "/api/v1/pods", resourceVersion=rv, timeoutSeconds="2", allowWatchBookmarks="1") == []
+        events = raw_watch(fake, "/api/v1/pods", resourceVersion=rv, timeoutSeconds="3", allowWatchBookmarks="true")
+        assert events, "bookmarks were asked for"
+        assert {e["type"] for _, e in events} == {"BOOKMARK"}
+        for _, event in events:
+            obj = event["object"]
+            assert obj["kind"] == "Pod" and obj["apiVersion"] == "v1"
+            assert obj["metadata"] == {"resourceVersion": rv}, "a plain watch's bookmark carries no annotation"
+
+
+def test_bookmarks_every_interval_and_before_the_timeout() -> None:
+    with FakeApiServer(bookmark_interval_s=1.0) as fake:
+        rv = str(fake.resource_version)
+        times = [t for t, e in raw_watch(fake, "/api/v1/nodes", resourceVersion=rv, timeoutSeconds="4",
+                                         allowWatchBookmarks="true")]  # fmt: skip
+        # One a second from the start, then one 2 s before the 4 s timeout (none left after it).
+        assert len(times) == 2, times
+        assert 0.9 <= times[0] <= 1.6 and 1.9 <= times[1] <= 2.6, times
+
+
+def test_a_bookmark_moves_to_the_latest_version_past_other_objects_changes() -> None:
+    with FakeApiServer(bookmark_interval_s=0.5) as fake:
+        rv = str(fake.resource_version)
+        timer = threading.Timer(0.2, lambda: fake.add_configmap("other", "kube-system", {}))
+        timer.start()
+        events = raw_watch(fake, "/api/v1/nodes", resourceVersion=rv, timeoutSeconds="3", allowWatchBookmarks="true")
+        timer.join()
+        assert [e["type"] for _, e in events] == ["BOOKMARK"] * len(events) and events
+        assert events[-1][1]["object"]["metadata"]["resourceVersion"] == str(fake.resource_version)
+
+
+def test_verb_counts_name_requests_as_the_apiservers_metrics_do(fake: FakeApiServer, v1: Any) -> None:
+    fake.add_node("n1")
+    fake.add_configmap("c", "kube-system", {})
+    v1.read_node("n1")
+    v1.list_node()
+    v1.list_namespaced_config_map("kube-system", field_selector="metadata.name=c")
+    v1.read_namespaced_config_map("c", "kube-system")
+    v1.patch_node("n1", {"metadata": {"labels": {"x": "1"}}})
+    mark = len(fake.requests)
+    watch_events(v1, str(fake.resource_version), timeout=1)
+    assert fake.verb_counts() == {"GET": 2, "LIST": 2, "PATCH": 1, "WATCH": 1}
+    assert fake.verb_counts(since=mark) == {"WATCH": 1}

@@ -1,10 +1,11 @@
 """The node's baseDeviceInfos levelList follows its inputs without a chip change (fake API server):
 the exporter's NodeInfo (NIC addresses: the app calls `relabel` on the follower's on_node) and the
-Node's InternalIP (seen by the bridge's node refresh) re-render it, and it is written only when its
+Node's InternalIP (seen by the bridge's watch of its Node) re-render it, and it is written only when its
 bytes differ."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -81,7 +82,6 @@ async def setup() -> AsyncIterator[Setup]:
     with FakeApiServer() as server, short_tmp_dir("lv-") as tmp:
         server.add_node(NODE, internal_ip="10.1.2.3")
         bridge = KubeBridge(None, NODE, lambda: None, kubeconfig=write_kubeconfig(Path(tmp) / "kc", server.url))
-        bridge.node_refresh_s = 0.1
         info = [node_info("10.0.0.7")]
         bridge.levels = LevelSource(
             NODE, lambda: info[0], lambda: bridge.node.internal_ip if bridge.node is not None else ""
@@ -140,3 +140,20 @@ async def test_an_internal_ip_change_rewrites_level_0(setup: Setup) -> None:
     assert s.level3_addr() == "10.0.0.7"
     await until(lambda: s.bridge._label_task is not None and s.bridge._label_task.done(), 5.0, "the render")
     assert s.patches() == written + 1
+
+
+async def test_the_node_is_watched_by_name_not_read_on_a_timer(setup: Setup) -> None:
+    s = setup
+    s.bridge.chips_changed(s.manager, "25.0")
+    await until(lambda: s.level0_id() == "10.1.2.3", 5.0, "the first levelList")
+    await until(lambda: s.server.live_watches == 2, 5.0, "the pod and node watches")
+    mark = len(s.server.requests)
+    # The bridge used to read its Node every 60 s; nothing in it changes here, so nothing is asked.
+    await asyncio.sleep(2.0)
+    assert s.server.verb_counts(since=mark) == {}
+    node_requests = [r for r in s.server.requests if r.path == "/api/v1/nodes"]
+    assert {r.verb for r in node_requests} == {"LIST", "WATCH"}
+    assert {r.query["fieldSelector"] for r in node_requests} == {f"metadata.name={NODE}"}
+    # The one GET of the Node: a 950 node's once-only RemoveOldResource (from the watch cache, rv 0).
+    reads = [r for r in s.server.requests if r.method == "GET" and r.path == NODE_PATCH]
+    assert [r.query for r in reads] == [{"resourceVersion": "0"}]

@@ -1,14 +1,14 @@
-"""The plugin's edge to the cluster: the node's pods, pod patches, node labels.
+"""The plugin's edge to the cluster: the node's pods, its Node, pod patches, node labels.
 
-Wraps the shared pod cache (one watch, slim records) and patch helpers of libs/common; the
-Allocate path reads pods from here without an API call (the Volcano path only the pods it can
-serve, indexed per event) and patches the pod it allocated.
+Wraps the shared pod cache (one watch, slim records), a watch of the node's own Node by name
+and the patch helpers of libs/common; the Allocate path reads pods from here without an API
+call (the Volcano path only the pods it can serve, indexed per event) and patches the pod it
+allocated. Nothing here reads the API server on a timer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import Counter
 from collections.abc import Callable, KeysView, Mapping
@@ -20,12 +20,13 @@ from ascend_common.adapters.kube.client import ApiClient, KubeApiError, core_v1,
 from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.adapters.kube.patch import (
     SlimNode,
-    get_node,
     patch_node,
     patch_pod_annotations,
     remove_node_resources,
+    slim_node,
 )
 from ascend_common.adapters.kube.pod_source import KubeletSource, PodSource, build_pod_source
+from ascend_common.adapters.kube.watch import WatchedObject
 from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.gojson import INT32
 from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
@@ -42,7 +43,8 @@ from ascend_device_plugin.resources.levels import LevelSource
 from ascend_device_plugin.settings import PluginSettings
 
 log = logging.getLogger(__name__)
-NODE_REFRESH_S = 60.0
+RETIRE_RETRY_S = 60.0  # a failed removal of an earlier generation's resource is tried again so often
+NODE_FIRST_LIST_S = 5.0  # how long the first labels wait for the Node's watch to list it
 SLOW_NODE_INPUT = "slow_node_configmap"  # its name in /readyz bad_inputs
 SLOW_NODE_READ_S = 2.0  # inside Allocate: a slow apiserver must not stall admissions for long
 POD_DEBOUNCE_S = 0.01
@@ -98,7 +100,9 @@ class KubeBridge:
     on_pod_gone: Callable[[PodView], None] | None = None
     # Each 950 chip's `levelList` for baseDeviceInfos (set by the app; None: no levels published).
     levels: LevelSource | None = None
-    node_refresh_s: float = NODE_REFRESH_S
+    retire_retry_s: float = RETIRE_RETRY_S
+    # The node's own Node, watched by name (once there is an ApiClient): its InternalIP and labels.
+    node_watch: WatchedObject | None = field(init=False, default=None)
     # What the labels were last asked for (chips_changed), so that a change of the Node's InternalIP
     # or of the exporter's NodeInfo re-renders them from the same inventory.
     _label_inputs: tuple[InventorySource, str | None] | None = None
@@ -250,24 +254,24 @@ class KubeBridge:
         if self.api is None:
             self.api = await build_api_client(kubeconfig=self.kubeconfig)
         await (self.cache or self._follow_pods(self.api)).start()
-        self._tasks.append(asyncio.create_task(self._node_loop(), name="node-refresh"))
+        self.node_watch = WatchedObject("node", core_v1(self.api).list_node, name=self.node_name)
+        self.node_watch.on_change.append(self._node_changed)
+        self.node_watch.start()
 
-    async def _node_loop(self) -> None:
-        while True:
-            try:
-                node = await get_node(self._client, self.node_name)
-            except KubeApiError as exc:
-                log.warning("cannot read the node", extra={"node": self.node_name, "error": str(exc)})
-            else:
-                old_ip = self.node.internal_ip if self.node is not None else ""
-                self.node = node
-                if node.internal_ip != old_ip and self.levels is not None:
-                    # A card's or a plain server's level 0 is named by the InternalIP.
-                    log.info("node InternalIP changed; re-rendering the levelList",
-                             extra={"node": self.node_name, "old": old_ip, "new": node.internal_ip})  # fmt: skip
-                    self.relabel()
-            self._retire_old_resources()  # a removal that failed is tried again with each refresh
-            await asyncio.sleep(self.node_refresh_s)
+    def _node_changed(self) -> None:
+        obj = self.node_watch.object if self.node_watch is not None else None
+        if obj is None:
+            log.warning("the node is not in the API server", extra={"node": self.node_name})
+            return
+        node = slim_node(obj)
+        old_ip = self.node.internal_ip if self.node is not None else ""
+        self.node = node
+        if node.internal_ip != old_ip and self.levels is not None:
+            # A card's or a plain server's level 0 is named by the InternalIP.
+            log.info("node InternalIP changed; re-rendering the levelList",
+                     extra={"node": self.node_name, "old": old_ip, "new": node.internal_ip})  # fmt: skip
+            self.relabel()
+        self._retire_old_resources()
 
     def chips_changed(self, source: InventorySource, driver_version: str | None) -> None:
         """Write node labels and annotations (contract section 9) when they change; take the
@@ -302,11 +306,13 @@ class KubeBridge:
 
     async def _remove_old_resources(self, resources: tuple[str, ...]) -> None:
         node = self.node_name
-        try:
-            removed = await remove_node_resources(self._client, node, resources)
-        except KubeApiError as exc:
-            log.error("cannot remove the old resource from the node", extra={"node": node, "error": str(exc)})
-            return
+        while True:
+            try:
+                removed = await remove_node_resources(self._client, node, resources)
+                break
+            except KubeApiError as exc:
+                log.error("cannot remove the old resource from the node", extra={"node": node, "error": str(exc)})
+            await asyncio.sleep(self.retire_retry_s)  # only while it fails: once removed, never again
         self._retired = True
         if removed:
             log.info("old resource removed from the node", extra={"node": node, "resources": removed})
@@ -338,11 +344,10 @@ class KubeBridge:
         )
         levels = None
         if self.levels is not None:
-            if self.node is None:
-                # A card's or a plain server's level 0 is named by the InternalIP: read the Node
-                # now rather than publish "" until the next chip change.
-                with contextlib.suppress(KubeApiError):
-                    self.node = await get_node(self._client, self.node_name)
+            if self.node is None and self.node_watch is not None:
+                # A card's or a plain server's level 0 is named by the InternalIP: wait for the
+                # Node's first list rather than publish "" until the next chip change.
+                await self.node_watch.wait_synced(NODE_FIRST_LIST_S)
             await self.levels.load_topology(inventory)
             levels = self.levels.levels(inventory)
         annotations = node_annotations(infos, pod, main_board_id=inventory.main_board_id, levels=levels)
@@ -361,6 +366,8 @@ class KubeBridge:
         for task in [*self._tasks, *(t for t in (self._label_task, self._retire_task) if t is not None)]:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.node_watch is not None:
+            await self.node_watch.stop()
         if self.cache is not None:
             await self.cache.stop()
         if self.api is not None:

@@ -28,13 +28,15 @@ from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import first_token
 
 from fault_manager.api import create_api, ops_registry, readiness
+from fault_manager.deviceinfo.writer import NAMESPACE as DEVICE_INFO_NAMESPACE
 from fault_manager.deviceinfo.writer import DeviceInfoWriter, configmap_name
 from fault_manager.events.fault_events import FaultEvents
 from fault_manager.hotreset.handoff import NodeAnnotations
 from fault_manager.hotreset.loop import HotReset
 from fault_manager.hotreset.node_annotations import ApiNodeAnnotations, OfflineNodeAnnotations
 from fault_manager.policy.engine import FaultEngine
-from fault_manager.policy.keeper import PolicyKeeper, build, read_policy_dir
+from fault_manager.policy.keeper import NAMESPACE as POLICY_NAMESPACE
+from fault_manager.policy.keeper import POLICY_CONFIGMAP, PolicyKeeper, build, read_policy_dir
 from fault_manager.reactor.ingest import Ingest
 from fault_manager.reactor.inputs import Inbox
 from fault_manager.reactor.published import NodeState, Published
@@ -112,9 +114,11 @@ class Service:
         name = configmap_name(settings.node_name)
         reactor = Reactor(engine, store, inbox, published, clock, events, name, duo_rule=mode == HOT_RESET_INFER)
         ingest = Ingest(exporter, store.events, inbox, clock, published.inventory)
+        # With a cluster the ConfigMap is watched by name: no read every few seconds for an edit.
+        follow = configmaps.watch(DEVICE_INFO_NAMESPACE, name) if isinstance(configmaps, ApiConfigMaps) else None
         writer = DeviceInfoWriter(
             configmaps, published, inbox, clock, settings.node_name, events,
-            write_interval=settings.write_interval, refresh_period=settings.refresh_period,
+            write_interval=settings.write_interval, refresh_period=settings.refresh_period, follow=follow,
         )  # fmt: skip
         if pods is not None:
             # Contract section 8: a chip a pod holds is not free and not reset; one a pod uses for
@@ -187,8 +191,9 @@ async def serve(service: Service) -> int:
             kit.on_stop(service.hot_reset.stop)
         if s.kube == "api":
             base = policy_files(s)
-            follow = service.keeper.follow_configmap(service.configmaps, s.policy_poll, base,
-                                                     service.keeper.status.source)  # fmt: skip
+            cms = service.configmaps
+            watched = cms.watch(POLICY_NAMESPACE, POLICY_CONFIGMAP) if isinstance(cms, ApiConfigMaps) else None
+            follow = service.keeper.follow_configmap(cms, s.policy_poll, base, service.keeper.status.source, watched)
             loops.essential(follow, "policy-follow")
         tasks = [servers.essential(api.serve(sockets=[api_sock]), "api"), servers.essential(ops.serve(), "ops")]
 

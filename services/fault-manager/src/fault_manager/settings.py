@@ -44,7 +44,12 @@ class FaultManagerSettings(PodSourceSettings):
     token_file: Path | None = Field(None, description="Holds the fault-manager's `reset` token for the exporter.")
     reset_mirror_dir: Path = Field(Path("/user/restore/reset"), description="Host mirror of reset ConfigMaps.")
     retention_days: float = Field(30.0, gt=0, le=3650, description="Fault events older than this are pruned.")
-    policy_poll: float = Field(30.0, ge=1, le=3600, description="Seconds between reads of the policy ConfigMap.")
+    policy_poll: float = Field(
+        30.0,
+        ge=1,
+        le=3600,
+        description="Seconds between reads of the policy ConfigMap while its watch has not listed it.",
+    )
     refresh_period: float = Field(300.0, ge=1, le=3600, description="Rewrite the ConfigMap at least this often (s).")
     write_interval: float = Field(1.0, ge=0.05, le=60, description="At most one ConfigMap write per this many s.")
     log_level: str = Field("INFO", description="Log level.")

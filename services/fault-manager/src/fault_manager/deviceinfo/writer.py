@@ -5,6 +5,11 @@ Each sync reads the ConfigMap, hands an administrator's ManuallySeparateNPU edit
 it differs from the last write (optimistic concurrency: a conflict re-reads). At most one sync
 per write interval, and a rewrite of unchanged content once per refresh period. Reasons released
 since the last write are announced once the write that removed them is in.
+
+With a cluster, the ConfigMap is watched by name (`follow`): "reads" take the watch's copy, an
+administrator's edit wakes a sync, and the server is read again only after a conflict or while the
+watch has not listed it (then every POLL_S, as without a watch). At rest the writer asks nothing
+of the API server but the refresh rewrite.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import time
 from collections.abc import Mapping
 from typing import Protocol
 
-from ascend_common.adapters.kube.configmaps import ConfigMaps, Conflict
+from ascend_common.adapters.kube.configmaps import ConfigMaps, ConfigMapState, Conflict, FollowedConfigMap
 from ascend_common.adapters.kube.events import MAX_MESSAGE
 from ascend_common.clock import Clock
 
@@ -30,6 +35,7 @@ log = logging.getLogger(__name__)
 NAMESPACE = "kube-system"
 LABELS = {"mx-consumer-cim": "true"}
 CONFLICT_RETRIES = 5
+POLL_S = 5.0  # reads without a watch (offline, a watch not listed yet), and the pace after a failed sync
 
 
 class IsolationEdits(Protocol):
@@ -56,6 +62,7 @@ class DeviceInfoWriter:
         *,
         write_interval: float = 1.0,
         refresh_period: float = 300.0,
+        follow: FollowedConfigMap | None = None,
     ) -> None:
         self.configmaps = configmaps
         self.published = published
@@ -71,16 +78,38 @@ class DeviceInfoWriter:
         # What ManuallySeparateNPU said after our last write (None: not read yet): what differs from
         # it in the ConfigMap is an administrator's edit.
         self._written_manual: set[str] | None = None
+        self.follow = follow
+        # Our last write and the watch's change count when it was made: until the watch reports a
+        # change (its echo or a later edit), it is the newest state there is.
+        self._wrote: tuple[ConfigMapState, int] | None = None
+        self._failed = False
 
     async def run(self) -> None:
         # Never publish a node before its inventory is known: a first write with the lists empty tells
         # ClusterD and Volcano, for a moment, that the node has no NPU.
         await self.published.inventory.wait()
         wanted = self.published.write_wanted
+        if self.follow is not None:
+            self.follow.on_change.append(wanted.set)  # an administrator's edit (or our write's echo)
+            self.follow.start()
+        try:
+            await self._sync_forever(wanted)
+        finally:
+            if self.follow is not None:
+                await self.follow.stop()
+
+    def idle_wait(self) -> float:
+        """Seconds to sleep with nothing asked: until the refresh rewrite while the watch tells of
+        edits; POLL_S without one, and after a failed sync."""
+        if self._failed or self.follow is None or not self.follow.synced:
+            return min(self.refresh_period, POLL_S)
+        return max(0.0, self.refresh_period - (time.monotonic() - self._last_write))
+
+    async def _sync_forever(self, wanted: asyncio.Event) -> None:
         wanted.set()  # then at once: an administrator's edit is honoured only after our first write
         while True:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(min(self.refresh_period, 5.0)):
+                async with asyncio.timeout(self.idle_wait()):
                     await wanted.wait()
             wanted.clear()
             # One sync (a read, and a write if the content changed) per write interval, not only
@@ -91,13 +120,16 @@ class DeviceInfoWriter:
             self._last_sync = time.monotonic()
             try:
                 await self.sync()
+                self._failed = False
             except Exception as exc:  # keep writing later; the next change or refresh retries
+                self._failed = True
                 log.error("device-info ConfigMap not written", extra={"configmap": self.name, "error": str(exc)})
 
     async def sync(self) -> bool:
         """Honour an administrator's ManuallySeparateNPU edits, then write if anything changed."""
+        reread = False
         for _ in range(CONFLICT_RETRIES):
-            current = await self.configmaps.get(NAMESPACE, self.name)
+            current = await self.configmaps.get(NAMESPACE, self.name) if reread else await self._current()
             if current is not None:
                 if self._written_manual is None:
                     self._written_manual = await self.edits.written_isolations(current.data)
@@ -110,13 +142,17 @@ class DeviceInfoWriter:
                 self._announce_released(released)  # the write that removed them has gone out already
                 return False
             data = content.render(update_time_s=int(self.clock.now()))
+            heard = self.follow.version if self.follow is not None else 0
             try:
-                await self.configmaps.put(
+                rv = await self.configmaps.put(
                     NAMESPACE, self.name, data, LABELS, current.resource_version if current else None
                 )
             except Conflict:
                 log.info("device-info ConfigMap changed under us; re-reading", extra={"configmap": self.name})
+                reread = True
                 continue
+            if self.follow is not None and self.follow.version == heard:
+                self._wrote = (ConfigMapState(data, dict(LABELS), rv), heard)
             self._last_written = content
             self._last_write = time.monotonic()
             # What was written, not the state now: an isolation made during the write is not in it.
@@ -124,6 +160,17 @@ class DeviceInfoWriter:
             self._announce_released(released)
             return True
         raise RuntimeError(f"{self.name}: still conflicting after {CONFLICT_RETRIES} tries")
+
+    async def _current(self) -> ConfigMapState | None:
+        """The ConfigMap as it stands: the watch's copy (or our own write, newer than anything the
+        watch has said since), or a read of the server when there is no watch or it has not listed."""
+        follow = self.follow
+        if follow is None or not follow.synced:
+            return await self.configmaps.get(NAMESPACE, self.name)
+        if self._wrote is not None and self._wrote[1] == follow.version:
+            return self._wrote[0]
+        self._wrote = None
+        return follow.state()
 
     async def _admin_edits(self, value: str) -> None:
         assert self._written_manual is not None

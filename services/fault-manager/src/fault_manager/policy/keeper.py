@@ -1,14 +1,16 @@
 """Where the fault policy comes from, and how a new one is adopted.
 
 Offline: the packaged reference tables (or --policy-dir), replaceable through `PUT /v1/policy`.
-With a cluster: the ConfigMap `kube-system/mindx-dl-fault-config` when present (watched, re-read
-at least every PollInterval), else the packaged tables; `PUT /v1/policy` then answers 409. A policy is
+With a cluster: the ConfigMap `kube-system/mindx-dl-fault-config` when present (watched by name:
+the watch's copy is read, and only a change wakes the keeper; polled every PollInterval only while
+no watch has listed it), else the packaged tables; `PUT /v1/policy` then answers 409. A policy is
 validated whole before use; a bad one is rejected with its reason and the last good one stays.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -16,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ascend_common.adapters.kube.configmaps import ConfigMaps, WatchUnavailable
+from ascend_common.adapters.kube.configmaps import ConfigMaps, ConfigMapState, FollowedConfigMap, WatchUnavailable
 from ascend_common.faults import (
     FaultPolicyError,
     default_fault_code_table,
@@ -33,6 +35,7 @@ POLICY_CONFIGMAP = "mindx-dl-fault-config"
 NAMESPACE = "kube-system"
 FILES = ("faultCode.json", "faultCustomization.json", "SwitchFaultCode.json")
 POLL_RANGE = (30, 3600)
+FIRST_LIST_S = 10.0  # how long a watch may take to list before the keeper reads the ConfigMap itself
 
 
 @dataclass(frozen=True)
@@ -102,19 +105,59 @@ class PolicyKeeper:
         return self.status
 
     async def follow_configmap(
+        self,
+        configmaps: ConfigMaps,
+        default_poll: float,
+        base: Mapping[str, str],
+        base_source: str,
+        watched: FollowedConfigMap | None = None,
+    ) -> None:
+        """Adopt the policy ConfigMap as it changes; without it, the base policy (--policy-dir or packaged).
+
+        `watched` (the ConfigMap's own watch) says when it changes: nothing is read on a timer.
+        Without one, or while it has not listed, the ConfigMap is read every PollInterval.
+        """
+        if watched is None:
+            await self._poll_configmap(configmaps, default_poll, base, base_source)
+            return
+        changed = asyncio.Event()
+        watched.on_change.append(changed.set)
+        watched.start()
+        try:
+            await watched.wait_synced(FIRST_LIST_S)
+            interval = default_poll
+            while True:
+                changed.clear()
+                try:
+                    current = watched.state() if watched.synced else await configmaps.get(NAMESPACE, POLICY_CONFIGMAP)
+                    interval = await self._offer_configmap(current, default_poll, base, base_source)
+                except Exception as exc:  # the API may be down: keep the policy we have
+                    log.warning("cannot read the fault policy ConfigMap", extra={"error": str(exc)})
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(None if watched.synced else interval):
+                        await changed.wait()
+        finally:
+            await watched.stop()
+
+    async def _offer_configmap(
+        self, current: ConfigMapState | None, default_poll: float, base: Mapping[str, str], base_source: str
+    ) -> float:
+        """Offer what the ConfigMap holds (the base policy when it is absent); returns its PollInterval."""
+        files = base if current is None else current.data
+        with contextlib.suppress(FaultPolicyError):  # logged and recorded by offer()
+            await self.offer(files, "configmap" if current is not None else base_source)
+        return poll_interval(files, default_poll)
+
+    async def _poll_configmap(
         self, configmaps: ConfigMaps, default_poll: float, base: Mapping[str, str], base_source: str
     ) -> None:
-        """Read the policy ConfigMap every PollInterval; without it, the base policy (--policy-dir or packaged)."""
+        """Read the policy ConfigMap every PollInterval (waking early when a watch of it says it changed)."""
         interval = default_poll
         while True:
             current = None
             try:
                 current = await configmaps.get(NAMESPACE, POLICY_CONFIGMAP)
-                files = base if current is None else current.data
-                interval = poll_interval(files, default_poll)
-                await self.offer(files, "configmap" if current is not None else base_source)
-            except FaultPolicyError:
-                pass  # logged and recorded by offer()
+                interval = await self._offer_configmap(current, default_poll, base, base_source)
             except Exception as exc:  # the API may be down: keep the policy we have
                 log.warning("cannot read the fault policy ConfigMap", extra={"error": str(exc)})
             await self._until_change(configmaps, interval, current.resource_version if current else None)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from ascend_common.watching import backoff_s
+
 
 @dataclass
 class Backoff:
@@ -21,9 +23,8 @@ class Backoff:
 
     def next(self) -> float:
         """Seconds to wait before the next attempt."""
-        ceiling = min(self.cap, self.base * 2.0 ** min(self._attempt, 30))
         self._attempt += 1
-        return random.uniform(ceiling / 2, ceiling)
+        return backoff_s(self._attempt, self.base, self.cap, random.random())
 
     def reset(self) -> None:
         self._attempt = 0

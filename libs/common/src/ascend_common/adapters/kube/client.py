@@ -104,6 +104,9 @@ class CoreV1:
         response: aiohttp.ClientResponse = resp.response
         return response
 
+    async def list_node(self, **kw: Any) -> Any:
+        return await self.request("GET", "/api/v1/nodes", **kw)
+
     async def read_node(self, name: str, **kw: Any) -> Any:
         return await self.request("GET", f"/api/v1/nodes/{name}", **kw)
 

@@ -24,7 +24,8 @@ from ascend_common.adapters.kube.client import (
     retrying,
     status_of,
 )
-from ascend_common.adapters.kube.watch import first_change
+from ascend_common.adapters.kube.watch import WatchedObject, first_change
+from ascend_common.watching import WatchPolicy
 
 T = TypeVar("T")
 
@@ -53,6 +54,65 @@ class ConfigMaps(Protocol):
         """Create (resource_version None) or update; returns the new resourceVersion."""
 
     async def delete(self, namespace: str, name: str) -> None: ...
+
+
+class FollowedConfigMap(Protocol):
+    """One ConfigMap as a watch keeps it (`ConfigMapWatch`): read it here, not from the server."""
+
+    on_change: list[Callable[[], None]]
+
+    @property
+    def synced(self) -> bool:
+        """The first list has landed: `state()` says what the server holds."""
+
+    @property
+    def version(self) -> int:
+        """Changes seen so far."""
+
+    def state(self) -> ConfigMapState | None: ...
+
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def wait_synced(self, timeout: float) -> bool: ...  # noqa: ASYNC109 - a bounded wait is the API
+
+
+def configmap_state(obj: Any) -> ConfigMapState | None:
+    if not isinstance(obj, dict):
+        return None
+    meta = obj.get("metadata") or {}
+    return ConfigMapState(
+        dict(obj.get("data") or {}), dict(meta.get("labels") or {}), str(meta.get("resourceVersion") or "")
+    )
+
+
+class ConfigMapWatch:
+    """One ConfigMap followed by name (watch.WatchedObject: list+watch, fieldSelector metadata.name)."""
+
+    def __init__(self, watched: WatchedObject) -> None:
+        self._watched = watched
+        self.on_change = watched.on_change
+
+    @property
+    def synced(self) -> bool:
+        return self._watched.synced
+
+    @property
+    def version(self) -> int:
+        return self._watched.version
+
+    def state(self) -> ConfigMapState | None:
+        return configmap_state(self._watched.object)
+
+    def start(self) -> None:
+        self._watched.start()
+
+    async def stop(self) -> None:
+        await self._watched.stop()
+
+    async def wait_synced(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bounded wait is the API
+        return await self._watched.wait_synced(timeout)
 
 
 def _body(namespace: str, name: str, data: dict[str, str], labels: dict[str, str], rv: str | None) -> dict[str, Any]:
@@ -95,10 +155,7 @@ class ApiConfigMaps:
             obj = await self._retrying(read, f"read configmap {namespace}/{name}")
         except KubeNotFound:
             return None
-        meta = obj.get("metadata") or {}
-        return ConfigMapState(
-            dict(obj.get("data") or {}), dict(meta.get("labels") or {}), str(meta.get("resourceVersion") or "")
-        )
+        return configmap_state(obj)
 
     async def put(
         self, namespace: str, name: str, data: dict[str, str], labels: dict[str, str], resource_version: str | None
@@ -136,6 +193,11 @@ class ApiConfigMaps:
             )  # fmt: skip
         except Exception as exc:  # the API may refuse watches: a plain poll takes over
             raise WatchUnavailable(str(exc)) from exc
+
+    def watch(self, namespace: str, name: str, policy: WatchPolicy | None = None) -> ConfigMapWatch:
+        """A watch of one ConfigMap by name, for a reader that would otherwise poll it (start it)."""
+        list_fn = self._v1.list_namespaced_config_map
+        return ConfigMapWatch(WatchedObject("configmap", list_fn, namespace, name=name, policy=policy or WatchPolicy()))
 
     async def delete(self, namespace: str, name: str) -> None:
         async def delete() -> None:

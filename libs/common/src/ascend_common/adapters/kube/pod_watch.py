@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from ascend_common.adapters.clients.backoff import Backoff
-from ascend_common.adapters.kube.client import ApiClient, core_v1, json_of, status_of
-from ascend_common.adapters.kube.watch import RawWatch
+from ascend_common.adapters.kube.client import ApiClient, core_v1, json_of
+from ascend_common.adapters.kube.watch import Reflector
 from ascend_common.pods import InvalidPod, SlimPod, raw_identity, slim_pod
+from ascend_common.watching import WatchPolicy
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +25,11 @@ class PodCache:
     """One list+watch of a node's pods (fieldSelector spec.nodeName=<node>), kept as SlimPods by uid.
 
     One task on the event loop lists (in pages, read as raw JSON and slimmed page by page) and
-    watches, so readers (`pods`, `get`, `by_uid`) and `on_change` callbacks need no lock. After a
-    watch error or a 410 the cache re-lists (with backoff and jitter once failures repeat) and
-    reports the difference as ADDED/MODIFIED/DELETED.
+    watches, so readers (`pods`, `get`, `by_uid`) and `on_change` callbacks need no lock. The
+    watch runs as the adapter's Reflector runs every watch (5-10 minutes each, bookmarks, resumed
+    from the last resourceVersion); after a 410 the cache re-lists and reports the difference as
+    ADDED/MODIFIED/DELETED. `watch_timeout_s` fixes the watches' timeout (tests); by default each
+    asks for one drawn from 5-10 minutes.
     """
 
     def __init__(
@@ -36,20 +38,22 @@ class PodCache:
         node_name: str,
         *,
         max_pods: int = DEFAULT_MAX_PODS,
-        watch_timeout_s: int = 5,
+        watch_timeout_s: int | None = None,
         page_size: int = 500,
         request_timeout_s: float = 30.0,
-        backoff_base_s: float = 0.5,
+        backoff_base_s: float = 0.8,
         backoff_max_s: float = 30.0,
+        policy: WatchPolicy | None = None,
     ) -> None:
         self._api = api
         self.node_name = node_name
         self._max_pods = max_pods
-        self._watch_timeout_s = max(1, int(watch_timeout_s))
+        if policy is None and watch_timeout_s is not None:
+            policy = WatchPolicy.fixed(watch_timeout_s, backoff_base_s, backoff_max_s)
+        elif policy is None:
+            policy = WatchPolicy(backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s)
         self._page_size = page_size
         self._request_timeout_s = request_timeout_s
-        self._backoff_base_s = backoff_base_s
-        self._backoff_max_s = backoff_max_s
         self.on_change: list[OnChange] = []
         self._by_uid: dict[str, SlimPod] = {}
         self._by_key: dict[tuple[str, str], SlimPod] = {}
@@ -64,7 +68,10 @@ class PodCache:
         self.skipped_invalid = 0
         self.lists = 0
         self._task: asyncio.Task[None] | None = None
-        self._watching: asyncio.Task[tuple[str, int]] | None = None  # the watch now open, cancelled by relist()
+        self._reflector = Reflector(
+            "pod", core_v1(api).list_pod_for_all_namespaces, name=node_name, relist=self._list,
+            on_event=self._event, policy=policy, fieldSelector=f"spec.nodeName={node_name}",
+        )  # fmt: skip
         self._invalid_seen: dict[str, str] = {}  # uid or ns/name -> reason already logged
 
     # -- readers ---------------------------------------------------------------------------
@@ -76,6 +83,11 @@ class PodCache:
     @property
     def resource_version(self) -> str:
         return self._resource_version
+
+    @property
+    def watches(self) -> int:
+        """Watch requests made so far."""
+        return self._reflector.watches
 
     def pods(self) -> list[SlimPod]:
         return list(self._by_uid.values())
@@ -126,8 +138,7 @@ class PodCache:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (self._relist_requests, waiter)
         self._relist_waiters.append(entry)
-        if self._watching is not None:
-            self._watching.cancel()  # the loop sees the request when the watch ends, and lists
+        self._reflector.list_again()
         try:
             await asyncio.wait_for(asyncio.shield(waiter), timeout)
         except TimeoutError:
@@ -143,60 +154,7 @@ class PodCache:
     # -- the list+watch loop ---------------------------------------------------------------
 
     async def _run(self) -> None:
-        backoff = Backoff(self._backoff_base_s, self._backoff_max_s)
-        rv = ""
-        need_list = True
-        while True:
-            try:
-                while need_list or self._relist_pending():  # a relist() asked for during a list needs another
-                    rv = await self._list()
-                    need_list = False
-                started = time.monotonic()
-                self._watching = asyncio.create_task(self._watch(rv), name=f"pod-watch-{self.node_name}")
-                try:
-                    rv, events = await self._watching
-                except asyncio.CancelledError:
-                    current = asyncio.current_task()
-                    if current is not None and current.cancelling():
-                        raise  # stop(): this task itself is cancelled
-                    need_list = True  # relist() ended the watch
-                    continue
-                finally:
-                    self._watching = None
-                if events or time.monotonic() - started >= self._watch_timeout_s / 2:
-                    backoff.reset()  # a watch that delivered events or ran its course is a healthy one
-                    continue
-                # Ended early with nothing to say: a proxy or a sick server; do not spin on it.
-                delay = backoff.next()
-                log.info(
-                    "pod watch ended early",
-                    extra={"node": self.node_name, "failures": backoff.attempts, "delay_s": round(delay, 3)},
-                )
-                await asyncio.sleep(delay)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                need_list = True
-                gone = status_of(exc) == 410
-                delay = backoff.next()
-                # A first 410 is routine (we were away too long): re-list at once. Anything else,
-                # or 410s in a row, waits with backoff so that a sick apiserver is not hammered.
-                first_gone = gone and backoff.attempts == 1
-                if first_gone:
-                    delay = 0.0
-                log.log(
-                    logging.INFO if first_gone else logging.WARNING,
-                    "pod watch failed, re-listing",
-                    extra={
-                        "node": self.node_name,
-                        "status": status_of(exc),
-                        "error": f"{type(exc).__name__}: {exc}"[:300],
-                        "failures": backoff.attempts,
-                        "delay_s": round(delay, 3),
-                    },
-                )
-                if delay:
-                    await asyncio.sleep(delay)
+        await self._reflector.run()
 
     async def _list(self) -> str:
         v1 = core_v1(self._api)
@@ -242,40 +200,18 @@ class PodCache:
         self._apply_list(snapshot, rv, len(over_cap), serves)
         return rv
 
-    async def _watch(self, rv: str) -> tuple[str, int]:
-        """Follow changes from `rv` until the server ends the watch; returns the last rv and the event count."""
-        count = 0
-        watch = RawWatch(
-            core_v1(self._api).list_pod_for_all_namespaces,
-            timeout_seconds=self._watch_timeout_s,
-            fieldSelector=f"spec.nodeName={self.node_name}",
-            resourceVersion=rv or None,
-            allowWatchBookmarks="true",
-        )
-        async with watch as events:
-            async for event in events:
-                kind = event["type"]
-                obj = event.get("object")
-                meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-                if isinstance(meta, Mapping) and isinstance(meta.get("resourceVersion"), str):
-                    rv = meta["resourceVersion"]
-                if kind == "BOOKMARK":
-                    continue
-                if kind not in ("ADDED", "MODIFIED", "DELETED"):
-                    log.warning("unknown watch event type", extra={"node": self.node_name, "type": str(kind)[:40]})
-                    continue
-                count += 1
-                if kind == "DELETED":
-                    pod = self._slim(obj, deleted=True)
-                    self._apply_delete(pod.uid if pod is not None else raw_identity(obj)[2], rv)
-                else:
-                    pod = self._slim(obj)
-                    if pod is not None:
-                        self._apply_upsert(pod)
-                    else:
-                        # A cached pod that became invalid leaves the cache: stale data is no better.
-                        self._apply_delete(raw_identity(obj)[2], rv)
-        return rv, count
+    def _event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        rv = self._reflector.resource_version
+        if kind == "DELETED":
+            pod = self._slim(obj, deleted=True)
+            self._apply_delete(pod.uid if pod is not None else raw_identity(obj)[2], rv)
+            return
+        pod = self._slim(obj)
+        if pod is not None:
+            self._apply_upsert(pod)
+        else:
+            # A cached pod that became invalid leaves the cache: stale data is no better.
+            self._apply_delete(raw_identity(obj)[2], rv)
 
     def _slim(self, obj: Any, *, deleted: bool = False) -> SlimPod | None:
         try:
