@@ -16,15 +16,15 @@ import contextlib
 import json
 import logging
 import ssl
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from ascend_common.adapters.clients.backoff import Backoff
+from ascend_common.adapters.kube.pod_index import PodIndex
 from ascend_common.adapters.kube.pod_source import KubeletSource
-from ascend_common.pods import InvalidPod, SlimPod, pod_changes, raw_identity, slim_pod
+from ascend_common.pods import InvalidPod, SlimPod, raw_identity, slim_pod
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def parse_pod_list(body: bytes, node_name: str, max_pods: int) -> _Parsed:
     return _Parsed(pods, invalid, other, over)
 
 
-class KubeletPodSource:
+class KubeletPodSource(PodIndex):
     """A PodSource (ascend_common.adapters.kube.pod_source) reading the kubelet's /pods every period."""
 
     def __init__(
@@ -100,16 +100,12 @@ class KubeletPodSource:
         backoff_cap_s: float = BACKOFF_CAP_S,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.node_name = node_name
+        super().__init__(node_name)
         self.kubelet = kubelet
         self._max_pods = max_pods
         self._timeout = request_timeout_s
         self._backoff = Backoff(kubelet.period_s, max(kubelet.period_s, backoff_cap_s))
         self._transport = transport
-        self.on_change: list[Callable[[str, SlimPod], None]] = []
-        self._by_uid: dict[str, SlimPod] = {}
-        self._by_key: dict[tuple[str, str], SlimPod] = {}
-        self._synced = asyncio.Event()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._client: httpx.AsyncClient | None = None
@@ -127,34 +123,11 @@ class KubeletPodSource:
         self.skipped_over_cap = 0
         self.last_error: str | None = None
 
-    # -- readers (the PodCache's) ------------------------------------------------------------
-
-    @property
-    def synced(self) -> bool:
-        return self._synced.is_set()
+    # -- readers (beyond the PodIndex) ----------------------------------------------------
 
     @property
     def resource_version(self) -> str:
         return ""  # the kubelet's list has none
-
-    def pods(self) -> list[SlimPod]:
-        return list(self._by_uid.values())
-
-    def get(self, namespace: str, name: str) -> SlimPod | None:
-        return self._by_key.get((namespace, name))
-
-    def by_uid(self, uid: str) -> SlimPod | None:
-        return self._by_uid.get(uid)
-
-    def __len__(self) -> int:
-        return len(self._by_uid)
-
-    async def wait_synced(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bounded wait is the API
-        try:
-            await asyncio.wait_for(self._synced.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -341,17 +314,8 @@ class KubeletPodSource:
             log.error("pod cache full, pods skipped", extra=extra)
 
     def _apply(self, snapshot: dict[str, SlimPod]) -> None:
-        changes = pod_changes(self._by_uid, snapshot)
-        self._by_uid = snapshot
-        self._by_key = {pod.key: pod for pod in snapshot.values()}
         self.polls += 1
-        for kind, pod in changes:
-            for callback in list(self.on_change):
-                try:
-                    callback(kind, pod)
-                except Exception:
-                    log.exception("pod cache callback failed", extra={"namespace": pod.namespace, "pod": pod.name})
-        self._synced.set()
+        self._replace(snapshot)
 
 
 def _stamp(path: Path) -> tuple[int, int]:

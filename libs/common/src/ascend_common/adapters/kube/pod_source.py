@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, Self
@@ -20,9 +19,9 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ascend_common.adapters.kube.client import ApiClient
+from ascend_common.adapters.kube.pod_index import OnChange
 from ascend_common.pods import SlimPod
 
-OnChange = Callable[[str, SlimPod], None]  # the same as pod_watch.OnChange
 HOST_IP_ENV = "HOST_IP"  # the reference's (kube_connect.go HostIPEnv), from the downward API status.hostIP
 KUBELET_PORT_ENV = "KUBELET_PORT"  # the reference's, default 10250
 DEFAULT_KUBELET_PORT = 10250

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
 from ascend_common.adapters.kube.client import ApiClient, core_v1, json_of
+from ascend_common.adapters.kube.pod_index import PodIndex
 from ascend_common.adapters.kube.watch import Reflector
 from ascend_common.pods import InvalidPod, SlimPod, raw_identity, slim_pod
 from ascend_common.watching import WatchPolicy
@@ -17,11 +18,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_PODS = 20_000
 
-ChangeKind = Literal["ADDED", "MODIFIED", "DELETED"]
-OnChange = Callable[[str, "SlimPod"], None]
 
-
-class PodCache:
+class PodCache(PodIndex):
     """One list+watch of a node's pods (fieldSelector spec.nodeName=<node>), kept as SlimPods by uid.
 
     One task on the event loop lists (in pages, read as raw JSON and slimmed page by page) and
@@ -45,8 +43,8 @@ class PodCache:
         backoff_max_s: float = 30.0,
         policy: WatchPolicy | None = None,
     ) -> None:
+        super().__init__(node_name)
         self._api = api
-        self.node_name = node_name
         self._max_pods = max_pods
         if policy is None and watch_timeout_s is not None:
             policy = WatchPolicy.fixed(watch_timeout_s, backoff_base_s, backoff_max_s)
@@ -54,11 +52,7 @@ class PodCache:
             policy = WatchPolicy(backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s)
         self._page_size = page_size
         self._request_timeout_s = request_timeout_s
-        self.on_change: list[OnChange] = []
-        self._by_uid: dict[str, SlimPod] = {}
-        self._by_key: dict[tuple[str, str], SlimPod] = {}
         self._resource_version = ""
-        self._synced = asyncio.Event()
         # relist(): request n is served by the first list that started after it was made.
         self._relist_requests = 0
         self._relist_served = 0
@@ -77,10 +71,6 @@ class PodCache:
     # -- readers ---------------------------------------------------------------------------
 
     @property
-    def synced(self) -> bool:
-        return self._synced.is_set()
-
-    @property
     def resource_version(self) -> str:
         return self._resource_version
 
@@ -88,26 +78,6 @@ class PodCache:
     def watches(self) -> int:
         """Watch requests made so far."""
         return self._reflector.watches
-
-    def pods(self) -> list[SlimPod]:
-        return list(self._by_uid.values())
-
-    def get(self, namespace: str, name: str) -> SlimPod | None:
-        return self._by_key.get((namespace, name))
-
-    def by_uid(self, uid: str) -> SlimPod | None:
-        return self._by_uid.get(uid)
-
-    def __len__(self) -> int:
-        return len(self._by_uid)
-
-    async def wait_synced(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bounded wait is the API
-        """True once the first list has landed; False if that did not happen within `timeout` s."""
-        try:
-            await asyncio.wait_for(self._synced.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -243,30 +213,11 @@ class PodCache:
 
     # -- state changes ---------------------------------------------------------------------
 
-    def _notify(self, kind: ChangeKind, pod: SlimPod) -> None:
-        for callback in list(self.on_change):
-            try:
-                callback(kind, pod)
-            except Exception:
-                log.exception("pod cache callback failed", extra={"namespace": pod.namespace, "pod": pod.name})
-
     def _apply_list(self, snapshot: dict[str, SlimPod], rv: str, skipped: int, serves: int) -> None:
-        old = self._by_uid
-        self._by_uid = snapshot
-        self._by_key = {pod.key: pod for pod in snapshot.values()}
         self._resource_version = rv
         self.lists += 1
         self.skipped_over_cap += skipped
-        for uid, pod in old.items():
-            if uid not in snapshot:
-                self._notify("DELETED", pod)
-        for uid, pod in snapshot.items():
-            before = old.get(uid)
-            if before is None:
-                self._notify("ADDED", pod)
-            elif before.resource_version != pod.resource_version:
-                self._notify("MODIFIED", pod)
-        self._synced.set()
+        self._replace(snapshot)
         self._relist_served = max(self._relist_served, serves)
         for request, waiter in self._relist_waiters:
             if request <= self._relist_served and not waiter.done():
