@@ -61,7 +61,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from kubernetes import client as k8s
 
-from tests.support.kube_validation import VALIDATORS
+from tests.support.kube_validation import VALIDATORS, validate_object_meta
 
 JsonObj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
@@ -1066,11 +1066,11 @@ class FakeApiServer:
         after the field drops and defaults the real server applies first (`_slice_strategy`)."""
         if kind.plural == "resourceslices":
             self._slice_strategy(obj, old)
+        errors = validate_object_meta(obj)
         validate = VALIDATORS.get(kind.plural)
-        if validate is None:
-            return
-        written = {**obj, "apiVersion": self._api_version(kind, obj.get("apiVersion"))}
-        errors = validate(written, old)
+        if validate is not None:
+            written = {**obj, "apiVersion": self._api_version(kind, obj.get("apiVersion"))}
+            errors += validate(written, old)
         if errors:
             group = f".{kind.group}" if kind.group else ""
             name = obj.get("metadata", {}).get("name")

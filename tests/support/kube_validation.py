@@ -46,6 +46,7 @@ SELECTORS_MAX: Final = 32  # DeviceSelectorsMaxSize
 CEL_EXPRESSION_MAX: Final = 10 * 1024  # CELSelectorExpressionMaxLength
 ALLOCATION_RESULTS_MAX: Final = 32  # AllocationResultsMaxSize
 RESERVED_FOR_MAX: Final = 256  # ResourceClaimReservedForMaxSize
+ANNOTATIONS_MAX_BYTES: Final = 256 * 1024  # apimachinery's TotalAnnotationSizeLimitB, keys and values
 CONFIGMAP_MAX_BYTES: Final = 1024 * 1024  # corevalidation's MaxConfigMapSize (data and binaryData together)
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -635,6 +636,36 @@ def validate_configmap(obj: JsonObj, old: JsonObj | None = None) -> list[str]:
             total += len(text.encode()) if field_name == "data" else len(text) * 3 // 4 - text.count("=")
     if total > CONFIGMAP_MAX_BYTES:
         errors.too_long("", CONFIGMAP_MAX_BYTES)
+    return errors
+
+
+def validate_object_meta(obj: JsonObj) -> list[str]:
+    """apimachinery's ValidateObjectMeta for labels and annotations, which every kind gets: a label
+    key a qualified name and its value a label value; an annotation key a qualified name once
+    lower-cased, and all annotations together (keys and values, in bytes) at most 256 KiB."""
+    errors = _Errors()
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        errors.invalid("metadata.labels", labels, "must be an object")
+        labels = {}
+    for key, value in labels.items():
+        _label_name(errors, "metadata.labels", key)
+        _label_value(errors, "metadata.labels", value)
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, Mapping):
+        errors.invalid("metadata.annotations", annotations, "must be an object")
+        annotations = {}
+    total = 0
+    for key, value in annotations.items():
+        _label_name(errors, "metadata.annotations", key.lower() if isinstance(key, str) else key)
+        if not isinstance(value, str):
+            errors.invalid(f"metadata.annotations[{key}]", value, "must be a string")
+            continue
+        total += len(str(key).encode()) + len(value.encode())
+    if total > ANNOTATIONS_MAX_BYTES:
+        errors.too_long("metadata.annotations", ANNOTATIONS_MAX_BYTES)
     return errors
 
 

@@ -211,6 +211,28 @@ def test_a_configmap_over_1_mib_is_refused_as_the_real_apiserver_refuses_it(fake
     assert err.value.status == 422
 
 
+def test_pod_and_node_patches_are_refused_where_their_labels_or_annotations_are(fake: FakeApiServer, v1: Any) -> None:
+    """ValidateObjectMeta on every kind (issue 33): a label value the API refuses, an annotation
+    key that is no qualified name, annotations over 256 KiB; the object is unchanged."""
+    fake.add_pod("p", "default", node="node-a")
+    fake.add_node("node-a")
+    bad = [
+        {"metadata": {"labels": {"accelerator": "a,b"}}},
+        {"metadata": {"annotations": {"bad key": "x"}}},
+        {"metadata": {"annotations": {"huawei.com/AscendReal": "x" * (256 * 1024)}}},
+    ]
+    for patch in bad:
+        with pytest.raises(k8s.ApiException) as err:
+            v1.patch_namespaced_pod("p", "default", patch)
+        assert err.value.status == 422 and "metadata." in status_body(err.value)["message"], patch
+        with pytest.raises(k8s.ApiException) as err:
+            v1.patch_node("node-a", patch)
+        assert err.value.status == 422 and "metadata." in status_body(err.value)["message"], patch
+    assert not (fake.get_object("pods", "p", "default") or {})["metadata"].get("annotations")
+    v1.patch_namespaced_pod("p", "default", {"metadata": {"annotations": {"huawei.com/AscendReal": "Ascend910-0"}}})
+    v1.patch_node("node-a", {"metadata": {"labels": {"huawei.com/Ascend910": "card"}}})
+
+
 def test_missing_object_is_404_with_a_status_body(v1: Any) -> None:
     with pytest.raises(k8s.ApiException) as err:
         v1.read_namespaced_pod("nope", "default")

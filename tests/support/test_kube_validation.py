@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.support.kube_validation import (
+    ANNOTATIONS_MAX_BYTES,
     C_IDENTIFIER_MSG,
     CONFIGMAP_MAX_BYTES,
     LABEL_MSG,
@@ -23,6 +24,7 @@ from tests.support.kube_validation import (
     SUBDOMAIN_MSG,
     validate_configmap,
     validate_device_class,
+    validate_object_meta,
     validate_resource_claim,
     validate_resource_slice,
 )
@@ -383,3 +385,37 @@ def test_validate_class(mutate: Mutate, errors: list[str]) -> None:
 )  # fmt: skip
 def test_validate_config_map(data: dict[str, str], binary: dict[str, str], errors: list[str]) -> None:
     assert validate_configmap({"metadata": {"name": "cm"}, "data": data, "binaryData": binary}) == errors
+
+
+# ---- ObjectMeta: labels and annotations, every kind ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "errors"),
+    [
+        pytest.param({"huawei.com/Ascend910": "Ascend910", "accelerator-type": "card-910b-2"},
+                     {"huawei.com/AscendReal": "Ascend910-0,Ascend910-1",
+                      "ascend.kubectl.kubernetes.io/ascend-npu-configuration": '{"pod_name": "p"}'},
+                     [], id="ours: the plugin's and fault-manager's labels and annotations"),
+        pytest.param({"a/b/c": "x"}, {},
+                     ['metadata.labels: Invalid value: "a/b/c": a qualified name must consist of a name with an '
+                      "optional prefix and one '/'"], id="label key with two slashes"),
+        pytest.param({"k": "x" * 64}, {}, ['metadata.labels: Invalid value: "' + "x" * 64 + '": must be no more '
+                                           "than 63 characters"], id="label value too long"),
+        pytest.param({"k": "a,b"}, {}, ['metadata.labels: Invalid value: "a,b": ' + LABEL_VALUE_MSG],
+                     id="label value with a comma"),
+        pytest.param({}, {"Huawei.COM/Upper": "x"}, [], id="annotation key checked lower-cased"),
+        pytest.param({}, {"bad key": "x"}, ['metadata.annotations: Invalid value: "bad key": ' + NAME_PART_MSG],
+                     id="annotation key with a space"),
+        pytest.param({}, {"k": "x" * (ANNOTATIONS_MAX_BYTES - 1)}, [], id="annotations at the limit"),
+        pytest.param({}, {"k": "x" * ANNOTATIONS_MAX_BYTES},
+                     ["metadata.annotations: Too long: may not be more than 262144 bytes"],
+                     id="annotations over 256 KiB, keys counted"),
+        pytest.param({}, {"k": "é" * (ANNOTATIONS_MAX_BYTES // 2)},
+                     ["metadata.annotations: Too long: may not be more than 262144 bytes"],
+                     id="annotations counted in bytes"),
+    ],
+)  # fmt: skip
+def test_validate_object_meta(labels: dict[str, str], annotations: dict[str, str], errors: list[str]) -> None:
+    obj = {"metadata": {"name": "p", "labels": labels, "annotations": annotations}}
+    assert validate_object_meta(obj) == errors
