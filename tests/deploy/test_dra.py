@@ -330,7 +330,7 @@ def test_the_documented_recipe_for_both_apis_gives_both(
 
 def _driver_calls() -> set[str]:
     """The RBAC verbs of the requests the driver's resource.k8s.io client sends."""
-    methods = set(re.findall(r'\.request\("([A-Z]+)"', DRIVER_KUBE.read_text()))
+    methods = set(re.findall(r'\.request\(\s*"([A-Z]+)"', DRIVER_KUBE.read_text()))
     assert methods, f"no request calls found in {DRIVER_KUBE}"
     return {HTTP_VERBS[m] for m in methods}
 
