@@ -32,10 +32,11 @@ from tests.deploy.test_kustomize import (
 from tests.monitoring.component import JOBS, ROOT, panels, queries
 
 COMPONENT = KUSTOMIZE / "components" / "monitoring"
-# The CRDs beside the workspace (../shared/data/prometheus-operator of the main checkout, which a
-# worktree under lanes/ sees one level further up), or where PROMETHEUS_OPERATOR_CRDS says.
+# The CRDs (tests/deploy/crds: the workspace's shared/data/prometheus-operator, copied), or where
+# PROMETHEUS_OPERATOR_CRDS says.
+CRDS = Path(os.environ.get("PROMETHEUS_OPERATOR_CRDS") or Path(__file__).parent / "crds")
+# The shared copy beside the workspace (of the main checkout, or one level further up for a worktree).
 _SHARED = [p / "shared" / "data" / "prometheus-operator" for p in (ROOT.parent, ROOT.parent.parent)]
-CRDS = Path(os.environ.get("PROMETHEUS_OPERATOR_CRDS") or next((p for p in _SHARED if p.is_dir()), _SHARED[0]))
 CRD_FILES = {
     "PodMonitor": "monitoring.coreos.com_podmonitors.yaml",
     "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
@@ -91,6 +92,14 @@ def crd_problems(doc: Manifest) -> list[str]:
 
 def _operator_docs(path: Path) -> list[Manifest]:
     return [d for d in _docs(path) if d["kind"] in OPERATOR_KINDS]
+
+
+@pytest.mark.parametrize("name", sorted(CRD_FILES.values()))
+def test_the_crds_here_are_the_shared_ones(name: str) -> None:
+    shared = next((p for p in _SHARED if p.is_dir()), None)
+    if shared is None:
+        pytest.skip(f"no shared/data/prometheus-operator beside the workspace ({', '.join(map(str, _SHARED))})")
+    assert (CRDS / name).read_bytes() == (shared / name).read_bytes()
 
 
 @pytest.mark.parametrize("pool", OVERLAYS)
