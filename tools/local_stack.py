@@ -33,6 +33,9 @@ class Service:
     ops_url: str | None  # None: no /readyz (the kubelet stand-in)
 
 
+PLUGIN_SCOPES = "containers,vnpu"
+
+
 def write_tokens(state: Path) -> dict[str, str]:
     """Fresh tokens per run, one per scope holder, in a 0600 file."""
     tokens = {"reset": secrets.token_hex(16), "vnpu": secrets.token_hex(16), "sim": secrets.token_hex(16)}
@@ -41,12 +44,13 @@ def write_tokens(state: Path) -> dict[str, str]:
     with os.fdopen(fd, "w") as f:
         f.write("# local mode tokens: <token> <scopes>\n")
         for scope, token in tokens.items():
-            f.write(f"{token} {scope}\n")
-    # The plugin's own file: its `vnpu` token first (it uses the first token of its file).
+            f.write(f"{token} {PLUGIN_SCOPES if scope == 'vnpu' else scope}\n")
+    # The plugin's own file: its `vnpu` token first (it uses the first token of its file), which also
+    # tells the exporter who holds which chip (`containers`).
     plugin = state / "plugin-token"
     fd = os.open(plugin, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(f"{tokens['vnpu']} vnpu\n")
+        f.write(f"{tokens['vnpu']} {PLUGIN_SCOPES}\n")
     return tokens
 
 

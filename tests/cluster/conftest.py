@@ -108,9 +108,11 @@ class Stack:
 def write_user_overlay(directory: Path, overlay: Path) -> dict[str, str]:
     """An operator's overlay as the README describes it: the pool overlay plus the token Secret
     replaced from files kept out of git. Returns the tokens by scope."""
-    tokens = {scope: secrets.token_hex(16) for scope in ("vnpu", "reset", "sim")}
-    (directory / "tokens").write_text("".join(f"{token} {scope}\n" for scope, token in tokens.items()))
-    (directory / "device-plugin-token").write_text(f"{tokens['vnpu']} vnpu\n")
+    # The plugin's token also holds `containers` (it tells the exporter who holds which chip).
+    scopes = {"vnpu": "containers,vnpu", "reset": "reset", "sim": "sim"}
+    tokens = {scope: secrets.token_hex(16) for scope in scopes}
+    (directory / "tokens").write_text("".join(f"{token} {scopes[scope]}\n" for scope, token in tokens.items()))
+    (directory / "device-plugin-token").write_text(f"{tokens['vnpu']} {scopes['vnpu']}\n")
     (directory / "fault-manager-token").write_text(f"{tokens['reset']} reset\n")
     (directory / "kustomization.yaml").write_text(
         "apiVersion: kustomize.config.k8s.io/v1beta1\n"

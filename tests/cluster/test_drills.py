@@ -728,8 +728,9 @@ def test_fault_events_in_the_references_format_are_accepted_by_the_apiserver(sta
             r"alarmRaisedTime:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d",
             event["message"],
         ), event["message"]
-        assert (event["reportingComponent"], event["reportingInstance"]) == ("fault-manager", fm_pod), event
-        assert event["source"] == {"component": "fault-manager", "host": node}, event
+        # The reference's component (issue 35 item 3), from our fault-manager's pod.
+        assert (event["reportingComponent"], event["reportingInstance"]) == ("device-plugin", fm_pod), event
+        assert event["source"] == {"component": "device-plugin", "host": node}, event
     # Ours is not written alongside.
     ours = stack.cluster.get("events", "-n", "kube-system", "--field-selector", "reason=NPUFaultOccurred")["items"]
     assert not [e for e in ours if (e.get("eventTime") or "") >= written("Occur")[0]["eventTime"]]

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from ascend_common.adapters.kube.client import ApiClient
-from ascend_common.adapters.kube.kubelet_pods import KubeletPodSource, parse_pod_list
 from ascend_common.adapters.kube.pod_source import KubeletSource, PodSource, PodSourceSettings, build_pod_source
 from ascend_common.adapters.kube.pod_watch import PodCache
+from ascend_common.adapters.kubelet.pods import KubeletPodSource, parse_pod_list
 from ascend_common.adapters.logs import JsonFormatter
 
 from tests.support.fake_apiserver import FakeApiServer
@@ -156,7 +156,7 @@ async def test_refused_read_is_logged_retried_and_keeps_the_last_list(
     source = await make_source()
     changes: list[str] = []
     source.on_change.append(lambda kind, pod: changes.append(kind))
-    caplog.set_level(logging.INFO, "ascend_common.adapters.kube.kubelet_pods")
+    caplog.set_level(logging.INFO, "ascend_common.adapters.kubelet.pods")
     if refusal == "bad token":
         await asyncio.to_thread(token_file.write_text, "rotated-but-unknown")
     else:
@@ -186,7 +186,7 @@ async def test_dead_kubelet_is_retried_and_the_list_kept(
     source = await make_source()
     changes: list[tuple[str, str]] = []
     source.on_change.append(lambda kind, pod: changes.append((kind, pod.name)))
-    caplog.set_level(logging.INFO, "ascend_common.adapters.kube.kubelet_pods")
+    caplog.set_level(logging.INFO, "ascend_common.adapters.kubelet.pods")
     kubelet.set_down(True)
     await until(lambda: source.failures >= 2, what="failed reads of a dead kubelet")
     (first, *_) = json_logs(caplog, "kubelet pod list failed; keeping the last good list, retrying")

@@ -1,6 +1,6 @@
 """What every source of a node's pods gives its readers: the pods by uid and by (namespace, name),
 the `on_change` callbacks, and whether the first list has landed. The API server's list+watch
-(`pod_watch.PodCache`) and the kubelet's `/pods` (`kubelet_pods.KubeletPodSource`) fill it."""
+(`pod_watch.PodCache`) and the kubelet's `/pods` (`adapters.kubelet.pods.KubeletPodSource`) fill it."""
 
 from __future__ import annotations
 

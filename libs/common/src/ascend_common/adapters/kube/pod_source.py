@@ -2,7 +2,7 @@
 
 `PodSource` is what the consumers use (the device-plugin's KubeBridge, the fault-manager's
 reactor and hot reset); `PodCache` (pod_watch.py, list+watch on the API server) and
-`KubeletPodSource` (kubelet_pods.py, the kubelet's /pods polled) both are one. The choice is
+`KubeletPodSource` (adapters/kubelet/pods.py, the kubelet's /pods polled) both are one. The choice is
 the settings' `--pod-source` (the reference's -getPodFromKubelet); `PodSourceSettings` holds
 the flags both services share.
 """
@@ -13,14 +13,16 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, Self
+from typing import TYPE_CHECKING, Literal, Protocol, Self
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ascend_common.adapters.kube.client import ApiClient
 from ascend_common.adapters.kube.pod_index import OnChange
 from ascend_common.pods import SlimPod
+
+if TYPE_CHECKING:  # the settings are read by a service that may run without a cluster (no client loaded)
+    from ascend_common.adapters.kube.client import ApiClient
 
 HOST_IP_ENV = "HOST_IP"  # the reference's (kube_connect.go HostIPEnv), from the downward API status.hostIP
 KUBELET_PORT_ENV = "KUBELET_PORT"  # the reference's, default 10250
@@ -163,6 +165,6 @@ def build_pod_source(api: ApiClient, node_name: str, kubelet: KubeletSource | No
         from ascend_common.adapters.kube.pod_watch import PodCache
 
         return PodCache(api, node_name)
-    from ascend_common.adapters.kube.kubelet_pods import KubeletPodSource
+    from ascend_common.adapters.kubelet.pods import KubeletPodSource
 
     return KubeletPodSource(node_name, kubelet)

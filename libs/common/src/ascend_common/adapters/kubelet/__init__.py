@@ -1,4 +1,5 @@
-"""The kubelet's gRPC APIs: device-plugin v1beta1 and PodResources v1.
+"""The kubelet's APIs: its gRPC ones (device-plugin v1beta1, PodResources v1, DRA) and its HTTPS
+`/pods` (`pods`: the node's pods for `--pod-source kubelet`, over httpx, not the Kubernetes client).
 
 Generated modules (committed; regenerate with `python -m ascend_common.adapters.kubelet.generate`):
 `deviceplugin_pb2` / `deviceplugin_pb2_grpc` (package `v1beta1`: Registration, DevicePlugin) and
