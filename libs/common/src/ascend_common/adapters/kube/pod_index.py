@@ -26,6 +26,10 @@ class PodIndex:
         self._by_uid: dict[str, SlimPod] = {}
         self._by_key: dict[tuple[str, str], SlimPod] = {}
         self._synced = asyncio.Event()
+        # relist(): request n is served by the first whole list read after it was made.
+        self._relist_requests = 0
+        self._relist_served = 0
+        self._relist_waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     @property
     def synced(self) -> bool:
@@ -50,6 +54,30 @@ class PodIndex:
         except TimeoutError:
             return False
         return True
+
+    async def _wait_relisted(self, kick: Callable[[], None], timeout: float) -> bool:  # noqa: ASYNC109
+        """Ask for a new whole list (`kick` wakes the reader) and wait until one read after this
+        request has landed; False on timeout."""
+        self._relist_requests += 1
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (self._relist_requests, waiter)
+        self._relist_waiters.append(entry)
+        kick()
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout)
+        except TimeoutError:
+            return False
+        finally:
+            if entry in self._relist_waiters:
+                self._relist_waiters.remove(entry)
+        return True
+
+    def _relisted(self, serves: int) -> None:
+        """A whole list landed that was started after the first `serves` relist requests."""
+        self._relist_served = max(self._relist_served, serves)
+        for request, waiter in self._relist_waiters:
+            if request <= self._relist_served and not waiter.done():
+                waiter.set_result(None)
 
     def _notify(self, kind: ChangeKind, pod: SlimPod) -> None:
         for callback in list(self.on_change):

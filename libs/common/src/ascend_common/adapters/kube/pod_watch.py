@@ -53,10 +53,6 @@ class PodCache(PodIndex):
         self._page_size = page_size
         self._request_timeout_s = request_timeout_s
         self._resource_version = ""
-        # relist(): request n is served by the first list that started after it was made.
-        self._relist_requests = 0
-        self._relist_served = 0
-        self._relist_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._over_cap_logged_at = 0.0
         self.skipped_over_cap = 0
         self.skipped_invalid = 0
@@ -104,19 +100,7 @@ class PodCache(PodIndex):
         """
         if self._task is None:
             raise RuntimeError("PodCache is not started")
-        self._relist_requests += 1
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (self._relist_requests, waiter)
-        self._relist_waiters.append(entry)
-        self._reflector.list_again()
-        try:
-            await asyncio.wait_for(asyncio.shield(waiter), timeout)
-        except TimeoutError:
-            return False
-        finally:
-            if entry in self._relist_waiters:
-                self._relist_waiters.remove(entry)
-        return True
+        return await self._wait_relisted(self._reflector.list_again, timeout)
 
     def _relist_pending(self) -> bool:
         return self._relist_requests > self._relist_served
@@ -218,10 +202,7 @@ class PodCache(PodIndex):
         self.lists += 1
         self.skipped_over_cap += skipped
         self._replace(snapshot)
-        self._relist_served = max(self._relist_served, serves)
-        for request, waiter in self._relist_waiters:
-            if request <= self._relist_served and not waiter.done():
-                waiter.set_result(None)
+        self._relisted(serves)
 
     def _apply_upsert(self, pod: SlimPod) -> None:
         before = self._by_uid.get(pod.uid)

@@ -112,9 +112,6 @@ class KubeletPodSource(PodIndex):
         self._ca_stamp: tuple[int, int] | None = None
         self._token = ""
         self._token_stamp: tuple[int, int] | None = None
-        # relist(): request n is served by the first poll that started after it was made and succeeded.
-        self._relist_requests = 0
-        self._relist_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._invalid_seen: dict[str, str] = {}
         self._failing: str | None = None  # the reason of the current run of failures (one line per new reason)
         self.polls = 0  # successful reads
@@ -161,19 +158,7 @@ class KubeletPodSource(PodIndex):
         """Read /pods now and wait for it; False when no read succeeded within `timeout` s."""
         if self._task is None:
             raise RuntimeError("KubeletPodSource is not started")
-        self._relist_requests += 1
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (self._relist_requests, waiter)
-        self._relist_waiters.append(entry)
-        self._wake.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(waiter), timeout)
-        except TimeoutError:
-            return False
-        finally:
-            if entry in self._relist_waiters:
-                self._relist_waiters.remove(entry)
-        return True
+        return await self._wait_relisted(self._wake.set, timeout)
 
     # -- the poll loop ---------------------------------------------------------------------
 
@@ -190,9 +175,7 @@ class KubeletPodSource(PodIndex):
                 delay = self._failed(exc)
             else:
                 self._recovered()
-                for request, waiter in self._relist_waiters:
-                    if request <= serves and not waiter.done():
-                        waiter.set_result(None)
+                self._relisted(serves)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)
 
