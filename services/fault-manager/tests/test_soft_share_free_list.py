@@ -279,10 +279,9 @@ def free(published: Published) -> set[str]:
 
 
 async def settled(inbox: Inbox) -> None:
-    """Until the pod changes queued so far are published (they settle for 50 ms, then one asked input
-    is answered after the step that publishes them)."""
-    await asyncio.sleep(0.1)
-    await inbox.admin_edits(set(), set())
+    """Until the pod changes queued so far are published: PodsListed ends their settle at once and is
+    answered after the step that publishes them."""
+    await inbox.pods_listed()
 
 
 @pytest.fixture
@@ -322,6 +321,23 @@ async def test_the_reactor_publishes_the_quota_rule_with_the_first_chips_hbm(
         await settled(inbox)
         assert published.state.hbm_mb == HBM_MB and "Ascend910-0" in free(published)
         assert sum("HBM size is unknown" in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_pods_listed_publishes_the_pods_queued_before_it_without_waiting_for_the_settle(
+    running: tuple[Reactor, Inbox, Published],
+) -> None:
+    """The first device-info write follows PodsListed: a chip a listed pod holds is off the free list
+    by the time it is answered (test_pods_in_use_leave_the_free_list... saw it free, once, before)."""
+    _, inbox, published = running
+    chips = [exporter_chip(i, i) for i in range(2)]
+    inbox.put(Snapshot(ChipList(last_event_id="run-1", chips=chips), switch_faults=None))
+    async with asyncio.timeout(5):
+        await published.inventory.wait()
+        inbox.pod_changed("ADDED", whole("train-0", "Ascend910-1"))
+        await inbox.admin_edits(set(), set())  # answered before the settle ends: not yet published
+        assert free(published) == {"Ascend910-0", "Ascend910-1"}
+        await inbox.pods_listed()
+        assert free(published) == {"Ascend910-0"}
 
 
 # ---- hot reset ------------------------------------------------------------------------------

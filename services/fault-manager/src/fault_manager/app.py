@@ -144,11 +144,14 @@ class Service:
         )  # fmt: skip
 
 
-async def _after_pods_listed(pods: PodSource | None, then: Coroutine[Any, Any, None]) -> None:
-    """`then`, once the node's pods are listed (or POD_LIST_WAIT_S passed: published without them,
-    and corrected by the pods' first change)."""
-    if pods is not None and not await pods.wait_synced(POD_LIST_WAIT_S):
-        log.warning("the node's pods are not listed yet; the device-info ConfigMap is written without them")
+async def _after_pods_listed(pods: PodSource | None, inbox: Inbox, then: Coroutine[Any, Any, None]) -> None:
+    """`then`, once the node's pods are listed and the reactor has applied them (or POD_LIST_WAIT_S
+    passed: published without them, and corrected by the pods' first change)."""
+    if pods is not None:
+        if await pods.wait_synced(POD_LIST_WAIT_S):
+            await inbox.pods_listed()
+        else:
+            log.warning("the node's pods are not listed yet; the device-info ConfigMap is written without them")
     await then
 
 
@@ -181,7 +184,7 @@ async def serve(service: Service) -> int:
         await service.reactor.start()
         loops.essential(service.reactor.run(), "reactor")
         loops.essential(service.ingest.run(), "ingest-follow")
-        loops.essential(_after_pods_listed(service.pods, service.writer.run()), "deviceinfo-writer")
+        loops.essential(_after_pods_listed(service.pods, service.inbox, service.writer.run()), "deviceinfo-writer")
         loops.essential(prune_forever(service.store, service.clock, s.retention_days * 86400), "retention")
         kit.on_stop(loops.stop)
         if s.kube == "offline":  # the reactor runs: the policy it adopts applies to every chip

@@ -55,6 +55,12 @@ class PodChanged:
 
 
 @dataclass(frozen=True)
+class PodsListed:
+    """The node's pods are listed: the changes they made apply now, not after the settle, so the
+    first device-info write holds them (asked after the list's PodChanged inputs, it follows them)."""
+
+
+@dataclass(frozen=True)
 class PolicyChanged:
     policy: Policy
 
@@ -99,6 +105,7 @@ Input = (
     | SwitchFaultSeen
     | ChipReachability
     | PodChanged
+    | PodsListed
     | PolicyChanged
     | ResetMarked
     | OperatorSeparation
@@ -146,6 +153,9 @@ class Inbox:
 
     def pod_changed(self, kind: str, pod: SlimPod) -> None:
         self.put(PodChanged(kind, pod))
+
+    async def pods_listed(self) -> None:
+        await self.ask(PodsListed())
 
     async def adopt_policy(self, policy: Policy) -> None:
         await self.ask(PolicyChanged(policy))

@@ -38,6 +38,7 @@ from fault_manager.reactor.inputs import (
     Inventory,
     OperatorSeparation,
     PodChanged,
+    PodsListed,
     PolicyChanged,
     Queued,
     ResetMarked,
@@ -210,6 +211,9 @@ class Reactor:
                 self.free_list_use.changed(kind, pod)
                 if self._pods_due is None:
                     self._pods_due = asyncio.get_running_loop().time() + POD_SETTLE_S
+            case PodsListed():
+                if self._pods_due is not None:
+                    self._pods_due = asyncio.get_running_loop().time()  # _due re-evaluates at once
             case PolicyChanged(policy):
                 self.engine.set_policy(policy)
                 self._reevaluate_all()  # the new rules apply to every chip now
