@@ -9,11 +9,13 @@ from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
+from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.report import NodeFacts, Report
 from ascend_device_plugin.allocation.softshare import SoftSharePath
 from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
 from ascend_device_plugin.allocation.softshare_files import HostFiles
 from ascend_device_plugin.allocation.vnpu import DynamicVnpu
+from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.volcano.path import VolcanoPath
@@ -51,3 +53,15 @@ def wired_allocator(
         DynamicVnpu(containers, cache, report, exporter=exporter), volcano=path if volcano else None,
         preset_vnpu=preset_vnpu, soft_share=shared,
     )  # fmt: skip
+
+
+def held_by(owners: ChipOwners) -> Callable[[list[str]], None]:
+    """The hold app.py wires under `--kubelet-api both`: the chip table, its refusal as FAILED_PRECONDITION."""
+
+    def hold(chips: list[str]) -> None:
+        try:
+            owners.allocate(chips, 0.0)
+        except ChipTaken as exc:
+            raise AllocationError(Refusal.DRA_CLAIM, str(exc)) from None
+
+    return hold

@@ -6,17 +6,19 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.faults import default_fault_code_table
-from ascend_common.schemas.exporter import Chip, ChipState
+from ascend_common.schemas.exporter import Chip, ChipState, Vnpu
 from ascend_device_plugin.allocation.allocator import Allocator
-from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
+from ascend_device_plugin.allocation.refusals import AllocationError
 from ascend_device_plugin.allocation.report import NodeFacts
-from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
+from ascend_device_plugin.core.chip_owners import ChipOwners
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.volcano import TAKEN
 from ascend_device_plugin.kubelet.server import status_of
@@ -24,9 +26,11 @@ from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
 
-from tests.support.allocator import wired_allocator
-from tests.support.chips import node_910a, node_910b
+from tests.support.allocator import held_by, wired_allocator
+from tests.support.chips import exporter_chip, node_910a, node_910b
 from tests.support.pod_source import FakePods
+
+NPU_CORE_RESOURCE = "huawei.com/npu-core"
 
 
 def setup(
@@ -341,19 +345,12 @@ async def test_a_report_that_cannot_be_built_is_logged_and_the_pod_still_marked_
 
 
 async def test_with_both_apis_the_chips_are_taken_from_the_chip_table_before_the_answer() -> None:
-    # `--kubelet-api both` (app.py wires `hold` to core.chip_owners): Allocate takes the chips, or
-    # is refused with FAILED_PRECONDITION when a claim holds one, and then answers nothing.
+    # `--kubelet-api both`: Allocate takes the chips, or is refused with FAILED_PRECONDITION when a
+    # claim holds one, and then answers nothing.
     owners = ChipOwners()
     owners.reserve("claim-uid", ["Ascend910-2"], 0.0)
-
-    def hold(chips: list[str]) -> None:
-        try:
-            owners.allocate(chips, 0.0)
-        except ChipTaken as exc:
-            raise AllocationError(Refusal.DRA_CLAIM, str(exc)) from None
-
     allocator, _, _ = setup(node_910b())
-    allocator.hold = hold
+    allocator.containers.hold = held_by(owners)
     resp = await allocator.allocate("Ascend910", request(["Ascend910-3"], ["Ascend910-1"]))
     assert len(resp.container_responses) == 2
     assert owners.device_plugin(0.0) == {"Ascend910-1", "Ascend910-3"}  # taken before the answer
@@ -362,3 +359,72 @@ async def test_with_both_apis_the_chips_are_taken_from_the_chip_table_before_the
     assert status_of(err.value) == grpc.StatusCode.FAILED_PRECONDITION
     assert err.value.message == "Ascend910-2 held by claim uid claim-uid"
     assert "Ascend910-4" not in owners.device_plugin(0.0)  # the refused request took nothing
+
+
+async def test_with_both_apis_the_volcano_path_takes_the_real_chips_not_the_kubelets_ids() -> None:
+    """Volcano's annotation names the chips the pod gets: those leave the DRA side (and a claim on one
+    refuses the Allocate before the pod is marked taken); the kubelet's ids are only placeholders."""
+    owners = ChipOwners()
+    owners.reserve("claim-uid", ["Ascend910-7"], 0.0)
+    allocator, _, pods = setup(node_910b(), volcano=True)
+    allocator.containers.hold = held_by(owners)
+    pods.items = [pending("claimed", "Ascend910-6,Ascend910-7", "1000")]
+    with pytest.raises(AllocationError) as err:
+        await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
+    assert status_of(err.value) == grpc.StatusCode.FAILED_PRECONDITION
+    assert err.value.message == "Ascend910-7 held by claim uid claim-uid"
+    assert pods.patches == [] and owners.device_plugin(0.0) == frozenset()
+
+    pods.items = [pending("free", "Ascend910-4,Ascend910-5", "1000")]
+    await allocator.allocate("Ascend910", request(["Ascend910-2", "Ascend910-3"]))
+    assert owners.device_plugin(0.0) == {"Ascend910-4", "Ascend910-5"}
+    await allocator.stop()
+
+
+class CreatingExporter(ExporterClient):
+    """Creates every vNPU asked for (vdev 100 + the count so far) and records the asks; nothing on a socket."""
+
+    def __init__(self) -> None:
+        super().__init__(Path("/nonexistent/exporter.sock"))
+        self.created: list[tuple[int, str]] = []
+
+    async def create_vnpu(self, logic_id: int, template: str, vdev_id: int | None = None) -> Vnpu:
+        self.created.append((logic_id, template))
+        return Vnpu(vdev_id=100 + len(self.created), vfg_id=0, template=template, suffix="5c.1cpu.16g", aicore=5)
+
+
+async def test_with_both_apis_a_dynamic_vnpu_takes_its_whole_chip_before_it_is_created() -> None:
+    """A vNPU carved from a chip leaves no whole chip for a claim; one a claim holds refuses the
+    Allocate before the exporter is asked for anything, and the pod stays servable."""
+    owners = ChipOwners()
+    owners.reserve("claim-uid", ["Ascend910-2"], 0.0)
+    exporter = CreatingExporter()
+    board = ViewBoard()
+    manager = ResourceManager(board, default_fault_code_table(), PluginMetrics(), preset_virtual_device=False)
+    manager.set_chips({p: exporter_chip(p, p) for p in range(8)})
+    pods = FakePods()
+    facts = NodeFacts(host_ip="10.0.0.5")
+    allocator = wired_allocator(manager, board, pods, lambda: facts, exporter=exporter, preset_vnpu=False)
+    allocator.containers.hold = held_by(owners)
+    infer = PodView(
+        namespace="ml", name="infer", uid="uid-infer", phase="Pending",
+        annotations={NPU_CORE_RESOURCE: "2-vir05_1c_16g", "predicate-time": "7"},
+        requests={NPU_CORE_RESOURCE: 5}, created=1.0,
+    )  # fmt: skip
+    pods.items = [infer]
+    cores = request([f"npu-core-{i}" for i in range(40, 45)])
+    try:
+        with pytest.raises(AllocationError) as err:
+            await allocator.allocate("npu-core", cores)
+        assert status_of(err.value) == grpc.StatusCode.FAILED_PRECONDITION
+        assert err.value.message == "Ascend910-2 held by claim uid claim-uid"
+        assert exporter.created == [] and pods.patches == []
+
+        owners.release("claim-uid")
+        resp = await allocator.allocate("npu-core", cores)
+        assert resp.container_responses[0].envs["ASCEND_VISIBLE_DEVICES"] == "101"
+        assert exporter.created == [(2, "vir05_1c_16g")]
+        assert owners.device_plugin(0.0) == {"Ascend910-2"}
+        await allocator.stop()
+    finally:
+        await exporter.close()

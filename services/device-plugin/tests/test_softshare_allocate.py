@@ -29,6 +29,7 @@ from ascend_device_plugin.allocation.report import NodeFacts
 from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
 from ascend_device_plugin.allocation.softshare_files import HostFiles
 from ascend_device_plugin.core.annotations import CONFIG_910_KEY
+from ascend_device_plugin.core.chip_owners import ChipOwners
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.volcano import TAKEN, kubelet_map, pick_pod
 from ascend_device_plugin.kubelet.server import status_of
@@ -36,7 +37,7 @@ from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
 
-from tests.support.allocator import wired_allocator
+from tests.support.allocator import held_by, wired_allocator
 from tests.support.chips import exporter_chip
 from tests.support.pod_source import FakePods
 
@@ -187,6 +188,26 @@ async def test_must_show_refusals_name_the_pod_and_leave_the_disk_untouched(
     assert cause in err.value.message
     assert tree(tmp_path) == before
     assert pods.patches == []  # not even marked taken: it can be fixed and served
+
+
+async def test_with_both_apis_a_chip_a_claim_holds_is_refused_with_the_disk_untouched(tmp_path: Path) -> None:
+    """`--kubelet-api both`: the chip Volcano chose leaves the DRA side before anything is written; a
+    claim holding it refuses the Allocate, the pod not marked taken (Volcano may place it again)."""
+    owners = ChipOwners()
+    owners.reserve("claim-uid", ["Ascend910-0"], 0.0)
+    alloc, pods, _, _ = setup(tmp_path, [ss_pod()])
+    alloc.containers.hold = held_by(owners)
+    before = tree(tmp_path)
+    with pytest.raises(AllocationError) as err:
+        await alloc.allocate(R, request(ids(0, 30)))
+    assert status_of(err.value) is grpc.StatusCode.FAILED_PRECONDITION
+    assert err.value.message == "Ascend910-0 held by claim uid claim-uid"
+    assert tree(tmp_path) == before and pods.patches == []
+
+    owners.release("claim-uid")
+    await alloc.allocate(R, request(ids(0, 30)))
+    assert owners.device_plugin(0.0) == {"Ascend910-0"}
+    await alloc.stop()
 
 
 async def test_an_unknown_die_id_is_refused(tmp_path: Path) -> None:

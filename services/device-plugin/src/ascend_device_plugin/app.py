@@ -190,7 +190,7 @@ class DevicePlugin:
         owners = self.owners
         held = (lambda: owners.device_plugin(time.monotonic())) if s.kubelet_api == "both" else frozenset
         if s.kubelet_api == "both":
-            self.allocator.hold = self._take_for_device_plugin
+            self.allocator.containers.hold = self._take_for_device_plugin
         self.dra_driver = DraDriver(
             s.node_name, self.manager, api, s.kubelet_plugins_dir / DRIVER, s.cdi_root, on_change=self._dra_changed,
             owners=owners,

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
 
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
-from ascend_common.naming import NPU_CORE, parse_device_id
+from ascend_common.naming import NPU_CORE
 
 from ascend_device_plugin.allocation.containers import Containers, alloc_devices, invalid
 from ascend_device_plugin.allocation.plain import PlainReport
@@ -49,9 +49,6 @@ class Allocator:
     preset_vnpu: bool = True  # --preset-virtual-device
     slow_node: Callable[[], Awaitable[dict[str, str]]] | None = None  # the slow-node notice's envs
     soft_share: SoftSharePath | None = None  # --soft-share-dev-config-dir with --share-dev-count 100
-    # `--kubelet-api both`: takes the chips a plain Allocate hands out away from the DRA driver before
-    # the answer (core.chip_owners); raises AllocationError when a claim holds one.
-    hold: Callable[[list[str]], None] | None = None
 
     # ---- GetPreferredAllocation --------------------------------------------------------------
 
@@ -117,8 +114,7 @@ class Allocator:
         whole_node = self.preset_vnpu and sum(map(len, containers)) == len(resources.inventory.chips)
         if self.volcano is not None and resource == physical(resources) and not whole_node:
             return await self.volcano.allocate(resource, containers)
-        if self.hold is not None and resource == physical(resources):
-            self.hold(sorted({parse_device_id(i).chip for ids in containers for i in ids}))
+        self.containers.take(i for ids in containers for i in ids)
         responses = [self.containers.response(alloc_devices(ids)) for ids in containers]
         self.plain.after(resource, containers)
         return pb.AllocateResponse(container_responses=responses)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +45,16 @@ class Containers:
     resources: Resources
     runtime_mode: bool = True  # --use-ascend-docker: the runtime mounts; else device nodes
     dev_root: Path = Path("/")
+    # `--kubelet-api both`: takes the chips an Allocate hands out away from the DRA driver before the
+    # answer (core.chip_owners); raises AllocationError when a claim holds one.
+    hold: Callable[[list[str]], None] | None = None
+
+    def take(self, device_ids: Iterable[str]) -> None:
+        """Every path, once it knows the real devices it serves and before anything else is done for
+        them: their chips (a vNPU's or a shared copy's parent) leave the DRA side, or the whole
+        Allocate is refused with nothing taken."""
+        if self.hold is not None:
+            self.hold(sorted({parse_device_id(i).chip for i in device_ids}))
 
     def _family(self) -> ChipFamily:
         infos = list(self.resources.inventory.chips.values())

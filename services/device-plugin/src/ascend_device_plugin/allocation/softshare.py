@@ -68,6 +68,7 @@ class SoftSharePath:
             )
         pod = choice.pod
         checked = self._check(pod, resource, choice.devices)
+        self.containers.take([checked.chip.name])
         if not await self.dirs.ready():
             raise self._refusal(pod, "the npu-info directory (--soft-share-npu-info-dir) is missing on the host")
         await self.volcano.mark_taken(pod)

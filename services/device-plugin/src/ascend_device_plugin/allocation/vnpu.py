@@ -46,12 +46,13 @@ class DynamicVnpu:
         if choice.pod is None or choice.dynamic is None:
             raise AllocationError(Refusal.NO_POD, f"no pending pod annotated for {len(cores)} npu-core")
         pod, want = choice.pod, choice.dynamic
-        self.pods.taken.add(pod.uid)
         chips: list[ChipInfo] = []
         for phy in want.phy_ids:
             if phy not in infos:
                 raise invalid(f"chip {phy} is not on this node", pod)
             chips.append(infos[phy])
+        self.containers.take(c.name for c in chips)  # a vNPU's chip is not a whole chip for a claim
+        self.pods.taken.add(pod.uid)
         real: list[str]
         if want.template is not None:
             chip = chips[0]

@@ -60,6 +60,7 @@ class VolcanoPath:
         known = {d.id for d in view.devices} if view is not None else set()
         if unknown := [r for r in real if r not in known]:
             raise invalid(f"Volcano chose devices this node does not have: {','.join(unknown)}", pod)
+        self.containers.take(real)
         await self.mark_taken(pod)
         # Serve the containers in order with the pod's real devices. A 950's annotated logic ids are
         # chip names by now, so the runtime's ids are derived from the chips as on the plain path
