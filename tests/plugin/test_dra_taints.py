@@ -162,3 +162,28 @@ async def test_a_taint_follows_the_fault_level_while_the_chip_stays_unhealthy(se
         node.manager.set_chips(chips_with({3: ChipState.CARD_DROP}))  # still Unhealthy, now a listed level
         assert await node.publisher.sync()
         assert [(t["value"], t["effect"]) for t in node.devices()["ascend910-3"]] == [("card_drop", "NoExecute")]
+
+
+async def test_a_gate_turned_off_under_a_tainted_slice_is_noticed_at_the_next_registration(node: Node) -> None:
+    """The apiserver restarts with DRADeviceTaints off while chip 3 is tainted. An update of our
+    slice would still keep taints (the stored slice uses them), though the scheduler now ignores
+    them: the probe is a dry-run create under a generated name, which the stored slice cannot sway,
+    so chip 3 leaves the slice instead of staying offered with a taint nobody reads."""
+    await node.publisher.sync()
+    node.manager.set_chips(chips_with({3: ChipState.CARD_DROP}))
+    assert await node.publisher.sync()
+    assert node.publisher.taints_served is True and node.devices()["ascend910-3"]
+    node.fake.device_taints = False
+    node.publisher.kick(verify=True)  # the kubelet registered us again
+    assert await node.publisher.sync()
+    assert node.publisher.taints_served is False
+    assert sorted(node.devices()) == [f"ascend910-{p}" for p in range(8) if p != 3]
+    assert all(not taints for taints in node.devices().values())
+    probes = node.slice_writes(dry_run=True)
+    assert [(p.method, p.body["metadata"].get("name"), p.body["metadata"]["generateName"]) for p in probes] == [
+        ("POST", None, f"{slice_name(NODE)}-probe-")
+    ] * 2
+    assert [r.path for r in node.fake.requests if r.method == "POST" and "dryRun" not in r.query].count(
+        "/apis/resource.k8s.io/v1/resourceslices"
+    ) == 1  # no probe was stored: only the first write created anything
+    assert len(node.fake.objects("resourceslices")) == 1

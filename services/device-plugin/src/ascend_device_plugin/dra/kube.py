@@ -111,8 +111,9 @@ class ResourceApi:
     ) -> Mapping[str, Any]:
         """Create the slice (`resource_version` None) or replace the one read at that version;
         SliceConflict on a 409 (it exists already, or changed since) or a replace's 404 (deleted since).
-        The answer is the slice as stored; `dry_run`: as it would be, nothing stored."""
-        name = body["metadata"]["name"]
+        The answer is the slice as stored; `dry_run`: as it would be, nothing stored (a create's
+        body may have a generateName instead of a name)."""
+        name = body["metadata"].get("name") or body["metadata"]["generateName"]
         collection = await self._path("resourceslices")
         if resource_version is not None:
             body = {**body, "metadata": {**body["metadata"], "resourceVersion": resource_version}}

@@ -15,7 +15,10 @@ taint a chip is sent as a dry run first: taints in the answer, they are kept, an
 in the slice tainted; none, the driver leaves faulty chips out instead, as on 1.32. The answer is
 kept until the next registration with the kubelet (which follows a kubelet restart, often an
 upgrade), then asked again. A dry run, so that a faulty chip is never offered untainted, not even
-for one generation.
+for one generation; and a dry-run create under a generated name, never an update of our slice: an
+update keeps the taints whatever the gate when the stored slice has some (dropDisabledFields spares
+a field the old object uses), so after the gate is turned off it would answer "kept" while the
+scheduler, gate off, ignores them.
 """
 
 from __future__ import annotations
@@ -170,6 +173,9 @@ class SlicePublisher:
         if devices == self.published and not verify:
             return False
         version = await self.api.version()
+        if self.taints_served is None and any(d.taints for d in devices):
+            await self._ask_taints_served(devices, version)
+            devices = tuple(self.devices())
         if (verify or self._resource_version is None) and not await self._read(devices):
             return False
         try:
@@ -193,17 +199,18 @@ class SlicePublisher:
         self._taints_since = written_taints(current) or {}
         return True
 
+    async def _ask_taints_served(self, devices: tuple[DraDevice, ...], version: str) -> None:
+        probe = resource_slice(self.node, devices, self.generation + 1, version)
+        meta = {k: v for k, v in probe["metadata"].items() if k != "name"}
+        probe = {**probe, "metadata": {**meta, "generateName": f"{probe['metadata']['name']}-probe-"}}
+        answered = await self.api.write_slice(probe, None, dry_run=True)
+        self.taints_served = written_taints(answered) is not None
+        log.info(
+            "device taints " + ("kept" if self.taints_served else "dropped: faulty chips leave the slice"),
+            extra={"node": self.node, "version": version},
+        )
+
     async def _write(self, devices: tuple[DraDevice, ...], version: str) -> None:
-        if self.taints_served is None and any(d.taints for d in devices):
-            probe = resource_slice(self.node, devices, self.generation + 1, version)
-            answered = await self.api.write_slice(probe, self._resource_version, dry_run=True)
-            self.taints_served = written_taints(answered) is not None
-            log.info(
-                "device taints " + ("kept" if self.taints_served else "dropped: faulty chips leave the slice"),
-                extra={"node": self.node, "version": version},
-            )
-            if not self.taints_served:
-                devices = tuple(self.devices())
         body = resource_slice(self.node, devices, self.generation + 1, version, self._taints_since)
         written = await self.api.write_slice(body, self._resource_version)
         self._taints_since = written_taints(written) or {}
