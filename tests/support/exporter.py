@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from ascend_common import sse
+from ascend_common.adapters.clients.stream import data_events
+from httpx_sse import EventSource, ServerSentEvent
 
 from tests.support.waiting import START_S, WaitTimedOut, ready, until_sync
 
@@ -145,17 +146,19 @@ def running_exporter(tmp: Path, *extra: str, **kw: Any) -> Iterator[ExporterProc
 @asynccontextmanager
 async def event_stream(
     client: httpx.AsyncClient, last_event_id: str | None = None
-) -> AsyncIterator[AsyncIterator[sse.SseMessage]]:
+) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
     headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
     async with client.stream("GET", "/v1/events", headers=headers, timeout=httpx.Timeout(10, read=30)) as resp:
         assert resp.status_code == 200
         assert resp.headers["content-type"].startswith("text/event-stream")
-        yield sse.parse(resp.aiter_lines())
+        yield data_events(EventSource(resp))
 
 
-async def take(messages: AsyncIterator[sse.SseMessage], n: int, kinds: set[str] | None = None) -> list[sse.SseMessage]:
+async def take(
+    messages: AsyncIterator[ServerSentEvent], n: int, kinds: set[str] | None = None
+) -> list[ServerSentEvent]:
     """The next `n` messages (of the given event kinds), bounded by the caller's timeout."""
-    out: list[sse.SseMessage] = []
+    out: list[ServerSentEvent] = []
     async for msg in messages:
         if kinds is None or msg.event in kinds:
             out.append(msg)

@@ -18,11 +18,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-from ascend_common import sse
 from ascend_common.adapters.serving import bind_unix_socket, server
 from ascend_common.schemas.verdict import VERDICT_EVENTS_PATH, VERDICTS_PATH, ChipVerdict, VerdictEvent, VerdictList
 from fastapi import FastAPI, Header
 from fastapi.responses import Response, StreamingResponse
+from sse_starlette import ServerSentEvent
 
 from tests.support.waiting import until_sync
 
@@ -53,7 +53,9 @@ def create_app() -> FastAPI:
         while True:
             for event in history[cursor:]:
                 cursor = event.revision
-                yield sse.encode("verdict", event.model_dump_json(), str(event.revision))
+                yield ServerSentEvent(
+                    event.model_dump_json(), event="verdict", id=str(event.revision), sep="\n"
+                ).encode()
             changed.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(1.0):

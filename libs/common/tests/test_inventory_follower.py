@@ -10,12 +10,12 @@ from typing import cast
 
 import httpx
 import pytest
-from ascend_common import sse
 from ascend_common.adapters.clients.exporter import ExporterClient, ExporterError, InventoryFollower
 from ascend_common.adapters.clients.stream import MAX_RETRY_AFTER_S, retry_after_s
 from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.schemas.exporter import Chip, ChipList, NodeInfo, SubscriptionState
 from ascend_common.schemas.reading import Reading
+from httpx_sse import ServerSentEvent
 
 from tests.support.chips import exporter_chip
 from tests.support.waiting import until
@@ -27,7 +27,7 @@ class FakeExporter:
         self.chip_list: list[Chip] = []
         self.lists = 0
         self.nodes = 0
-        self.stream: asyncio.Queue[sse.SseMessage] = asyncio.Queue()
+        self.stream: asyncio.Queue[ServerSentEvent] = asyncio.Queue()
         self.nic_addresses: dict[str, list[str]] | None = None
 
     async def node(self) -> NodeInfo:
@@ -46,7 +46,7 @@ class FakeExporter:
     async def chip(self, logic_id: int) -> Chip:
         return next(c for c in self.chip_list if c.logic_id == logic_id)
 
-    async def events(self, last_event_id: str | None) -> AsyncIterator[sse.SseMessage]:
+    async def events(self, last_event_id: str | None) -> AsyncIterator[ServerSentEvent]:
         while True:
             yield await self.stream.get()
 
@@ -67,7 +67,7 @@ async def test_waits_for_a_ready_exporter_and_rereads_for_unknown_chips() -> Non
         # An event about a chip the list did not have: the follower re-reads the list.
         fake.chip_list = [exporter_chip(0, 4), exporter_chip(1, 5)]
         lists = fake.lists
-        await fake.stream.put(sse.SseMessage("chip", '{"id":"r1-1","type":"chip","time":1.0,"logic_id":1}', "r1-1"))
+        await fake.stream.put(ServerSentEvent("chip", '{"id":"r1-1","type":"chip","time":1.0,"logic_id":1}', "r1-1"))
         await until(lambda: set(follower.chips) == {0, 1}, what="the list re-read with chip 1")
         assert fake.lists > lists
     finally:
@@ -94,7 +94,7 @@ async def test_a_node_event_rereads_the_node_and_tells_on_node_without_touching_
         assert len(seen) == 1
         lists = fake.lists
         fake.nic_addresses = {"ens1f2": ["10.0.0.8"]}
-        await fake.stream.put(sse.SseMessage("node", '{"id":"r1-1","type":"node","time":1.0}', "r1-1"))
+        await fake.stream.put(ServerSentEvent("node", '{"id":"r1-1","type":"node","time":1.0}', "r1-1"))
         await until(lambda: len(nodes) == 2, what="on_node told of the re-read node")
         assert nodes[-1].nic_addresses == {"ens1f2": ["10.0.0.8"]}
         assert follower.node is not None and follower.node.nic_addresses == {"ens1f2": ["10.0.0.8"]}

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from ascend_common import sse
 from ascend_common.adapters.clients.backoff import Backoff
 from ascend_common.adapters.clients.exporter import NOT_READY, ExporterError, ExporterStream
 from ascend_common.adapters.clients.stream import Resync
 from ascend_common.schemas.exporter import NodeInfo, SubscriptionState
 from ascend_common.schemas.reading import Reading
+from httpx_sse import ServerSentEvent
 
 
 def node(run_id: str, ready: bool = True) -> NodeInfo:
@@ -21,8 +21,8 @@ def node(run_id: str, ready: bool = True) -> NodeInfo:
     )  # fmt: skip
 
 
-def hello(run_id: str) -> sse.SseMessage:
-    return sse.SseMessage("hello", f'{{"run_id":"{run_id}","subscription":"live","last_event_id":null}}')
+def hello(run_id: str) -> ServerSentEvent:
+    return ServerSentEvent("hello", f'{{"run_id":"{run_id}","subscription":"live","last_event_id":null}}')
 
 
 class Exporter:
@@ -32,15 +32,15 @@ class Exporter:
         self.nodes = [node("r1", ready=False), node("r1"), node("r1"), node("r1")]
         self.streams = [
             [hello("r0")],
-            [hello("r1"), sse.SseMessage("gap", "{}", None)],
-            [sse.SseMessage("fault", "{}", "r1-5")],
+            [hello("r1"), ServerSentEvent("gap", "{}", None)],
+            [ServerSentEvent("fault", "{}", "r1-5")],
         ]
         self.opened_at: list[str | None] = []
 
     async def node(self) -> NodeInfo:
         return self.nodes.pop(0)
 
-    async def events(self, last_event_id: str | None) -> AsyncIterator[sse.SseMessage]:
+    async def events(self, last_event_id: str | None) -> AsyncIterator[ServerSentEvent]:
         self.opened_at.append(last_event_id)
         for msg in self.streams.pop(0) if self.streams else []:
             yield msg
@@ -56,11 +56,11 @@ class Consumer:
         self.resumes.append(resume)
         return resume or "r1-0"
 
-    async def gap(self, msg: sse.SseMessage) -> str | None:
+    async def gap(self, msg: ServerSentEvent) -> str | None:
         self.seen.append("gap")
         return "r1-4"
 
-    async def event(self, msg: sse.SseMessage) -> str | None:
+    async def event(self, msg: ServerSentEvent) -> str | None:
         self.seen.append(f"event {msg.id}")
         return msg.id
 

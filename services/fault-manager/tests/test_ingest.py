@@ -6,13 +6,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from ascend_common import sse
 from ascend_common.adapters.clients.exporter import ExporterError
 from ascend_common.clock import SystemClock
 from ascend_common.schemas.exporter import ChipList, NodeInfo
 from fault_manager.reactor.ingest import Ingest
 from fault_manager.reactor.inputs import Inbox, Snapshot
 from fault_manager.store import Store
+from httpx_sse import ServerSentEvent
 
 
 class SnapshotOnly:
@@ -46,7 +46,7 @@ async def test_an_unreadable_event_is_skipped_and_the_snapshot_re_read(
     ingest = Ingest(exporter, store, inbox, SystemClock(), asyncio.Event())  # type: ignore[arg-type]
     try:
         # Resuming at the same id would meet the same event forever: it must be passed.
-        assert await ingest.event(sse.SseMessage(event="fault", data=data, id="run-7")) == "run-7"
+        assert await ingest.event(ServerSentEvent(event="fault", data=data, id="run-7")) == "run-7"
         assert exporter.reads == 1
         queued = inbox.next_nowait()
         assert queued is not None and isinstance(queued.input, Snapshot)

@@ -12,7 +12,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from ascend_common import sse
 from ascend_common.adapters.guard import MAX_BODY_BYTES, Bearer, RequestGuard
 from ascend_common.schemas import sim as simreq
 from ascend_common.schemas.exporter import (
@@ -34,7 +33,8 @@ from ascend_common.vnpu import ALLOWED_TEMPLATES, TEMPLATES
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request, Response, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from dcmi_exporter.backends.errors import BadParameter, CallTimeout, DcmiError, NoSuchDevice
 from dcmi_exporter.jobs import ChannelUnsupported, ResetRefused
@@ -125,7 +125,7 @@ def create_api(exporter: Exporter) -> FastAPI:
 
     @app.get(
         "/v1/events",
-        response_class=StreamingResponse,
+        response_class=EventSourceResponse,
         responses={
             200: {"content": {"text/event-stream": {}}, "description": "server-sent events"},
             503: ERRORS[503],
@@ -134,14 +134,10 @@ def create_api(exporter: Exporter) -> FastAPI:
     async def events(
         last_event_id: Annotated[str | None, Header(max_length=128)] = None,
         resume: Annotated[str | None, Query(max_length=128, description="same as Last-Event-ID")] = None,
-    ) -> StreamingResponse:
+    ) -> EventSourceResponse:
         # Its hello and first events are relative to a snapshot a client could not have read yet.
         whole()
-        return StreamingResponse(
-            _stream(exporter, last_event_id or resume),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        return EventSourceResponse(_stream(exporter, last_event_id or resume), ping=KEEPALIVE_S, sep="\n")
 
     @app.post(
         "/v1/chips/{logic_id}/reset",
@@ -358,31 +354,34 @@ def _sim_routes(app: FastAPI, exporter: Exporter, auth: Any, chip_or_404: Any) -
         return Response(status_code=204)
 
 
-async def _stream(exporter: Exporter, last_event_id: str | None) -> AsyncIterator[bytes]:
+async def _stream(exporter: Exporter, last_event_id: str | None) -> AsyncIterator[ServerSentEvent | bytes]:
+    """The hello, a gap if the reader cannot resume where it asked, then the ring buffer's frames
+    (encoded once at publish, for every reader)."""
     log_ = exporter.events
     node = exporter.poller.snapshot.node
     hello = StreamHello(run_id=log_.run_id, subscription=node.subscription, last_event_id=log_.head_id)
     exporter.stream_clients += 1
     try:
-        yield sse.encode("hello", hello.model_dump_json())
+        yield ServerSentEvent(hello.model_dump_json(), event="hello", sep="\n")
         start = log_.resume(last_event_id)
         cursor = start.seq
         if start.gap is not None:
             yield _gap_frame(start.gap)
 
         def evicted(behind: int) -> bytes:  # this reader fell behind the ring buffer
-            return _gap_frame(GapData(reason="evicted", requested=log_.make_id(behind), resume_after=log_.head_id))
+            gap = GapData(reason="evicted", requested=log_.make_id(behind), resume_after=log_.head_id)
+            return _gap_frame(gap).encode()
 
-        async for frame in log_.frames(cursor, evicted, KEEPALIVE_S):
+        async for frame in log_.frames(cursor, evicted):
             yield frame
     finally:
         exporter.stream_clients -= 1
 
 
-def _gap_frame(gap: GapData) -> bytes:
+def _gap_frame(gap: GapData) -> ServerSentEvent:
     # The gap carries the id the reader is now at, so a reader that reconnects after
     # re-reading the snapshot resumes from there instead of meeting the same gap again.
-    return sse.encode("gap", gap.model_dump_json(), gap.resume_after)
+    return ServerSentEvent(gap.model_dump_json(), event="gap", id=gap.resume_after, sep="\n")
 
 
 __all__ = ["create_api"]

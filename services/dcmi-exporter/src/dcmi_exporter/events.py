@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ascend_common import sse
 from ascend_common.adapters.seqlog import Entry, SeqLog
 from ascend_common.schemas.exporter import EventType, ExporterEvent, GapData
+from sse_starlette import ServerSentEvent
 
 Stored = Entry[ExporterEvent]
 
@@ -48,7 +48,10 @@ class EventLog:
         event = ExporterEvent(id=self.make_id(self._log.next_seq), type=type_, time=now, **fields)
         # exclude_unset, not exclude_none: a nested null (a polled fault's severity, an unknown
         # chip's health) is a value the reader's schema requires; only unused top-level fields go.
-        wire = sse.encode(type_.value, event.model_dump_json(exclude_unset=True), event.id)
+        # Encoded once, here, for every reader (the ring buffer keeps the frame).
+        wire = ServerSentEvent(
+            event.model_dump_json(exclude_unset=True), event=type_.value, id=event.id, sep="\n"
+        ).encode()
         self._log.append(event, wire)
         self.published += 1
         return event
@@ -78,5 +81,5 @@ class EventLog:
         """Events after `seq`, or None when some of them were evicted (the reader fell behind)."""
         return self._log.after(seq)
 
-    def frames(self, cursor: int, evicted: Callable[[int], bytes], keepalive_s: float) -> AsyncIterator[bytes]:
-        return self._log.frames(cursor, evicted, keepalive_s)
+    def frames(self, cursor: int, evicted: Callable[[int], bytes]) -> AsyncIterator[bytes]:
+        return self._log.frames(cursor, evicted)

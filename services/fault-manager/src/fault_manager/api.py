@@ -20,15 +20,16 @@ from ascend_common.schemas.verdict import VERDICT_EVENTS_PATH, VERDICTS_PATH, Ve
 from fastapi import FastAPI, Header, HTTPException, Path, Query, Request, Response, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from pydantic import BaseModel, ConfigDict, Field
+from sse_starlette import EventSourceResponse
 
 from fault_manager.hotreset.loop import HotReset
 from fault_manager.policy.keeper import PolicyKeeper
-from fault_manager.reactor.verdicts import VerdictBoard
+from fault_manager.reactor.verdicts import KEEPALIVE_S, VerdictBoard
 from fault_manager.store import FaultEventRow, ResetAttemptRow, in_store_thread
 
 ChipName = Annotated[str, Path(pattern=r"^(Ascend910|Ascend310P|Ascend310|npu)-\d{1,4}$", max_length=32)]
@@ -164,11 +165,13 @@ def create_api(
 
     @app.get(
         VERDICT_EVENTS_PATH,
-        response_class=StreamingResponse,
+        response_class=EventSourceResponse,
         responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"}},
     )
-    async def verdict_events(last_event_id: Annotated[str | None, Header(max_length=32)] = None) -> StreamingResponse:
-        return StreamingResponse(node.board.stream(last_event_id), media_type="text/event-stream")
+    async def verdict_events(
+        last_event_id: Annotated[str | None, Header(max_length=32)] = None,
+    ) -> EventSourceResponse:
+        return EventSourceResponse(node.board.stream(last_event_id), ping=KEEPALIVE_S, sep="\n")
 
     @app.get("/v1/faults", response_model=FaultPage, responses=ERRORS)
     async def faults(

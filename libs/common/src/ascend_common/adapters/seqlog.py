@@ -69,8 +69,8 @@ class SeqLog(Generic[T]):
         newer.reverse()
         return newer
 
-    async def wait_after(self, seq: int, within: float) -> None:
-        """Return when an item after `seq` exists, or after `within` seconds."""
+    async def wait_after(self, seq: int, within: float | None) -> None:
+        """Return when an item after `seq` exists, or after `within` seconds (None: no bound)."""
         if seq < self._head:
             return
         waiter = self._changed
@@ -78,13 +78,12 @@ class SeqLog(Generic[T]):
             async with asyncio.timeout(within):
                 await waiter.wait()
 
-    async def frames(
-        self, cursor: int, evicted: Callable[[int], bytes], keepalive_s: float = 15.0
-    ) -> AsyncIterator[bytes]:
-        """The wire frames after `cursor`, forever: what a stream handler sends.
+    async def frames(self, cursor: int, evicted: Callable[[int], bytes]) -> AsyncIterator[bytes]:
+        """The wire frames after `cursor`, forever: what a stream handler sends (its response, an
+        sse-starlette EventSourceResponse, pings an idle stream so proxies keep it).
 
         A reader that falls behind the buffer gets `evicted(cursor)` once and continues from the
-        newest item; an idle stream gets an SSE comment every `keepalive_s` so proxies keep it.
+        newest item.
         """
         while True:
             batch = self.after(cursor)
@@ -96,7 +95,4 @@ class SeqLog(Generic[T]):
                 yield b"".join(entry.wire for entry in batch)
                 cursor = batch[-1].seq
                 continue
-            before = cursor
-            await self.wait_after(cursor, keepalive_s)
-            if self._head == before:
-                yield b": keepalive\n\n"
+            await self.wait_after(cursor, None)

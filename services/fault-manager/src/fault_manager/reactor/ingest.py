@@ -19,11 +19,11 @@ from collections.abc import Mapping, Set
 from typing import Protocol
 
 import httpx
-from ascend_common import sse
 from ascend_common.adapters.clients.backoff import Backoff
 from ascend_common.adapters.clients.exporter import ExporterClient, ExporterError, ExporterStream
 from ascend_common.clock import Clock
 from ascend_common.schemas.exporter import ChipList, ChipState, EventType, ExporterEvent, NodeInfo
+from httpx_sse import ServerSentEvent
 from pydantic import ValidationError
 
 from fault_manager.reactor.inputs import ChipReachability, Inbox, Inventory, Snapshot, SwitchFaultSeen
@@ -76,13 +76,13 @@ class Ingest:
         self.synced.set()
         return resume
 
-    async def gap(self, msg: sse.SseMessage) -> str | None:
+    async def gap(self, msg: ServerSentEvent) -> str | None:
         self._held = None  # the fresh snapshot supersedes it
         snapshot = await self._snapshot()
         self.inbox.put(snapshot)
         return snapshot.listing.last_event_id
 
-    async def event(self, msg: sse.SseMessage) -> str | None:
+    async def event(self, msg: ServerSentEvent) -> str | None:
         try:
             event = ExporterEvent.model_validate_json(msg.data)
         except ValidationError as exc:
@@ -91,7 +91,7 @@ class Ingest:
             log.error("unreadable exporter event skipped; reconciling with the snapshot",
                       extra={"event_id": msg.id, "event": msg.event, "error": str(exc)[:500]})  # fmt: skip
             self.inbox.put(await self._snapshot())
-            return msg.id
+            return msg.id or None
         if event.type is EventType.FAULT and event.fault is not None and event.chip is not None:
             self.inbox.put(fault_row(event, event.chip, recorded_at_ms=int(self.clock.now() * 1000)))
         elif event.type is EventType.SWITCH_FAULT and event.switch_fault is not None:

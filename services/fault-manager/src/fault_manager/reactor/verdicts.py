@@ -11,11 +11,11 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 
-from ascend_common import sse
 from ascend_common.adapters.seqlog import SeqLog
 from ascend_common.schemas.verdict import ChipVerdict, VerdictEvent, VerdictList
+from sse_starlette import ServerSentEvent
 
-KEEPALIVE_S = 15.0
+KEEPALIVE_S = 15.0  # the stream response pings an idle stream this often
 
 
 class VerdictBoard:
@@ -40,7 +40,9 @@ class VerdictBoard:
             return False
         self._current[verdict.chip] = verdict
         event = VerdictEvent(epoch=self.epoch, revision=self._log.next_seq, verdict=verdict)
-        self._log.append(event, sse.encode("verdict", event.model_dump_json(), str(event.revision)))
+        # Encoded once, here, for every reader (the ring buffer keeps the frame).
+        frame = ServerSentEvent(event.model_dump_json(), event="verdict", id=str(event.revision), sep="\n").encode()
+        self._log.append(event, frame)
         return True
 
     def listing(self) -> VerdictList:
@@ -50,7 +52,7 @@ class VerdictBoard:
             verdicts=sorted(self._current.values(), key=lambda v: v.phy_id),
         )
 
-    async def stream(self, last_event_id: str | None) -> AsyncIterator[bytes]:
+    async def stream(self, last_event_id: str | None) -> AsyncIterator[ServerSentEvent | bytes]:
         """SSE frames after `last_event_id`; a `reset` event when it cannot resume from there."""
         cursor = self.revision
         if last_event_id is not None:
@@ -61,7 +63,7 @@ class VerdictBoard:
             ):
                 cursor = int(last_event_id)
             else:
-                yield sse.encode("reset", '{"reason":"cannot resume; re-read /v1/verdicts"}')
-        reset = sse.encode("reset", '{"reason":"fell behind; re-read /v1/verdicts"}')
-        async for frame in self._log.frames(cursor, lambda _behind: reset, KEEPALIVE_S):
+                yield ServerSentEvent('{"reason":"cannot resume; re-read /v1/verdicts"}', event="reset", sep="\n")
+        reset = ServerSentEvent('{"reason":"fell behind; re-read /v1/verdicts"}', event="reset", sep="\n").encode()
+        async for frame in self._log.frames(cursor, lambda _behind: reset):
             yield frame

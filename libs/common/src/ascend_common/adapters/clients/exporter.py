@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Protocol
 
 import httpx
+from httpx_sse import ServerSentEvent, aconnect_sse
 
-from ascend_common import sse
 from ascend_common.adapters.clients.backoff import Backoff
-from ascend_common.adapters.clients.stream import Resync, follow, retry_after_s
+from ascend_common.adapters.clients.stream import Resync, data_events, follow, retry_after_s
 from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.schemas.exporter import (
     Chip,
@@ -111,12 +111,14 @@ class ExporterClient:
     async def job(self, job_id: str) -> ResetJob:
         return ResetJob.model_validate_json(self._check(await self._http.get(f"/v1/jobs/{job_id}")).content)
 
-    async def events(self, last_event_id: str | None) -> AsyncIterator[sse.SseMessage]:
+    async def events(self, last_event_id: str | None) -> AsyncIterator[ServerSentEvent]:
         headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
-        timeout = httpx.Timeout(5.0, read=60.0)  # the stream sends a keepalive every 15 s
-        async with self._http.stream("GET", "/v1/events", headers=headers, timeout=timeout) as resp:
-            self._check(resp)
-            async for msg in sse.parse(resp.aiter_lines()):
+        timeout = httpx.Timeout(5.0, read=60.0)  # the stream pings every 15 s
+        async with aconnect_sse(self._http, "GET", "/v1/events", headers=headers, timeout=timeout) as source:
+            if source.response.status_code >= 400:
+                await source.response.aread()  # the error's detail is in the body
+            self._check(source.response)
+            async for msg in data_events(source):
                 yield msg
 
 
@@ -132,10 +134,10 @@ class ExporterFeed(Protocol):
         """The exporter is ready: read what the stream is relative to; returns the event id to
         stream after (`resume`: where a gap or the last event left the stream)."""
 
-    async def gap(self, msg: sse.SseMessage) -> str | None:
+    async def gap(self, msg: ServerSentEvent) -> str | None:
         """The exporter cannot replay what was missed: re-read its state; returns the id to resume after."""
 
-    async def event(self, msg: sse.SseMessage) -> str | None:
+    async def event(self, msg: ServerSentEvent) -> str | None:
         """One event; returns the id to resume after (None: unchanged)."""
 
     async def lost(self, error: Exception) -> None:
@@ -166,10 +168,10 @@ class ExporterStream:
         self._run_id = node.run_id
         return await self.consumer.sync(node, resume)
 
-    def stream(self, position: str | None) -> AsyncIterator[sse.SseMessage]:
+    def stream(self, position: str | None) -> AsyncIterator[ServerSentEvent]:
         return self.client.events(position)
 
-    async def take(self, msg: sse.SseMessage) -> str | None:
+    async def take(self, msg: ServerSentEvent) -> str | None:
         if msg.event == "hello":
             if StreamHello.model_validate_json(msg.data).run_id != self._run_id:
                 raise Resync
@@ -248,11 +250,11 @@ class InventoryFollower:
         await self._notify_node(node)
         return listing.last_event_id
 
-    async def gap(self, msg: sse.SseMessage) -> str | None:
+    async def gap(self, msg: ServerSentEvent) -> str | None:
         log.info("exporter event gap; re-reading the chip list", extra={"gap": json.loads(msg.data)})
         return None  # the next sync re-reads the list and streams after it
 
-    async def event(self, msg: sse.SseMessage) -> str | None:
+    async def event(self, msg: ServerSentEvent) -> str | None:
         self.state.last_contact = time.monotonic()
         event = ExporterEvent.model_validate_json(msg.data)
         self.state.last_event_id = event.id

@@ -14,11 +14,21 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from ascend_common import sse
+from httpx_sse import EventSource, ServerSentEvent
+
 from ascend_common.adapters.clients.backoff import Backoff
 
 # A Retry-After longer than this is taken as this: a confused or hostile server cannot park a consumer.
 MAX_RETRY_AFTER_S = 30.0
+
+
+async def data_events(source: EventSource) -> AsyncIterator[ServerSentEvent]:
+    """The stream's events, without the empty one httpx-sse dispatches for a keep-alive comment once
+    an id was seen (its issue #35: the SSE spec dispatches nothing for an empty data buffer; every
+    event of our servers carries data)."""
+    async for msg in source.aiter_sse():
+        if msg.data:
+            yield msg
 
 
 class Resync(Exception):
@@ -48,10 +58,10 @@ class Feed(Protocol):
         """Read what the stream is relative to; returns where to stream from (`resume`: where a
         `Resync` or the last message left it)."""
 
-    def stream(self, position: str | None) -> AsyncIterator[sse.SseMessage]:
+    def stream(self, position: str | None) -> AsyncIterator[ServerSentEvent]:
         """The messages after `position`."""
 
-    async def take(self, msg: sse.SseMessage) -> str | None:
+    async def take(self, msg: ServerSentEvent) -> str | None:
         """One message; returns the position after it (None: unchanged). May raise `Resync`."""
 
     async def lost(self, error: Exception) -> None:

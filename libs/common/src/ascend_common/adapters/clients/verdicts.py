@@ -12,10 +12,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
 import httpx
+from httpx_sse import ServerSentEvent, aconnect_sse
 
-from ascend_common import sse
 from ascend_common.adapters.clients.backoff import Backoff
-from ascend_common.adapters.clients.stream import Resync, follow
+from ascend_common.adapters.clients.stream import Resync, data_events, follow
 from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.schemas.verdict import (
     VERDICT_EVENTS_PATH,
@@ -65,15 +65,15 @@ class VerdictFollower:
             await self._notify(changed)
         return self.cursor.last_event_id()
 
-    async def stream(self, position: str | None) -> AsyncIterator[sse.SseMessage]:
+    async def stream(self, position: str | None) -> AsyncIterator[ServerSentEvent]:
         headers = {"Last-Event-ID": position} if position is not None else {}
         timeout = httpx.Timeout(5.0, read=60.0)
-        async with self._http.stream("GET", VERDICT_EVENTS_PATH, headers=headers, timeout=timeout) as resp:
-            resp.raise_for_status()
-            async for msg in sse.parse(resp.aiter_lines()):
+        async with aconnect_sse(self._http, "GET", VERDICT_EVENTS_PATH, headers=headers, timeout=timeout) as source:
+            source.response.raise_for_status()
+            async for msg in data_events(source):
                 yield msg
 
-    async def take(self, msg: sse.SseMessage) -> str | None:
+    async def take(self, msg: ServerSentEvent) -> str | None:
         if msg.event == "reset":
             raise Resync
         if msg.event != "verdict":
