@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from ascend_common.adapters.kube.pod_source import PodSourceSettings
+from ascend_common.adapters.pod_source import PodSourceSettings
 from ascend_common.adapters.settings import load_settings
 from ascend_device_plugin.settings import PluginSettings
 from fault_manager.settings import FaultManagerSettings

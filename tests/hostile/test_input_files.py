@@ -20,8 +20,8 @@ from ascend_device_plugin.resources.levels import _read_edges
 from dcmi_exporter import procstat
 from dcmi_exporter.hang import HangConfig, HangState, Sample, step
 from fault_manager.deviceinfo.configmap import parse_upgrade_reasons
-from fault_manager.policy.replay import TimelineError, parse_timeline
 from fault_manager.reactor.isolation import IsolationKeeper
+from fault_manager.reactor.replay import TimelineError, parse_timeline
 
 from tests.plugin.conftest import close_node, make_node
 from tests.plugin.test_kubelet_flow import ALL, R

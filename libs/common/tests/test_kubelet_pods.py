@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 from ascend_common.adapters.kube.client import ApiClient
-from ascend_common.adapters.kube.pod_source import KubeletSource, PodSource, PodSourceSettings, build_pod_source
 from ascend_common.adapters.kube.pod_watch import PodCache
 from ascend_common.adapters.kubelet.pods import KubeletPodSource, parse_pod_list
+from ascend_common.adapters.kubelet.source import KubeletSource
 from ascend_common.adapters.logs import JsonFormatter
+from ascend_common.adapters.pod_source import PodSource, PodSourceSettings, build_pod_source
 
 from tests.support.fake_apiserver import FakeApiServer
 from tests.support.fake_kubelet_pods import Cert, FakeKubeletPods, make_cert

@@ -15,9 +15,9 @@ from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState, Vnpu
-from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.refusals import AllocationError
 from ascend_device_plugin.allocation.report import NodeFacts
+from ascend_device_plugin.allocator import Allocator
 from ascend_device_plugin.core.chip_owners import ChipOwners
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.volcano import TAKEN

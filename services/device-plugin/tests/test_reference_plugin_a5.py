@@ -21,9 +21,9 @@ from ascend_common.faults import default_fault_code_table
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.reading import Reading
-from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.refusals import AllocationError
 from ascend_device_plugin.allocation.report import NodeFacts
+from ascend_device_plugin.allocator import Allocator
 from ascend_device_plugin.core.allocate import (
     AllocDevice,
     DeviceNode,

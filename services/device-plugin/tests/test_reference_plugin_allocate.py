@@ -19,9 +19,9 @@ from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip
-from ascend_device_plugin.allocation.allocator import MAX_CONTAINERS, MAX_DEVICES_PER_CONTAINER, Allocator
 from ascend_device_plugin.allocation.refusals import AllocationError
 from ascend_device_plugin.allocation.report import NodeFacts
+from ascend_device_plugin.allocator import MAX_CONTAINERS, MAX_DEVICES_PER_CONTAINER, Allocator
 from ascend_device_plugin.core.allocate import AllocDevice, DeviceNode, container_response, validate_request
 from ascend_device_plugin.core.annotations import (
     SDID_NOT_LISTED,

@@ -12,8 +12,8 @@ import pytest
 from ascend_common.adapters.kube.configmaps import ConfigMapState, Conflict, OfflineConfigMaps
 from ascend_common.clock import ManualClock
 from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
-from fault_manager.deviceinfo.writer import NAMESPACE, POLL_S, DeviceInfoWriter, configmap_name
 from fault_manager.policy.engine import Policy
+from fault_manager.publishing.writer import NAMESPACE, POLL_S, DeviceInfoWriter, configmap_name
 from fault_manager.reactor.published import NodeState, Published
 from fault_manager.reactor.verdicts import VerdictBoard
 

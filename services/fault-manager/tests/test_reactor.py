@@ -11,7 +11,7 @@ import pytest
 from ascend_common.schemas.exporter import Chip, ChipList
 from ascend_common.schemas.reading import Reading
 from fault_manager.deviceinfo.configmap import UNWATCHED_SWITCH
-from fault_manager.deviceinfo.reports import device_info
+from fault_manager.publishing.reports import device_info
 from fault_manager.reactor.ingest import reconcile_rows
 from fault_manager.reactor.inputs import Inbox, Snapshot
 from fault_manager.reactor.published import Published

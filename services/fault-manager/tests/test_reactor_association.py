@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from ascend_common.clock import ManualClock
 from ascend_common.schemas.exporter import ChipList
-from fault_manager.deviceinfo.reports import device_info
 from fault_manager.events.fault_events import FaultEvents
 from fault_manager.policy.engine import FaultEngine
 from fault_manager.policy.keeper import build
+from fault_manager.publishing.reports import device_info
 from fault_manager.reactor.inputs import Inbox, Snapshot
 from fault_manager.reactor.published import NodeState, Published
 from fault_manager.reactor.reactor import Reactor

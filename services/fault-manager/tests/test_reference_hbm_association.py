@@ -199,7 +199,7 @@ def test_the_replay_tool_drops_the_echo_and_reports_a_lone_one_5s_late() -> None
     import json
 
     from fault_manager.policy.keeper import build
-    from fault_manager.policy.replay import Replayer, parse_timeline
+    from fault_manager.reactor.replay import Replayer, parse_timeline
 
     rule = {
         "FaultDuration": [{"EventId": [HBM], "FaultTimeout": 0, "RecoverTimeout": 0, "FaultHandling": "SeparateNPU"}]

@@ -30,7 +30,7 @@ from ascend_common.faults import (
 )
 from fault_manager.cli import replay_main
 from fault_manager.policy.keeper import build
-from fault_manager.policy.replay import Replayer, parse_timeline
+from fault_manager.reactor.replay import Replayer, parse_timeline
 
 CHIP = "Ascend910-0"
 LINK_DOWN = "81078603"

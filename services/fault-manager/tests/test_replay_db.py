@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
 from fault_manager.policy.engine import BY_ADOPTION, Policy
-from fault_manager.policy.replay import compare_store
+from fault_manager.reactor.replay import compare_store
 from fault_manager.store import Store
 
 LINK_DOWN = "81078603"  # FaultFrequency -> ManuallySeparateNPU, ReleaseTimeWindow 172800 s

@@ -18,9 +18,9 @@ from ascend_common.pods import SlimPod
 from ascend_common.schemas.exporter import Chip, ChipList, Hbm
 from ascend_common.schemas.reading import Reading
 from ascend_common.softshare import AICORE_QUOTA, HBM_QUOTA, SCHEDULING_POLICY, is_soft_share
-from fault_manager.deviceinfo.reports import device_info, kept_from_free_list
 from fault_manager.hotreset.jobs import TrainingJobs
 from fault_manager.policy.engine import FaultEngine, Policy
+from fault_manager.publishing.reports import device_info, kept_from_free_list
 from fault_manager.reactor.chips_in_use import FreeListUse, PodUse, QuotaSum
 from fault_manager.reactor.inputs import Inbox, Snapshot
 from fault_manager.reactor.published import NodeState, Published

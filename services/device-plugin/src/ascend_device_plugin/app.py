@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -23,20 +24,16 @@ from ascend_common.schemas.exporter import Chip, ChipHolders, ContainerHolder, C
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
 
-from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.repair import AnnotationRepair
 from ascend_device_plugin.allocation.report import NodeFacts, Report
-from ascend_device_plugin.allocation.softshare import SoftSharePath
-from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
-from ascend_device_plugin.allocation.softshare_files import HostFiles
-from ascend_device_plugin.allocation.vnpu import DynamicVnpu
+from ascend_device_plugin.allocator import Allocator
 from ascend_device_plugin.container_metrics import ContainerMetrics
 from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
 from ascend_device_plugin.core.container_metrics import ContainerRef
-from ascend_device_plugin.kubelet.podresources import list_container_devices
+from ascend_device_plugin.kubelet.podresources import find_pod, list_container_devices
 from ascend_device_plugin.kubelet.registrar import Registrar
 from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
 from ascend_device_plugin.metrics import PluginMetrics
@@ -45,6 +42,10 @@ from ascend_device_plugin.resources.levels import LevelSource
 from ascend_device_plugin.resources.manager import ResourceManager
 from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.settings import PluginSettings, noexecute_levels
+from ascend_device_plugin.softshare.dirs import SoftShareDirs
+from ascend_device_plugin.softshare.files import HostFiles
+from ascend_device_plugin.softshare.path import SoftSharePath
+from ascend_device_plugin.vnpu.dynamic import DynamicVnpu
 from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
 
@@ -134,7 +135,7 @@ class DevicePlugin:
             self.board,
             containers,
             report,
-            PlainReport(report, pods=self.kube, podresources_socket=s.podresources_socket),
+            PlainReport(report, pods=self.kube, find_pod=functools.partial(find_pod, s.podresources_socket)),
             pods,
             DynamicVnpu(containers, pods, report, exporter=self.exporter),
             volcano=volcano if s.volcano_type else None,

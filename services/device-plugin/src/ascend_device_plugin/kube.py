@@ -25,8 +25,9 @@ from ascend_common.adapters.kube.patch import (
     remove_node_resources,
     slim_node,
 )
-from ascend_common.adapters.kube.pod_source import KubeletSource, PodSource, build_pod_source
 from ascend_common.adapters.kube.watch import WatchedObject
+from ascend_common.adapters.kubelet.source import KubeletSource
+from ascend_common.adapters.pod_source import PodSource, build_pod_source
 from ascend_common.chips import RESOURCE_PREFIX, ResourceType
 from ascend_common.gojson import INT32
 from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share

@@ -9,13 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Self
 
-from ascend_common.adapters.kube.pod_source import PodSourceSettings
 from ascend_common.adapters.kubelet.constants import (
     DEFAULT_KUBELET_PLUGINS_DIR,
     DEFAULT_PLUGIN_DIR,
     DEFAULT_PLUGINS_REGISTRY_DIR,
     DEFAULT_PODRESOURCES_SOCKET,
 )
+from ascend_common.adapters.pod_source import PodSourceSettings
 from ascend_common.adapters.settings import HostPort, service_config
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import CliImplicitFlag

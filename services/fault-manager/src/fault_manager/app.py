@@ -19,17 +19,15 @@ from typing import Any
 from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_common.adapters.kube.configmaps import ApiConfigMaps, ConfigMaps, OfflineConfigMaps
 from ascend_common.adapters.kube.events import ApiEventSink, EventSink, OfflineEventSink
-from ascend_common.adapters.kube.pod_source import PodSource, build_pod_source
 from ascend_common.adapters.lifecycle import Lifecycle
 from ascend_common.adapters.ops import ops_app
+from ascend_common.adapters.pod_source import PodSource, build_pod_source
 from ascend_common.adapters.serving import bind_unix_socket, server
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import first_token
 
 from fault_manager.api import create_api, ops_registry, readiness
-from fault_manager.deviceinfo.writer import NAMESPACE as DEVICE_INFO_NAMESPACE
-from fault_manager.deviceinfo.writer import DeviceInfoWriter, configmap_name
 from fault_manager.events.fault_events import FaultEvents
 from fault_manager.hotreset.handoff import NodeAnnotations
 from fault_manager.hotreset.loop import HotReset
@@ -37,6 +35,8 @@ from fault_manager.hotreset.node_annotations import ApiNodeAnnotations, OfflineN
 from fault_manager.policy.engine import FaultEngine
 from fault_manager.policy.keeper import NAMESPACE as POLICY_NAMESPACE
 from fault_manager.policy.keeper import POLICY_CONFIGMAP, PolicyKeeper, build, read_policy_dir
+from fault_manager.publishing.writer import NAMESPACE as DEVICE_INFO_NAMESPACE
+from fault_manager.publishing.writer import DeviceInfoWriter, configmap_name
 from fault_manager.reactor.ingest import Ingest
 from fault_manager.reactor.inputs import Inbox
 from fault_manager.reactor.published import NodeState, Published

@@ -74,7 +74,7 @@ def replay_main(argv: Sequence[str], out: TextIO | None = None, stdin: TextIO | 
     from ascend_common.faults import FaultPolicyError
 
     from fault_manager.policy.keeper import build, read_policy_dir
-    from fault_manager.policy.replay import Replayer, TimelineError, compare_store, parse_timeline
+    from fault_manager.reactor.replay import Replayer, TimelineError, compare_store, parse_timeline
 
     try:
         if ns.policy_dir is not None and not ns.policy_dir.is_dir():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from ascend_common.adapters.kube.pod_source import PodSourceSettings
+from ascend_common.adapters.pod_source import PodSourceSettings
 from ascend_common.adapters.settings import HostPort, service_config
 from pydantic import Field, model_validator
 from pydantic_settings import CliImplicitFlag

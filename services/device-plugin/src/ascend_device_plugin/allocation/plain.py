@@ -5,34 +5,37 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from ascend_common.chips import RESOURCE_PREFIX
 from ascend_common.naming import parse_device_id
 
 from ascend_device_plugin.allocation.report import PodSource, Report, whole_chips
 from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.kubelet.podresources import find_pod
 
 log = logging.getLogger(__name__)
+
+# (resource, some of the ids) -> the (namespace, name) of the pod that got them, or None: the
+# kubelet's PodResources lookup (kubelet.podresources.find_pod), which sits a layer above.
+FindPod = Callable[[str, set[str]], Awaitable[tuple[str, str] | None]]
 
 
 @dataclass
 class PlainReport:
     report: Report
     pods: PodSource | None = None
-    podresources_socket: Path | None = None
+    find_pod: FindPod | None = None
 
     def after(self, resource: str, containers: list[list[str]]) -> None:
-        if self.report.patcher is None or self.podresources_socket is None or self.pods is None:
+        if self.report.patcher is None or self.find_pod is None or self.pods is None:
             return
         self.report.in_background(self._annotate(resource, containers), "annotate-plain")
 
     async def _annotate(self, resource: str, containers: list[list[str]]) -> None:
-        assert self.report.patcher is not None and self.podresources_socket is not None and self.pods is not None
+        assert self.report.patcher is not None and self.find_pod is not None and self.pods is not None
         ids = [i for c in containers for i in c]
-        found = await find_pod(self.podresources_socket, RESOURCE_PREFIX + resource, set(containers[0]))
+        found = await self.find_pod(RESOURCE_PREFIX + resource, set(containers[0]))
         if found is None:
             log.warning("no pod found for an allocation", extra={"resource": resource, "devices": ids})
             return

@@ -16,17 +16,24 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ascend_common.pods import FINISHED_PHASES
 
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.repair import adoptable, kept, repair_patch
 
-if TYPE_CHECKING:
-    from ascend_device_plugin.allocation.report import Patcher
-
 log = logging.getLogger(__name__)
+
+
+class Patcher(Protocol):
+    """Writes annotations on a pod (the pod cache's client): the report's writes and the repairs."""
+
+    async def patch_pod(
+        self, namespace: str, name: str, annotations: dict[str, str], *, retries: int = 3, base_delay: float = 0.2
+    ) -> None: ...
+
+
 SHOWN_CHARS = 200  # of an edited value, in the log line (a configuration annotation can be kilobytes)
 
 

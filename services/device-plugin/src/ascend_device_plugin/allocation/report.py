@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from ascend_common.chips import ResourceType
 from ascend_common.naming import MIXED_310P_RESOURCES, NPU_CORE
 
-from ascend_device_plugin.allocation.repair import AnnotationRepair
+from ascend_device_plugin.allocation.repair import AnnotationRepair, Patcher
 from ascend_device_plugin.core.annotations import (
     config_devices,
     configuration_key,
@@ -36,12 +36,6 @@ class PodSource(Protocol):
 
     async def refresh(self) -> None:
         """Re-list now (a cold cache may not have the pod an Allocate is for yet)."""
-
-
-class Patcher(Protocol):
-    async def patch_pod(
-        self, namespace: str, name: str, annotations: dict[str, str], *, retries: int = 3, base_delay: float = 0.2
-    ) -> None: ...
 
 
 @dataclass(frozen=True)

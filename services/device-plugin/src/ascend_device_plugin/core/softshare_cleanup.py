@@ -1,7 +1,7 @@
 """Which soft-share directories go: a pod's `<ns>.<job>/<phy>_<vid>` once the pod is gone or
 finished, its job's directory once no pod of the job holds one.
 
-Pure rules; allocation/softshare_dirs.py lists the host directory and removes what these say.
+Pure rules; softshare/dirs.py lists the host directory and removes what these say.
 The reference removes a job's directory only when the last pod it remembers of the job is deleted,
 and remembers them in memory only: a plugin restart forgets them (its bug 1) and a long-lived
 Deployment never frees its dead pods' directories (its bug 2). Ours records in each directory the

@@ -1,6 +1,6 @@
 """What one soft-share pod gets: its quotas, its per-pod directory and quota file, its mounts.
 
-Pure rules; the I/O is allocation/softshare_files.py. Reference pkg/server/plugin.go
+Pure rules; the I/O is softshare/files.py. Reference pkg/server/plugin.go
 `extractPodAnnotations`, `buildConfigDirPath`, `writeNPUConfigFile`, `getNPUInfoConfigDirFromPod`,
 `mountShareDeviceConfig`; pkg/common/common.go `GetJobNameOfPod`, `ConvertSchedulingPolicyToIntStr`,
 `GetNextVirtualIDByPhysicalID` (`collectMatchedVirtualIDs`, `parseVirtualIDFromDirName`,

@@ -24,8 +24,8 @@ from ascend_common.adapters.kubelet.constants import HEALTHY, UNHEALTHY
 from google.protobuf.message import DecodeError
 from grpc import aio
 
-from ascend_device_plugin.allocation.allocator import Allocator
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
+from ascend_device_plugin.allocator import Allocator
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.resources.views import ResourceView, ViewBoard
 

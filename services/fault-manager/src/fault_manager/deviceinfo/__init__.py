@@ -1,3 +1,3 @@
-"""The device-info ConfigMap `kube-system/mindx-dl-deviceinfo-<node>`: its bytes (configmap), each chip's
-`-Fault` list and UpgradeFaultReason (faultlist), what it says of the published state (reports), and its
-writer."""
+"""The device-info ConfigMap `kube-system/mindx-dl-deviceinfo-<node>`'s bytes, pure: the ConfigMap
+(configmap), each chip's `-Fault` list and UpgradeFaultReason (faultlist). What it says of the
+reactor's published state, and its writer, are a layer above the reactor (fault_manager.publishing)."""

@@ -9,9 +9,15 @@ import logging
 from ascend_common.clock import Clock, policy_seconds
 from ascend_common.schemas.exporter import Chip
 
-from fault_manager.hotreset.tokens import TOKEN_MAX_COUNT, TOKEN_REFILL_INTERVAL_MS, consume_token, tokens_left
+from fault_manager.hotreset.tokens import (
+    TOKEN_MAX_COUNT,
+    TOKEN_REFILL_INTERVAL_MS,
+    TokenBucket,
+    consume_token,
+    tokens_left,
+)
 from fault_manager.store import Store, in_store_thread
-from fault_manager.store.reset_buckets import ResetBuckets
+from fault_manager.store.reset_buckets import ResetBuckets, StoredBucket
 
 log = logging.getLogger(__name__)
 
@@ -20,9 +26,12 @@ def consume(
     buckets: ResetBuckets, chip: str, logic_id: int, now_ms: int, *, interval_ms: int = TOKEN_REFILL_INTERVAL_MS
 ) -> bool:
     """Take one token of the faulty chip's bucket (created full on its first reset); False: none left."""
-    bucket, taken = buckets.update(
-        chip, logic_id, lambda stored: consume_token(stored, int(now_ms), interval_ms=interval_ms)
-    )
+
+    def change(stored: StoredBucket | None) -> tuple[StoredBucket, bool]:
+        bucket, taken = consume_token(_bucket(stored), int(now_ms), interval_ms=interval_ms)
+        return StoredBucket(bucket.tokens, bucket.last_refill_ms), taken
+
+    bucket, taken = buckets.update(chip, logic_id, change)
     if taken:
         log.info("reset token consumed", extra={"chip": chip, "logic_id": logic_id, "tokens": bucket.tokens})
     return taken
@@ -30,14 +39,21 @@ def consume(
 
 def tokens(buckets: ResetBuckets, chip: str, now_ms: int, *, interval_ms: int = TOKEN_REFILL_INTERVAL_MS) -> int:
     """The tokens a chip has at `now_ms` (TOKEN_MAX_COUNT before its first reset). Reading writes nothing."""
-    return tokens_left(buckets.get(chip), int(now_ms), interval_ms=interval_ms)
+    return tokens_left(_bucket(buckets.get(chip)), int(now_ms), interval_ms=interval_ms)
 
 
 def tokens_by_chip(
     buckets: ResetBuckets, now_ms: int, *, interval_ms: int = TOKEN_REFILL_INTERVAL_MS
 ) -> dict[str, int]:
     """The tokens at `now_ms` of every chip that has a bucket, by chip; any other chip has TOKEN_MAX_COUNT."""
-    return {chip: b.tokens_at(int(now_ms), interval_ms=interval_ms) for chip, b in buckets.all().items()}
+    return {
+        chip: TokenBucket(*stored).tokens_at(int(now_ms), interval_ms=interval_ms)
+        for chip, stored in buckets.all().items()
+    }
+
+
+def _bucket(stored: StoredBucket | None) -> TokenBucket | None:
+    return None if stored is None else TokenBucket(*stored)
 
 
 class ResetTokens:

@@ -235,7 +235,7 @@ class ResetAttemptRow:
 
 
 class ResetBucketRow(SQLModel, table=True):
-    """A faulty chip's hot-reset token bucket, handed out as reset_tokens.TokenBucket."""
+    """A faulty chip's hot-reset token bucket, handed out as reset_buckets.StoredBucket."""
 
     __tablename__ = "reset_buckets"
 

@@ -23,7 +23,7 @@ import httpx
 
 from ascend_common.adapters.clients.backoff import Backoff
 from ascend_common.adapters.kube.pod_index import PodIndex
-from ascend_common.adapters.kube.pod_source import KubeletSource
+from ascend_common.adapters.kubelet.source import KubeletSource
 from ascend_common.pods import InvalidPod, SlimPod, raw_identity, slim_pod
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def parse_pod_list(body: bytes, node_name: str, max_pods: int) -> _Parsed:
 
 
 class KubeletPodSource(PodIndex):
-    """A PodSource (ascend_common.adapters.kube.pod_source) reading the kubelet's /pods every period."""
+    """A PodSource (ascend_common.adapters.pod_source) reading the kubelet's /pods every period."""
 
     def __init__(
         self,

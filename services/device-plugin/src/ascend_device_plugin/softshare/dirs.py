@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ascend_device_plugin.allocation.softshare_files import SoftShareFiles
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.softshare_cleanup import PodDir, active, held_dirs, job_of, removals
 from ascend_device_plugin.core.softshare_pod import is_job_dir, is_pod_dir, next_vid, pod_dir_name, vids_of
+from ascend_device_plugin.softshare.files import SoftShareFiles
 
 log = logging.getLogger(__name__)
 

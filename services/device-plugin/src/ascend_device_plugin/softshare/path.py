@@ -23,11 +23,11 @@ from ascend_common.softshare import VNPU_ID
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.report import Report
-from ascend_device_plugin.allocation.softshare_dirs import SoftShareDirs
 from ascend_device_plugin.core.allocate import AllocDevice
 from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.core.softshare_pod import Quota, job_dir, job_name, mounts, npu_info_text, parse_quota, shm_id
 from ascend_device_plugin.core.volcano import annotated_chips, annotation_key
+from ascend_device_plugin.softshare.dirs import SoftShareDirs
 from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
 

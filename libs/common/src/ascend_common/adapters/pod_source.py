@@ -1,17 +1,17 @@
 """Where a service's pod cache gets the node's pods: the API server's list+watch, or the kubelet's /pods.
 
 `PodSource` is what the consumers use (the device-plugin's KubeBridge, the fault-manager's
-reactor and hot reset); `PodCache` (pod_watch.py, list+watch on the API server) and
-`KubeletPodSource` (adapters/kubelet/pods.py, the kubelet's /pods polled) both are one. The choice is
-the settings' `--pod-source` (the reference's -getPodFromKubelet); `PodSourceSettings` holds
-the flags both services share.
+reactor and hot reset); `PodCache` (kube/pod_watch.py, list+watch on the API server) and
+`KubeletPodSource` (kubelet/pods.py, the kubelet's /pods polled, from a KubeletSource) both are
+one. The choice is the settings' `--pod-source` (the reference's -getPodFromKubelet);
+`PodSourceSettings` holds the flags both services share. Above both adapters, so that neither
+imports the other's package.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, Self
 
@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ascend_common.adapters.kube.pod_index import OnChange
+from ascend_common.adapters.kubelet.source import KubeletSource
 from ascend_common.pods import SlimPod
 
 if TYPE_CHECKING:  # the settings are read by a service that may run without a cluster (no client loaded)
@@ -54,25 +55,6 @@ class PodSource(Protocol):
     async def stop(self, timeout: float = 5.0) -> None: ...  # noqa: ASYNC109
 
     async def relist(self, timeout: float = 10.0) -> bool: ...  # noqa: ASYNC109
-
-
-@dataclass(frozen=True)
-class KubeletSource:
-    """How to reach this node's kubelet: https://<host>:<port>/pods, the bearer token's file, the
-    CA its serving certificate is verified with (or, loudly, none)."""
-
-    host: str
-    port: int
-    token_file: Path
-    ca_file: Path | None
-    insecure_skip_verify: bool = False
-    period_s: float = 5.0
-    max_body_bytes: int = 64 << 20
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"https://{host}:{self.port}/pods"
 
 
 class PodSourceSettings(BaseSettings):

@@ -27,8 +27,8 @@ from ascend_common.clock import Clock
 
 from fault_manager.deviceinfo.configmap import MANUALLY_SEPARATE_KEY, parse_manually_separated, upgrade_reasons_json
 from fault_manager.deviceinfo.faultlist import upgrade_reasons
-from fault_manager.deviceinfo.reports import DeviceInfo, device_info
 from fault_manager.events.fault_events import FaultEvents
+from fault_manager.publishing.reports import DeviceInfo, device_info
 from fault_manager.reactor.published import Published
 
 log = logging.getLogger(__name__)

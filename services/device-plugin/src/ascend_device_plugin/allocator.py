@@ -24,12 +24,12 @@ from ascend_common.naming import NPU_CORE
 from ascend_device_plugin.allocation.containers import Containers, alloc_devices, invalid
 from ascend_device_plugin.allocation.plain import PlainReport
 from ascend_device_plugin.allocation.report import Report, physical
-from ascend_device_plugin.allocation.softshare import SoftSharePath
-from ascend_device_plugin.allocation.vnpu import DynamicVnpu
 from ascend_device_plugin.core.allocate import validate_request
 from ascend_device_plugin.core.preferred import preferred_allocation
 from ascend_device_plugin.core.topology import affinity_groups, device_groups
 from ascend_device_plugin.resources.views import ViewBoard
+from ascend_device_plugin.softshare.path import SoftSharePath
+from ascend_device_plugin.vnpu.dynamic import DynamicVnpu
 from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
 
