@@ -3,7 +3,7 @@ cases it carries (component/ascend-device-plugin/pkg/server/token_bucket_test.go
 expected values.
 
 The Go bucket reads `time.Now()` and a test moves `lastRefill` back instead of the clock; ours are pure
-values (`fault_manager.hotreset.tokens`) that take "now", so a case builds the bucket the Go test ends up
+values (`fault_manager.hotreset.token_bucket`) that take "now", so a case builds the bucket the Go test ends up
 with. The TokenBucketMgr tests run twice: over the pure functions (a dict of buckets, as the Go map)
 and over the Store, which keeps one bucket per chip in SQLite (the chip named after the logic id here).
 """
@@ -17,7 +17,7 @@ from typing import Protocol
 
 import pytest
 from fault_manager.hotreset import stored_tokens
-from fault_manager.hotreset.tokens import (
+from fault_manager.hotreset.token_bucket import (
     TOKEN_MAX_COUNT,
     TOKEN_REFILL_INTERVAL_MS,
     TokenBucket,

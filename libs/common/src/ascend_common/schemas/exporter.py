@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ascend_common.chips import ChipFamily, ResourceType
+from ascend_common.schemas.answer import Answer
 from ascend_common.schemas.reading import RC_NOT_SUPPORTED, Reading
 
 API_PREFIX = "/v1"
@@ -43,18 +44,12 @@ class EventSource(StrEnum):
     ROCE = "roce"  # the exporter's own 910 RoCE link-down code (a lost event), from hccn_tool's link state
 
 
-class Frozen(BaseModel):
-    # What the exporter answers. A consumer ignores fields it does not know, as Go's encoding/json
-    # does: during a rolling update a newer exporter may answer an older plugin or fault-manager.
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-
 class Request(BaseModel):
     # What a client sends: a field the exporter does not know is a mistake, refused with a 422.
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Hbm(Frozen):
+class Hbm(Answer):
     total_mb: int
     used_mb: int
     frequency_mhz: int | None = None
@@ -62,17 +57,17 @@ class Hbm(Frozen):
     bandwidth_util_pct: int | None = None
 
 
-class Utilization(Frozen):
+class Utilization(Answer):
     aicore_pct: int | None = None
     hbm_pct: int | None = None
 
 
-class ChipProcess(Frozen):
+class ChipProcess(Answer):
     pid: int
     memory_bytes: int
 
 
-class Vnpu(Frozen):
+class Vnpu(Answer):
     vdev_id: int
     vfg_id: int
     template: str  # DCMI template name, e.g. "vir05_1c_16g"
@@ -83,14 +78,14 @@ class Vnpu(Frozen):
 EID_PATTERN = r"^[0-9a-f]{32}$"  # a URMA EID: its 16 bytes as lower-case hex, as the reference's hex.EncodeToString
 
 
-class UrmaDevice(Frozen):
+class UrmaDevice(Answer):
     """One URMA device (a function entity) of a 950 chip and its EIDs, as the library lists them."""
 
     index: int = Field(ge=0)  # the urma device index asked (an index the library refused is left out)
     eids: list[Annotated[str, Field(pattern=EID_PATTERN)]]
 
 
-class ChipStatic(Frozen):
+class ChipStatic(Answer):
     """What a chip is; read at discovery and refreshed rarely."""
 
     chip_type: Reading[str]
@@ -131,14 +126,14 @@ class ChipStatic(Frozen):
     urma: list[UrmaDevice] | None = None
 
 
-class UbPorts(Frozen):
+class UbPorts(Answer):
     """How many of a 950 chip's ports `hccn_tool -g -dev_info` lists as DOWN (GetUBPortsDownSnapshot)."""
 
     ub_down: int  # UB ports, wired ones only (`-port_info` port_enable: on)
     bonding_down: int  # ETH (UBoE bonding) ports
 
 
-class ChipDynamic(Frozen):
+class ChipDynamic(Answer):
     """What a chip is doing; read every poll."""
 
     health: Reading[int]  # DCMI health: 0 healthy
@@ -156,7 +151,7 @@ class ChipDynamic(Frozen):
     ub_ports: Reading[UbPorts] = Reading[UbPorts].error(RC_NOT_SUPPORTED)
 
 
-class Chip(Frozen):
+class Chip(Answer):
     logic_id: int
     phy_id: int
     card_id: int
@@ -172,7 +167,7 @@ class Chip(Frozen):
     updated_at: float  # unix seconds of the last completed read
 
 
-class SwitchFaultData(Frozen):
+class SwitchFaultData(Answer):
     """An A3 switch (L1/L2) event as the reference's SwitchInfoCfg records it."""
 
     event_type: int
@@ -191,7 +186,7 @@ class SubscriptionState(StrEnum):
     POLLING = "polling"  # no subscription: faults come from polling the error-code list
 
 
-class NodeInfo(Frozen):
+class NodeInfo(Answer):
     backend: Literal["sim", "dcmi"]
     profile: str | None
     run_id: str
@@ -216,12 +211,12 @@ class NodeInfo(Frozen):
     npu_nics: dict[int, list[str]] | None = None
 
 
-class ChipList(Frozen):
+class ChipList(Answer):
     last_event_id: str | None
     chips: list[Chip]
 
 
-class FaultEventData(Frozen):
+class FaultEventData(Answer):
     code: str
     assertion: Assertion
     severity: int | None  # 0 warning .. 3 critical; None when read by polling
@@ -230,14 +225,14 @@ class FaultEventData(Frozen):
     name: str = ""
 
 
-class ChipChangeData(Frozen):
+class ChipChangeData(Answer):
     state: ChipState
     healthy: bool | None
     network_healthy: bool | None
     boot_status: int | None
 
 
-class GapData(Frozen):
+class GapData(Answer):
     reason: Literal["evicted", "other_run", "malformed"]
     requested: str
     resume_after: str | None  # events after this id follow the gap; re-read the snapshot
@@ -254,7 +249,7 @@ class EventType(StrEnum):
     NODE = "node"
 
 
-class ExporterEvent(Frozen):
+class ExporterEvent(Answer):
     """One event of `GET /v1/events`; the SSE `id` is `<run_id>-<seq>` and `event` is `type`."""
 
     id: str
@@ -272,7 +267,7 @@ class ExporterEvent(Frozen):
     gap: GapData | None = None
 
 
-class StreamHello(Frozen):
+class StreamHello(Answer):
     """First message of every event stream (SSE event `hello`, no id)."""
 
     run_id: str
@@ -292,12 +287,12 @@ class JobState(StrEnum):
     FAILED = "failed"
 
 
-class JobError(Frozen):
+class JobError(Answer):
     code: int
     message: str
 
 
-class ResetJob(Frozen):
+class ResetJob(Answer):
     id: str
     logic_ids: list[int]  # the reset group, by logic id
     phy_ids: list[int]
@@ -342,7 +337,7 @@ class ContainerMapping(Request):
     chips: Annotated[list[ChipHolders], Field(max_length=1024)]
 
 
-class ApiError(Frozen):
+class ApiError(Answer):
     detail: str  # one readable sentence
     errors: list[dict[str, object]] | None = None  # per-field validation errors, when there are any
 

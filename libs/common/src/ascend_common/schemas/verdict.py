@@ -15,18 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ascend_common.faults import FaultLevel
+from ascend_common.schemas.answer import Answer
 
 VERDICTS_PATH = "/v1/verdicts"
 VERDICT_EVENTS_PATH = "/v1/verdicts/events"
-
-
-class Frozen(BaseModel):
-    # Only answers of the fault-manager: a consumer ignores fields it does not know (a newer
-    # fault-manager may answer an older plugin during a rolling update).
-    model_config = ConfigDict(frozen=True, extra="ignore")
 
 
 class VerdictReason(StrEnum):
@@ -40,7 +35,7 @@ class VerdictReason(StrEnum):
     DUO_CARD = "DuoCard"  # its Atlas 300I Duo cardmate is unschedulable (inference hot reset, setHealthyIfDuoCard)
 
 
-class ChipVerdict(Frozen):
+class ChipVerdict(Answer):
     chip: str  # "<type>-<phyID>"
     logic_id: int
     phy_id: int
@@ -55,13 +50,13 @@ class ChipVerdict(Frozen):
     manually_separated: bool = False
 
 
-class VerdictList(Frozen):
+class VerdictList(Answer):
     epoch: str  # changes when the fault-manager restarts
     revision: int  # every verdict below reflects all changes up to this revision
     verdicts: list[ChipVerdict]
 
 
-class VerdictEvent(Frozen):
+class VerdictEvent(Answer):
     epoch: str
     revision: int
     verdict: ChipVerdict

@@ -12,7 +12,7 @@ from ascend_common.pods import SlimPod
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 
-from fault_manager.hotreset.tokens import TOKEN_MAX_COUNT, TOKEN_REFILL_INTERVAL_MS
+from fault_manager.hotreset.token_bucket import TOKEN_MAX_COUNT, TOKEN_REFILL_INTERVAL_MS
 
 IDLE_S = 60.0  # policy seconds a group must have been idle
 TOKENS_RULE = (

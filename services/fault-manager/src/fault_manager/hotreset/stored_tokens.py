@@ -9,7 +9,7 @@ import logging
 from ascend_common.clock import Clock, policy_seconds
 from ascend_common.schemas.exporter import Chip
 
-from fault_manager.hotreset.tokens import (
+from fault_manager.hotreset.token_bucket import (
     TOKEN_MAX_COUNT,
     TOKEN_REFILL_INTERVAL_MS,
     TokenBucket,

@@ -1,5 +1,5 @@
 """Each faulty chip's hot-reset token bucket, as stored; the rule that spends and refills them is hot
-reset's (fault_manager.hotreset.tokens, fault_manager.hotreset.stored_tokens), a layer above, which
+reset's (fault_manager.hotreset.token_bucket, fault_manager.hotreset.stored_tokens), a layer above, which
 turns a StoredBucket into its own TokenBucket."""
 
 from __future__ import annotations
