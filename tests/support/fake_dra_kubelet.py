@@ -264,7 +264,11 @@ class FakeDraKubelet:
             except FileNotFoundError:
                 continue
             if stat.S_ISSOCK(st.st_mode):
-                present[path] = (st.st_ino, st.st_ctime_ns)
+                # A socket made again (the kubelet's fsnotify Create: a new desired-state timestamp),
+                # not one chmodded after its bind (fsnotify Chmod: the kubelet does nothing). ctime
+                # would count the plugin's chmod to 0600 as a new socket, re-register it and close the
+                # channel under a call in flight, which the real kubelet never does.
+                present[path] = (st.st_ino, st.st_mtime_ns)
         for path in [p for p in self._seen if p not in present]:
             del self._seen[path]
             self._deregister(path)
