@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from ascend_common.chips import ChipAddress
+from ascend_common.goconv import atoi
 from ascend_common.schemas.exporter import (
     Assertion,
     Chip,
@@ -169,6 +170,53 @@ class Memory:
     available_mb: int
 
 
+# The 950's UB port counters as `hccn_tool -g -stat -i <logic> -u <udie> -p <port>` prints them, by
+# the tool's key names (the reference's UBCommonStats, then its UBOEExtensions): collector_for_ub.go.
+UB_COMMON_KEYS = (
+    "ub_ipv4_pkt_cnt_rx", "ub_ipv6_pkt_cnt_rx", "unic_ipv4_pkt_cnt_rx", "unic_ipv6_pkt_cnt_rx",
+    "ub_compact_pkt_cnt_rx", "ub_umoc_ctph_cnt_rx", "ub_umoc_ntph_cnt_rx", "ub_mem_pkt_cnt_rx",
+    "unknown_pkt_cnt_rx", "drop_ind_cnt_rx", "err_ind_cnt_rx", "to_host_pkt_cnt_rx", "to_imp_pkt_cnt_rx",
+    "to_mar_pkt_cnt_rx", "to_link_pkt_cnt_rx", "to_noc_pkt_cnt_rx", "route_err_cnt_rx", "out_err_cnt_rx",
+    "length_err_cnt_rx", "rx_busi_flit_num", "rx_send_ack_flit",
+    "ub_ipv4_pkt_cnt_tx", "ub_ipv6_pkt_cnt_tx", "unic_ipv4_pkt_cnt_tx", "unic_ipv6_pkt_cnt_tx",
+    "ub_compact_pkt_cnt_tx", "ub_umoc_ctph_cnt_tx", "ub_umoc_ntph_cnt_tx", "ub_mem_pkt_cnt_tx",
+    "unknown_pkt_cnt_tx", "drop_ind_cnt_tx", "err_ind_cnt_tx", "lpbk_ind_cnt_tx", "out_err_cnt_tx",
+    "length_err_cnt_tx", "tx_busi_flit_num", "tx_recv_ack_flit",
+    "retry_req_sum", "retry_ack_sum", "crc_error_sum",
+)  # fmt: skip
+UBOE_KEYS = (
+    "core_mib_rxpausepkts", "core_mib_txpausepkts", "core_mib_rxpfcpkts", "core_mib_txpfcpkts",
+    "core_mib_rxbadpkts", "core_mib_txbadpkts", "core_mib_rxbadoctets", "core_mib_txbadoctets",
+)  # fmt: skip
+UBOE_PORT_KEY = "is_uboe_port"  # "1" on a UBoE port
+UB_UNREADABLE = -1  # a counter the tool printed as NA, "not supported", nothing or not a number
+
+
+@dataclass(frozen=True)
+class UbPortStat:
+    """One UB port's counters: every UB_COMMON_KEYS entry, and the UBOE_KEYS ones on a UBoE port
+    only; a counter the tool did not print as a number is UB_UNREADABLE, as the reference's."""
+
+    udie: int
+    port: int
+    counters: Mapping[str, int]
+
+
+def ub_counter_value(text: str | None) -> int:
+    """The reference's GetIntDataFromStr: NA, "not supported", missing or not a Go integer is -1."""
+    if not text or "NA" in text or "not supported" in text:
+        return UB_UNREADABLE
+    value = atoi(text)
+    return UB_UNREADABLE if value is None else value
+
+
+def ub_port_stat(udie: int, port: int, info: Mapping[str, str]) -> UbPortStat:
+    """A port's `-g -stat` output (`key : value` lines, trimmed) as the reference's getUBStatInfo
+    keeps it: the UBoE counters only when `is_uboe_port` reads 1."""
+    keys = UB_COMMON_KEYS + UBOE_KEYS if atoi(info.get(UBOE_PORT_KEY, "")) == 1 else UB_COMMON_KEYS
+    return UbPortStat(udie, port, {key: ub_counter_value(info.get(key)) for key in keys})
+
+
 @dataclass(frozen=True)
 class ChipTelemetry:
     """What npu-exporter reads besides our poll, one sample of one chip; None: the library did not
@@ -205,6 +253,11 @@ class NetStatsProbe(Protocol):
     async def link(self, chip: Chip) -> dict[str, float] | None:
         """`link_status` (1 UP, 0 another state, -1 unreadable), `link_speed` (Mb/s), `link_up_num`,
         `bandwidth_tx` / `bandwidth_rx` (MB/s), each only when read; None as for net_stats."""
+
+    async def ub_stats(self, chip: Chip) -> list[UbPortStat] | None:
+        """The 950's UB port counters (`hccn_tool -g -stat -i <logic> -u <udie> -p <port>`), a port of
+        udie 0 then 1 each, in port order; a port that cannot be read is left out; None on another
+        family, or when the port table cannot be read."""
 
 
 class RoceLinkProbe(Protocol):

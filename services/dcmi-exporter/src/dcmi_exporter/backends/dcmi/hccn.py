@@ -24,6 +24,7 @@ from ascend_common.chips import ChipFamily
 from ascend_common.goconv import atoi
 from ascend_common.schemas.exporter import Chip, UbPorts
 
+from dcmi_exporter.backends.base import UbPortStat, ub_port_stat
 from dcmi_exporter.backends.failing import FailingChips
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ PORT_ENABLE_KEY, PORT_ENABLE_ON = "port_enable", "on"
 # API take port ids 0..63): it is refused, since every row costs a tool run per chip per round.
 MAX_PORT_ROWS = 64
 PORT_TABLE_TTL_S = 300.0  # hang detection re-reads the 950's port table at least this often
+UB_DIES = (0, 1)  # the udies the reference's UB and network collectors ask, in this order
 
 
 class HccnError(Exception):
@@ -310,6 +312,31 @@ async def _end(transport: asyncio.SubprocessTransport, capture: _Capture, comman
         log.error("hccn_tool did not exit after SIGKILL; left to the reaper", extra={"command": command})
 
 
+class PortTable:
+    """The 950's port table (`-g -dev_info`: udie -> port ids) of the first chip that answers, shared
+    by every chip (the reference's getNpuDevNetPortInfos, which reads it once for good); ours is read
+    again after `ttl_s`, and at once after `forget` (a round in which none of its ports answered), so
+    a table that changed (ports reconfigured, a driver upgrade) is picked up."""
+
+    def __init__(self, tool: HccnTool, ttl_s: float = PORT_TABLE_TTL_S) -> None:
+        self.tool = tool
+        self.ttl_s = ttl_s
+        self._ports: dict[int, list[int]] | None = None
+        self._at = 0.0  # loop time of its read
+
+    async def get(self, logic: int) -> dict[int, list[int]]:
+        now = asyncio.get_running_loop().time()
+        if self._ports is None or now - self._at >= self.ttl_s:
+            ports = parse_dev_info(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
+            if ports != self._ports:
+                log.info("950 port table read", extra={"logic_id": logic, "ports": ports})
+            self._ports, self._at = ports, now
+        return self._ports
+
+    def forget(self) -> None:
+        self._ports = None
+
+
 class HccnTraffic:
     """(tx, rx) of a chip, or None when the tool cannot tell this round.
 
@@ -319,9 +346,7 @@ class HccnTraffic:
 
     def __init__(self, tool: HccnTool) -> None:
         self.tool = tool
-        self._ports: dict[int, list[int]] | None = None  # the 950's port table, shared by every chip
-        self._ports_at = 0.0  # loop time of its read
-        self.ports_ttl_s = PORT_TABLE_TTL_S
+        self.ports = PortTable(tool)
         self._failing = FailingChips(
             log,
             "no network traffic for hang detection; AI core, HBM and CPU decide until it is back",
@@ -340,21 +365,8 @@ class HccnTraffic:
         self._failing.succeeded(chip)
         return value
 
-    async def _port_table(self, logic: int) -> dict[int, list[int]]:
-        """The table of the first chip that answers, shared by every chip (the reference's
-        getNpuDevNetPortInfos, which reads it once for good); ours is read again after
-        `ports_ttl_s`, and at once after a round in which none of its ports answered, so a table
-        that changed (ports reconfigured, a driver upgrade) is picked up."""
-        now = asyncio.get_running_loop().time()
-        if self._ports is None or now - self._ports_at >= self.ports_ttl_s:
-            ports = parse_dev_info(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
-            if ports != self._ports:
-                log.info("950 port table read", extra={"logic_id": logic, "ports": ports})
-            self._ports, self._ports_at = ports, now
-        return self._ports
-
     async def _ub_traffic(self, logic: int) -> tuple[int, int]:
-        table = await self._port_table(logic)
+        table = await self.ports.get(logic)
         tx = rx = 0
         answered = False
         for udie, ports in table.items():
@@ -371,7 +383,7 @@ class HccnTraffic:
                 rx += ub_counter(stat.get(UB_RX))
                 answered = True
         if not answered:
-            self._ports = None  # stale, most likely: read it again next time
+            self.ports.forget()  # stale, most likely: read it again next time
             raise HccnError("no UB port answered")
         return tx, rx
 
@@ -487,12 +499,44 @@ class HccnNetStats:
         self._optical = HccnOptical(tool)
         self._link = HccnLink(tool)
         self._out_of_range = OutOfRangeCounters()
+        self._ports = PortTable(tool)
+        self._ub_failing = FailingChips(
+            log, "UB port counters unreadable; their metric series are dropped", "UB port counters are back"
+        )
 
     async def optical(self, chip: Chip) -> dict[str, float] | None:
         return await self._optical.optical(chip)
 
     async def link(self, chip: Chip) -> dict[str, float] | None:
         return await self._link.link(chip)
+
+    async def ub_stats(self, chip: Chip) -> list[UbPortStat] | None:
+        """npu-exporter's UbCollector through the tool (collectUbInfo, getUBStatInfo): udie 0 then 1,
+        each of its ports in order; a port whose run fails is left out (logged at debug)."""
+        if chip.family is not ChipFamily.ASCEND950:
+            return None
+        logic = chip.logic_id
+        try:
+            table = await self._ports.get(logic)
+        except HccnError as exc:
+            self._ub_failing.failed(chip, str(exc))
+            return None
+        out: list[UbPortStat] = []
+        for udie in UB_DIES:
+            for port in sorted(table.get(udie, ())):
+                try:
+                    text = await self.tool.run("-g", "-stat", "-i", str(logic), "-u", str(udie), "-p", str(port))
+                except HccnError as exc:
+                    fields = {"logic_id": logic, "udie": udie, "port": port, "error": str(exc)}
+                    log.debug("UB port stat failed", extra=fields)
+                    continue
+                out.append(ub_port_stat(udie, port, parse_ub_stat(text)))
+        if table and not out:
+            self._ports.forget()
+            self._ub_failing.failed(chip, "no UB port answered")
+            return None
+        self._ub_failing.succeeded(chip)
+        return out
 
     async def net_stats(self, chip: Chip) -> dict[str, int | None] | None:
         if chip.family not in ROCE_FAMILIES:

@@ -32,7 +32,17 @@ from ascend_common.schemas.exporter import (
 from ascend_common.schemas.reading import Reading
 from ascend_common.vnpu import TEMPLATES, template_allowed
 
-from dcmi_exporter.backends.base import ChipTelemetry, EventSink, RawFaultEvent, RawSwitchEvent
+from dcmi_exporter.backends.base import (
+    UB_COMMON_KEYS,
+    UBOE_KEYS,
+    UBOE_PORT_KEY,
+    ChipTelemetry,
+    EventSink,
+    RawFaultEvent,
+    RawSwitchEvent,
+    UbPortStat,
+    ub_port_stat,
+)
 from dcmi_exporter.backends.dieid import DieType, format_die_id
 from dcmi_exporter.backends.errors import (
     RC_NOT_SUPPORTED,
@@ -66,6 +76,7 @@ from dcmi_exporter.backends.sim.state import (
     SimChip,
     SimPort,
 )
+from dcmi_exporter.snapshot import UBOE_BOARDS
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +87,11 @@ HANG_POLL_S = 0.05  # a hung call re-checks its deadline this often (a ManualClo
 IDLE_JOB_PROCESS_BYTES = 2 << 30  # each process of an idle job holds 2 GiB of HBM, as a real job would
 TRAFFIC_PKTS_PER_S = 10_000  # network packets a busy chip moves per sim second (tx and rx each)
 CPU_S_PER_S = 8  # CPU seconds a chip's process uses per sim second (a data loader's few cores)
+# A 950 chip's ports as the simulator's `-g -dev_info` lists them, before `set_ub_port` changes
+# one: four UB ports on each udie, and on a main board with a UBoE device (UBOE_BOARDS) a UBoE
+# bonding port on each.
+SIM_UB_PORTS = {(udie, port): "UB" for udie in (0, 1) for port in range(4)}
+SIM_UBOE_PORTS = {(0, 8): "ETH", (1, 8): "ETH"}
 FIRST_AUTO_VDEV_ID = 100  # the driver numbers vNPUs from 100 so they never collide with phy ids
 MAX_VNPU_ID = 65535
 
@@ -717,6 +733,33 @@ class SimBackend:
             return None
         tx, rx = self.traffic(logic_id)
         return telemetry.roce_stats(tx, rx)
+
+    def ub_port_table(self) -> dict[tuple[int, int], str]:
+        """(udie, port) -> kind ("UB", or "ETH" for a UBoE bonding port) of a 950 chip's ports as
+        `-g -dev_info` lists them: SIM_UB_PORTS, the UBoE ones on a main board with a UBoE device."""
+        board = self.layout.main_board_id
+        return {**SIM_UB_PORTS, **(SIM_UBOE_PORTS if board in UBOE_BOARDS else {})}
+
+    def ub_stats(self, logic_id: int) -> list[UbPortStat] | None:
+        """`hccn_tool -g -stat -i <logic> -u <udie> -p <port>` of each port, udie 0 then 1, as the
+        tool prints it (the flits from the traffic counters, spread over the ports that are up; no
+        error); None off the 950."""
+        if not self.layout.library_v2:
+            return None
+        st = self._control_chip(logic_id)
+        tx, rx = self.traffic(logic_id)
+        with self._lock:
+            kinds = {**self.ub_port_table(), **{key: port.kind for key, port in st.ports.items()}}
+            up = {key: key not in st.ports or st.ports[key].up for key in kinds}
+        live = max(1, sum(up.values()))
+        out: list[UbPortStat] = []
+        for udie, port in sorted(key for key in kinds if key[0] in (0, 1)):
+            text = dict.fromkeys((*UB_COMMON_KEYS, *UBOE_KEYS), "0")
+            if up[(udie, port)]:
+                text["tx_busi_flit_num"], text["rx_busi_flit_num"] = str(tx // live), str(rx // live)
+            text[UBOE_PORT_KEY] = "1" if kinds[(udie, port)] == "ETH" else "0"
+            out.append(ub_port_stat(udie, port, text))
+        return out
 
     def optical(self, logic_id: int) -> dict[str, float] | None:
         """`hccn_tool -i <phy> -optical -g` as npu-exporter keeps it: a present module, steady
