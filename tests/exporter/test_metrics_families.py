@@ -110,6 +110,16 @@ UBOE = {
     for name in ("rxpausepkts", "txpausepkts", "rxpfcpkts", "txpfcpkts", "rxbadpkts", "txbadpkts",
                  "rxbadoctets", "txbadoctets")
 }  # fmt: skip
+# NetworkCollector on the 950 (initNpuNetWorkDesc): per port, every 950 board but the Atlas 350 1P.
+UB_NETWORK = dict.fromkeys(
+    (
+        "npu_chip_info_link_status",
+        "npu_chip_info_bandwidth_tx",
+        "npu_chip_info_bandwidth_rx",
+        "npu_chip_info_link_speed",
+    ),
+    UB_LABELS,
+)
 TRAINING_910 = {
     **NODE, **BASE, **HBM, **ROCE,
     "machine_card_nums": (),
@@ -128,18 +138,13 @@ REFERENCE: dict[str, dict[str, tuple[str, ...]]] = {
     # An Atlas 850 (main board 0x25, with a UBoE device: UBoE ports): no PCIe
     # (supportedPcieA5MainBoards), no card count.
     "a5-8": {
-        **NODE, **BASE, **HBM, **SIO, **UB, **UBOE,
+        **NODE, **BASE, **HBM, **SIO, **UB, **UBOE, **UB_NETWORK,
         **card("npu_chip_info_network_status", "npu_chip_info_overall_utilization"),
     },
 }  # fmt: skip
-# The 950's network and optical families on the UB ports (collector_for_network.go initNpuNetWorkDesc,
-# collector_for_optical.go initNpuOpticalDesc) are not served yet; listed here so that serving one
-# fails this test until it moves into REFERENCE.
+# The 950's optical families on the UB ports (collector_for_optical.go initNpuOpticalDesc) are not
+# served yet; listed here so that serving one fails this test until it moves into REFERENCE.
 NOT_YET_950 = {
-    "npu_chip_info_link_status": UB_LABELS,
-    "npu_chip_info_bandwidth_tx": UB_LABELS,
-    "npu_chip_info_bandwidth_rx": UB_LABELS,
-    "npu_chip_info_link_speed": UB_LABELS,
     "npu_chip_info_optical_index_num": UB_LABELS,
     **{f"npu_chip_info_optical_{d}_power_{i}": UB_LABELS for d in ("tx", "rx") for i in range(4)},
 }  # fmt: skip

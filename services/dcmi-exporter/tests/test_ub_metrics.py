@@ -1,10 +1,13 @@
-"""The 950's UB port families (npu-exporter's UbCollector, collector_for_ub.go): how a port's
+"""The 950's per-port families: UB counters (npu-exporter's UbCollector, collector_for_ub.go) and
+link state, bandwidth and speed (its NetworkCollector on the 950, collector_for_network.go): how a port's
 `hccn_tool -g -stat` output becomes counters, which ports are read, and how the counters render.
 
 The tables port collector_for_ub_test.go: TestGetUBStatInfo (a UBoE port, a UB port, a failed
 read), TestCollectUBInfo (one read per port of the table), TestIsSupportedUB (the 950 only) and
 TestUpdatePrometheusUB (a series per port and counter, with udie and port); the counter parsing is
-hccn_tool.go's GetIntDataFromStr.
+hccn_tool.go's GetIntDataFromStr. The network tables port collector_for_network_test.go:
+TestCollectNetworkNpuInfo, TestNetworkCollectorIsSupported(2) and TestPromUpdateNetInfoNew, with
+hccn_tool.go's getSpeedFromStrA5 and getUboeBandwidth.
 """
 
 from __future__ import annotations
@@ -16,10 +19,17 @@ import pytest
 from ascend_common.clock import SystemClock
 from ascend_common.schemas.exporter import Chip, NodeInfo, SubscriptionState
 from ascend_common.schemas.reading import Reading
-from dcmi_exporter.backends.base import UB_COMMON_KEYS, UBOE_KEYS, UbPortStat, ub_counter_value, ub_port_stat
-from dcmi_exporter.backends.dcmi.hccn import HccnNetStats, HccnTool
+from dcmi_exporter.backends.base import (
+    UB_COMMON_KEYS,
+    UBOE_KEYS,
+    UbPortLink,
+    UbPortStat,
+    ub_counter_value,
+    ub_port_stat,
+)
+from dcmi_exporter.backends.dcmi.hccn import HccnError, HccnNetStats, HccnTool, parse_speed_a5, parse_uboe_bandwidth
 from dcmi_exporter.backends.sim.backend import SimBackend
-from dcmi_exporter.metrics import UB_LABELS, ChipCollector, ub_families, ub_family_names
+from dcmi_exporter.metrics import UB_LABELS, ChipCollector, ub_families, ub_family_names, ub_link_families
 from dcmi_exporter.snapshot import Snapshot
 from dcmi_exporter.telemetry_task import Samples
 
@@ -210,3 +220,177 @@ def test_the_simulators_ub_ports(profile: str, uboe_ports: list[tuple[int, int]]
     other = SimBackend("910b-8", clock=SystemClock())
     [first, *_] = other.discover()
     assert other.ub_stats(first.logic_id) is None
+
+
+# ------------------------------------------------------------------- the 950's per-port network
+
+
+SPEED_TABLE = """+--------+--------+-------+
+| UdieID | PortID | Speed |
++--------+--------+-------+
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "speed"),
+    [
+        ("| 0 | 4 | x | 400 G |\n", 400),  # the fourth column, "<speed> <unit>"
+        ("+---+\n| 0 | 4 | x | 200 G |\n+---+\n", 200),  # separators skipped
+        ("| 0 | 4 | x | NA |\n", None),  # a port that is down
+        ("| 0 | 4 | x | 400G |\n", None),  # not two parts
+        ("| 0 | 4 |\n", None),  # too few columns
+        ("", None),
+    ],
+)
+def test_get_speed_from_str_a5(text: str, speed: int | None) -> None:
+    if speed is None:
+        with pytest.raises(HccnError):
+            parse_speed_a5(text)
+    else:
+        assert parse_speed_a5(text) == speed
+
+
+UBOE_BANDWIDTH = """[dev_name: ethc0] get bandwidth result
+Bandwidth TX: 1.50 MB/sec
+Bandwidth RX: 2.50 MB/sec
+[dev_name: ethc1] get bandwidth result
+Bandwidth TX: 3.50 MB/sec
+Bandwidth RX: 4.50 MB/sec
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "port", "want"),
+    [
+        (UBOE_BANDWIDTH, 8, (1.5, 2.5)),  # an even port: the first group
+        (UBOE_BANDWIDTH, 9, (3.5, 4.5)),  # an odd one: the second
+        (UBOE_BANDWIDTH.split("[dev_name: ethc1]")[0], 9, (None, None)),  # no second group
+        ("[dev_name: ethc0]\nBandwidth TX: 1.00 MB/sec\n", 0, (None, None)),  # RX missing
+    ],
+)
+def test_get_uboe_bandwidth(text: str, port: int, want: tuple[float | None, float | None]) -> None:
+    assert parse_uboe_bandwidth(text, port) == want
+
+
+def network_tool(tmp_path: Path, rows: list[str]) -> tuple[Path, Path]:
+    """A hccn_tool answering -dev_info with `rows`, -link UP except on port 3 (DOWN) and failing on
+    port 6, -bandwidth with the port id (the bond with 7 / 8), -speed 400 G (NA on port 3)."""
+    calls = tmp_path / "calls"
+    table = tmp_path / "table"
+    table.write_text("\n".join([SEPARATOR, HEADER, SEPARATOR, *rows, SEPARATOR]) + "\n")
+    path = tmp_path / "hccn_tool"
+    path.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {calls}\n'
+        'case "$*" in\n'
+        f"  *-dev_info*) cat {table} ;;\n"
+        "  *-link*-p\\ 6) exit 1 ;;\n"
+        '  *-link*-p\\ 3) echo "link status: DOWN" ;;\n'
+        '  *-link*) echo "link status: UP" ;;\n'
+        '  *-bandwidth*-d*) printf "[dev_name: a]\\nBandwidth TX: 7.00 MB/sec\\nBandwidth RX: 8.00 MB/sec\\n" ;;\n'
+        '  *-bandwidth*) echo "Bandwidth TX: $8.00 MB/sec"; echo "Bandwidth RX: $8.50 MB/sec" ;;\n'
+        '  *-speed*-p\\ 3) echo "| 0 | 3 | NA |" ;;\n'
+        '  *-speed*) echo "| 0 | x | y | 400 G |" ;;\n'
+        "esac\n"
+    )
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path, calls
+
+
+async def test_collect_network_npu_info(tmp_path: Path) -> None:
+    """One link, bandwidth and speed read per port of udie 0 then 1; a failed link read is -1 (its
+    Unknown), a down port has no speed; a UBoE (ETH) port's bandwidth is the bond's."""
+    rows = [
+        "| 0 | 3 | 200 | UB | DOWN | Optical |",
+        "| 0 | 1 | 200 | UB | UP | Optical |",
+        "| 1 | 6 | 200 | UB | UP | Optical |",
+        "| 1 | 8 | 200 | ETH | UP | Optical |",
+    ]
+    path, calls = network_tool(tmp_path, rows)
+    got = await HccnNetStats(HccnTool(path)).ub_links(a950(2))
+    assert got == [
+        UbPortLink(0, 1, {"link_status": 1, "bandwidth_tx": 1.0, "bandwidth_rx": 1.5, "link_speed": 400}),
+        UbPortLink(0, 3, {"link_status": 0, "bandwidth_tx": 3.0, "bandwidth_rx": 3.5}),
+        UbPortLink(1, 6, {"link_status": -1, "bandwidth_tx": 6.0, "bandwidth_rx": 6.5, "link_speed": 400}),
+        UbPortLink(1, 8, {"link_status": 1, "bandwidth_tx": 7.0, "bandwidth_rx": 8.0, "link_speed": 400}),
+    ]
+    runs = calls.read_text().splitlines()
+    assert runs[0] == "-g -dev_info -i 2"
+    assert runs[1:4] == [
+        "-g -link -i 2 -u 0 -p 1",
+        "-g -bandwidth -i 2 -u 0 -p 1 -time 100",
+        "-g -speed -i 2 -u 0 -p 1",
+    ]
+    assert "-g -bandwidth -i 2 -d bond2" in runs
+
+
+async def test_network_collector_is_supported(tmp_path: Path) -> None:
+    """TestNetworkCollectorIsSupported / IsSupported2: the 950 but not on the Atlas 350 1P (0x68)."""
+    path, calls = network_tool(tmp_path, ["| 0 | 1 | 200 | UB | UP | Optical |"])
+    probe = HccnNetStats(HccnTool(path))
+    on_350_1p = exporter_chip(0, 0, name="Ascend950PR", board=0x20, card_id=-1)
+    on_350_1p = on_350_1p.model_copy(
+        update={"static": on_350_1p.static.model_copy(update={"main_board_id": Reading[int].ok(0x68)})}
+    )
+    assert await probe.ub_links(on_350_1p) is None
+    assert await probe.ub_links(exporter_chip(0, 0)) is None  # a 910B: its own per-chip link families
+    assert not calls.exists()
+    assert await probe.ub_links(a950()) is not None
+    assert await HccnNetStats(HccnTool(tmp_path / "missing")).ub_links(a950()) is None
+
+
+def test_prom_update_net_info_new() -> None:
+    """Four series per port (state, tx, rx, speed), each with the port's udie and port labels; a
+    value not read has no series."""
+    card = ["0", "Ascend950DT", "", "", "", "", ""]
+    links = [
+        UbPortLink(0, 1, {"link_status": 1, "bandwidth_tx": 100, "bandwidth_rx": 200, "link_speed": 400}),
+        UbPortLink(1, 2, {"link_status": -1}),
+    ]
+    families = ub_link_families([(card, links)])
+    assert list(families) == [
+        "npu_chip_info_link_status", "npu_chip_info_bandwidth_tx", "npu_chip_info_bandwidth_rx",
+        "npu_chip_info_link_speed",
+    ]  # fmt: skip
+    got = {
+        name: [(s.labels["udie"], s.labels["port"], s.value) for s in family.samples]
+        for name, family in families.items()
+    }
+    assert got == {
+        "npu_chip_info_link_status": [("0", "1", 1), ("1", "2", -1)],
+        "npu_chip_info_bandwidth_tx": [("0", "1", 100)],
+        "npu_chip_info_bandwidth_rx": [("0", "1", 200)],
+        "npu_chip_info_link_speed": [("0", "1", 400)],
+    }
+    assert all(list(s.labels) == UB_LABELS for f in families.values() for s in f.samples)
+
+
+def test_the_950s_link_families_replace_the_910s_on_a_950_node() -> None:
+    """One family per name in a scrape: the per-port one where 950 samples are, the per-chip one else."""
+    snap = Snapshot.build(node(), {0: a950(0)})
+    samples = Samples(ub_link={0: [UbPortLink(0, 1, {"link_status": 1})]})
+    families = [f for f in ChipCollector(lambda: snap, dict, lambda: samples).collect()]
+    [link] = [f for f in families if f.name == "npu_chip_info_link_status"]
+    assert [s.labels["port"] for s in link.samples] == ["1"]
+    snap_910 = Snapshot.build(node(), {0: exporter_chip(0, 0)})
+    samples_910 = Samples(link={0: {"link_status": 1}})
+    collected = ChipCollector(lambda: snap_910, dict, lambda: samples_910).collect()
+    [link] = [f for f in collected if f.name == "npu_chip_info_link_status"]
+    [only] = link.samples
+    assert set(only.labels) == {
+        "id", "model_name", "vdie_id", "pcie_bus_info", "namespace", "pod_name", "container_name"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(("profile", "served"), [("a5-8", True), ("a5-atlas350-4p", True), ("a5-atlas350-4", False)])
+def test_the_simulators_port_links(profile: str, served: bool) -> None:
+    backend = SimBackend(profile, clock=SystemClock())
+    [first, *_] = backend.discover()
+    got = backend.ub_links(first.logic_id)
+    if not served:
+        assert got is None
+        return
+    assert got is not None and all(link.values["link_status"] == 1 for link in got)
+    backend.set_ub_port(first.logic_id, 0, 2, "UB", up=False, event=False)
+    after = {(link.udie, link.port): link.values for link in backend.ub_links(first.logic_id) or []}
+    assert after[(0, 2)]["link_status"] == 0 and "link_speed" not in after[(0, 2)]

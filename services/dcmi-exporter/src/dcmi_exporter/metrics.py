@@ -23,7 +23,15 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
 from dcmi_exporter import __version__
-from dcmi_exporter.backends.base import HCCS_PORTS, PCIE_KINDS, UB_COMMON_KEYS, UBOE_KEYS, ChipTelemetry, UbPortStat
+from dcmi_exporter.backends.base import (
+    HCCS_PORTS,
+    PCIE_KINDS,
+    UB_COMMON_KEYS,
+    UBOE_KEYS,
+    ChipTelemetry,
+    UbPortLink,
+    UbPortStat,
+)
 from dcmi_exporter.containers import Holders
 from dcmi_exporter.snapshot import Snapshot
 from dcmi_exporter.telemetry_task import Samples
@@ -467,6 +475,37 @@ def ub_families(read: list[tuple[list[str], list[UbPortStat]]]) -> Iterator[Gaug
         yield family
 
 
+# npu-exporter's NetworkCollector on the 950 (initNpuNetWorkDesc): per port, labels UB_LABELS; the
+# link state and the bandwidth share their names with the 910's per-chip families (LINK_FAMILIES).
+# family -> (the sample's key, help)
+UB_LINK_FAMILIES: dict[str, tuple[str, str]] = {
+    "npu_chip_info_link_status": ("link_status", "the npu link status on ub port"),
+    "npu_chip_info_bandwidth_tx": ("bandwidth_tx", "the npu port transport speed, unit is 'MB/s'"),
+    "npu_chip_info_bandwidth_rx": ("bandwidth_rx", "the npu port receive speed, unit is 'MB/s'"),
+    "npu_chip_info_link_speed": ("link_speed", "the npu port link speed, unit is 'G'"),
+}
+# The 950 main boards the NetworkCollector skips (notSupportedNetworkNpuDevices: the Atlas 350 1P).
+UB_LINK_UNSUPPORTED_BOARDS = frozenset({0x68})
+
+
+def ub_link_supported(chip: Chip) -> bool:
+    board = chip.static.main_board_id.value if chip.static.main_board_id.is_ok else None
+    return supports(chip, UB_FAMILIES) and board not in UB_LINK_UNSUPPORTED_BOARDS
+
+
+def ub_link_families(read: list[tuple[list[str], list[UbPortLink]]]) -> dict[str, GaugeMetricFamily]:
+    """The 950's per-port link families: a series per port and value it read (a state that could not
+    be read is -1; a bandwidth or speed that could not be read has none), as promUpdateNetInfoNew."""
+    out: dict[str, GaugeMetricFamily] = {}
+    for name, (key, doc) in UB_LINK_FAMILIES.items():
+        family = out[name] = GaugeMetricFamily(name, doc, labels=UB_LABELS)
+        for labels, ports in read:
+            for link in ports:
+                if key in link.values:
+                    family.add_metric([*labels, str(link.udie), str(link.port)], link.values[key])
+    return out
+
+
 def health_counts(snap: Snapshot) -> tuple[int, int, int]:
     """(healthy, unhealthy, unknown) chips, as npu-exporter's countHealthStatus: a chip whose
     health could not be read is unknown."""
@@ -547,6 +586,13 @@ def sample_families(snap: Snapshot, samples: Samples, holders: Holders | None = 
             for bw_type, value in zip(PCIE_BW_TYPES, sample.pcie.rates[kind], strict=True):
                 pcie[kind].add_metric([*labels, bw_type], value)
     yield from pcie.values()
+    ub_links = ub_link_families(
+        [
+            (_labels(chip, holders), samples.ub_link[chip.logic_id])
+            for chip in answering
+            if chip.logic_id in samples.ub_link and ub_link_supported(chip)
+        ]
+    )
     for table, by_logic in ((OPTICAL_FAMILIES, samples.optical), (LINK_FAMILIES, samples.link)):
         read = [(_labels(chip, holders), by_logic[chip.logic_id]) for chip in answering if chip.logic_id in by_logic]
         for name, (key, doc) in table.items():
@@ -554,7 +600,11 @@ def sample_families(snap: Snapshot, samples: Samples, holders: Holders | None = 
             for labels, values in read:
                 if key in values:  # npu-exporter shows no value it could not read
                     family.add_metric(labels, values[key])
+            if name in ub_links:  # one family of the name: the 950's per-port one on a 950 node
+                ub = ub_links.pop(name)
+                family = ub if ub.samples and not family.samples else family
             yield family
+    yield from ub_links.values()
     yield from ub_families(
         [
             (_labels(chip, holders), samples.ub[chip.logic_id])

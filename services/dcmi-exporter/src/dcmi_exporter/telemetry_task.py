@@ -24,7 +24,7 @@ from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import ChipAddress
 from ascend_common.schemas.exporter import Chip, ChipState
 
-from dcmi_exporter.backends.base import ChipTelemetry, NetStatsProbe, UbPortStat
+from dcmi_exporter.backends.base import ChipTelemetry, NetStatsProbe, UbPortLink, UbPortStat
 from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
@@ -41,7 +41,8 @@ class Samples:
     net: dict[int, Mapping[str, int | None]] = field(default_factory=dict)
     optical: dict[int, dict[str, float]] = field(default_factory=dict)
     link: dict[int, dict[str, float]] = field(default_factory=dict)
-    ub: dict[int, list[UbPortStat]] = field(default_factory=dict)  # the 950's UB ports
+    ub: dict[int, list[UbPortStat]] = field(default_factory=dict)  # the 950's UB port counters
+    ub_link: dict[int, list[UbPortLink]] = field(default_factory=dict)  # the 950's per-port link
 
 
 class TelemetryTask:
@@ -114,6 +115,7 @@ class TelemetryTask:
             optical=self.samples.optical,
             link=self.samples.link,
             ub=self.samples.ub,
+            ub_link=self.samples.ub_link,
         )
 
     async def _read_chip(self, chip: Chip) -> ChipTelemetry | None:
@@ -141,6 +143,7 @@ class TelemetryTask:
             optical={chip.logic_id: r.optical for chip, r in read if r.optical is not None},
             link={chip.logic_id: r.link for chip, r in read if r.link is not None},
             ub={chip.logic_id: r.ub for chip, r in read if r.ub is not None},
+            ub_link={chip.logic_id: r.ub_link for chip, r in read if r.ub_link is not None},
         )
 
     async def _read_net(self, net: NetStatsProbe, chip: Chip) -> NetRead:
@@ -148,8 +151,9 @@ class TelemetryTask:
         counters = await self._read_one(net.net_stats, chip)
         optical, link = await self._read_one(net.optical, chip), await self._read_one(net.link, chip)
         ub = await self._read_one(net.ub_stats, chip)
+        ub_link = await self._read_one(net.ub_links, chip)
         self._net_late.succeeded(chip)
-        return NetRead(counters, optical, link, ub)
+        return NetRead(counters, optical, link, ub, ub_link)
 
     @staticmethod
     async def _read_one(read: Callable[[Chip], Awaitable[T | None]], chip: Chip) -> T | None:
@@ -168,3 +172,4 @@ class NetRead:
     optical: dict[str, float] | None
     link: dict[str, float] | None
     ub: list[UbPortStat] | None
+    ub_link: list[UbPortLink] | None

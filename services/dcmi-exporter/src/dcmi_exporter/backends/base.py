@@ -202,6 +202,16 @@ class UbPortStat:
     counters: Mapping[str, int]
 
 
+@dataclass(frozen=True)
+class UbPortLink:
+    """One 950 port's `link_status` (1 UP, 0 another state, -1 unreadable), `bandwidth_tx` /
+    `bandwidth_rx` (MB/s) and `link_speed` (the tool's G), each only when read."""
+
+    udie: int
+    port: int
+    values: Mapping[str, float]
+
+
 def ub_counter_value(text: str | None) -> int:
     """The reference's GetIntDataFromStr: NA, "not supported", missing or not a Go integer is -1."""
     if not text or "NA" in text or "not supported" in text:
@@ -253,6 +263,11 @@ class NetStatsProbe(Protocol):
     async def link(self, chip: Chip) -> dict[str, float] | None:
         """`link_status` (1 UP, 0 another state, -1 unreadable), `link_speed` (Mb/s), `link_up_num`,
         `bandwidth_tx` / `bandwidth_rx` (MB/s), each only when read; None as for net_stats."""
+
+    async def ub_links(self, chip: Chip) -> list[UbPortLink] | None:
+        """The 950's per-port link state, bandwidth and speed (`hccn_tool -g -link` / `-bandwidth` /
+        `-speed` with `-u <udie> -p <port>`), ports as ub_stats; None on another family, on a main
+        board npu-exporter's NetworkCollector skips, or when the port table cannot be read."""
 
     async def ub_stats(self, chip: Chip) -> list[UbPortStat] | None:
         """The 950's UB port counters (`hccn_tool -g -stat -i <logic> -u <udie> -p <port>`), a port of

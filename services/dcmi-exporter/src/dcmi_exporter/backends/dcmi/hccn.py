@@ -24,7 +24,7 @@ from ascend_common.chips import ChipFamily
 from ascend_common.goconv import atoi
 from ascend_common.schemas.exporter import Chip, UbPorts
 
-from dcmi_exporter.backends.base import UbPortStat, ub_port_stat
+from dcmi_exporter.backends.base import UbPortLink, UbPortStat, ub_port_stat
 from dcmi_exporter.backends.failing import FailingChips
 
 log = logging.getLogger(__name__)
@@ -121,11 +121,19 @@ def _columns(row: str) -> list[str]:
     return [c.strip() for c in row.removeprefix("|").removesuffix("|").split("|")]
 
 
-def parse_dev_info(text: str) -> dict[int, list[int]]:
-    """`hccn_tool -g -dev_info -i <logic>` (950): udie id -> port ids, from the first table's data
-    rows (`parseDeviceTable`: rows between its second and third `+-` separator; a row needs at
-    least 5 columns with a port type and link status, and integer udie and port ids)."""
-    out: dict[int, list[int]] = {}
+@dataclass(frozen=True)
+class PortRow:
+    udie: int
+    port: int
+    port_type: str
+    link_status: str
+
+
+def parse_dev_info_rows(text: str) -> list[PortRow]:
+    """`hccn_tool -g -dev_info -i <logic>` (950): the first table's data rows (`parseDeviceTable`:
+    rows between its second and third `+-` separator; a row needs at least 5 columns with a port
+    type and link status, and integer udie and port ids; another row is skipped)."""
+    rows: list[PortRow] = []
     for section, row in _first_table(text):
         if section != 2:
             continue
@@ -137,18 +145,18 @@ def parse_dev_info(text: str) -> dict[int, list[int]]:
         if udie is None or port is None:
             log.warning("hccn_tool -dev_info: row skipped", extra={"row": row})
             continue
-        out.setdefault(udie, []).append(port)
-    if not out:
+        rows.append(PortRow(udie, port, columns[3], columns[4]))
+    if not rows:
         raise HccnError("no port rows in the -dev_info output")
+    return rows
+
+
+def parse_dev_info(text: str) -> dict[int, list[int]]:
+    """`parse_dev_info_rows` as udie id -> port ids, in the table's order."""
+    out: dict[int, list[int]] = {}
+    for row in parse_dev_info_rows(text):
+        out.setdefault(row.udie, []).append(row.port)
     return out
-
-
-@dataclass(frozen=True)
-class PortRow:
-    udie: int
-    port: int
-    port_type: str
-    link_status: str
 
 
 def parse_port_table(text: str) -> list[PortRow]:
@@ -322,15 +330,20 @@ class PortTable:
         self.tool = tool
         self.ttl_s = ttl_s
         self._ports: dict[int, list[int]] | None = None
+        self.kinds: dict[tuple[int, int], str] = {}  # (udie, port) -> PortType ("UB", "ETH")
         self._at = 0.0  # loop time of its read
 
     async def get(self, logic: int) -> dict[int, list[int]]:
         now = asyncio.get_running_loop().time()
         if self._ports is None or now - self._at >= self.ttl_s:
-            ports = parse_dev_info(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
+            rows = parse_dev_info_rows(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
+            ports: dict[int, list[int]] = {}
+            for row in rows:
+                ports.setdefault(row.udie, []).append(row.port)
             if ports != self._ports:
                 log.info("950 port table read", extra={"logic_id": logic, "ports": ports})
             self._ports, self._at = ports, now
+            self.kinds = {(row.udie, row.port): row.port_type for row in rows}
         return self._ports
 
     def forget(self) -> None:
@@ -500,6 +513,7 @@ class HccnNetStats:
         self._link = HccnLink(tool)
         self._out_of_range = OutOfRangeCounters()
         self._ports = PortTable(tool)
+        self._ub_links = HccnUbLinks(tool, self._ports)
         self._ub_failing = FailingChips(
             log, "UB port counters unreadable; their metric series are dropped", "UB port counters are back"
         )
@@ -509,6 +523,9 @@ class HccnNetStats:
 
     async def link(self, chip: Chip) -> dict[str, float] | None:
         return await self._link.link(chip)
+
+    async def ub_links(self, chip: Chip) -> list[UbPortLink] | None:
+        return await self._ub_links.ub_links(chip)
 
     async def ub_stats(self, chip: Chip) -> list[UbPortStat] | None:
         """npu-exporter's UbCollector through the tool (collectUbInfo, getUBStatInfo): udie 0 then 1,
@@ -682,6 +699,113 @@ def parse_bandwidth(text: str) -> tuple[float | None, float | None]:
         if "RX:" in line:
             rx = number
     return tx, rx
+
+
+def parse_speed_a5(text: str) -> int:
+    """`hccn_tool -g -speed -i <logic> -u <udie> -p <port>` (950), as getSpeedFromStrA5: NA anywhere
+    is a port that is down; else the first line with a `|` and no `+`, its fourth column
+    `<speed> <unit>`."""
+    if "NA" in text:
+        raise HccnError("link speed is unknown, the port is down")
+    rows = [line for line in text.strip().split("\n") if line and "+" not in line and "|" in line]
+    if not rows:
+        raise HccnError(f"no table row in the -speed output: {text[:80]!r}")
+    parts = rows[0].split("|")
+    if len(parts) < 5:
+        raise HccnError(f"-speed row of fewer than four columns: {rows[0][:80]!r}")
+    speed = parts[4].strip().split(" ")
+    if len(speed) != 2 or (value := atoi(speed[0])) is None:
+        raise HccnError(f"-speed column not '<speed> <unit>': {parts[4][:80]!r}")
+    return value
+
+
+def parse_uboe_bandwidth(text: str, port: int) -> tuple[float | None, float | None]:
+    """`hccn_tool -g -bandwidth -i <logic> -d bond<logic>` (950, a UBoE port), as getUboeBandwidth:
+    two `[dev_name: ...]` groups of TX / RX lines; an even port is the first group's, an odd one the
+    second's; (None, None) when that group lacks either side."""
+    groups: list[dict[str, float]] = [{}, {}]
+    current, seen = 0, 0
+    for line in text.split("\n"):
+        if not line:
+            continue
+        if "[dev_name:" in line:
+            seen += 1
+            current = 1 if seen >= 2 else 0
+            continue
+        fields = line.split()
+        if len(fields) != 4:
+            continue
+        try:
+            number = float(fields[2])
+        except ValueError:
+            continue
+        for side in ("TX", "RX"):
+            if f"{side}:" in line:
+                groups[current][side] = number
+    group = groups[port % 2]
+    if "TX" not in group or "RX" not in group:
+        return None, None
+    return group["TX"], group["RX"]
+
+
+# The 950 main boards npu-exporter's NetworkCollector skips (notSupportedNetworkNpuDevices: Atlas 350 1P).
+NETWORK_UNSUPPORTED_950_BOARDS = frozenset({0x68})
+
+
+class HccnUbLinks:
+    """The 950's per-port link state, bandwidth and speed (npu-exporter's NetworkCollector on the
+    950, collectNetworkNpuInfo): three tool runs per port of udie 0 then 1. The state is -1 when
+    its run fails; bandwidth and speed have no value then."""
+
+    def __init__(self, tool: HccnTool, ports: PortTable) -> None:
+        self.tool = tool
+        self.ports = ports
+        self._failing = FailingChips(
+            log, "950 port table unreadable; the per-port link series are dropped", "950 port table readable again"
+        )
+
+    async def ub_links(self, chip: Chip) -> list[UbPortLink] | None:
+        if chip.family is not ChipFamily.ASCEND950 or main_board(chip) in NETWORK_UNSUPPORTED_950_BOARDS:
+            return None
+        logic = str(chip.logic_id)
+        try:
+            table = await self.ports.get(chip.logic_id)
+        except HccnError as exc:
+            self._failing.failed(chip, str(exc))
+            return None
+        self._failing.succeeded(chip)
+        out: list[UbPortLink] = []
+        for udie in UB_DIES:
+            for port in sorted(table.get(udie, ())):
+                where = ("-i", logic, "-u", str(udie), "-p", str(port))
+                values: dict[str, float] = {}
+                try:
+                    status = parse_link_status(await self.tool.run("-g", "-link", *where))
+                except HccnError as exc:
+                    log.debug("950 port link read failed", extra={"logic_id": chip.logic_id, "error": str(exc)})
+                    status = LINK_UNKNOWN
+                if (code := link_status_code(status)) is not None:
+                    values["link_status"] = code
+                try:
+                    if self.ports.kinds.get((udie, port)) == BONDING_PORT:
+                        out_text = await self.tool.run("-g", "-bandwidth", "-i", logic, "-d", f"bond{logic}")
+                        tx, rx = parse_uboe_bandwidth(out_text, port)
+                    else:
+                        tx, rx = parse_bandwidth(await self.tool.run("-g", "-bandwidth", *where, "-time", "100"))
+                except HccnError as exc:
+                    log.debug("950 port bandwidth read failed", extra={"logic_id": chip.logic_id, "error": str(exc)})
+                else:
+                    values.update({k: v for k, v in (("bandwidth_tx", tx), ("bandwidth_rx", rx)) if v is not None})
+                try:
+                    values["link_speed"] = parse_speed_a5(await self.tool.run("-g", "-speed", *where))
+                except HccnError as exc:
+                    log.debug("950 port speed read failed", extra={"logic_id": chip.logic_id, "error": str(exc)})
+                out.append(UbPortLink(udie, port, values))
+        return out
+
+
+def main_board(chip: Chip) -> int | None:
+    return chip.static.main_board_id.value if chip.static.main_board_id.is_ok else None
 
 
 class HccnLink:

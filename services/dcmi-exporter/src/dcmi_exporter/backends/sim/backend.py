@@ -40,6 +40,7 @@ from dcmi_exporter.backends.base import (
     EventSink,
     RawFaultEvent,
     RawSwitchEvent,
+    UbPortLink,
     UbPortStat,
     ub_port_stat,
 )
@@ -92,6 +93,7 @@ CPU_S_PER_S = 8  # CPU seconds a chip's process uses per sim second (a data load
 # bonding port on each.
 SIM_UB_PORTS = {(udie, port): "UB" for udie in (0, 1) for port in range(4)}
 SIM_UBOE_PORTS = {(0, 8): "ETH", (1, 8): "ETH"}
+SIM_NETWORK_UNSUPPORTED_BOARDS = frozenset({0x68})  # the Atlas 350 1P: no NetworkCollector on the 950
 FIRST_AUTO_VDEV_ID = 100  # the driver numbers vNPUs from 100 so they never collide with phy ids
 MAX_VNPU_ID = 65535
 
@@ -759,6 +761,29 @@ class SimBackend:
                 text["tx_busi_flit_num"], text["rx_busi_flit_num"] = str(tx // live), str(rx // live)
             text[UBOE_PORT_KEY] = "1" if kinds[(udie, port)] == "ETH" else "0"
             out.append(ub_port_stat(udie, port, text))
+        return out
+
+    def ub_links(self, logic_id: int) -> list[UbPortLink] | None:
+        """Each 950 port's link state (its `set_ub_port` state, up by default), bandwidth (the chip's
+        RoCE-like busy figure spread over the ports that are up) and speed (400 G; none when down,
+        as the tool's NA), udie 0 then 1; None off the 950 and on the Atlas 350 1P board (0x68),
+        where npu-exporter's NetworkCollector does not run."""
+        if not self.layout.library_v2 or self.layout.main_board_id in SIM_NETWORK_UNSUPPORTED_BOARDS:
+            return None
+        st = self._control_chip(logic_id)
+        with self._lock:
+            keys = sorted(key for key in {**self.ub_port_table(), **st.ports} if key[0] in (0, 1))
+            up = {key: key not in st.ports or st.ports[key].up for key in keys}
+            idle = st.idle_job is not None
+        live = max(1, sum(up.values()))
+        out: list[UbPortLink] = []
+        for key in keys:
+            if not up[key]:
+                out.append(UbPortLink(key[0], key[1], {"link_status": 0, "bandwidth_tx": 0.0, "bandwidth_rx": 0.0}))
+                continue
+            busy = 0.0 if idle else round((1200.0 + logic_id) / live, 2)
+            values = {"link_status": 1, "bandwidth_tx": busy, "bandwidth_rx": busy, "link_speed": 400}
+            out.append(UbPortLink(key[0], key[1], values))
         return out
 
     def optical(self, logic_id: int) -> dict[str, float] | None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ascend_common.schemas.exporter import Chip, UbPorts
 
-from dcmi_exporter.backends.base import CpuTimes, UbPortStat
+from dcmi_exporter.backends.base import CpuTimes, UbPortLink, UbPortStat
 from dcmi_exporter.backends.sim.backend import SimBackend
 
 
@@ -48,6 +48,9 @@ class SimNetStats:
 
     async def ub_stats(self, chip: Chip) -> list[UbPortStat] | None:
         return self.backend.ub_stats(chip.logic_id)
+
+    async def ub_links(self, chip: Chip) -> list[UbPortLink] | None:
+        return self.backend.ub_links(chip.logic_id)
 
 
 class SimRoceLinkProbe:
