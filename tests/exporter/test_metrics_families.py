@@ -120,6 +120,11 @@ UB_NETWORK = dict.fromkeys(
     ),
     UB_LABELS,
 )
+# OpticalCollector on the 950 (initNpuOpticalDesc): per port, off the Atlas 350 and Atlas 950 boards.
+UB_OPTICAL = {
+    "npu_chip_info_optical_index_num": UB_LABELS,
+    **{f"npu_chip_info_optical_{d}_power_{i}": UB_LABELS for d in ("tx", "rx") for i in range(4)},
+}
 TRAINING_910 = {
     **NODE, **BASE, **HBM, **ROCE,
     "machine_card_nums": (),
@@ -138,15 +143,9 @@ REFERENCE: dict[str, dict[str, tuple[str, ...]]] = {
     # An Atlas 850 (main board 0x25, with a UBoE device: UBoE ports): no PCIe
     # (supportedPcieA5MainBoards), no card count.
     "a5-8": {
-        **NODE, **BASE, **HBM, **SIO, **UB, **UBOE, **UB_NETWORK,
+        **NODE, **BASE, **HBM, **SIO, **UB, **UBOE, **UB_NETWORK, **UB_OPTICAL,
         **card("npu_chip_info_network_status", "npu_chip_info_overall_utilization"),
     },
-}  # fmt: skip
-# The 950's optical families on the UB ports (collector_for_optical.go initNpuOpticalDesc) are not
-# served yet; listed here so that serving one fails this test until it moves into REFERENCE.
-NOT_YET_950 = {
-    "npu_chip_info_optical_index_num": UB_LABELS,
-    **{f"npu_chip_info_optical_{d}_power_{i}": UB_LABELS for d in ("tx", "rx") for i in range(4)},
 }  # fmt: skip
 PERIODS = ("--telemetry-period", "0.2", "--net-stats-period", "0.2")
 
@@ -193,5 +192,3 @@ async def test_families_and_labels_per_chip_type_are_npu_exporters(profile: str,
     assert not extra, f"{profile}: we show, npu-exporter does not: {extra}"
     wrong = {name: (got[name], labels) for name, labels in expected.items() if got[name] != labels}
     assert not wrong, f"{profile}: label names differ (ours, npu-exporter's): {wrong}"
-    if profile == "a5-8":
-        assert not set(NOT_YET_950) & set(got), "a 950 family is served: move it into REFERENCE['a5-8']"

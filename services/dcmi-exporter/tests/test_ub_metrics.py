@@ -7,7 +7,9 @@ read), TestCollectUBInfo (one read per port of the table), TestIsSupportedUB (th
 TestUpdatePrometheusUB (a series per port and counter, with udie and port); the counter parsing is
 hccn_tool.go's GetIntDataFromStr. The network tables port collector_for_network_test.go:
 TestCollectNetworkNpuInfo, TestNetworkCollectorIsSupported(2) and TestPromUpdateNetInfoNew, with
-hccn_tool.go's getSpeedFromStrA5 and getUboeBandwidth.
+hccn_tool.go's getSpeedFromStrA5 and getUboeBandwidth; the optical ones
+collector_for_optical_test.go: TestCollectOpticalNpuInfo, TestPromUpdateOpticalInfo(New), with
+storeOpticalNpuInfos and hccn_tool.go's parseSecondTableColumns.
 """
 
 from __future__ import annotations
@@ -23,13 +25,29 @@ from dcmi_exporter.backends.base import (
     UB_COMMON_KEYS,
     UBOE_KEYS,
     UbPortLink,
+    UbPortOptical,
     UbPortStat,
+    optical_port_values,
     ub_counter_value,
     ub_port_stat,
 )
-from dcmi_exporter.backends.dcmi.hccn import HccnError, HccnNetStats, HccnTool, parse_speed_a5, parse_uboe_bandwidth
+from dcmi_exporter.backends.dcmi.hccn import (
+    HccnError,
+    HccnNetStats,
+    HccnTool,
+    parse_optical_a5,
+    parse_speed_a5,
+    parse_uboe_bandwidth,
+)
 from dcmi_exporter.backends.sim.backend import SimBackend
-from dcmi_exporter.metrics import UB_LABELS, ChipCollector, ub_families, ub_family_names, ub_link_families
+from dcmi_exporter.metrics import (
+    UB_LABELS,
+    ChipCollector,
+    ub_families,
+    ub_family_names,
+    ub_link_families,
+    ub_optical_families,
+)
 from dcmi_exporter.snapshot import Snapshot
 from dcmi_exporter.telemetry_task import Samples
 
@@ -394,3 +412,126 @@ def test_the_simulators_port_links(profile: str, served: bool) -> None:
     backend.set_ub_port(first.logic_id, 0, 2, "UB", up=False, event=False)
     after = {(link.udie, link.port): link.values for link in backend.ub_links(first.logic_id) or []}
     assert after[(0, 2)]["link_status"] == 0 and "link_speed" not in after[(0, 2)]
+
+
+# ------------------------------------------------------------------- the 950's per-port optical
+
+SEP = "+-----+"
+# Five separators before the data rows, the sixth ends them (parseSecondTableColumns); a power row
+# has eleven `|` parts, its key in the fourth column and its value in the fifth.
+OPTICAL_A5 = "\n".join(
+    [
+        SEP, "| module | x |", SEP, "| a | b |", SEP, "| header | x |", SEP, SEP,
+        "| 0 | 4 | a | TxPower Lane0(dBm) | 1.25 | b | c | d | e | f |",
+        "| 0 | 4 | a | RxPower Lane0(dBm) | -3.10 | b | c | d | e | f |",  # a `-`: skipped, as the reference
+        "| 0 | 4 | a | RxPower Lane1(dBm) | NA | b | c | d | e | f |",
+        "| 0 | 4 | a | TxPower Lane1(dBm) | 2.0 | b |",  # too few parts
+        "| optical_0 | x |",
+        "| optical_1 | x |",
+        "| short |",
+        SEP,
+        "| 0 | 4 | a | TxPower Lane2(dBm) | 9.9 | b | c | d | e | f |",  # after the sixth separator
+    ]
+)  # fmt: skip
+
+
+def test_parse_second_table_columns() -> None:
+    assert parse_optical_a5(OPTICAL_A5) == {
+        "TxPower Lane0(dBm)": "1.25",
+        "RxPower Lane1(dBm)": "NA",
+        "optical_index": "2",
+    }
+    with pytest.raises(HccnError):
+        parse_optical_a5("no such table\n")  # no "Power": not valid
+
+
+@pytest.mark.parametrize(
+    ("info", "values"),
+    [
+        (
+            {"TxPower Lane0(dBm)": "1.0", "RxPower Lane0(dBm)": "5.0", "optical_index": "1"},
+            {"optical_index_num": 1.0, "tx_power_0": 1.0, "rx_power_0": 5.0},
+        ),  # TestCollectOpticalNpuInfo's table
+        ({"optical_index": "0"}, {"optical_index_num": 0.0}),
+        ({"optical_index": "x"}, {"optical_index_num": -1.0}),  # GetIntDataFromStrNpu's error: -1, shown
+        (
+            {"TxPower Lane3(dBm)": "-1", "RxPower Lane2(dBm)": "not supported", "RxPower Lane3(dBm)": "abc"},
+            {"optical_index_num": -1.0},
+        ),  # -1 and unreadable powers: no series (validateNum)
+    ],
+)
+def test_store_optical_npu_infos(info: dict[str, str], values: dict[str, float]) -> None:
+    assert optical_port_values(info) == values
+
+
+def optical_tool(tmp_path: Path, rows: list[str]) -> tuple[Path, Path]:
+    calls = tmp_path / "calls"
+    table = tmp_path / "table"
+    table.write_text("\n".join([SEPARATOR, HEADER, SEPARATOR, *rows, SEPARATOR]) + "\n")
+    answer = tmp_path / "optical"
+    answer.write_text(OPTICAL_A5 + "\n")
+    path = tmp_path / "hccn_tool"
+    path.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {calls}\n'
+        'case "$*" in\n'
+        f"  *-dev_info*) cat {table} ;;\n"
+        '  *-optical*-p\\ 2) echo "no module" ;;\n'
+        f"  *-optical*) cat {answer} ;;\n"
+        "esac\n"
+    )
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path, calls
+
+
+async def test_collect_optical_npu_info(tmp_path: Path) -> None:
+    """One -optical run per port, udie 0 then 1; a port whose output has no power has no series."""
+    rows = ["| 1 | 0 | 200 | UB | UP | Optical |", "| 0 | 2 | 200 | UB | UP | Optical |"]
+    path, calls = optical_tool(tmp_path, rows)
+    got = await HccnNetStats(HccnTool(path)).ub_optical(a950(1))
+    assert got == [UbPortOptical(1, 0, {"optical_index_num": 2.0, "tx_power_0": 1.25})]
+    assert calls.read_text().splitlines() == [
+        "-g -dev_info -i 1",
+        "-g -optical -i 1 -u 0 -p 2",
+        "-g -optical -i 1 -u 1 -p 0",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("board", "supported"), [(0x25, True), (0x20, True), (0x68, False), (0x6C, False), (0x03, False)]
+)
+async def test_optical_collector_is_supported(tmp_path: Path, board: int, supported: bool) -> None:
+    path, _ = optical_tool(tmp_path, ["| 0 | 1 | 200 | UB | UP | Optical |"])
+    chip = a950()
+    chip = chip.model_copy(update={"static": chip.static.model_copy(update={"main_board_id": Reading[int].ok(board)})})
+    got = await HccnNetStats(HccnTool(path)).ub_optical(chip)
+    assert (got is not None) is supported
+
+
+def test_prom_update_optical_info_new() -> None:
+    card = ["0", "Ascend950DT", "", "", "", "", ""]
+    ports = [
+        UbPortOptical(0, 1, {"optical_index_num": 1, "tx_power_0": 1.5, "rx_power_3": 0.5}),
+        UbPortOptical(1, 0, {"optical_index_num": -1}),
+    ]
+    families = {f.name: f for f in ub_optical_families([(card, ports)])}
+    assert len(families) == 9
+    got = {name: [(s.labels["udie"], s.labels["port"], s.value) for s in f.samples] for name, f in families.items()}
+    assert got["npu_chip_info_optical_index_num"] == [("0", "1", 1), ("1", "0", -1)]
+    assert got["npu_chip_info_optical_tx_power_0"] == [("0", "1", 1.5)]
+    assert got["npu_chip_info_optical_rx_power_3"] == [("0", "1", 0.5)]
+    assert got["npu_chip_info_optical_tx_power_1"] == []
+
+
+@pytest.mark.parametrize(("profile", "served"), [("a5-8", True), ("a5-superpod-8", False), ("a5-atlas350-4p", False)])
+def test_the_simulators_port_optical(profile: str, served: bool) -> None:
+    backend = SimBackend(profile, clock=SystemClock())
+    [first, *_] = backend.discover()
+    got = backend.ub_optical(first.logic_id)
+    if not served:
+        assert got is None
+        return
+    assert got is not None and all(len(o.values) == 9 for o in got)
+    backend.set_ub_port(first.logic_id, 0, 1, "UB", up=False, event=False)
+    after = {(o.udie, o.port): o.values for o in backend.ub_optical(first.logic_id) or []}
+    assert "rx_power_0" not in after[(0, 1)] and "tx_power_0" in after[(0, 1)]

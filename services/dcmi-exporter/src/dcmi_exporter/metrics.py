@@ -30,6 +30,7 @@ from dcmi_exporter.backends.base import (
     UBOE_KEYS,
     ChipTelemetry,
     UbPortLink,
+    UbPortOptical,
     UbPortStat,
 )
 from dcmi_exporter.containers import Holders
@@ -506,6 +507,40 @@ def ub_link_families(read: list[tuple[list[str], list[UbPortLink]]]) -> dict[str
     return out
 
 
+# npu-exporter's OpticalCollector on the 950 (initNpuOpticalDesc): per port, labels UB_LABELS.
+# family -> (the sample's key, help)
+UB_OPTICAL_FAMILIES: dict[str, tuple[str, str]] = {
+    "npu_chip_info_optical_index_num": ("optical_index_num", "the npu link optical index num on ub port"),
+    **{
+        f"npu_chip_info_optical_{way}_power_{lane}": (
+            f"{way}_power_{lane}",
+            f"npu interface receive optical_{way}_power_{lane} on ub port",
+        )
+        for way in ("tx", "rx")
+        for lane in range(4)
+    },
+}
+# The 950 main boards the OpticalCollector skips (notSupportedOpticalNpuDevices).
+UB_OPTICAL_UNSUPPORTED_BOARDS = frozenset({0x68, 0x6B, 0x6C, 0x03, 0x07})
+
+
+def ub_optical_supported(chip: Chip) -> bool:
+    board = chip.static.main_board_id.value if chip.static.main_board_id.is_ok else None
+    return supports(chip, UB_FAMILIES) and board not in UB_OPTICAL_UNSUPPORTED_BOARDS
+
+
+def ub_optical_families(read: list[tuple[list[str], list[UbPortOptical]]]) -> Iterator[GaugeMetricFamily]:
+    """The 950's per-port optical families: the index count of every port read, a lane's power where
+    it was read, as promUpdateOpticalInfoNew."""
+    for name, (key, doc) in UB_OPTICAL_FAMILIES.items():
+        family = GaugeMetricFamily(name, doc, labels=UB_LABELS)
+        for labels, ports in read:
+            for optical in ports:
+                if key in optical.values:
+                    family.add_metric([*labels, str(optical.udie), str(optical.port)], optical.values[key])
+        yield family
+
+
 def health_counts(snap: Snapshot) -> tuple[int, int, int]:
     """(healthy, unhealthy, unknown) chips, as npu-exporter's countHealthStatus: a chip whose
     health could not be read is unknown."""
@@ -605,6 +640,13 @@ def sample_families(snap: Snapshot, samples: Samples, holders: Holders | None = 
                 family = ub if ub.samples and not family.samples else family
             yield family
     yield from ub_links.values()
+    yield from ub_optical_families(
+        [
+            (_labels(chip, holders), samples.ub_optical[chip.logic_id])
+            for chip in answering
+            if chip.logic_id in samples.ub_optical and ub_optical_supported(chip)
+        ]
+    )
     yield from ub_families(
         [
             (_labels(chip, holders), samples.ub[chip.logic_id])

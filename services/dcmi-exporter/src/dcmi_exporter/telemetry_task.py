@@ -24,7 +24,7 @@ from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import ChipAddress
 from ascend_common.schemas.exporter import Chip, ChipState
 
-from dcmi_exporter.backends.base import ChipTelemetry, NetStatsProbe, UbPortLink, UbPortStat
+from dcmi_exporter.backends.base import ChipTelemetry, NetStatsProbe, UbPortLink, UbPortOptical, UbPortStat
 from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
@@ -43,6 +43,7 @@ class Samples:
     link: dict[int, dict[str, float]] = field(default_factory=dict)
     ub: dict[int, list[UbPortStat]] = field(default_factory=dict)  # the 950's UB port counters
     ub_link: dict[int, list[UbPortLink]] = field(default_factory=dict)  # the 950's per-port link
+    ub_optical: dict[int, list[UbPortOptical]] = field(default_factory=dict)  # the 950's per-port optical
 
 
 class TelemetryTask:
@@ -116,6 +117,7 @@ class TelemetryTask:
             link=self.samples.link,
             ub=self.samples.ub,
             ub_link=self.samples.ub_link,
+            ub_optical=self.samples.ub_optical,
         )
 
     async def _read_chip(self, chip: Chip) -> ChipTelemetry | None:
@@ -144,6 +146,7 @@ class TelemetryTask:
             link={chip.logic_id: r.link for chip, r in read if r.link is not None},
             ub={chip.logic_id: r.ub for chip, r in read if r.ub is not None},
             ub_link={chip.logic_id: r.ub_link for chip, r in read if r.ub_link is not None},
+            ub_optical={chip.logic_id: r.ub_optical for chip, r in read if r.ub_optical is not None},
         )
 
     async def _read_net(self, net: NetStatsProbe, chip: Chip) -> NetRead:
@@ -152,8 +155,9 @@ class TelemetryTask:
         optical, link = await self._read_one(net.optical, chip), await self._read_one(net.link, chip)
         ub = await self._read_one(net.ub_stats, chip)
         ub_link = await self._read_one(net.ub_links, chip)
+        ub_optical = await self._read_one(net.ub_optical, chip)
         self._net_late.succeeded(chip)
-        return NetRead(counters, optical, link, ub, ub_link)
+        return NetRead(counters, optical, link, ub, ub_link, ub_optical)
 
     @staticmethod
     async def _read_one(read: Callable[[Chip], Awaitable[T | None]], chip: Chip) -> T | None:
@@ -173,3 +177,4 @@ class NetRead:
     link: dict[str, float] | None
     ub: list[UbPortStat] | None
     ub_link: list[UbPortLink] | None
+    ub_optical: list[UbPortOptical] | None

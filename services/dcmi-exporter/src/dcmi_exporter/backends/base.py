@@ -212,6 +212,42 @@ class UbPortLink:
     values: Mapping[str, float]
 
 
+# A 950 port's optical module as `hccn_tool -g -optical -u <udie> -p <port>`'s second table gives
+# it (collector_for_optical.go's Npu keys): the lanes' powers, and how many optical_ rows it has.
+OPTICAL_LANE_KEYS = tuple(
+    (f"{way}_power_{lane}", f"{way.capitalize()}Power Lane{lane}(dBm)") for way in ("tx", "rx") for lane in range(4)
+)
+OPTICAL_INDEX_KEY = "optical_index"
+
+
+@dataclass(frozen=True)
+class UbPortOptical:
+    """One 950 port's `optical_index_num` and the lane powers (`tx_power_0` .. `rx_power_3`) it could read."""
+
+    udie: int
+    port: int
+    values: Mapping[str, float]
+
+
+def optical_port_values(info: Mapping[str, str]) -> dict[str, float]:
+    """The reference's storeOpticalNpuInfos as it shows: the index count always (-1 when it is not an
+    integer); a lane's power only when it reads as a number other than -1 (its validateNum; empty,
+    NA, "not supported" or another text reads -1)."""
+    index = atoi(info.get(OPTICAL_INDEX_KEY, "")) if info.get(OPTICAL_INDEX_KEY) else None
+    out: dict[str, float] = {"optical_index_num": float(index) if index is not None else -1.0}
+    for name, key in OPTICAL_LANE_KEYS:
+        text = info.get(key, "")
+        if not text or "NA" in text or "not supported" in text:
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            continue
+        if value != -1 and value == value:  # NaN is no reading either
+            out[name] = value
+    return out
+
+
 def ub_counter_value(text: str | None) -> int:
     """The reference's GetIntDataFromStr: NA, "not supported", missing or not a Go integer is -1."""
     if not text or "NA" in text or "not supported" in text:
@@ -268,6 +304,11 @@ class NetStatsProbe(Protocol):
         """The 950's per-port link state, bandwidth and speed (`hccn_tool -g -link` / `-bandwidth` /
         `-speed` with `-u <udie> -p <port>`), ports as ub_stats; None on another family, on a main
         board npu-exporter's NetworkCollector skips, or when the port table cannot be read."""
+
+    async def ub_optical(self, chip: Chip) -> list[UbPortOptical] | None:
+        """The 950's per-port optical modules (`hccn_tool -g -optical -i <logic> -u <udie> -p <port>`),
+        ports as ub_stats, a port whose read fails left out; None on another family, on a main board
+        npu-exporter's OpticalCollector skips, or when the port table cannot be read."""
 
     async def ub_stats(self, chip: Chip) -> list[UbPortStat] | None:
         """The 950's UB port counters (`hccn_tool -g -stat -i <logic> -u <udie> -p <port>`), a port of

@@ -24,7 +24,14 @@ from ascend_common.chips import ChipFamily
 from ascend_common.goconv import atoi
 from ascend_common.schemas.exporter import Chip, UbPorts
 
-from dcmi_exporter.backends.base import UbPortLink, UbPortStat, ub_port_stat
+from dcmi_exporter.backends.base import (
+    OPTICAL_INDEX_KEY,
+    UbPortLink,
+    UbPortOptical,
+    UbPortStat,
+    optical_port_values,
+    ub_port_stat,
+)
 from dcmi_exporter.backends.failing import FailingChips
 
 log = logging.getLogger(__name__)
@@ -514,6 +521,7 @@ class HccnNetStats:
         self._out_of_range = OutOfRangeCounters()
         self._ports = PortTable(tool)
         self._ub_links = HccnUbLinks(tool, self._ports)
+        self._ub_optical = HccnUbOptical(tool, self._ports)
         self._ub_failing = FailingChips(
             log, "UB port counters unreadable; their metric series are dropped", "UB port counters are back"
         )
@@ -526,6 +534,9 @@ class HccnNetStats:
 
     async def ub_links(self, chip: Chip) -> list[UbPortLink] | None:
         return await self._ub_links.ub_links(chip)
+
+    async def ub_optical(self, chip: Chip) -> list[UbPortOptical] | None:
+        return await self._ub_optical.ub_optical(chip)
 
     async def ub_stats(self, chip: Chip) -> list[UbPortStat] | None:
         """npu-exporter's UbCollector through the tool (collectUbInfo, getUBStatInfo): udie 0 then 1,
@@ -746,6 +757,74 @@ def parse_uboe_bandwidth(text: str, port: int) -> tuple[float | None, float | No
     if "TX" not in group or "RX" not in group:
         return None, None
     return group["TX"], group["RX"]
+
+
+def parse_optical_a5(text: str) -> dict[str, str]:
+    """`hccn_tool -g -optical -i <logic> -u <udie> -p <port>` (950), as GetNpuOpticalInfoNpu and
+    parseSecondTableColumns: an output without "Power" is unreadable; the rows between the fifth and
+    the sixth `+-` separator: one with `optical_` counts toward `optical_index`, one naming an xPower
+    with at least eleven `|` parts gives its fourth column's key the fifth column's value, unless that
+    holds a `-`. A row too short for its columns is skipped (the reference indexes it and panics)."""
+    if "Power" not in text:
+        raise HccnError("optical info is not valid")
+    out: dict[str, str] = {}
+    indexes = separators = 0
+    for raw in text.strip().split("\n"):
+        line = raw.strip()
+        if line.startswith("+-"):
+            separators += 1
+            if separators == 6:
+                break
+            continue
+        if separators < 5:
+            continue
+        parts = line.split("|")
+        if "optical_" in line and len(parts) >= 2:
+            indexes += 1
+        if len(parts) < 11:
+            continue
+        key, value = parts[4].strip(), parts[5].strip()
+        if "-" in value:
+            continue
+        if key and "xPower" in line:
+            out[key] = value
+    out[OPTICAL_INDEX_KEY] = str(indexes)
+    return out
+
+
+# The 950 main boards npu-exporter's OpticalCollector skips (notSupportedOpticalNpuDevices: the Atlas
+# 350 1P / 2P / 4P, the Atlas 950 1D and the Atlas 950 boards).
+OPTICAL_UNSUPPORTED_950_BOARDS = frozenset({0x68, 0x6B, 0x6C, 0x03, 0x07})
+
+
+class HccnUbOptical:
+    """The 950's per-port optical modules (npu-exporter's OpticalCollector on the 950,
+    collectOpticalNpuInfo): one tool run per port of udie 0 then 1; a port whose run fails or prints
+    no power has no series."""
+
+    def __init__(self, tool: HccnTool, ports: PortTable) -> None:
+        self.tool = tool
+        self.ports = ports
+
+    async def ub_optical(self, chip: Chip) -> list[UbPortOptical] | None:
+        if chip.family is not ChipFamily.ASCEND950 or main_board(chip) in OPTICAL_UNSUPPORTED_950_BOARDS:
+            return None
+        try:
+            table = await self.ports.get(chip.logic_id)
+        except HccnError as exc:
+            log.debug("950 port table unreadable", extra={"logic_id": chip.logic_id, "error": str(exc)})
+            return None
+        out: list[UbPortOptical] = []
+        for udie in UB_DIES:
+            for port in sorted(table.get(udie, ())):
+                where = ("-i", str(chip.logic_id), "-u", str(udie), "-p", str(port))
+                try:
+                    info = parse_optical_a5(await self.tool.run("-g", "-optical", *where))
+                except HccnError as exc:
+                    log.debug("950 port optical read failed", extra={"logic_id": chip.logic_id, "error": str(exc)})
+                    continue
+                out.append(UbPortOptical(udie, port, optical_port_values(info)))
+        return out
 
 
 # The 950 main boards npu-exporter's NetworkCollector skips (notSupportedNetworkNpuDevices: Atlas 350 1P).

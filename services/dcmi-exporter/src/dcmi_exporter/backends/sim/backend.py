@@ -33,6 +33,7 @@ from ascend_common.schemas.reading import Reading
 from ascend_common.vnpu import TEMPLATES, template_allowed
 
 from dcmi_exporter.backends.base import (
+    OPTICAL_INDEX_KEY,
     UB_COMMON_KEYS,
     UBOE_KEYS,
     UBOE_PORT_KEY,
@@ -41,7 +42,9 @@ from dcmi_exporter.backends.base import (
     RawFaultEvent,
     RawSwitchEvent,
     UbPortLink,
+    UbPortOptical,
     UbPortStat,
+    optical_port_values,
     ub_port_stat,
 )
 from dcmi_exporter.backends.dieid import DieType, format_die_id
@@ -94,6 +97,7 @@ CPU_S_PER_S = 8  # CPU seconds a chip's process uses per sim second (a data load
 SIM_UB_PORTS = {(udie, port): "UB" for udie in (0, 1) for port in range(4)}
 SIM_UBOE_PORTS = {(0, 8): "ETH", (1, 8): "ETH"}
 SIM_NETWORK_UNSUPPORTED_BOARDS = frozenset({0x68})  # the Atlas 350 1P: no NetworkCollector on the 950
+SIM_OPTICAL_UNSUPPORTED_BOARDS = frozenset({0x68, 0x6B, 0x6C, 0x03, 0x07})  # no OpticalCollector on the 950
 FIRST_AUTO_VDEV_ID = 100  # the driver numbers vNPUs from 100 so they never collide with phy ids
 MAX_VNPU_ID = 65535
 
@@ -784,6 +788,25 @@ class SimBackend:
             busy = 0.0 if idle else round((1200.0 + logic_id) / live, 2)
             values = {"link_status": 1, "bandwidth_tx": busy, "bandwidth_rx": busy, "link_speed": 400}
             out.append(UbPortLink(key[0], key[1], values))
+        return out
+
+    def ub_optical(self, logic_id: int) -> list[UbPortOptical] | None:
+        """Each 950 port's optical module as the tool's second table gives it: one module, steady lane
+        powers (a down port's receive lanes dark: no reading); None off the 950 and on the main
+        boards npu-exporter's OpticalCollector skips (the Atlas 350 ones among our profiles)."""
+        if not self.layout.library_v2 or self.layout.main_board_id in SIM_OPTICAL_UNSUPPORTED_BOARDS:
+            return None
+        st = self._control_chip(logic_id)
+        with self._lock:
+            keys = sorted(key for key in {**self.ub_port_table(), **st.ports} if key[0] in (0, 1))
+            up = {key: key not in st.ports or st.ports[key].up for key in keys}
+        out: list[UbPortOptical] = []
+        for key in keys:
+            info = {OPTICAL_INDEX_KEY: "1"}
+            for lane in range(4):
+                info[f"TxPower Lane{lane}(dBm)"] = f"{1.5 + lane / 10:.2f}"
+                info[f"RxPower Lane{lane}(dBm)"] = f"{0.8 + lane / 10:.2f}" if up[key] else "NA"
+            out.append(UbPortOptical(key[0], key[1], optical_port_values(info)))
         return out
 
     def optical(self, logic_id: int) -> dict[str, float] | None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ascend_common.schemas.exporter import Chip, UbPorts
 
-from dcmi_exporter.backends.base import CpuTimes, UbPortLink, UbPortStat
+from dcmi_exporter.backends.base import CpuTimes, UbPortLink, UbPortOptical, UbPortStat
 from dcmi_exporter.backends.sim.backend import SimBackend
 
 
@@ -51,6 +51,9 @@ class SimNetStats:
 
     async def ub_links(self, chip: Chip) -> list[UbPortLink] | None:
         return self.backend.ub_links(chip.logic_id)
+
+    async def ub_optical(self, chip: Chip) -> list[UbPortOptical] | None:
+        return self.backend.ub_optical(chip.logic_id)
 
 
 class SimRoceLinkProbe:
