@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from fault_manager.api import hot_reset_family
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
@@ -13,7 +16,7 @@ class _One(Collector):
     def __init__(self, outcomes: dict[str, int]) -> None:
         self.outcomes = outcomes
 
-    def collect(self):  # type: ignore[no-untyped-def]
+    def collect(self) -> Iterator[CounterMetricFamily]:
         yield hot_reset_family(self.outcomes)
 
 
