@@ -240,8 +240,8 @@ def test_the_dashboard_is_a_grafana_model_with_a_node_variable() -> None:
 
 
 def test_the_dashboard_has_the_issues_panels() -> None:
-    """Chips by health and fault level, utilisation, HBM, temperature, power and network (HCCS
-    once a family is served)."""
+    """Chips by health and fault level, utilisation, HBM, temperature, power, network and HCCS
+    (bandwidth, and the CRC errors of every port, 1..7)."""
     by_type = {(p["type"], p["title"]) for p in panels()}
     assert {("table", "Chips by health"), ("table", "Chips by fault level")} <= by_type
     exprs = " ".join(q.expr for q in queries())
@@ -253,5 +253,8 @@ def test_the_dashboard_has_the_issues_panels() -> None:
         "npu_chip_info_temperature",
         "npu_chip_info_power",
         "npu_chip_info_bandwidth_tx",
+        "npu_chip_info_hccs_bandwidth_info_total_tx",
+        "npu_chip_info_hccs_bandwidth_info_total_rx",
+        *(f"npu_chip_info_hccs_statistic_info_crc_err_cnt_{port}" for port in range(1, 8)),
     ):
         assert family in exprs, family

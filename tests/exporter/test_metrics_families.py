@@ -88,6 +88,43 @@ ROCE = card(
     "npu_chip_info_link_status", "npu_chip_link_speed", "npu_chip_link_up_num",
     "npu_chip_info_bandwidth_tx", "npu_chip_info_bandwidth_rx",
 )  # fmt: skip
+UB_LABELS = (*CARD, "udie", "port")
+# UbCollector (collector_for_ub.go), the 950 only: a family per counter of a UB port, labels
+# CardLabel + udie + port; the UBoE ones (core_mib_*) on a UBoE port only.
+UB = {
+    f"npu_chip_info_{name}": UB_LABELS
+    for name in (
+        *(f"{kind}_{way}" for way in ("rx", "tx") for kind in (
+            "ub_ipv4_pkt_cnt", "ub_ipv6_pkt_cnt", "unic_ipv4_pkt_cnt", "unic_ipv6_pkt_cnt", "ub_compact_pkt_cnt",
+            "ub_umoc_ctph_cnt", "ub_umoc_ntph_cnt", "ub_mem_pkt_cnt", "unknown_pkt_cnt", "drop_ind_cnt",
+            "err_ind_cnt", "out_err_cnt", "length_err_cnt",
+        )),
+        "to_host_pkt_cnt_rx", "to_imp_pkt_cnt_rx", "to_mar_pkt_cnt_rx", "to_link_pkt_cnt_rx", "to_noc_pkt_cnt_rx",
+        "route_err_cnt_rx", "rx_busi_flit_num", "rx_send_ack_flit",
+        "lpbk_ind_cnt_tx", "tx_busi_flit_num", "tx_recv_ack_flit",
+        "retry_req_sum", "retry_ack_sum", "crc_error_sum",
+    )
+}  # fmt: skip
+UBOE = {
+    f"npu_chip_info_core_mib_{name}": UB_LABELS
+    for name in ("rxpausepkts", "txpausepkts", "rxpfcpkts", "txpfcpkts", "rxbadpkts", "txbadpkts",
+                 "rxbadoctets", "txbadoctets")
+}  # fmt: skip
+# NetworkCollector on the 950 (initNpuNetWorkDesc): per port, every 950 board but the Atlas 350 1P.
+UB_NETWORK = dict.fromkeys(
+    (
+        "npu_chip_info_link_status",
+        "npu_chip_info_bandwidth_tx",
+        "npu_chip_info_bandwidth_rx",
+        "npu_chip_info_link_speed",
+    ),
+    UB_LABELS,
+)
+# OpticalCollector on the 950 (initNpuOpticalDesc): per port, off the Atlas 350 and Atlas 950 boards.
+UB_OPTICAL = {
+    "npu_chip_info_optical_index_num": UB_LABELS,
+    **{f"npu_chip_info_optical_{d}_power_{i}": UB_LABELS for d in ("tx", "rx") for i in range(4)},
+}
 TRAINING_910 = {
     **NODE, **BASE, **HBM, **ROCE,
     "machine_card_nums": (),
@@ -103,30 +140,11 @@ REFERENCE: dict[str, dict[str, tuple[str, ...]]] = {
         "machine_card_nums": (),
         "npu_chip_info_product_type": (*CARD, "product_type"),
     },
-    # An Atlas 850 (main board 0x25): no PCIe (supportedPcieA5MainBoards), no card count.
+    # An Atlas 850 (main board 0x25, with a UBoE device: UBoE ports): no PCIe
+    # (supportedPcieA5MainBoards), no card count.
     "a5-8": {
-        **NODE, **BASE, **HBM, **SIO,
+        **NODE, **BASE, **HBM, **SIO, **UB, **UBOE, **UB_NETWORK, **UB_OPTICAL,
         **card("npu_chip_info_network_status", "npu_chip_info_overall_utilization"),
-    },
-}  # fmt: skip
-UB_LABELS = (*CARD, "udie", "port")
-# The 950's per-port families (UB, network and optical on the UB ports: collector_for_ub.go,
-# collector_for_network.go initNpuNetWorkDesc, collector_for_optical.go initNpuOpticalDesc) are not
-# served yet; listed here so that serving one fails this test until it moves into REFERENCE.
-NOT_YET_950 = {
-    "npu_chip_info_link_status": UB_LABELS,
-    "npu_chip_info_bandwidth_tx": UB_LABELS,
-    "npu_chip_info_bandwidth_rx": UB_LABELS,
-    "npu_chip_info_link_speed": UB_LABELS,
-    "npu_chip_info_optical_index_num": UB_LABELS,
-    **{f"npu_chip_info_optical_{d}_power_{i}": UB_LABELS for d in ("tx", "rx") for i in range(4)},
-    **{
-        f"npu_chip_info_{name}": UB_LABELS
-        for name in (
-            "retry_req_sum", "retry_ack_sum", "crc_error_sum", "core_mib_rxpausepkts", "core_mib_txpausepkts",
-            "core_mib_rxpfcpkts", "core_mib_txpfcpkts", "core_mib_rxbadpkts", "core_mib_txbadpkts",
-            "core_mib_rxbadoctets", "core_mib_txbadoctets",
-        )
     },
 }  # fmt: skip
 PERIODS = ("--telemetry-period", "0.2", "--net-stats-period", "0.2")
@@ -174,5 +192,3 @@ async def test_families_and_labels_per_chip_type_are_npu_exporters(profile: str,
     assert not extra, f"{profile}: we show, npu-exporter does not: {extra}"
     wrong = {name: (got[name], labels) for name, labels in expected.items() if got[name] != labels}
     assert not wrong, f"{profile}: label names differ (ours, npu-exporter's): {wrong}"
-    if profile == "a5-8":
-        assert not set(NOT_YET_950) & set(got), "a 950 family is served: move it into REFERENCE['a5-8']"

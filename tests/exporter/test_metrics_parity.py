@@ -174,15 +174,15 @@ def test_every_added_family_is_listed_in_the_wire_formats_beside_npu_exporters_n
 
 
 def test_the_issue_35_families_are_listed_in_the_wire_formats() -> None:
-    """The per-chip-type families (tests/exporter/test_metrics_families.py); an HCCS port family by
-    its `<p>` pattern."""
+    """The per-chip-type families (tests/exporter/test_metrics_families.py); an HCCS port family as
+    its numbered run, `x_1` .. `x_7`."""
     from dcmi_exporter.metrics import ERROR_CODE_FAMILIES, EXTRA_FAMILIES, HCCS_PORT_FAMILIES, HCCS_TOTAL_FAMILIES
 
     doc = (ROOT / "docs" / "wire-formats.md").read_text()
     names = [
         *(name for name, _, _, _ in EXTRA_FAMILIES),
         *(name for name, _, _ in HCCS_TOTAL_FAMILIES),
-        *(f"{prefix}<p>" for prefix, _, _ in HCCS_PORT_FAMILIES),
+        *(f"{prefix}1` .. `{prefix}7" for prefix, _, _ in HCCS_PORT_FAMILIES),
         ERROR_CODE_FAMILIES[0], ERROR_CODE_FAMILIES[1], ERROR_CODE_FAMILIES[-1],
         "npu_chip_info_name", "npu_chip_info_serial_number", "npu_chip_info_product_type",
         "npu_chip_info_process_info", "node_base_info", "npu_exporter_version_info",

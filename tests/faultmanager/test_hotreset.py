@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 from ascendctl.cli import app as ascendctl
+from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from tests.faultmanager.test_service import sim, verdicts
@@ -72,6 +73,18 @@ async def reset_and_schedulable(fm: FaultManagerProc, name: str, attempts: int) 
     await until(done, 15, f"reset attempt {attempts} and {name} schedulable again")
 
 
+async def hot_resets_total(fm: FaultManagerProc) -> dict[str, float]:
+    """fault_manager_hot_resets_total by outcome, from the fault-manager's /metrics."""
+    async with httpx.AsyncClient() as client:
+        text = (await client.get(fm.ops_url + "/metrics")).text
+    return {
+        sample.labels["outcome"]: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "fault_manager_hot_resets_total"
+    }
+
+
 async def reset_info(fm: FaultManagerProc) -> dict[str, object]:
     async with fm.client() as client:
         objects = (await client.get("/v1/kube/objects")).json()
@@ -110,6 +123,7 @@ async def test_reset_after_idle_then_tokens_run_out(tmp_path: Path) -> None:
                 [item] = (await resets(fm))["operator"]
                 assert "no reset token" in item["reason"] and name in item["chips"]
                 assert len((await resets(fm))["attempts"]) == 3
+                assert await hot_resets_total(fm) == {"succeeded": 3, "failed": 0, "refused": 0}
 
                 async def manual_reset_devs() -> bool:
                     return bool((await reset_info(fm)).get("ManualResetDevs"))
@@ -143,6 +157,7 @@ async def test_a_reset_that_fails_goes_to_the_operator(tmp_path: Path) -> None:
         await handed_to_operator(fm, 20)
         [attempt] = (await resets(fm))["attempts"]
         assert attempt["outcome"] == "failed" and attempt["error_code"] == -8015
+        assert await hot_resets_total(fm) == {"succeeded": 0, "failed": 1, "refused": 0}
         assert len(attempt["chips"]) == 4  # a 910A ring
         [item] = (await resets(fm))["operator"]
         assert "reset failed" in item["reason"]
@@ -418,6 +433,7 @@ async def test_a_reset_config_that_says_isolate_refuses_the_reset_and_says_why(t
             assert "reset-config-job3 refused: task should be rescheduled" in item["reason"]
             [attempt] = view["attempts"]
             assert attempt["outcome"] == "refused" and "task should be rescheduled" in attempt["reason"]
+            assert await hot_resets_total(fm) == {"succeeded": 0, "failed": 0, "refused": 1}
             cm = api.get_object("configmaps", "reset-config-job3", "ml")
             assert cm is not None and cm["data"] == {"reset.json": isolated}, "nothing written"
             await asyncio.sleep(1.0)  # an absence, so a time: several rounds of the reset loop

@@ -65,6 +65,7 @@ def test_promtool_unit_tests_fail_on_a_wrong_expectation(promtool: Path, tmp_pat
                 "{eval_time: 16m, alertname: AscendNPUHotResetNotRecovering",
             ),
             ('values: "8 8 7x10"', 'values: "8 8 6x10"'),  # n2 now publishes 7 of 8
+            ('values: "0x2 1x43"', 'values: "0x45"'),  # n2's refused reset gone: its expected alert missing
         )
     ):
         assert old in text

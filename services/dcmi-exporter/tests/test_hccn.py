@@ -339,7 +339,7 @@ esac
     assert await traffic.traffic(c) == (6, 6), "read again after a round with no port answering"
     ports.write_text("| 0 | 4 | 200 | UB | UP | Optical |\n| 0 | 6 | 200 | UB | UP | Optical |\n")
     assert await traffic.traffic(c) == (6, 6), "within the TTL the table is kept"
-    traffic.ports_ttl_s = 0.0
+    traffic.ports.ttl_s = 0.0
     assert await traffic.traffic(c) == (10, 10), "past the TTL it is read again"
     assert log_file.read_text().splitlines().count("-g -dev_info -i 0") == 3
 

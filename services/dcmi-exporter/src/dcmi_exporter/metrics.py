@@ -23,7 +23,16 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
 from dcmi_exporter import __version__
-from dcmi_exporter.backends.base import HCCS_PORTS, PCIE_KINDS, ChipTelemetry
+from dcmi_exporter.backends.base import (
+    HCCS_PORTS,
+    PCIE_KINDS,
+    UB_COMMON_KEYS,
+    UBOE_KEYS,
+    ChipTelemetry,
+    UbPortLink,
+    UbPortOptical,
+    UbPortStat,
+)
 from dcmi_exporter.containers import Holders
 from dcmi_exporter.snapshot import Snapshot
 from dcmi_exporter.telemetry_task import Samples
@@ -51,6 +60,7 @@ PCIE_950_MAIN_BOARDS = frozenset({0x68, 0x6B, 0x6C, 0x44})
 HCCS_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
 SIO_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
 PRODUCT_TYPE_FAMILIES = frozenset({ChipFamily.ASCEND310P})
+UB_FAMILIES = frozenset({ChipFamily.ASCEND950})  # UbCollector.IsSupported: Ascend910A5 only
 # A9000 A3 super-pod main boards number their HCCS ports from 2, every other board from 1
 # (npu-exporter's HccsCollector.PreCollect).
 A9000_A3_MAIN_BOARDS = frozenset({0x1C, 0x1D})
@@ -392,6 +402,145 @@ LINK_FAMILIES: dict[str, tuple[str, str]] = {
 }
 
 
+# npu-exporter's UbCollector (collector_for_ub.go), 950 only: a family per counter of a UB port's
+# `hccn_tool -g -stat`, named npu_chip_info_<the tool's key>, labels CardLabel + udie + port; the
+# UBoE counters on a UBoE port only. (key, what it counts on the port)
+UB_HELP: dict[str, str] = {
+    "ub_ipv4_pkt_cnt_rx": "ipv4 ub packets received",
+    "ub_ipv6_pkt_cnt_rx": "ipv6 ub packets received",
+    "unic_ipv4_pkt_cnt_rx": "ipv4 unic packets received",
+    "unic_ipv6_pkt_cnt_rx": "ipv6 unic packets received",
+    "ub_compact_pkt_cnt_rx": "cfg6 packets received",
+    "ub_umoc_ctph_cnt_rx": "cfg7 clan packets received",
+    "ub_umoc_ntph_cnt_rx": "cfg7 not clan packets received",
+    "ub_mem_pkt_cnt_rx": "ub mem packets received",
+    "unknown_pkt_cnt_rx": "unknown packets received",
+    "drop_ind_cnt_rx": "packets with drop_ind received",
+    "err_ind_cnt_rx": "err packets received",
+    "to_host_pkt_cnt_rx": "received packets landed after routing",
+    "to_imp_pkt_cnt_rx": "received enumeration, configuration and management packets landed after routing",
+    "to_mar_pkt_cnt_rx": "received ub memory packets landed after routing",
+    "to_link_pkt_cnt_rx": "received packets forwarded to the same port's tx after routing",
+    "to_noc_pkt_cnt_rx": "received p2p packets after routing",
+    "route_err_cnt_rx": "received packets with a routing lookup error",
+    "out_err_cnt_rx": "received packets found erroneous by validation",
+    "length_err_cnt_rx": "received packets with a length error",
+    "rx_busi_flit_num": "flits of service packets received from the mac",
+    "rx_send_ack_flit": "acks released to the peer by rx",
+    "ub_ipv4_pkt_cnt_tx": "ipv4 ub packets sent",
+    "ub_ipv6_pkt_cnt_tx": "ipv6 ub packets sent",
+    "unic_ipv4_pkt_cnt_tx": "ipv4 unic packets sent",
+    "unic_ipv6_pkt_cnt_tx": "ipv6 unic packets sent",
+    "ub_compact_pkt_cnt_tx": "cfg6 packets sent",
+    "ub_umoc_ctph_cnt_tx": "cfg7 clan packets sent",
+    "ub_umoc_ntph_cnt_tx": "cfg7 not clan packets sent",
+    "ub_mem_pkt_cnt_tx": "ub mem packets sent",
+    "unknown_pkt_cnt_tx": "unknown packets sent",
+    "drop_ind_cnt_tx": "packets with drop_ind sent",
+    "err_ind_cnt_tx": "err packets sent",
+    "lpbk_ind_cnt_tx": "packets looped back at nl by tx",
+    "out_err_cnt_tx": "sent packets found erroneous by validation",
+    "length_err_cnt_tx": "sent packets with a length error",
+    "tx_busi_flit_num": "flits of service packets sent from the mac",
+    "tx_recv_ack_flit": "acks released to the peer by tx",
+    "retry_req_sum": "retransmission attempts initiated",
+    "retry_ack_sum": "response retransmissions",
+    "crc_error_sum": "crc check errors",
+    "core_mib_rxpausepkts": "uboe rx pause frames",
+    "core_mib_txpausepkts": "uboe tx pause frames",
+    "core_mib_rxpfcpkts": "uboe rx pfc frames",
+    "core_mib_txpfcpkts": "uboe tx pfc frames",
+    "core_mib_rxbadpkts": "uboe rx bad packets",
+    "core_mib_txbadpkts": "uboe tx bad packets",
+    "core_mib_rxbadoctets": "uboe bytes in rx bad packets",
+    "core_mib_txbadoctets": "uboe bytes in tx bad packets",
+}
+UB_PREFIX = "npu_chip_info_"
+UB_LABELS = [*LABELS, "udie", "port"]
+
+
+def ub_family_names() -> list[str]:
+    return [f"{UB_PREFIX}{key}" for key in (*UB_COMMON_KEYS, *UBOE_KEYS)]
+
+
+def ub_families(read: list[tuple[list[str], list[UbPortStat]]]) -> Iterator[GaugeMetricFamily]:
+    """The UB families of each chip's ports (its CardLabel values, its ports' counters): a series per
+    port and counter the port has (the UBoE ones on a UBoE port only), -1 where the tool printed no
+    number, as npu-exporter's promUpdateUbInfo."""
+    for key in (*UB_COMMON_KEYS, *UBOE_KEYS):
+        family = GaugeMetricFamily(f"{UB_PREFIX}{key}", f"number of {UB_HELP[key]} on ub port", labels=UB_LABELS)
+        for labels, ports in read:
+            for stat in ports:
+                if key in stat.counters:
+                    family.add_metric([*labels, str(stat.udie), str(stat.port)], stat.counters[key])
+        yield family
+
+
+# npu-exporter's NetworkCollector on the 950 (initNpuNetWorkDesc): per port, labels UB_LABELS; the
+# link state and the bandwidth share their names with the 910's per-chip families (LINK_FAMILIES).
+# family -> (the sample's key, help)
+UB_LINK_FAMILIES: dict[str, tuple[str, str]] = {
+    "npu_chip_info_link_status": ("link_status", "the npu link status on ub port"),
+    "npu_chip_info_bandwidth_tx": ("bandwidth_tx", "the npu port transport speed, unit is 'MB/s'"),
+    "npu_chip_info_bandwidth_rx": ("bandwidth_rx", "the npu port receive speed, unit is 'MB/s'"),
+    "npu_chip_info_link_speed": ("link_speed", "the npu port link speed, unit is 'G'"),
+}
+# The 950 main boards the NetworkCollector skips (notSupportedNetworkNpuDevices: the Atlas 350 1P).
+UB_LINK_UNSUPPORTED_BOARDS = frozenset({0x68})
+
+
+def ub_link_supported(chip: Chip) -> bool:
+    board = chip.static.main_board_id.value if chip.static.main_board_id.is_ok else None
+    return supports(chip, UB_FAMILIES) and board not in UB_LINK_UNSUPPORTED_BOARDS
+
+
+def ub_link_families(read: list[tuple[list[str], list[UbPortLink]]]) -> dict[str, GaugeMetricFamily]:
+    """The 950's per-port link families: a series per port and value it read (a state that could not
+    be read is -1; a bandwidth or speed that could not be read has none), as promUpdateNetInfoNew."""
+    out: dict[str, GaugeMetricFamily] = {}
+    for name, (key, doc) in UB_LINK_FAMILIES.items():
+        family = out[name] = GaugeMetricFamily(name, doc, labels=UB_LABELS)
+        for labels, ports in read:
+            for link in ports:
+                if key in link.values:
+                    family.add_metric([*labels, str(link.udie), str(link.port)], link.values[key])
+    return out
+
+
+# npu-exporter's OpticalCollector on the 950 (initNpuOpticalDesc): per port, labels UB_LABELS.
+# family -> (the sample's key, help)
+UB_OPTICAL_FAMILIES: dict[str, tuple[str, str]] = {
+    "npu_chip_info_optical_index_num": ("optical_index_num", "the npu link optical index num on ub port"),
+    **{
+        f"npu_chip_info_optical_{way}_power_{lane}": (
+            f"{way}_power_{lane}",
+            f"npu interface receive optical_{way}_power_{lane} on ub port",
+        )
+        for way in ("tx", "rx")
+        for lane in range(4)
+    },
+}
+# The 950 main boards the OpticalCollector skips (notSupportedOpticalNpuDevices).
+UB_OPTICAL_UNSUPPORTED_BOARDS = frozenset({0x68, 0x6B, 0x6C, 0x03, 0x07})
+
+
+def ub_optical_supported(chip: Chip) -> bool:
+    board = chip.static.main_board_id.value if chip.static.main_board_id.is_ok else None
+    return supports(chip, UB_FAMILIES) and board not in UB_OPTICAL_UNSUPPORTED_BOARDS
+
+
+def ub_optical_families(read: list[tuple[list[str], list[UbPortOptical]]]) -> Iterator[GaugeMetricFamily]:
+    """The 950's per-port optical families: the index count of every port read, a lane's power where
+    it was read, as promUpdateOpticalInfoNew."""
+    for name, (key, doc) in UB_OPTICAL_FAMILIES.items():
+        family = GaugeMetricFamily(name, doc, labels=UB_LABELS)
+        for labels, ports in read:
+            for optical in ports:
+                if key in optical.values:
+                    family.add_metric([*labels, str(optical.udie), str(optical.port)], optical.values[key])
+        yield family
+
+
 def health_counts(snap: Snapshot) -> tuple[int, int, int]:
     """(healthy, unhealthy, unknown) chips, as npu-exporter's countHealthStatus: a chip whose
     health could not be read is unknown."""
@@ -472,6 +621,13 @@ def sample_families(snap: Snapshot, samples: Samples, holders: Holders | None = 
             for bw_type, value in zip(PCIE_BW_TYPES, sample.pcie.rates[kind], strict=True):
                 pcie[kind].add_metric([*labels, bw_type], value)
     yield from pcie.values()
+    ub_links = ub_link_families(
+        [
+            (_labels(chip, holders), samples.ub_link[chip.logic_id])
+            for chip in answering
+            if chip.logic_id in samples.ub_link and ub_link_supported(chip)
+        ]
+    )
     for table, by_logic in ((OPTICAL_FAMILIES, samples.optical), (LINK_FAMILIES, samples.link)):
         read = [(_labels(chip, holders), by_logic[chip.logic_id]) for chip in answering if chip.logic_id in by_logic]
         for name, (key, doc) in table.items():
@@ -479,7 +635,25 @@ def sample_families(snap: Snapshot, samples: Samples, holders: Holders | None = 
             for labels, values in read:
                 if key in values:  # npu-exporter shows no value it could not read
                     family.add_metric(labels, values[key])
+            if name in ub_links:  # one family of the name: the 950's per-port one on a 950 node
+                ub = ub_links.pop(name)
+                family = ub if ub.samples and not family.samples else family
             yield family
+    yield from ub_links.values()
+    yield from ub_optical_families(
+        [
+            (_labels(chip, holders), samples.ub_optical[chip.logic_id])
+            for chip in answering
+            if chip.logic_id in samples.ub_optical and ub_optical_supported(chip)
+        ]
+    )
+    yield from ub_families(
+        [
+            (_labels(chip, holders), samples.ub[chip.logic_id])
+            for chip in answering
+            if chip.logic_id in samples.ub and supports(chip, UB_FAMILIES)
+        ]
+    )
     net = [(_labels(chip, holders), samples.net[chip.logic_id]) for chip in answering if chip.logic_id in samples.net]
     for name, key in NET_FAMILIES.items():
         family = GaugeMetricFamily(name, f"npu interface receive {key.replace('_', '-')}", labels=LABELS)

@@ -6,7 +6,8 @@ on its own period, so one slow source holds back only its own families:
 - chip telemetry (voltage, AI-core frequency, vector / cube / overall utilisation, HBM ECC, PCIe
   bandwidth): libdcmi calls through a call pool of their own, each time-bounded, so a hung call
   costs this chip's telemetry and never a thread or a key of the poller's pool;
-- RoCE / MAC counters: `hccn_tool -stat` through the shared runner (its timeout kills a stuck tool).
+- RoCE / MAC counters, optical module, link, and the 950's UB port counters: `hccn_tool` through
+  the shared runner (its timeout kills a stuck tool).
 
 A chip whose read fails this round loses its sample (its series disappear) rather than showing
 stale numbers; npu-exporter would keep serving the last value it had.
@@ -17,17 +18,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import ChipAddress
 from ascend_common.schemas.exporter import Chip, ChipState
 
-from dcmi_exporter.backends.base import ChipTelemetry, NetStatsProbe
+from dcmi_exporter.backends.base import ChipTelemetry, NetStatsProbe, UbPortLink, UbPortOptical, UbPortStat
 from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.calls import CallGuard
 from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,9 @@ class Samples:
     net: dict[int, Mapping[str, int | None]] = field(default_factory=dict)
     optical: dict[int, dict[str, float]] = field(default_factory=dict)
     link: dict[int, dict[str, float]] = field(default_factory=dict)
+    ub: dict[int, list[UbPortStat]] = field(default_factory=dict)  # the 950's UB port counters
+    ub_link: dict[int, list[UbPortLink]] = field(default_factory=dict)  # the 950's per-port link
+    ub_optical: dict[int, list[UbPortOptical]] = field(default_factory=dict)  # the 950's per-port optical
 
 
 class TelemetryTask:
@@ -109,6 +115,9 @@ class TelemetryTask:
             net=self.samples.net,
             optical=self.samples.optical,
             link=self.samples.link,
+            ub=self.samples.ub,
+            ub_link=self.samples.ub_link,
+            ub_optical=self.samples.ub_optical,
         )
 
     async def _read_chip(self, chip: Chip) -> ChipTelemetry | None:
@@ -129,33 +138,43 @@ class TelemetryTask:
             return
         chips = self._answering()
         results = await read_chips(chips, lambda chip: self._read_net(net, chip), self.net_deadline_s, self._net_late)
-        pairs = [(chip, r or (None, None, None)) for chip, r in zip(chips, results, strict=True)]
+        read = [(chip, r) for chip, r in zip(chips, results, strict=True) if r is not None]
         self.samples = Samples(
             chips=self.samples.chips,
-            net={chip.logic_id: counters for chip, (counters, _, _) in pairs if counters is not None},
-            optical={chip.logic_id: optical for chip, (_, optical, _) in pairs if optical is not None},
-            link={chip.logic_id: link for chip, (_, _, link) in pairs if link is not None},
+            net={chip.logic_id: r.counters for chip, r in read if r.counters is not None},
+            optical={chip.logic_id: r.optical for chip, r in read if r.optical is not None},
+            link={chip.logic_id: r.link for chip, r in read if r.link is not None},
+            ub={chip.logic_id: r.ub for chip, r in read if r.ub is not None},
+            ub_link={chip.logic_id: r.ub_link for chip, r in read if r.ub_link is not None},
+            ub_optical={chip.logic_id: r.ub_optical for chip, r in read if r.ub_optical is not None},
         )
 
-    async def _read_net(
-        self, net: NetStatsProbe, chip: Chip
-    ) -> tuple[Mapping[str, int | None] | None, dict[str, float] | None, dict[str, float] | None]:
-        """(counters, optical, link) of one chip, one tool run after the other (the runner bounds each)."""
-        try:
-            counters = await net.net_stats(chip)
-        except Exception:  # a probe bug costs this chip's families only
-            log.exception("RoCE counters read failed", extra={"logic_id": chip.logic_id, "chip": chip.name})
-            counters = None
-        optical, link = await self._read_floats(net.optical, chip), await self._read_floats(net.link, chip)
+    async def _read_net(self, net: NetStatsProbe, chip: Chip) -> NetRead:
+        """One chip's network reads, one tool run after the other (the runner bounds each)."""
+        counters = await self._read_one(net.net_stats, chip)
+        optical, link = await self._read_one(net.optical, chip), await self._read_one(net.link, chip)
+        ub = await self._read_one(net.ub_stats, chip)
+        ub_link = await self._read_one(net.ub_links, chip)
+        ub_optical = await self._read_one(net.ub_optical, chip)
         self._net_late.succeeded(chip)
-        return counters, optical, link
+        return NetRead(counters, optical, link, ub, ub_link, ub_optical)
 
     @staticmethod
-    async def _read_floats(
-        read: Callable[[Chip], Awaitable[dict[str, float] | None]], chip: Chip
-    ) -> dict[str, float] | None:
+    async def _read_one(read: Callable[[Chip], Awaitable[T | None]], chip: Chip) -> T | None:
         try:
             return await read(chip)
         except Exception:  # a probe bug costs this chip's families only
             log.exception("network read failed", extra={"logic_id": chip.logic_id, "chip": chip.name})
             return None
+
+
+@dataclass(frozen=True)
+class NetRead:
+    """One chip's network reads of a round; None: not read (no such port, or unreadable)."""
+
+    counters: Mapping[str, int | None] | None
+    optical: dict[str, float] | None
+    link: dict[str, float] | None
+    ub: list[UbPortStat] | None
+    ub_link: list[UbPortLink] | None
+    ub_optical: list[UbPortOptical] | None

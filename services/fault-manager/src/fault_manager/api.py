@@ -8,7 +8,7 @@ tokens: the socket's mode and group say who may call.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Protocol
 
 from ascend_common.adapters.guard import MAX_BODY_BYTES, RequestGuard
@@ -22,7 +22,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
@@ -30,7 +30,7 @@ from sse_starlette import EventSourceResponse
 from fault_manager.hotreset.loop import HotReset
 from fault_manager.policy.keeper import PolicyKeeper
 from fault_manager.reactor.verdicts import KEEPALIVE_S, VerdictBoard
-from fault_manager.store import FaultEventRow, ResetAttemptRow, in_store_thread
+from fault_manager.store import RESET_OUTCOMES, FaultEventRow, ResetAttemptRow, in_store_thread
 
 ChipName = Annotated[str, Path(pattern=r"^(Ascend910|Ascend310P|Ascend310|npu)-\d{1,4}$", max_length=32)]
 ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ApiError}, 409: {"model": ApiError}, 422: {"model": ApiError}}
@@ -262,10 +262,24 @@ def create_api(
     return app
 
 
+def hot_reset_family(outcomes: Mapping[str, int]) -> CounterMetricFamily:
+    """fault_manager_hot_resets_total{outcome}: reset attempts ended since start, a series for every
+    outcome from the start (0 before the first), so that increase() sees the first failure."""
+    family = CounterMetricFamily(
+        "fault_manager_hot_resets", "hot reset attempts ended since start, by outcome", labels=["outcome"]
+    )
+    for outcome in sorted(RESET_OUTCOMES):
+        family.add_metric([outcome], outcomes.get(outcome, 0))
+    return family
+
+
 class _Stats(Collector):
-    def __init__(self, node: NodeView, ingested: Callable[[], int]) -> None:
+    def __init__(
+        self, node: NodeView, ingested: Callable[[], int], resets: Callable[[], Mapping[str, int]] = dict
+    ) -> None:
         self.node = node
         self.ingested = ingested
+        self.resets = resets
 
     def collect(self) -> Any:
         ingested = GaugeMetricFamily("fault_manager_events_ingested", "fault events stored since start")
@@ -282,12 +296,16 @@ class _Stats(Collector):
         revision = GaugeMetricFamily("fault_manager_verdict_revision", "verdict revision")
         revision.add_metric([], self.node.board.revision)
         yield revision
+        yield hot_reset_family(self.resets())
 
 
-def ops_registry(node: NodeView, ingested: Callable[[], int]) -> CollectorRegistry:
-    """What /metrics renders: events ingested, chips by fault level, the verdict revision."""
+def ops_registry(
+    node: NodeView, ingested: Callable[[], int], resets: Callable[[], Mapping[str, int]] = dict
+) -> CollectorRegistry:
+    """What /metrics renders: events ingested, chips by fault level, the verdict revision, and
+    `resets`' hot reset outcomes (none counted when hot reset is off)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Stats(node, ingested))
+    registry.register(_Stats(node, ingested, resets))
     return registry
 
 

@@ -163,7 +163,9 @@ async def serve(service: Service) -> int:
     host, port = parse_host_port(s.metrics_addr)
     api = server(create_api(service.published, service.inbox, service.store.events, service.store.resets,
                             service.offline, service.keeper, service.hot_reset))  # fmt: skip
-    ops_metrics = ops_registry(service.published, lambda: service.reactor.ingested)
+    hot_reset = service.hot_reset
+    resets = (lambda: hot_reset.outcomes) if hot_reset is not None else dict
+    ops_metrics = ops_registry(service.published, lambda: service.reactor.ingested, resets)
     ops = server(ops_app(readiness(service.published, kit.not_ready), ops_metrics), host=host, port=port)
     loops = kit.scope("fault-manager")
     servers = kit.scope("servers")

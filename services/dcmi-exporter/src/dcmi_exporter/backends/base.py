@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from ascend_common.chips import ChipAddress
+from ascend_common.goconv import atoi
 from ascend_common.schemas.exporter import (
     Assertion,
     Chip,
@@ -169,6 +170,99 @@ class Memory:
     available_mb: int
 
 
+# The 950's UB port counters as `hccn_tool -g -stat -i <logic> -u <udie> -p <port>` prints them, by
+# the tool's key names (the reference's UBCommonStats, then its UBOEExtensions): collector_for_ub.go.
+UB_COMMON_KEYS = (
+    "ub_ipv4_pkt_cnt_rx", "ub_ipv6_pkt_cnt_rx", "unic_ipv4_pkt_cnt_rx", "unic_ipv6_pkt_cnt_rx",
+    "ub_compact_pkt_cnt_rx", "ub_umoc_ctph_cnt_rx", "ub_umoc_ntph_cnt_rx", "ub_mem_pkt_cnt_rx",
+    "unknown_pkt_cnt_rx", "drop_ind_cnt_rx", "err_ind_cnt_rx", "to_host_pkt_cnt_rx", "to_imp_pkt_cnt_rx",
+    "to_mar_pkt_cnt_rx", "to_link_pkt_cnt_rx", "to_noc_pkt_cnt_rx", "route_err_cnt_rx", "out_err_cnt_rx",
+    "length_err_cnt_rx", "rx_busi_flit_num", "rx_send_ack_flit",
+    "ub_ipv4_pkt_cnt_tx", "ub_ipv6_pkt_cnt_tx", "unic_ipv4_pkt_cnt_tx", "unic_ipv6_pkt_cnt_tx",
+    "ub_compact_pkt_cnt_tx", "ub_umoc_ctph_cnt_tx", "ub_umoc_ntph_cnt_tx", "ub_mem_pkt_cnt_tx",
+    "unknown_pkt_cnt_tx", "drop_ind_cnt_tx", "err_ind_cnt_tx", "lpbk_ind_cnt_tx", "out_err_cnt_tx",
+    "length_err_cnt_tx", "tx_busi_flit_num", "tx_recv_ack_flit",
+    "retry_req_sum", "retry_ack_sum", "crc_error_sum",
+)  # fmt: skip
+UBOE_KEYS = (
+    "core_mib_rxpausepkts", "core_mib_txpausepkts", "core_mib_rxpfcpkts", "core_mib_txpfcpkts",
+    "core_mib_rxbadpkts", "core_mib_txbadpkts", "core_mib_rxbadoctets", "core_mib_txbadoctets",
+)  # fmt: skip
+UBOE_PORT_KEY = "is_uboe_port"  # "1" on a UBoE port
+UB_UNREADABLE = -1  # a counter the tool printed as NA, "not supported", nothing or not a number
+
+
+@dataclass(frozen=True)
+class UbPortStat:
+    """One UB port's counters: every UB_COMMON_KEYS entry, and the UBOE_KEYS ones on a UBoE port
+    only; a counter the tool did not print as a number is UB_UNREADABLE, as the reference's."""
+
+    udie: int
+    port: int
+    counters: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class UbPortLink:
+    """One 950 port's `link_status` (1 UP, 0 another state, -1 unreadable), `bandwidth_tx` /
+    `bandwidth_rx` (MB/s) and `link_speed` (the tool's G), each only when read."""
+
+    udie: int
+    port: int
+    values: Mapping[str, float]
+
+
+# A 950 port's optical module as `hccn_tool -g -optical -u <udie> -p <port>`'s second table gives
+# it (collector_for_optical.go's Npu keys): the lanes' powers, and how many optical_ rows it has.
+OPTICAL_LANE_KEYS = tuple(
+    (f"{way}_power_{lane}", f"{way.capitalize()}Power Lane{lane}(dBm)") for way in ("tx", "rx") for lane in range(4)
+)
+OPTICAL_INDEX_KEY = "optical_index"
+
+
+@dataclass(frozen=True)
+class UbPortOptical:
+    """One 950 port's `optical_index_num` and the lane powers (`tx_power_0` .. `rx_power_3`) it could read."""
+
+    udie: int
+    port: int
+    values: Mapping[str, float]
+
+
+def optical_port_values(info: Mapping[str, str]) -> dict[str, float]:
+    """The reference's storeOpticalNpuInfos as it shows: the index count always (-1 when it is not an
+    integer); a lane's power only when it reads as a number other than -1 (its validateNum; empty,
+    NA, "not supported" or another text reads -1)."""
+    index = atoi(info.get(OPTICAL_INDEX_KEY, "")) if info.get(OPTICAL_INDEX_KEY) else None
+    out: dict[str, float] = {"optical_index_num": float(index) if index is not None else -1.0}
+    for name, key in OPTICAL_LANE_KEYS:
+        text = info.get(key, "")
+        if not text or "NA" in text or "not supported" in text:
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            continue
+        if value != -1 and value == value:  # NaN is no reading either
+            out[name] = value
+    return out
+
+
+def ub_counter_value(text: str | None) -> int:
+    """The reference's GetIntDataFromStr: NA, "not supported", missing or not a Go integer is -1."""
+    if not text or "NA" in text or "not supported" in text:
+        return UB_UNREADABLE
+    value = atoi(text)
+    return UB_UNREADABLE if value is None else value
+
+
+def ub_port_stat(udie: int, port: int, info: Mapping[str, str]) -> UbPortStat:
+    """A port's `-g -stat` output (`key : value` lines, trimmed) as the reference's getUBStatInfo
+    keeps it: the UBoE counters only when `is_uboe_port` reads 1."""
+    keys = UB_COMMON_KEYS + UBOE_KEYS if atoi(info.get(UBOE_PORT_KEY, "")) == 1 else UB_COMMON_KEYS
+    return UbPortStat(udie, port, {key: ub_counter_value(info.get(key)) for key in keys})
+
+
 @dataclass(frozen=True)
 class ChipTelemetry:
     """What npu-exporter reads besides our poll, one sample of one chip; None: the library did not
@@ -205,6 +299,21 @@ class NetStatsProbe(Protocol):
     async def link(self, chip: Chip) -> dict[str, float] | None:
         """`link_status` (1 UP, 0 another state, -1 unreadable), `link_speed` (Mb/s), `link_up_num`,
         `bandwidth_tx` / `bandwidth_rx` (MB/s), each only when read; None as for net_stats."""
+
+    async def ub_links(self, chip: Chip) -> list[UbPortLink] | None:
+        """The 950's per-port link state, bandwidth and speed (`hccn_tool -g -link` / `-bandwidth` /
+        `-speed` with `-u <udie> -p <port>`), ports as ub_stats; None on another family, on a main
+        board npu-exporter's NetworkCollector skips, or when the port table cannot be read."""
+
+    async def ub_optical(self, chip: Chip) -> list[UbPortOptical] | None:
+        """The 950's per-port optical modules (`hccn_tool -g -optical -i <logic> -u <udie> -p <port>`),
+        ports as ub_stats, a port whose read fails left out; None on another family, on a main board
+        npu-exporter's OpticalCollector skips, or when the port table cannot be read."""
+
+    async def ub_stats(self, chip: Chip) -> list[UbPortStat] | None:
+        """The 950's UB port counters (`hccn_tool -g -stat -i <logic> -u <udie> -p <port>`), a port of
+        udie 0 then 1 each, in port order; a port that cannot be read is left out; None on another
+        family, or when the port table cannot be read."""
 
 
 class RoceLinkProbe(Protocol):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,8 @@ class HotReset:
     _blocked: dict[tuple[str, ...], str] = field(default_factory=dict)
     _chips: dict[str, Chip] = field(default_factory=dict)  # the exporter's chips, as last listed
     _told_at: dict[tuple[str, ...], float] = field(default_factory=dict)  # group -> when its jobs were told
+    # Attempts ended since start, by outcome (RESET_OUTCOMES): fault_manager_hot_resets_total.
+    outcomes: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self._started = self.clock.now()  # nothing is known idle before we watched it
@@ -227,6 +230,7 @@ class HotReset:
         """A job's reset ConfigMap refused the write: record it (GET /v1/resets) and, for an automatic
         reset, hand the ring to the operator."""
         await in_store_thread(self.store.resets.refuse, ",".join(key), list(key), channel, at_ms, reason)
+        self.outcomes["refused"] += 1
         if channel == "auto":
             await self._abandon(key, jobs, group, reason, at_ms, chips)
         else:
@@ -298,6 +302,7 @@ class HotReset:
         finished_ms = int(self.clock.now() * 1000)
         why = None if outcome == "succeeded" else f"reset failed ({code}): {message}"
         await in_store_thread(self.store.resets.finish, attempt, outcome, code or None, finished_ms, reason=why)
+        self.outcomes[outcome] += 1
         self._told_at.pop(key, None)  # the episode is over: the next one waits for its own processes
         if jobs:
             await self._tell_jobs(jobs, group, "recovered" if outcome == "succeeded" else "failed")

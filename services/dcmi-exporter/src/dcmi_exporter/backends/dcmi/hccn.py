@@ -24,6 +24,14 @@ from ascend_common.chips import ChipFamily
 from ascend_common.goconv import atoi
 from ascend_common.schemas.exporter import Chip, UbPorts
 
+from dcmi_exporter.backends.base import (
+    OPTICAL_INDEX_KEY,
+    UbPortLink,
+    UbPortOptical,
+    UbPortStat,
+    optical_port_values,
+    ub_port_stat,
+)
 from dcmi_exporter.backends.failing import FailingChips
 
 log = logging.getLogger(__name__)
@@ -47,6 +55,7 @@ PORT_ENABLE_KEY, PORT_ENABLE_ON = "port_enable", "on"
 # API take port ids 0..63): it is refused, since every row costs a tool run per chip per round.
 MAX_PORT_ROWS = 64
 PORT_TABLE_TTL_S = 300.0  # hang detection re-reads the 950's port table at least this often
+UB_DIES = (0, 1)  # the udies the reference's UB and network collectors ask, in this order
 
 
 class HccnError(Exception):
@@ -119,11 +128,19 @@ def _columns(row: str) -> list[str]:
     return [c.strip() for c in row.removeprefix("|").removesuffix("|").split("|")]
 
 
-def parse_dev_info(text: str) -> dict[int, list[int]]:
-    """`hccn_tool -g -dev_info -i <logic>` (950): udie id -> port ids, from the first table's data
-    rows (`parseDeviceTable`: rows between its second and third `+-` separator; a row needs at
-    least 5 columns with a port type and link status, and integer udie and port ids)."""
-    out: dict[int, list[int]] = {}
+@dataclass(frozen=True)
+class PortRow:
+    udie: int
+    port: int
+    port_type: str
+    link_status: str
+
+
+def parse_dev_info_rows(text: str) -> list[PortRow]:
+    """`hccn_tool -g -dev_info -i <logic>` (950): the first table's data rows (`parseDeviceTable`:
+    rows between its second and third `+-` separator; a row needs at least 5 columns with a port
+    type and link status, and integer udie and port ids; another row is skipped)."""
+    rows: list[PortRow] = []
     for section, row in _first_table(text):
         if section != 2:
             continue
@@ -135,18 +152,18 @@ def parse_dev_info(text: str) -> dict[int, list[int]]:
         if udie is None or port is None:
             log.warning("hccn_tool -dev_info: row skipped", extra={"row": row})
             continue
-        out.setdefault(udie, []).append(port)
-    if not out:
+        rows.append(PortRow(udie, port, columns[3], columns[4]))
+    if not rows:
         raise HccnError("no port rows in the -dev_info output")
+    return rows
+
+
+def parse_dev_info(text: str) -> dict[int, list[int]]:
+    """`parse_dev_info_rows` as udie id -> port ids, in the table's order."""
+    out: dict[int, list[int]] = {}
+    for row in parse_dev_info_rows(text):
+        out.setdefault(row.udie, []).append(row.port)
     return out
-
-
-@dataclass(frozen=True)
-class PortRow:
-    udie: int
-    port: int
-    port_type: str
-    link_status: str
 
 
 def parse_port_table(text: str) -> list[PortRow]:
@@ -310,6 +327,36 @@ async def _end(transport: asyncio.SubprocessTransport, capture: _Capture, comman
         log.error("hccn_tool did not exit after SIGKILL; left to the reaper", extra={"command": command})
 
 
+class PortTable:
+    """The 950's port table (`-g -dev_info`: udie -> port ids) of the first chip that answers, shared
+    by every chip (the reference's getNpuDevNetPortInfos, which reads it once for good); ours is read
+    again after `ttl_s`, and at once after `forget` (a round in which none of its ports answered), so
+    a table that changed (ports reconfigured, a driver upgrade) is picked up."""
+
+    def __init__(self, tool: HccnTool, ttl_s: float = PORT_TABLE_TTL_S) -> None:
+        self.tool = tool
+        self.ttl_s = ttl_s
+        self._ports: dict[int, list[int]] | None = None
+        self.kinds: dict[tuple[int, int], str] = {}  # (udie, port) -> PortType ("UB", "ETH")
+        self._at = 0.0  # loop time of its read
+
+    async def get(self, logic: int) -> dict[int, list[int]]:
+        now = asyncio.get_running_loop().time()
+        if self._ports is None or now - self._at >= self.ttl_s:
+            rows = parse_dev_info_rows(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
+            ports: dict[int, list[int]] = {}
+            for row in rows:
+                ports.setdefault(row.udie, []).append(row.port)
+            if ports != self._ports:
+                log.info("950 port table read", extra={"logic_id": logic, "ports": ports})
+            self._ports, self._at = ports, now
+            self.kinds = {(row.udie, row.port): row.port_type for row in rows}
+        return self._ports
+
+    def forget(self) -> None:
+        self._ports = None
+
+
 class HccnTraffic:
     """(tx, rx) of a chip, or None when the tool cannot tell this round.
 
@@ -319,9 +366,7 @@ class HccnTraffic:
 
     def __init__(self, tool: HccnTool) -> None:
         self.tool = tool
-        self._ports: dict[int, list[int]] | None = None  # the 950's port table, shared by every chip
-        self._ports_at = 0.0  # loop time of its read
-        self.ports_ttl_s = PORT_TABLE_TTL_S
+        self.ports = PortTable(tool)
         self._failing = FailingChips(
             log,
             "no network traffic for hang detection; AI core, HBM and CPU decide until it is back",
@@ -340,21 +385,8 @@ class HccnTraffic:
         self._failing.succeeded(chip)
         return value
 
-    async def _port_table(self, logic: int) -> dict[int, list[int]]:
-        """The table of the first chip that answers, shared by every chip (the reference's
-        getNpuDevNetPortInfos, which reads it once for good); ours is read again after
-        `ports_ttl_s`, and at once after a round in which none of its ports answered, so a table
-        that changed (ports reconfigured, a driver upgrade) is picked up."""
-        now = asyncio.get_running_loop().time()
-        if self._ports is None or now - self._ports_at >= self.ports_ttl_s:
-            ports = parse_dev_info(await self.tool.run("-g", "-dev_info", "-i", str(logic)))
-            if ports != self._ports:
-                log.info("950 port table read", extra={"logic_id": logic, "ports": ports})
-            self._ports, self._ports_at = ports, now
-        return self._ports
-
     async def _ub_traffic(self, logic: int) -> tuple[int, int]:
-        table = await self._port_table(logic)
+        table = await self.ports.get(logic)
         tx = rx = 0
         answered = False
         for udie, ports in table.items():
@@ -371,7 +403,7 @@ class HccnTraffic:
                 rx += ub_counter(stat.get(UB_RX))
                 answered = True
         if not answered:
-            self._ports = None  # stale, most likely: read it again next time
+            self.ports.forget()  # stale, most likely: read it again next time
             raise HccnError("no UB port answered")
         return tx, rx
 
@@ -487,12 +519,52 @@ class HccnNetStats:
         self._optical = HccnOptical(tool)
         self._link = HccnLink(tool)
         self._out_of_range = OutOfRangeCounters()
+        self._ports = PortTable(tool)
+        self._ub_links = HccnUbLinks(tool, self._ports)
+        self._ub_optical = HccnUbOptical(tool, self._ports)
+        self._ub_failing = FailingChips(
+            log, "UB port counters unreadable; their metric series are dropped", "UB port counters are back"
+        )
 
     async def optical(self, chip: Chip) -> dict[str, float] | None:
         return await self._optical.optical(chip)
 
     async def link(self, chip: Chip) -> dict[str, float] | None:
         return await self._link.link(chip)
+
+    async def ub_links(self, chip: Chip) -> list[UbPortLink] | None:
+        return await self._ub_links.ub_links(chip)
+
+    async def ub_optical(self, chip: Chip) -> list[UbPortOptical] | None:
+        return await self._ub_optical.ub_optical(chip)
+
+    async def ub_stats(self, chip: Chip) -> list[UbPortStat] | None:
+        """npu-exporter's UbCollector through the tool (collectUbInfo, getUBStatInfo): udie 0 then 1,
+        each of its ports in order; a port whose run fails is left out (logged at debug)."""
+        if chip.family is not ChipFamily.ASCEND950:
+            return None
+        logic = chip.logic_id
+        try:
+            table = await self._ports.get(logic)
+        except HccnError as exc:
+            self._ub_failing.failed(chip, str(exc))
+            return None
+        out: list[UbPortStat] = []
+        for udie in UB_DIES:
+            for port in sorted(table.get(udie, ())):
+                try:
+                    text = await self.tool.run("-g", "-stat", "-i", str(logic), "-u", str(udie), "-p", str(port))
+                except HccnError as exc:
+                    fields = {"logic_id": logic, "udie": udie, "port": port, "error": str(exc)}
+                    log.debug("UB port stat failed", extra=fields)
+                    continue
+                out.append(ub_port_stat(udie, port, parse_ub_stat(text)))
+        if table and not out:
+            self._ports.forget()
+            self._ub_failing.failed(chip, "no UB port answered")
+            return None
+        self._ub_failing.succeeded(chip)
+        return out
 
     async def net_stats(self, chip: Chip) -> dict[str, int | None] | None:
         if chip.family not in ROCE_FAMILIES:
@@ -638,6 +710,181 @@ def parse_bandwidth(text: str) -> tuple[float | None, float | None]:
         if "RX:" in line:
             rx = number
     return tx, rx
+
+
+def parse_speed_a5(text: str) -> int:
+    """`hccn_tool -g -speed -i <logic> -u <udie> -p <port>` (950), as getSpeedFromStrA5: NA anywhere
+    is a port that is down; else the first line with a `|` and no `+`, its fourth column
+    `<speed> <unit>`."""
+    if "NA" in text:
+        raise HccnError("link speed is unknown, the port is down")
+    rows = [line for line in text.strip().split("\n") if line and "+" not in line and "|" in line]
+    if not rows:
+        raise HccnError(f"no table row in the -speed output: {text[:80]!r}")
+    parts = rows[0].split("|")
+    if len(parts) < 5:
+        raise HccnError(f"-speed row of fewer than four columns: {rows[0][:80]!r}")
+    speed = parts[4].strip().split(" ")
+    if len(speed) != 2 or (value := atoi(speed[0])) is None:
+        raise HccnError(f"-speed column not '<speed> <unit>': {parts[4][:80]!r}")
+    return value
+
+
+def parse_uboe_bandwidth(text: str, port: int) -> tuple[float | None, float | None]:
+    """`hccn_tool -g -bandwidth -i <logic> -d bond<logic>` (950, a UBoE port), as getUboeBandwidth:
+    two `[dev_name: ...]` groups of TX / RX lines; an even port is the first group's, an odd one the
+    second's; (None, None) when that group lacks either side."""
+    groups: list[dict[str, float]] = [{}, {}]
+    current, seen = 0, 0
+    for line in text.split("\n"):
+        if not line:
+            continue
+        if "[dev_name:" in line:
+            seen += 1
+            current = 1 if seen >= 2 else 0
+            continue
+        fields = line.split()
+        if len(fields) != 4:
+            continue
+        try:
+            number = float(fields[2])
+        except ValueError:
+            continue
+        for side in ("TX", "RX"):
+            if f"{side}:" in line:
+                groups[current][side] = number
+    group = groups[port % 2]
+    if "TX" not in group or "RX" not in group:
+        return None, None
+    return group["TX"], group["RX"]
+
+
+def parse_optical_a5(text: str) -> dict[str, str]:
+    """`hccn_tool -g -optical -i <logic> -u <udie> -p <port>` (950), as GetNpuOpticalInfoNpu and
+    parseSecondTableColumns: an output without "Power" is unreadable; the rows between the fifth and
+    the sixth `+-` separator: one with `optical_` counts toward `optical_index`, one naming an xPower
+    with at least eleven `|` parts gives its fourth column's key the fifth column's value, unless that
+    holds a `-`. A row too short for its columns is skipped (the reference indexes it and panics)."""
+    if "Power" not in text:
+        raise HccnError("optical info is not valid")
+    out: dict[str, str] = {}
+    indexes = separators = 0
+    for raw in text.strip().split("\n"):
+        line = raw.strip()
+        if line.startswith("+-"):
+            separators += 1
+            if separators == 6:
+                break
+            continue
+        if separators < 5:
+            continue
+        parts = line.split("|")
+        if "optical_" in line and len(parts) >= 2:
+            indexes += 1
+        if len(parts) < 11:
+            continue
+        key, value = parts[4].strip(), parts[5].strip()
+        if "-" in value:
+            continue
+        if key and "xPower" in line:
+            out[key] = value
+    out[OPTICAL_INDEX_KEY] = str(indexes)
+    return out
+
+
+# The 950 main boards npu-exporter's OpticalCollector skips (notSupportedOpticalNpuDevices: the Atlas
+# 350 1P / 2P / 4P, the Atlas 950 1D and the Atlas 950 boards).
+OPTICAL_UNSUPPORTED_950_BOARDS = frozenset({0x68, 0x6B, 0x6C, 0x03, 0x07})
+
+
+class HccnUbOptical:
+    """The 950's per-port optical modules (npu-exporter's OpticalCollector on the 950,
+    collectOpticalNpuInfo): one tool run per port of udie 0 then 1; a port whose run fails or prints
+    no power has no series."""
+
+    def __init__(self, tool: HccnTool, ports: PortTable) -> None:
+        self.tool = tool
+        self.ports = ports
+
+    async def ub_optical(self, chip: Chip) -> list[UbPortOptical] | None:
+        if chip.family is not ChipFamily.ASCEND950 or main_board(chip) in OPTICAL_UNSUPPORTED_950_BOARDS:
+            return None
+        try:
+            table = await self.ports.get(chip.logic_id)
+        except HccnError as exc:
+            log.debug("950 port table unreadable", extra={"logic_id": chip.logic_id, "error": str(exc)})
+            return None
+        out: list[UbPortOptical] = []
+        for udie in UB_DIES:
+            for port in sorted(table.get(udie, ())):
+                where = ("-i", str(chip.logic_id), "-u", str(udie), "-p", str(port))
+                try:
+                    info = parse_optical_a5(await self.tool.run("-g", "-optical", *where))
+                except HccnError as exc:
+                    log.debug("950 port optical read failed", extra={"logic_id": chip.logic_id, "error": str(exc)})
+                    continue
+                out.append(UbPortOptical(udie, port, optical_port_values(info)))
+        return out
+
+
+# The 950 main boards npu-exporter's NetworkCollector skips (notSupportedNetworkNpuDevices: Atlas 350 1P).
+NETWORK_UNSUPPORTED_950_BOARDS = frozenset({0x68})
+
+
+class HccnUbLinks:
+    """The 950's per-port link state, bandwidth and speed (npu-exporter's NetworkCollector on the
+    950, collectNetworkNpuInfo): three tool runs per port of udie 0 then 1. The state is -1 when
+    its run fails; bandwidth and speed have no value then."""
+
+    def __init__(self, tool: HccnTool, ports: PortTable) -> None:
+        self.tool = tool
+        self.ports = ports
+        self._failing = FailingChips(
+            log, "950 port table unreadable; the per-port link series are dropped", "950 port table readable again"
+        )
+
+    async def ub_links(self, chip: Chip) -> list[UbPortLink] | None:
+        if chip.family is not ChipFamily.ASCEND950 or main_board(chip) in NETWORK_UNSUPPORTED_950_BOARDS:
+            return None
+        logic = str(chip.logic_id)
+        try:
+            table = await self.ports.get(chip.logic_id)
+        except HccnError as exc:
+            self._failing.failed(chip, str(exc))
+            return None
+        self._failing.succeeded(chip)
+        out: list[UbPortLink] = []
+        for udie in UB_DIES:
+            for port in sorted(table.get(udie, ())):
+                where = ("-i", logic, "-u", str(udie), "-p", str(port))
+                values: dict[str, float] = {}
+                try:
+                    status = parse_link_status(await self.tool.run("-g", "-link", *where))
+                except HccnError as exc:
+                    log.debug("950 port link read failed", extra={"logic_id": chip.logic_id, "error": str(exc)})
+                    status = LINK_UNKNOWN
+                if (code := link_status_code(status)) is not None:
+                    values["link_status"] = code
+                try:
+                    if self.ports.kinds.get((udie, port)) == BONDING_PORT:
+                        out_text = await self.tool.run("-g", "-bandwidth", "-i", logic, "-d", f"bond{logic}")
+                        tx, rx = parse_uboe_bandwidth(out_text, port)
+                    else:
+                        tx, rx = parse_bandwidth(await self.tool.run("-g", "-bandwidth", *where, "-time", "100"))
+                except HccnError as exc:
+                    log.debug("950 port bandwidth read failed", extra={"logic_id": chip.logic_id, "error": str(exc)})
+                else:
+                    values.update({k: v for k, v in (("bandwidth_tx", tx), ("bandwidth_rx", rx)) if v is not None})
+                try:
+                    values["link_speed"] = parse_speed_a5(await self.tool.run("-g", "-speed", *where))
+                except HccnError as exc:
+                    log.debug("950 port speed read failed", extra={"logic_id": chip.logic_id, "error": str(exc)})
+                out.append(UbPortLink(udie, port, values))
+        return out
+
+
+def main_board(chip: Chip) -> int | None:
+    return chip.static.main_board_id.value if chip.static.main_board_id.is_ok else None
 
 
 class HccnLink:

@@ -32,7 +32,21 @@ from ascend_common.schemas.exporter import (
 from ascend_common.schemas.reading import Reading
 from ascend_common.vnpu import TEMPLATES, template_allowed
 
-from dcmi_exporter.backends.base import ChipTelemetry, EventSink, RawFaultEvent, RawSwitchEvent
+from dcmi_exporter.backends.base import (
+    OPTICAL_INDEX_KEY,
+    UB_COMMON_KEYS,
+    UBOE_KEYS,
+    UBOE_PORT_KEY,
+    ChipTelemetry,
+    EventSink,
+    RawFaultEvent,
+    RawSwitchEvent,
+    UbPortLink,
+    UbPortOptical,
+    UbPortStat,
+    optical_port_values,
+    ub_port_stat,
+)
 from dcmi_exporter.backends.dieid import DieType, format_die_id
 from dcmi_exporter.backends.errors import (
     RC_NOT_SUPPORTED,
@@ -66,6 +80,7 @@ from dcmi_exporter.backends.sim.state import (
     SimChip,
     SimPort,
 )
+from dcmi_exporter.snapshot import UBOE_BOARDS
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +91,13 @@ HANG_POLL_S = 0.05  # a hung call re-checks its deadline this often (a ManualClo
 IDLE_JOB_PROCESS_BYTES = 2 << 30  # each process of an idle job holds 2 GiB of HBM, as a real job would
 TRAFFIC_PKTS_PER_S = 10_000  # network packets a busy chip moves per sim second (tx and rx each)
 CPU_S_PER_S = 8  # CPU seconds a chip's process uses per sim second (a data loader's few cores)
+# A 950 chip's ports as the simulator's `-g -dev_info` lists them, before `set_ub_port` changes
+# one: four UB ports on each udie, and on a main board with a UBoE device (UBOE_BOARDS) a UBoE
+# bonding port on each.
+SIM_UB_PORTS = {(udie, port): "UB" for udie in (0, 1) for port in range(4)}
+SIM_UBOE_PORTS = {(0, 8): "ETH", (1, 8): "ETH"}
+SIM_NETWORK_UNSUPPORTED_BOARDS = frozenset({0x68})  # the Atlas 350 1P: no NetworkCollector on the 950
+SIM_OPTICAL_UNSUPPORTED_BOARDS = frozenset({0x68, 0x6B, 0x6C, 0x03, 0x07})  # no OpticalCollector on the 950
 FIRST_AUTO_VDEV_ID = 100  # the driver numbers vNPUs from 100 so they never collide with phy ids
 MAX_VNPU_ID = 65535
 
@@ -717,6 +739,75 @@ class SimBackend:
             return None
         tx, rx = self.traffic(logic_id)
         return telemetry.roce_stats(tx, rx)
+
+    def ub_port_table(self) -> dict[tuple[int, int], str]:
+        """(udie, port) -> kind ("UB", or "ETH" for a UBoE bonding port) of a 950 chip's ports as
+        `-g -dev_info` lists them: SIM_UB_PORTS, the UBoE ones on a main board with a UBoE device."""
+        board = self.layout.main_board_id
+        return {**SIM_UB_PORTS, **(SIM_UBOE_PORTS if board in UBOE_BOARDS else {})}
+
+    def ub_stats(self, logic_id: int) -> list[UbPortStat] | None:
+        """`hccn_tool -g -stat -i <logic> -u <udie> -p <port>` of each port, udie 0 then 1, as the
+        tool prints it (the flits from the traffic counters, spread over the ports that are up; no
+        error); None off the 950."""
+        if not self.layout.library_v2:
+            return None
+        st = self._control_chip(logic_id)
+        tx, rx = self.traffic(logic_id)
+        with self._lock:
+            kinds = {**self.ub_port_table(), **{key: port.kind for key, port in st.ports.items()}}
+            up = {key: key not in st.ports or st.ports[key].up for key in kinds}
+        live = max(1, sum(up.values()))
+        out: list[UbPortStat] = []
+        for udie, port in sorted(key for key in kinds if key[0] in (0, 1)):
+            text = dict.fromkeys((*UB_COMMON_KEYS, *UBOE_KEYS), "0")
+            if up[(udie, port)]:
+                text["tx_busi_flit_num"], text["rx_busi_flit_num"] = str(tx // live), str(rx // live)
+            text[UBOE_PORT_KEY] = "1" if kinds[(udie, port)] == "ETH" else "0"
+            out.append(ub_port_stat(udie, port, text))
+        return out
+
+    def ub_links(self, logic_id: int) -> list[UbPortLink] | None:
+        """Each 950 port's link state (its `set_ub_port` state, up by default), bandwidth (the chip's
+        RoCE-like busy figure spread over the ports that are up) and speed (400 G; none when down,
+        as the tool's NA), udie 0 then 1; None off the 950 and on the Atlas 350 1P board (0x68),
+        where npu-exporter's NetworkCollector does not run."""
+        if not self.layout.library_v2 or self.layout.main_board_id in SIM_NETWORK_UNSUPPORTED_BOARDS:
+            return None
+        st = self._control_chip(logic_id)
+        with self._lock:
+            keys = sorted(key for key in {**self.ub_port_table(), **st.ports} if key[0] in (0, 1))
+            up = {key: key not in st.ports or st.ports[key].up for key in keys}
+            idle = st.idle_job is not None
+        live = max(1, sum(up.values()))
+        out: list[UbPortLink] = []
+        for key in keys:
+            if not up[key]:
+                out.append(UbPortLink(key[0], key[1], {"link_status": 0, "bandwidth_tx": 0.0, "bandwidth_rx": 0.0}))
+                continue
+            busy = 0.0 if idle else round((1200.0 + logic_id) / live, 2)
+            values = {"link_status": 1, "bandwidth_tx": busy, "bandwidth_rx": busy, "link_speed": 400}
+            out.append(UbPortLink(key[0], key[1], values))
+        return out
+
+    def ub_optical(self, logic_id: int) -> list[UbPortOptical] | None:
+        """Each 950 port's optical module as the tool's second table gives it: one module, steady lane
+        powers (a down port's receive lanes dark: no reading); None off the 950 and on the main
+        boards npu-exporter's OpticalCollector skips (the Atlas 350 ones among our profiles)."""
+        if not self.layout.library_v2 or self.layout.main_board_id in SIM_OPTICAL_UNSUPPORTED_BOARDS:
+            return None
+        st = self._control_chip(logic_id)
+        with self._lock:
+            keys = sorted(key for key in {**self.ub_port_table(), **st.ports} if key[0] in (0, 1))
+            up = {key: key not in st.ports or st.ports[key].up for key in keys}
+        out: list[UbPortOptical] = []
+        for key in keys:
+            info = {OPTICAL_INDEX_KEY: "1"}
+            for lane in range(4):
+                info[f"TxPower Lane{lane}(dBm)"] = f"{1.5 + lane / 10:.2f}"
+                info[f"RxPower Lane{lane}(dBm)"] = f"{0.8 + lane / 10:.2f}" if up[key] else "NA"
+            out.append(UbPortOptical(key[0], key[1], optical_port_values(info)))
+        return out
 
     def optical(self, logic_id: int) -> dict[str, float] | None:
         """`hccn_tool -i <phy> -optical -g` as npu-exporter keeps it: a present module, steady

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ascend_common.schemas.exporter import Chip, UbPorts
 
-from dcmi_exporter.backends.base import CpuTimes
+from dcmi_exporter.backends.base import CpuTimes, UbPortLink, UbPortOptical, UbPortStat
 from dcmi_exporter.backends.sim.backend import SimBackend
 
 
@@ -45,6 +45,15 @@ class SimNetStats:
 
     async def link(self, chip: Chip) -> dict[str, float] | None:
         return self.backend.link(chip.logic_id)
+
+    async def ub_stats(self, chip: Chip) -> list[UbPortStat] | None:
+        return self.backend.ub_stats(chip.logic_id)
+
+    async def ub_links(self, chip: Chip) -> list[UbPortLink] | None:
+        return self.backend.ub_links(chip.logic_id)
+
+    async def ub_optical(self, chip: Chip) -> list[UbPortOptical] | None:
+        return self.backend.ub_optical(chip.logic_id)
 
 
 class SimRoceLinkProbe:
