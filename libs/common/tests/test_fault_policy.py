@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from ascend_common.faults import (
     MAIN_LIST_KEYS,
-    NETWORK_CODES,
     FaultLevel,
     SwitchFaultLevel,
     chip_level,
@@ -27,6 +26,7 @@ from ascend_common.faults import (
     severity_level,
     switch_code_level,
 )
+from ascend_common.faults.codes import NETWORK_CODES
 from ascend_common.faults.policy import supports_grace_tolerance
 
 L = FaultLevel

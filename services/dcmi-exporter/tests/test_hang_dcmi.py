@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 import pytest
+from ascend_common.faults.codes import HANG_CODE
 from ascend_common.schemas.exporter import Assertion, EventSource, EventType, FaultEventData
 from dcmi_exporter.backends.dcmi.hang_probe import DcmiHangProbe
-from dcmi_exporter.hang import HANG_CODE
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.settings import ExporterSettings
 from dcmi_exporter.snapshot import codes_of

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from ascend_common.chips import ChipAddress, ChipFamily, is_910_family
 from ascend_common.clock import ManualClock
+from ascend_common.faults.codes import LINK_DOWN_CODE, UBOE_PORT_DOWN_CODE, UBOE_PRESEPARATE_CODE, UBOE_SUBHEALTH_CODE
 from ascend_common.schemas.exporter import (
     Chip,
     EventSource,
@@ -31,10 +32,6 @@ from dcmi_exporter.roce_task import RoceLinkTask
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.settings import ExporterSettings
 from dcmi_exporter.snapshot import (
-    ROCE_LINK_DOWN_CODE,
-    UBOE_DOWN_CODE,
-    UBOE_PRESEPARATE_CODE,
-    UBOE_SUBHEALTH_CODE,
     RoceChipInput,
     Snapshot,
     UbChipInput,
@@ -48,7 +45,7 @@ from dcmi_exporter.snapshot import (
 
 from tests.support.exporter_inprocess import ready_exporter
 
-LINK_DOWN = ROCE_LINK_DOWN_CODE
+LINK_DOWN = LINK_DOWN_CODE
 CARD_DROP = "40F84E00"
 
 # ---------------------------------------------------------------------- the rule, the reference's tables
@@ -79,7 +76,11 @@ CARD_DROP = "40F84E00"
         ("held, read failed since", RoceChipInput(frozenset(), held=True, link=None), [LINK_DOWN]),
         ("held, link UP again", RoceChipInput(frozenset(), held=True, link="UP"), []),
         ("no lost check, link DOWN", RoceChipInput(frozenset(), link="DOWN"), []),
-        ("another parameter-plane code listed", RoceChipInput(frozenset({UBOE_DOWN_CODE}), lost=True, link="DOWN"), []),
+        (
+            "another parameter-plane code listed",
+            RoceChipInput(frozenset({UBOE_PORT_DOWN_CODE}), lost=True, link="DOWN"),
+            [],
+        ),
         ("a chip code only", RoceChipInput(frozenset({"80E01801"}), lost=True, link="DOWN"), [LINK_DOWN]),
     ],
 )
@@ -92,7 +93,7 @@ def test_query_network_status_without_roce_dev_case5_a5_all_ports_up() -> None:
     raises nothing (the 950's parameter plane is the UB task's)."""
     chip = UbChipInput(raw=frozenset(), ports=UbPorts(ub_down=0, bonding_down=0), lost_ub=True, lost_uboe=True)
     assert ub_codes({0: chip}) == {0: []}
-    assert not {UBOE_DOWN_CODE, UBOE_SUBHEALTH_CODE, UBOE_PRESEPARATE_CODE} & set(ub_codes({0: chip})[0])
+    assert not {UBOE_PORT_DOWN_CODE, UBOE_SUBHEALTH_CODE, UBOE_PRESEPARATE_CODE} & set(ub_codes({0: chip})[0])
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from ascend_common.chips import ChipAddress
-from ascend_common.schemas.exporter import CARD_DROP_CODE, ChipDynamic, ChipState, ChipStatic
+from ascend_common.faults.codes import CARD_DROP_CODE
+from ascend_common.schemas.exporter import ChipDynamic, ChipState, ChipStatic
 from ascend_common.schemas.reading import Reading
 from dcmi_exporter.snapshot import (
     change_of,

@@ -12,6 +12,14 @@ from pathlib import Path
 
 import pytest
 from ascend_common.clock import ManualClock, SystemClock
+from ascend_common.faults.codes import (
+    UB_PORT_DOWN_CODE,
+    UB_SEPARATE_CODE,
+    UB_SUBHEALTH_CODE,
+    UBOE_PORT_DOWN_CODE,
+    UBOE_PRESEPARATE_CODE,
+    UBOE_SUBHEALTH_CODE,
+)
 from ascend_common.schemas.exporter import BOOT_STATUS_READY, Chip, EventSource, EventType, ResetChannel, UbPorts
 from dcmi_exporter.backends.dcmi.hccn import HccnNetStats, HccnRoceLink, HccnTool, HccnUbPorts
 from dcmi_exporter.backends.sim.backend import SimBackend
@@ -19,15 +27,7 @@ from dcmi_exporter.backends.sim.hang_probe import SimUbPortsProbe
 from dcmi_exporter.backends.sim.scenario import ScenarioError, ScenarioRunner, apply_step, parse_scenario
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.settings import ExporterSettings
-from dcmi_exporter.snapshot import (
-    UB_DOWN_CODE,
-    UB_SEPARATE_CODE,
-    UB_SUBHEALTH_CODE,
-    UBOE_DOWN_CODE,
-    UBOE_PRESEPARATE_CODE,
-    UBOE_SUBHEALTH_CODE,
-    codes_of,
-)
+from dcmi_exporter.snapshot import codes_of
 from dcmi_exporter.ub_task import QUERY_PERIOD_S, UbCodesTask
 
 from tests.support.exporter_inprocess import ready_exporter
@@ -88,7 +88,7 @@ async def test_ub_codes_one_chip_separated_then_all_sub_health_then_partial_reco
     assert all(rig.codes(i) == [] for i in range(CHIPS))
     rig.sim.set_ub_port(3, 0, 1, "UB", up=False)
     await rig.round()
-    assert rig.codes(3) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+    assert rig.codes(3) == [UB_PORT_DOWN_CODE, UB_SEPARATE_CODE]
     assert all(rig.codes(i) == [] for i in range(CHIPS) if i != 3)
     for logic in range(CHIPS):
         rig.sim.set_ub_port(logic, 0, 1, "UB", up=False)
@@ -97,7 +97,7 @@ async def test_ub_codes_one_chip_separated_then_all_sub_health_then_partial_reco
     rig.sim.set_ub_port(5, 0, 1, "UB", up=True)
     await rig.round()
     assert rig.codes(5) == []
-    assert all(rig.codes(i) == [UB_DOWN_CODE, UB_SEPARATE_CODE] for i in range(CHIPS) if i != 5)
+    assert all(rig.codes(i) == [UB_PORT_DOWN_CODE, UB_SEPARATE_CODE] for i in range(CHIPS) if i != 5)
     stored = rig.exp.events.after(0) or []
     faults = [e.item.fault for e in stored if e.item.type is EventType.FAULT and e.item.fault is not None]
     separate = [f for f in faults if f.code == UB_SEPARATE_CODE]
@@ -109,10 +109,10 @@ async def test_recover_while_a_wired_port_is_down_keeps_the_codes_and_unwired_po
     rig.sim.set_ub_port(3, 0, 1, "UB", up=False)
     rig.sim.set_ub_port(3, 0, 2, "UB", up=False, enabled=False)
     await rig.round()
-    assert rig.codes(3) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
-    rig.sim.inject_fault(3, UB_DOWN_CODE, "recover")  # the driver recovers while port 1 is still down
+    assert rig.codes(3) == [UB_PORT_DOWN_CODE, UB_SEPARATE_CODE]
+    rig.sim.inject_fault(3, UB_PORT_DOWN_CODE, "recover")  # the driver recovers while port 1 is still down
     await rig.round()
-    assert sorted(rig.codes(3)) == sorted([UB_DOWN_CODE, UB_SEPARATE_CODE])
+    assert sorted(rig.codes(3)) == sorted([UB_PORT_DOWN_CODE, UB_SEPARATE_CODE])
     dynamic = rig.exp.poller.snapshot.by_logic[3].dynamic
     assert dynamic is not None and dynamic.ub_ports.value == UbPorts(ub_down=1, bonding_down=0)
     rig.sim.set_ub_port(3, 0, 1, "UB", up=True, event=False)  # only the unwired port is still down
@@ -127,7 +127,7 @@ async def test_uboe_bonding_ports_down(rig: Rig, down: int, precise: str) -> Non
     for port in range(down):
         rig.sim.set_ub_port(2, 1, port, "ETH", up=False)
     await rig.round()
-    assert rig.codes(2) == [UBOE_DOWN_CODE, precise]
+    assert rig.codes(2) == [UBOE_PORT_DOWN_CODE, precise]
     for port in range(down):
         rig.sim.set_ub_port(2, 1, port, "ETH", up=True)
     await rig.round()
@@ -147,11 +147,11 @@ async def test_lost_event_subscription_failed_gives_one_synthetic_code_and_one_q
     rig.clock.advance(QUERY_PERIOD_S)
     await rig.round()
     assert rig.probe.queries.count(4) == 2
-    assert rig.codes(4).count(UB_DOWN_CODE) == 1 and UB_SEPARATE_CODE in rig.codes(4)
+    assert rig.codes(4).count(UB_PORT_DOWN_CODE) == 1 and UB_SEPARATE_CODE in rig.codes(4)
     for _ in range(3):
         await rig.round()
     assert rig.probe.queries.count(4) == 2
-    assert rig.codes(4).count(UB_DOWN_CODE) == 1
+    assert rig.codes(4).count(UB_PORT_DOWN_CODE) == 1
 
 
 async def test_lost_uboe_is_looked_for_only_on_uboe_boards(rig_no_subscription: Rig) -> None:
@@ -162,7 +162,7 @@ async def test_lost_uboe_is_looked_for_only_on_uboe_boards(rig_no_subscription: 
     rig.sim.set_ub_port(6, 0, 1, "UB", up=False, event=False)
     await rig.round()
     assert rig.codes(1) == []
-    assert rig.codes(6) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+    assert rig.codes(6) == [UB_PORT_DOWN_CODE, UB_SEPARATE_CODE]
 
 
 # ---------------------------------------------------------------------- over a fake hccn_tool
@@ -210,12 +210,12 @@ async def test_over_hccn_tool_ub_codes_and_port_enable(hccn_rig: tuple[Rig, Path
     await rig.round()
     (state / "dev_info_3").write_text(dev_info((0, 1, "UB", "DOWN"), (0, 2, "UB", "DOWN")))
     (state / "port_3_0_2").write_text("port_enable : off\n")
-    rig.sim.inject_fault(3, UB_DOWN_CODE, "occur")
+    rig.sim.inject_fault(3, UB_PORT_DOWN_CODE, "occur")
     await rig.round()
-    assert rig.codes(3) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
-    rig.sim.inject_fault(3, UB_DOWN_CODE, "recover")  # port 1 (wired) is still DOWN
+    assert rig.codes(3) == [UB_PORT_DOWN_CODE, UB_SEPARATE_CODE]
+    rig.sim.inject_fault(3, UB_PORT_DOWN_CODE, "recover")  # port 1 (wired) is still DOWN
     await rig.round()
-    assert sorted(rig.codes(3)) == sorted([UB_DOWN_CODE, UB_SEPARATE_CODE])
+    assert sorted(rig.codes(3)) == sorted([UB_PORT_DOWN_CODE, UB_SEPARATE_CODE])
     # Only the unwired port 2 stays DOWN: not counted, the codes go at the next query.
     (state / "dev_info_3").write_text(dev_info((0, 1, "UB", "UP"), (0, 2, "UB", "DOWN")))
     rig.clock.advance(QUERY_PERIOD_S)
@@ -230,9 +230,9 @@ async def test_over_hccn_tool_uboe(hccn_rig: tuple[Rig, Path], down: int, precis
     rig, state = hccn_rig
     await rig.round()
     (state / "dev_info_2").write_text(dev_info(*((1, p, "ETH", "DOWN") for p in range(down))))
-    rig.sim.inject_fault(2, UBOE_DOWN_CODE, "occur")
+    rig.sim.inject_fault(2, UBOE_PORT_DOWN_CODE, "occur")
     await rig.round()
-    assert rig.codes(2) == [UBOE_DOWN_CODE] + ([precise] if precise else [])  # 3 down: the code is kept
+    assert rig.codes(2) == [UBOE_PORT_DOWN_CODE] + ([precise] if precise else [])  # 3 down: the code is kept
 
 
 async def test_a_chip_that_stops_answering_still_counts_for_the_all_chips_rule(rig: Rig) -> None:
@@ -244,7 +244,7 @@ async def test_a_chip_that_stops_answering_still_counts_for_the_all_chips_rule(r
         while rig.exp.poller.snapshot.by_logic[CHIPS - 1].state.value == "ok":
             await asyncio.sleep(0.05)
         await rig.round()
-        assert all(rig.codes(i) == [UB_DOWN_CODE, UB_SEPARATE_CODE] for i in range(CHIPS - 1))
+        assert all(rig.codes(i) == [UB_PORT_DOWN_CODE, UB_SEPARATE_CODE] for i in range(CHIPS - 1))
     finally:
         rig.sim.release(CHIPS - 1)
 
@@ -270,7 +270,7 @@ async def test_after_a_reset_a_lost_ub_event_is_looked_for(rig: Rig) -> None:
     while boot(2) != BOOT_STATUS_READY:
         await asyncio.sleep(0.1)
     await rig.round()
-    assert rig.codes(2) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+    assert rig.codes(2) == [UB_PORT_DOWN_CODE, UB_SEPARATE_CODE]
 
 
 @pytest.fixture
@@ -288,11 +288,11 @@ async def test_lost_uboe_on_a_uboe_board_is_looked_for_after_5_min_of_unhealthy_
     while rig.exp.poller.snapshot.by_logic[1].network_healthy is not False:
         await asyncio.sleep(0.05)
     await rig.round()
-    assert UBOE_DOWN_CODE not in rig.codes(1), "unhealthy for less than 5 min: not yet"
+    assert UBOE_PORT_DOWN_CODE not in rig.codes(1), "unhealthy for less than 5 min: not yet"
     rig.clock.advance(QUERY_PERIOD_S + 1)
     await rig.round()
-    assert [c for c in rig.codes(1) if c in (UBOE_DOWN_CODE, UBOE_SUBHEALTH_CODE)] == [
-        UBOE_DOWN_CODE,
+    assert [c for c in rig.codes(1) if c in (UBOE_PORT_DOWN_CODE, UBOE_SUBHEALTH_CODE)] == [
+        UBOE_PORT_DOWN_CODE,
         UBOE_SUBHEALTH_CODE,
     ]
 
@@ -365,7 +365,7 @@ async def test_a_reset_begun_and_ended_between_two_rounds_is_not_missed(rig: Rig
     while _boot(rig, 5) != BOOT_STATUS_READY:
         await asyncio.sleep(0.1)
     await rig.round()
-    assert rig.codes(5) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+    assert rig.codes(5) == [UB_PORT_DOWN_CODE, UB_SEPARATE_CODE]
     await rig.round()
     assert rig.probe.queries.count(5) == 2, "one read at the first round, one after the reset, no more"
 
@@ -391,7 +391,7 @@ async def test_a_reset_job_the_poller_never_saw_booting_is_not_missed(tmp_path: 
         assert _boot(rig, 6) == BOOT_STATUS_READY, "no poll saw the chip booting"
         assert exp.poller.reset_epoch(6) > epoch
         await rig.round()
-        assert rig.codes(6) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+        assert rig.codes(6) == [UB_PORT_DOWN_CODE, UB_SEPARATE_CODE]
 
 
 async def test_the_drivers_reset_finished_event_makes_the_next_round_look(rig: Rig) -> None:
@@ -399,4 +399,4 @@ async def test_the_drivers_reset_finished_event_makes_the_next_round_look(rig: R
     await _lost_port_and_no_look(rig, 1)
     rig.sim.inject_fault(1, "8C2FA009", "once", severity=0)
     await rig.round()
-    assert rig.codes(1) == [UB_DOWN_CODE, UB_SEPARATE_CODE]
+    assert rig.codes(1) == [UB_PORT_DOWN_CODE, UB_SEPARATE_CODE]

@@ -17,7 +17,6 @@ from ascend_common.jsonin import InputError, loads_bounded
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-HANG_CODE = "200001002"  # the reference's HangFaultCode 0x200001002, spelled as the fault tables do
 
 Transition = Literal["occur", "recover"]
 

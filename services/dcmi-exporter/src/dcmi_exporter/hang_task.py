@@ -13,11 +13,12 @@ import logging
 
 from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.clock import Clock
+from ascend_common.faults.codes import HANG_CODE
 from ascend_common.schemas.exporter import Assertion, Chip, ChipState, EventSource, FaultEventData
 
 from dcmi_exporter.backends.base import HangProbe
 from dcmi_exporter.backends.failing import FailingChips
-from dcmi_exporter.hang import HANG_CODE, HangConfig, HangState, Sample, Transition, step
+from dcmi_exporter.hang import HangConfig, HangState, Sample, Transition, step
 from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
 
 log = logging.getLogger(__name__)

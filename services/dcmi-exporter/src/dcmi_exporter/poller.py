@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import ChipAddress
 from ascend_common.clock import Clock
+from ascend_common.faults.codes import RESET_FINISH_CODE
 from ascend_common.schemas.exporter import (
     BOOT_STATUS_READY,
     Assertion,
@@ -58,7 +59,6 @@ from dcmi_exporter.snapshot import (
 
 log = logging.getLogger(__name__)
 NODE_KEY = "node"
-RESET_FINISH_CODE = "8C2FA009"  # the driver's "reset finished" event (the reference's ResetFinishFaultCode)
 STATIC_RETRY_S = 30.0
 # The least a task's round may take before its unfinished reads are cancelled: the hccn_tool runner's
 # default timeout, so a round shorter than one tool run does not cut every run short.

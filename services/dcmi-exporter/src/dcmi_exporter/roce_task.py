@@ -16,13 +16,14 @@ import logging
 from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import is_910_family
 from ascend_common.clock import Clock
+from ascend_common.faults.codes import LINK_DOWN_CODE, NETWORK_CODES
 from ascend_common.schemas.exporter import Chip, ChipState, EventSource, SubscriptionState
 
 from dcmi_exporter.backends.base import RoceLinkProbe
 from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.lost_events import DerivedCodes, LostEventRule
 from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
-from dcmi_exporter.snapshot import NETWORK_PLANE_CODES, ROCE_LINK_DOWN_CODE, RoceChipInput, codes_of, roce_codes
+from dcmi_exporter.snapshot import RoceChipInput, codes_of, roce_codes
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ class RoceLinkTask:
         self._tasks = tasks
         self._link: dict[int, str | None] = {}  # the latest read; None: it failed
         self._rule = LostEventRule(poller)
-        self._codes = DerivedCodes(poller, clock, EventSource.ROCE, frozenset({ROCE_LINK_DOWN_CODE}), "RoCE code")
+        self._codes = DerivedCodes(poller, clock, EventSource.ROCE, frozenset({LINK_DOWN_CODE}), "RoCE code")
         self._failing = FailingChips(
             log, "RoCE link state unreadable; its lost events cannot be found", "RoCE link state readable again"
         )
@@ -82,11 +83,11 @@ class RoceLinkTask:
             logic = chip.logic_id
             derived = set(self.poller.derived(logic))
             raw = frozenset(c for c in codes_of(chip) if c not in derived)
-            held = ROCE_LINK_DOWN_CODE in derived
+            held = LINK_DOWN_CODE in derived
             # Both asked every round: each keeps its own state (the first round, the unhealthy-since time).
             lost = self._rule.lost(chip, subscription_failed)
             lost = self._rule.network_bad_long(chip, now) or lost
-            plane = raw & NETWORK_PLANE_CODES
+            plane = raw & NETWORK_CODES
             if not plane and (held or lost) and self._rule.due(logic, plane, now):
                 to_read.append(chip)
             inputs[logic] = RoceChipInput(raw=raw, held=held, lost=lost)

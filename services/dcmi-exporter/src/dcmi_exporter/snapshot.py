@@ -10,9 +10,19 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ascend_common.chips import ChipAddress, detect_family, resource_type
+from ascend_common.faults.codes import (
+    CARD_DROP_CODE,
+    LINK_DOWN_CODE,
+    NETWORK_CODES,
+    UB_PORT_DOWN_CODE,
+    UB_SEPARATE_CODE,
+    UB_SUBHEALTH_CODE,
+    UBOE_PORT_DOWN_CODE,
+    UBOE_PRESEPARATE_CODE,
+    UBOE_SUBHEALTH_CODE,
+)
 from ascend_common.naming import chip_name
 from ascend_common.schemas.exporter import (
-    CARD_DROP_CODE,
     Chip,
     ChipChangeData,
     ChipDynamic,
@@ -226,15 +236,16 @@ def placeholder_static(code: int) -> ChipStatic:
 # The reference derives these in the device plugin (fault_code.go a950HyperPlane*, a950ParameterPlane*;
 # ascendcommon.go HandleLost*); ours derives them here, once, for every consumer.
 
-UB_DOWN_CODE = "81B18603"  # UB (hyper plane) port down, from the library (NotHandleFault)
-UBOE_DOWN_CODE = "81078607"  # UBoE (parameter plane) bonding port down, from the library
-UB_SEPARATE_CODE = "020001002"  # SeparateNPU: some chips' UB ports are down
-UB_SUBHEALTH_CODE = "020000002"  # SubHealthFault: every chip's are (the fabric, not the chips)
-UBOE_SUBHEALTH_CODE = "110000002"  # one bonding port down
-UBOE_PRESEPARATE_CODE = "110001024"  # two bonding ports down
 UBOE_PRECISE = {1: UBOE_SUBHEALTH_CODE, 2: UBOE_PRESEPARATE_CODE}  # ParameterPlaneDownProtsNumToPreciseFaultCodeMap
 UB_DERIVED_CODES = frozenset(
-    {UB_DOWN_CODE, UB_SEPARATE_CODE, UB_SUBHEALTH_CODE, UBOE_DOWN_CODE, UBOE_SUBHEALTH_CODE, UBOE_PRESEPARATE_CODE}
+    {
+        UB_PORT_DOWN_CODE,
+        UB_SEPARATE_CODE,
+        UB_SUBHEALTH_CODE,
+        UBOE_PORT_DOWN_CODE,
+        UBOE_SUBHEALTH_CODE,
+        UBOE_PRESEPARATE_CODE,
+    }
 )
 UBOE_BOARDS = frozenset({0x23, 0x25, 0x27})  # withUBOEDevicesMainBoardID: boards with a parameter plane
 
@@ -271,7 +282,7 @@ def ub_codes(chips: Mapping[int, UbChipInput]) -> dict[int, list[str]]:
     """The codes each 950 chip gets on top of the library's, recomputed whole every time (ours:
     after every chip was 020000002, a partial recovery brings 020001002 back)."""
     ub_down = {
-        logic: _plane_down(UB_DOWN_CODE, c.raw, c.held, c.ports.ub_down if c.ports else None, c.lost_ub)
+        logic: _plane_down(UB_PORT_DOWN_CODE, c.raw, c.held, c.ports.ub_down if c.ports else None, c.lost_ub)
         for logic, c in chips.items()
     }
     everyone = bool(chips) and all(ub_down.values())
@@ -279,13 +290,13 @@ def ub_codes(chips: Mapping[int, UbChipInput]) -> dict[int, list[str]]:
     for logic, chip in chips.items():
         extra: list[str] = []
         if ub_down[logic]:
-            if UB_DOWN_CODE not in chip.raw:
-                extra.append(UB_DOWN_CODE)
+            if UB_PORT_DOWN_CODE not in chip.raw:
+                extra.append(UB_PORT_DOWN_CODE)
             extra.append(UB_SUBHEALTH_CODE if everyone else UB_SEPARATE_CODE)
         bonding = chip.ports.bonding_down if chip.ports else None
-        if _plane_down(UBOE_DOWN_CODE, chip.raw, chip.held, bonding, chip.lost_uboe):
-            if UBOE_DOWN_CODE not in chip.raw:
-                extra.append(UBOE_DOWN_CODE)
+        if _plane_down(UBOE_PORT_DOWN_CODE, chip.raw, chip.held, bonding, chip.lost_uboe):
+            if UBOE_PORT_DOWN_CODE not in chip.raw:
+                extra.append(UBOE_PORT_DOWN_CODE)
             if bonding is None:
                 # Unread: keep what we said (the reference skips the event on a failed snapshot).
                 extra += [c for c in (UBOE_SUBHEALTH_CODE, UBOE_PRESEPARATE_CODE) if c in chip.held]
@@ -300,11 +311,9 @@ def ub_codes(chips: Mapping[int, UbChipInput]) -> dict[int, list[str]]:
 # The reference synthesizes the link-down code from `hccn_tool -i <phy> -link -g` when the event may have
 # been lost (ascendcommon.go queryParameterPlaneStatusWithoutFaultCode, getRoceParameterPlaneStatus).
 
-ROCE_LINK_DOWN_CODE = "81078603"  # the reference's LinkDownFaultCode
 ROCE_LINK_DOWN = "DOWN"  # NPUNetworkLinkDownStatus
-# The library's parameter-plane codes (the reference's NetworkFaultCodes): any of them listed, the event
-# was not lost, and the link is not asked.
-NETWORK_PLANE_CODES = frozenset({ROCE_LINK_DOWN_CODE, UBOE_DOWN_CODE, UBOE_SUBHEALTH_CODE, UBOE_PRESEPARATE_CODE})
+# The library's parameter-plane codes (NETWORK_CODES, the reference's NetworkFaultCodes): any of them
+# listed, the event was not lost, and the link is not asked.
 
 
 @dataclass(frozen=True)
@@ -328,8 +337,8 @@ def roce_codes(chip: RoceChipInput) -> list[str]:
     event was lost (or we listed it and no read since said otherwise); nothing when the library lists a
     parameter-plane code itself. Ours: a link that cannot be read raises nothing (the reference counts
     it as down)."""
-    if chip.raw & NETWORK_PLANE_CODES:
+    if chip.raw & NETWORK_CODES:
         return []
     down = None if chip.link is None else int(chip.link == ROCE_LINK_DOWN)
-    held = frozenset({ROCE_LINK_DOWN_CODE}) if chip.held else frozenset()
-    return [ROCE_LINK_DOWN_CODE] if _plane_down(ROCE_LINK_DOWN_CODE, chip.raw, held, down, chip.lost) else []
+    held = frozenset({LINK_DOWN_CODE}) if chip.held else frozenset()
+    return [LINK_DOWN_CODE] if _plane_down(LINK_DOWN_CODE, chip.raw, held, down, chip.lost) else []

@@ -15,6 +15,7 @@ import logging
 from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import ChipFamily
 from ascend_common.clock import Clock
+from ascend_common.faults.codes import UB_PORT_DOWN_CODE, UBOE_PORT_DOWN_CODE
 from ascend_common.schemas.exporter import (
     Chip,
     ChipState,
@@ -28,20 +29,12 @@ from dcmi_exporter.backends.base import UbPortsProbe
 from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.lost_events import QUERY_PERIOD_S, DerivedCodes, LostEventRule
 from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
-from dcmi_exporter.snapshot import (
-    UB_DERIVED_CODES,
-    UB_DOWN_CODE,
-    UBOE_BOARDS,
-    UBOE_DOWN_CODE,
-    UbChipInput,
-    codes_of,
-    ub_codes,
-)
+from dcmi_exporter.snapshot import UB_DERIVED_CODES, UBOE_BOARDS, UbChipInput, codes_of, ub_codes
 
 log = logging.getLogger(__name__)
 
 __all__ = ["QUERY_PERIOD_S", "UbCodesTask"]
-PLANE_CODES = frozenset({UB_DOWN_CODE, UBOE_DOWN_CODE})
+PLANE_CODES = frozenset({UB_PORT_DOWN_CODE, UBOE_PORT_DOWN_CODE})
 
 
 class UbCodesTask:

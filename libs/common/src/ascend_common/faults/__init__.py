@@ -1,5 +1,7 @@
-"""Fault levels, fault-code tables and the pure code-level fault policy (contract sections 6-8)."""
+"""Fault levels, fault-code tables and the pure code-level fault policy (contract sections 6-8); the
+fault codes a rule looks for, named once (codes)."""
 
+from ascend_common.faults.codes import LINK_DOWN_CODE, NETWORK_CODES
 from ascend_common.faults.customization import (
     DURATION_LEVELS,
     FAULT_CUSTOMIZATION_FILE,
@@ -23,8 +25,6 @@ from ascend_common.faults.customization import (
 )
 from ascend_common.faults.levels import FaultLevel, SwitchFaultLevel, most_serious, most_serious_switch
 from ascend_common.faults.policy import (
-    LINK_DOWN_CODE,
-    NETWORK_CODES,
     RESET_CANDIDATE_LEVELS,
     SEVERITY_MINOR,
     CodeLike,

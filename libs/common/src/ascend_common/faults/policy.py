@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ascend_common.chips import ResourceType
+from ascend_common.faults.codes import NETWORK_CODES
 from ascend_common.faults.levels import FaultLevel, SwitchFaultLevel, most_serious
 from ascend_common.faults.table import FaultCodeTable, SwitchFaultTable, normalize_code, normalize_switch_code
 from ascend_common.naming import parse_device_id
@@ -17,10 +18,8 @@ from ascend_common.naming import parse_device_id
 CodeLike = str | int
 """A chip fault code: hex text (`"80E01801"`, `"0x80e01801"`) or the number the library reports."""
 
-LINK_DOWN_CODE = "81078603"
-# Reference pkg/common/fault_code.go `NetworkFaultCodes`: RoCE link down, UBOE port down,
-# UBOE sub-health and UBOE pre-separate. Kept in normalize_code() form.
-NETWORK_CODES: frozenset[str] = frozenset({LINK_DOWN_CODE, "81078607", "110000002", "110001024"})
+# NETWORK_CODES: the reference's pkg/common/fault_code.go `NetworkFaultCodes` (RoCE link down, UBOE
+# port down, UBOE sub-health and UBOE pre-separate), in normalize_code() form.
 
 # DCMI event severity: 0 suggestion/warning, 1 minor, 2 major, 3 critical
 # (reference pkg/common/constants.go: FaultSeveritySuggestion = iota, FaultSeverityMinor, ...).

@@ -19,8 +19,8 @@ API_PREFIX = "/v1"
 EVENTS_PATH = "/v1/events"
 MAX_BURST = 10_000
 
-# Synthetic code for a chip that answers "not ready" (DCMI -8012): the card dropped.
-CARD_DROP_CODE = "40F84E00"
+# CARD_DROP_CODE (ascend_common.faults.codes) is the synthetic code of a chip that answers "not
+# ready" (DCMI -8012): the card dropped.
 BOOT_STATUS_READY = 16
 
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from ascend_common.faults.codes import AI_CORE_BUS_CODES, HBM_DOUBLE_BIT_CODE
+
 from fault_manager.store import FaultEventRow
 
-HBM_MULTI_BIT_ECC = "80E01801"  # HbmDoubleBitFaultCode
-AI_CORE_BUS = frozenset({"80C98009", "80CB8009"})  # AicBusFaultCode, AivBusFaultCode
 WINDOW_MS = 5_000  # AssociatedFaultDiagnosisTime (5 s)
 HBM_TIMES_KEPT = 16  # per chip; more 80E01801 occurrences within one replayed batch are not met in practice
 
@@ -79,9 +79,9 @@ class HbmAssociation:
         touched: list[str] = []
         for row in rows:
             touched.append(row.chip)
-            if row.code == HBM_MULTI_BIT_ECC and row.assertion != "recover":
+            if row.code == HBM_DOUBLE_BIT_CODE and row.assertion != "recover":
                 self._hbm_ms.setdefault(row.chip, deque(maxlen=HBM_TIMES_KEPT)).append(row.raised_at_ms)
-            if row.code in AI_CORE_BUS:
+            if row.code in AI_CORE_BUS_CODES:
                 # Recoveries too, as the reference queues every assertion: a recovery of a dropped
                 # echo would otherwise end a code the chip never showed.
                 queue = self._held.setdefault(row.chip, [])

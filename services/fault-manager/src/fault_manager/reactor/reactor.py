@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from ascend_common.chips import ChipFamily
 from ascend_common.clock import Clock
 from ascend_common.faults import code_level, is_network_code, network_level
+from ascend_common.faults.codes import HBM_DOUBLE_BIT_CODE
 from ascend_common.inuse import chips_in_use_for_health
 from ascend_common.schemas.exporter import Chip, ChipList, ChipState
 from ascend_common.superpod import super_pod
@@ -27,7 +28,7 @@ from fault_manager.events.fault_events import FaultEvents
 from fault_manager.events.reference import FaultNotice
 from fault_manager.hotreset.duo import duo_card_mates, with_duo_rule
 from fault_manager.policy.engine import BY_RELEASE, BY_RULE, ChipFaults, Evaluation, FaultEngine, Policy
-from fault_manager.reactor.association import HBM_MULTI_BIT_ECC, HbmAssociation, Outcome
+from fault_manager.reactor.association import HbmAssociation, Outcome
 from fault_manager.reactor.chips_in_use import ChipsInUse, FreeListUse
 from fault_manager.reactor.ingest import reconcile_rows
 from fault_manager.reactor.inputs import (
@@ -172,7 +173,7 @@ class Reactor:
     async def _due(self) -> None:
         now = self.clock.now()
         if self.association.held:
-            if self.engine.policy.customization.duration_rule(HBM_MULTI_BIT_ECC) is None:
+            if self.engine.policy.customization.duration_rule(HBM_DOUBLE_BIT_CODE) is None:
                 outcome = self.association.release_all()  # a new policy without the rule: nothing is held
             else:
                 outcome = self.association.due(int(now * 1000))
@@ -298,7 +299,7 @@ class Reactor:
             for row in rows:
                 self.events.arrived(self._notice(row))
         policy = self.engine.policy
-        if policy.customization.duration_rule(HBM_MULTI_BIT_ECC) is None:
+        if policy.customization.duration_rule(HBM_DOUBLE_BIT_CODE) is None:
             outcome = self.association.release_all()  # nothing held unless the rule just went
             outcome.apply.extend(rows)
         else:

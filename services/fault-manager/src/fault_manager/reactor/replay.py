@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_common.faults import normalize_code
+from ascend_common.faults.codes import HBM_DOUBLE_BIT_CODE
 from ascend_common.jsonin import InputError, loads_bounded
 
 from fault_manager.policy.engine import (
@@ -38,7 +39,7 @@ from fault_manager.policy.engine import (
     Policy,
     stored_escalation,
 )
-from fault_manager.reactor.association import HBM_MULTI_BIT_ECC, HbmAssociation, Outcome
+from fault_manager.reactor.association import HbmAssociation, Outcome
 from fault_manager.store import FaultEventRow, Store
 
 ASSERTIONS = ("occur", "recover", "once")
@@ -150,7 +151,7 @@ class Replayer:
         self._seq += 1
         row = FaultEventRow(f"replay-{self._seq}", step.chip, -1, -1, step.code, step.assertion, step.severity,
                             "subscription", ms, ms)  # fmt: skip
-        if self.engine.policy.customization.duration_rule(HBM_MULTI_BIT_ECC) is None:
+        if self.engine.policy.customization.duration_rule(HBM_DOUBLE_BIT_CODE) is None:
             outcome = self.association.release_all()
             outcome.apply.append(row)
         else:

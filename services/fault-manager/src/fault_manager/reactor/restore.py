@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ascend_common.clock import Clock
+from ascend_common.faults.codes import HBM_DOUBLE_BIT_CODE
 
 from fault_manager.policy.engine import BY_ADOPTION, BY_RULE, UPGRADE_AUTOFILL, FaultEngine, stored_escalation
-from fault_manager.reactor.association import HBM_MULTI_BIT_ECC, HbmAssociation, replay
+from fault_manager.reactor.association import HbmAssociation, replay
 from fault_manager.store import Store, in_store_thread
 
 
@@ -17,7 +18,7 @@ async def restore(engine: FaultEngine, store: Store, clock: Clock, association: 
     With `association` (and the policy's 80E01801 FaultDuration rule), the stored events pass the
     HBM / AI-core association again in the order they arrived: what it dropped stays out, and
     what it still holds is held there for the reactor's timer."""
-    associating = association is not None and engine.policy.customization.duration_rule(HBM_MULTI_BIT_ECC) is not None
+    associating = association is not None and engine.policy.customization.duration_rule(HBM_DOUBLE_BIT_CODE) is not None
     now_ms = int(clock.now() * 1000)
     manual = await in_store_thread(store.manual.chips)
     states = await in_store_thread(store.states.all)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from ascend_common.chips import ChipAddress
 from ascend_common.clock import Clock, SystemClock
+from ascend_common.faults.codes import LINK_DOWN_CODE, UB_PORT_DOWN_CODE, UBOE_PORT_DOWN_CODE
 from ascend_common.schemas.exporter import (
     MAX_BURST,
     Assertion,
@@ -60,7 +61,6 @@ from dcmi_exporter.backends.errors import (
 )
 from dcmi_exporter.backends.sim import telemetry
 from dcmi_exporter.backends.sim.faults import (
-    LINK_DOWN_CODE,
     LINK_DOWN_SEVERITY,
     MAX_ERROR_CODES,
     MAX_PROCESSES,
@@ -84,8 +84,6 @@ from dcmi_exporter.snapshot import UBOE_BOARDS
 
 log = logging.getLogger(__name__)
 
-UB_PORT_DOWN_CODE = "81B18603"  # a 950 UB port down (hyper plane)
-UBOE_PORT_DOWN_CODE = "81078607"  # a 950 UBoE bonding port down (parameter plane)
 
 HANG_POLL_S = 0.05  # a hung call re-checks its deadline this often (a ManualClock moves without notice)
 IDLE_JOB_PROCESS_BYTES = 2 << 30  # each process of an idle job holds 2 GiB of HBM, as a real job would

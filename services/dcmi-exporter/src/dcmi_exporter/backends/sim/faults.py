@@ -11,7 +11,6 @@ from typing import Final
 
 from ascend_common.schemas.exporter import Assertion
 
-LINK_DOWN_CODE: Final = "81078603"  # RoCE link down (contract section 7)
 LINK_DOWN_SEVERITY: Final = 1  # minor: the reference's table lists it as NotHandleFault
 MAX_CODE_DIGITS: Final = 9  # some codes exceed 32 bits (contract section 7)
 MAX_ERROR_CODES: Final = 128  # dcmi_get_device_errorcode_v2 returns at most 128 codes
