@@ -692,18 +692,24 @@ def parse_link_up_num(text: str) -> int:
     raise HccnError("no link up count in the -link_stat output")
 
 
+def _rate(line: str) -> float | None:
+    """The number of a `Bandwidth TX: 0.00 MB/sec` line (four fields, the third a number), else None."""
+    fields = line.split()
+    if len(fields) != 4:
+        return None
+    try:
+        return float(fields[2])
+    except ValueError:
+        return None
+
+
 def parse_bandwidth(text: str) -> tuple[float | None, float | None]:
     """`hccn_tool -i <phy> -bandwidth -g` ("Bandwidth TX: 0.00 MB/sec" and RX), as
     GetNPUInterfaceTraffic: (tx, rx) MB/s, None for a side it could not read."""
     tx: float | None = None
     rx: float | None = None
     for line in text.split("\n"):
-        fields = line.split()
-        if len(fields) != 4:
-            continue
-        try:
-            number = float(fields[2])
-        except ValueError:
+        if (number := _rate(line)) is None:
             continue
         if "TX:" in line:
             tx = number
@@ -743,12 +749,7 @@ def parse_uboe_bandwidth(text: str, port: int) -> tuple[float | None, float | No
             seen += 1
             current = 1 if seen >= 2 else 0
             continue
-        fields = line.split()
-        if len(fields) != 4:
-            continue
-        try:
-            number = float(fields[2])
-        except ValueError:
+        if (number := _rate(line)) is None:
             continue
         for side in ("TX", "RX"):
             if f"{side}:" in line:
