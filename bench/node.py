@@ -65,8 +65,10 @@ async def whole_stack(fault_rounds: int, steady_s: float, storm_s: float) -> tup
             figures += storm
             notes += storm_notes
             notes.append(
-                "ConfigMap reads at steady state (GETs; watches not counted): the writer reads the device-info"
-                " ConfigMap every 5 s to catch an administrator's edit of ManuallySeparateNPU."
+                "ConfigMap reads at steady state (GETs; watches not counted): the writer watches the device-info"
+                " ConfigMap by name for an administrator's edit of ManuallySeparateNPU, and reads it again only"
+                " after a write conflicted or while its watch has not listed; pods and the Node are watched as"
+                " client-go watches them (5-10 min server timeouts, bookmarks, resume), not polled."
             )
     return figures, notes
 

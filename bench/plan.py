@@ -19,6 +19,11 @@ class Plan:
     cold_starts: int
     history_events: int
     admission_rounds: int  # admissions per plugin and pacing through the kubelet's device manager
+    fleet_nodes: int  # node stacks on one real API server (bench/fleet.py)
+    fleet_steady_s: float  # their steady window, pods from the API server
+    fleet_kubelet_steady_s: float  # and with pods from the kubelet
+    fleet_background_s: float  # the API server's own traffic, before any node starts
+    fleet_flap_s: float  # the sustained storm: every chip flips once a second
 
 
 FULL = Plan(
@@ -34,6 +39,11 @@ FULL = Plan(
     cold_starts=5,
     history_events=1_000_000,
     admission_rounds=500,
+    fleet_nodes=20,
+    fleet_steady_s=300.0,
+    fleet_kubelet_steady_s=120.0,
+    fleet_background_s=60.0,
+    fleet_flap_s=30.0,
 )
 
 QUICK = Plan(
@@ -49,4 +59,9 @@ QUICK = Plan(
     cold_starts=3,
     history_events=100_000,
     admission_rounds=100,
+    fleet_nodes=5,
+    fleet_steady_s=60.0,
+    fleet_kubelet_steady_s=30.0,
+    fleet_background_s=20.0,
+    fleet_flap_s=10.0,
 )

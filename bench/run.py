@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 
 import psutil
 
-from bench import admission, cache, coldstart, dra, history, node, scale, volcano
+from bench import admission, cache, coldstart, dra, fleet, history, node, scale, volcano
 from bench.apiserver import ROOT
 from bench.figures import Section
 from bench.footprint import footprint, warm
@@ -28,7 +28,7 @@ from bench.plan import FULL, QUICK, Plan
 from bench.realnode import kept_block, splice
 from bench.report import Machine, Run, load, render, splice_sections
 
-SECTIONS = ("node", "volcano", "scale", "cache", "coldstart", "admission", "dra", "history")
+SECTIONS = ("node", "volcano", "scale", "cache", "coldstart", "admission", "dra", "fleet", "history")
 
 
 def scenarios(plan: Plan) -> dict[str, Callable[[], Awaitable[Section]]]:
@@ -46,6 +46,13 @@ def scenarios(plan: Plan) -> dict[str, Callable[[], Awaitable[Section]]]:
         "coldstart": lambda: coldstart.run(plan.cold_starts),
         "admission": lambda: admission.run(plan.admission_rounds),
         "dra": lambda: dra.run(plan.fault_rounds),
+        "fleet": lambda: fleet.run(
+            plan.fleet_nodes,
+            plan.fleet_steady_s,
+            plan.fleet_kubelet_steady_s,
+            plan.fleet_background_s,
+            plan.fleet_flap_s,
+        ),
         "history": history_section,
     }
 
