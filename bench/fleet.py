@@ -807,7 +807,7 @@ def figures(r: Results) -> tuple[list[Figure], list[str]]:
         notes.append(
             "What bounds the storm's time to the ConfigMap: the 8 faults arrive one after another, the first"
             " change is written at once and the rest wait for the writer's next sync, at most one per"
-            " --write-interval (1 s, fault_manager/deviceinfo/writer.py), so every chip shows about 1 s after"
+            " --write-interval (1 s, fault_manager/publishing/writer.py), so every chip shows about 1 s after"
             " the first (1.1-1.2 s at N=2 and 3 here). The rest at N=20 is waiting for a core: the one event wakes"
             " 20 fault-managers and 20 device-plugins (and the benchmark's fake kubelets) on this machine's 2"
             " cores at once. The slowest node came at 1.88 s and 2.01 s in two runs: at the 2 s target, not"
