@@ -7,6 +7,10 @@ import asyncio
 import logging
 import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from ascend_common.adapters.lifecycle import Lifecycle
@@ -140,3 +144,24 @@ async def test_readiness_is_the_first_check_that_fails() -> None:
     assert kit.not_ready() == "not synced yet"
     synced = True
     assert kit.not_ready() == "never"
+
+
+def test_run_service_ignores_a_signal_that_comes_while_the_interpreter_exits(tmp_path: Path) -> None:
+    """The loop's handlers go with the loop; a SIGTERM during the exit that follows (here an atexit
+    hook that takes a second, as joining pool threads can) must not turn a clean 0 into -15."""
+    exiting = tmp_path / "exiting"
+    code = (
+        "import asyncio, atexit, pathlib, time\n"
+        "from ascend_common.adapters.lifecycle import run_service\n"
+        f"def last():\n    pathlib.Path({str(exiting)!r}).write_text('x')\n    time.sleep(1.0)\n"
+        "atexit.register(last)\n"
+        "async def main():\n    return 0\n"
+        "raise SystemExit(run_service(main()))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 20
+    while not exiting.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the child never reached its exit"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(10) == 0

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import sys
 from collections.abc import Sequence
 
+from ascend_common.adapters.lifecycle import run_service
 from ascend_common.adapters.settings import prepare
 from ascend_common.tokens import TokenFileError
 
@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TokenFileError, OSError, ValueError, KeyError) as exc:
         logging.getLogger("dcmi_exporter").error("cannot start", extra={"error": str(exc)})
         return 2
-    status = asyncio.run(serve(exporter))
+    status = run_service(serve(exporter))
     if exporter.guard.hung_keys():
         # A library call that never returns would block the interpreter's exit, which joins
         # every pool thread: everything is closed, so leave without waiting for it.

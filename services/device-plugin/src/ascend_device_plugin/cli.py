@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from collections.abc import Sequence
 
+from ascend_common.adapters.lifecycle import run_service
 from ascend_common.adapters.settings import prepare
 from ascend_common.tokens import TokenFileError
 
@@ -26,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         plugin = DevicePlugin(settings)
-        return asyncio.run(serve(plugin))
+        return run_service(serve(plugin))
     except (TokenFileError, UnsafePath, OSError, SoftShareRefused) as exc:
         log.error("cannot start", extra={"error": str(exc)})
         return 2

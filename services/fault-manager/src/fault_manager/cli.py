@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import sys
@@ -13,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from ascend_common.adapters.lifecycle import run_service
 from ascend_common.adapters.settings import prepare
 
 from fault_manager.settings import FaultManagerSettings
@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return await serve(service)
 
-    return asyncio.run(run())
+    return run_service(run())
 
 
 REPLAY_USAGE = """fault-manager replay [--policy-dir DIR] TIMELINE

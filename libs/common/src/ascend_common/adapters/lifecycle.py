@@ -172,3 +172,16 @@ def _log_failure(task: asyncio.Task[Any]) -> None:
             extra={"task": task.get_name(), "error": repr(exc)},
             exc_info=(type(exc), exc, exc.__traceback__),
         )
+
+
+def run_service(main: Coroutine[Any, Any, int]) -> int:
+    """`asyncio.run(main)`, its exit status; from the moment the loop has closed, SIGINT and SIGTERM
+    are ignored. The loop's signal handlers go with the loop, and the interpreter's exit that follows
+    (joining pool threads, atexit) takes a while: a second SIGTERM then (a kubelet's, a supervisor's)
+    would kill with -15 a process that had stopped cleanly. A second signal changes nothing, to the
+    last instant; SIGKILL still ends it."""
+    try:
+        return asyncio.run(main)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
