@@ -147,6 +147,30 @@ async def test_one_paged_list_after_a_410(
         await cache.stop()
 
 
+async def test_the_list_after_an_outage_waits_a_draw_from_the_spread(
+    fake: FakeApiServer, follow: Callable[..., WatchedObject]
+) -> None:
+    """A server back from an outage answers every resume with a 410 (a restarted kube-apiserver's
+    watch cache starts at etcd's revision): that list waits a draw from the relist spread, so a
+    fleet does not list together; one list still."""
+    fake.add_configmap(NAME, NS, {"a": "1"})
+    watched = follow(WatchPolicy(30, 30, backoff_base_s=0.05, backoff_max_s=3.0, relist_spread_s=2.0))
+    watched.reflector._rand = lambda: 0.9  # the draw: 1.8 s of the 2 s spread
+    assert await watched.wait_synced(WAIT_S)
+    await until(lambda: fake.live_watches == 1, what="the watch")
+    fake.set_down(True, "503")
+    await until(lambda: any(w.status == 503 for w in watches(fake, CM_PATH)), what="a watch refused while down")
+    fake.modify("configmaps", NAME, NS, lambda o: o["data"].update(a="2"))  # written while the watch was away ...
+    fake.compact()  # ... and the new server's window starts after it
+    fake.set_down(False)
+    await until(lambda: watched.reflector.lists == 2 and fake.live_watches == 1, 10, "the list and a new watch")
+    assert watched.object is not None and watched.object["data"] == {"a": "2"}
+    relisted = lists(fake, CM_PATH)[-1]
+    gone = [w for w in watches(fake, CM_PATH) if w.at < relisted.at][-1]  # its 410 is an ERROR event
+    assert gone.status == 200 and relisted.at - gone.at >= 1.8, "the list waited its draw from the spread"
+    assert len(lists(fake, CM_PATH)) == 2, "one list after the outage"
+
+
 async def test_an_early_end_with_nothing_said_is_backed_off(
     fake: FakeApiServer, follow: Callable[..., WatchedObject], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -48,9 +48,12 @@ def test_backoff_is_exponential_with_equal_jitter(failures: int, u: float, expec
         # Ended early with nothing said: backed off, not retried at once; resumed, not re-listed.
         (WatchEnd(Ending.CLOSED, said=0, lasted_s=1, timeout_s=300), 0, Step(False, 0.6, 1)),
         (WatchEnd(Ending.CLOSED, said=0, lasted_s=1, timeout_s=300), 1, Step(False, 1.2, 2)),
-        # A first 410: one list, at once; 410s in a row back off.
+        # A first 410: one list, at once.
         (WatchEnd(Ending.GONE, said=4, lasted_s=100, timeout_s=300), 0, Step(True, 0.0, 1)),
-        (WatchEnd(Ending.GONE), 1, Step(True, 1.2, 2)),
+        # A 410 after failures (a server back from an outage): its backoff (1.2 s) or a draw from
+        # the 10 s relist spread (5 s at u = 0.5), whichever is longer.
+        (WatchEnd(Ending.GONE), 1, Step(True, 5.0, 2)),
+        (WatchEnd(Ending.GONE), 6, Step(True, 22.5, 7)),  # the backoff (15-30 s) is longer
         # 429: at least its Retry-After, then the watch resumes.
         (WatchEnd(Ending.THROTTLED, retry_after_s=5), 0, Step(False, 5.0, 1)),
         (WatchEnd(Ending.THROTTLED, retry_after_s=0.1), 0, Step(False, 0.6, 1)),  # backoff is longer
@@ -68,6 +71,32 @@ def test_next_step(end: WatchEnd, failures: int, expected: Step) -> None:
     step = next_step(end, failures, POLICY, 0.5)
     assert step.relist == expected.relist and step.failures == expected.failures
     assert step.delay_s == pytest.approx(expected.delay_s)
+
+
+@pytest.mark.parametrize(
+    ("u", "spread", "cap", "expected"),
+    [
+        (0.0, 10.0, 30.0, 0.8),  # the draw is 0: the backoff of a second failure (0.8-1.6 s)
+        (0.9, 10.0, 30.0, 9.0),
+        (0.9, 10.0, 2.0, 1.8),  # the spread no wider than the backoff cap
+        (0.9, 0.0, 30.0, 1.52),  # no spread: plain backoff
+    ],
+)
+def test_a_relist_after_an_outage_is_spread(u: float, spread: float, cap: float, expected: float) -> None:
+    policy = WatchPolicy(backoff_max_s=cap, relist_spread_s=spread)
+    step = next_step(WatchEnd(Ending.GONE), 1, policy, u)
+    assert step.relist and step.delay_s == pytest.approx(expected)
+
+
+def test_spreads_a_fleet_of_relists_over_the_window() -> None:
+    """A fleet whose retries land together: their relists spread over the whole window."""
+    delays = [next_step(WatchEnd(Ending.GONE), 3, POLICY, i / 100).delay_s for i in range(100)]
+    assert min(delays) == pytest.approx(3.2) and max(delays) == pytest.approx(9.9)  # backoff 3.2-6.4 s
+
+
+def test_a_negative_spread_is_refused() -> None:
+    with pytest.raises(ValueError, match="relist spread"):
+        WatchPolicy(relist_spread_s=-1)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from ascend_common.adapters.kube.configmaps import ConfigMapState, Conflict, Off
 from ascend_common.clock import ManualClock
 from ascend_common.faults import default_fault_code_table, default_fault_customization, default_switch_fault_table
 from fault_manager.policy.engine import Policy
-from fault_manager.publishing.writer import NAMESPACE, POLL_S, DeviceInfoWriter, configmap_name
+from fault_manager.publishing.writer import NAMESPACE, POLL_S, DeviceInfoWriter, configmap_name, sync_wait
 from fault_manager.reactor.published import NodeState, Published
 from fault_manager.reactor.verdicts import VerdictBoard
 
@@ -122,3 +122,18 @@ def test_idle_wait(tmp_path: Path, follow: bool | None, failed: bool, expected: 
     w._last_write = time.monotonic()
     w._failed = failed
     assert w.idle_wait() == pytest.approx(expected, abs=1.0)
+
+
+@pytest.mark.parametrize(
+    ("since", "interval", "woken", "expected"),
+    [
+        (10.0, 1.0, True, 0.1),  # a change after a quiet spell: waits for the rest of its burst
+        (0.3, 1.0, True, 0.7),  # within the write interval: the interval's rest, which covers the settle
+        (0.95, 1.0, True, 0.1),  # the interval nearly over: the settle is longer
+        (10.0, 1.0, False, 0.0),  # the refresh (nothing woke it): at once
+        (0.5, 1.0, False, 0.5),
+        (10.0, 0.02, True, 0.02),  # the settle never longer than the write interval
+    ],
+)
+def test_sync_wait(since: float, interval: float, woken: bool, expected: float) -> None:
+    assert sync_wait(since, interval, woken=woken) == pytest.approx(expected)

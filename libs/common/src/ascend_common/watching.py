@@ -9,7 +9,12 @@ Randomness comes in as `u`, a draw from [0, 1), so that each rule is a plain tab
 - A watch that ran its course, or that said anything (an event, a bookmark), is resumed at once
   from the last resourceVersion it saw: no list.
 - 410 Gone: that resourceVersion left the server's window; list again (one paginated list), at
-  once the first time, with backoff when 410s repeat.
+  once the first time.
+- A 410 after failures is a server back from an outage (a restarted kube-apiserver's watch cache
+  starts at etcd's current revision, so every client's resume gets one): the list waits its
+  backoff or a draw from [0, relist_spread_s), whichever is longer (the spread no wider than the
+  backoff cap), so that a fleet whose retries reach the new server together does not list
+  together. client-go has no such spread; it lists as soon as its retry lands.
 - 429 (API Priority and Fairness): wait at least its Retry-After, and resume.
 - Any other failure, and a watch that ended early having said nothing (a proxy, a sick server):
   backoff with jitter, then resume from the same resourceVersion (a 410 then says if it is too old).
@@ -29,12 +34,15 @@ class WatchPolicy:
     backoff_base_s: float = 0.8  # client-go's reflector backoff starts at 800 ms ...
     backoff_max_s: float = 30.0  # ... and is capped at 30 s
     max_retry_after_s: float = 60.0  # a Retry-After beyond this is taken as this
+    relist_spread_s: float = 10.0  # the window a relist after an outage is drawn from
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_timeout_s <= self.max_timeout_s:
             raise ValueError(f"watch timeout range {self.min_timeout_s}-{self.max_timeout_s} s is not 1 <= min <= max")
         if not 0 < self.backoff_base_s <= self.backoff_max_s:
             raise ValueError(f"backoff {self.backoff_base_s}-{self.backoff_max_s} s is not 0 < base <= cap")
+        if self.relist_spread_s < 0:
+            raise ValueError(f"relist spread {self.relist_spread_s} s is not >= 0")
 
     @classmethod
     def fixed(cls, timeout_s: int, backoff_base_s: float = 0.8, backoff_max_s: float = 30.0) -> WatchPolicy:
@@ -96,8 +104,12 @@ def next_step(end: WatchEnd, failures: int, policy: WatchPolicy, u: float) -> St
     count = failures + 1
     delay = backoff_s(count, policy.backoff_base_s, policy.backoff_max_s, u)
     if end.ending is Ending.GONE and not end.listing:
-        # Being away too long is routine: the first 410 lists at once; 410s in a row back off.
-        return Step(relist=True, delay_s=0.0 if failures == 0 else delay, failures=count)
+        # Being away too long is routine: the first 410 lists at once. One after failures (an
+        # outage) or after another 410 waits its backoff or a draw from the spread, if longer.
+        if failures == 0:
+            return Step(relist=True, delay_s=0.0, failures=count)
+        spread = min(policy.relist_spread_s, policy.backoff_max_s)
+        return Step(relist=True, delay_s=max(delay, u * spread), failures=count)
     if end.ending is Ending.THROTTLED and end.retry_after_s is not None:
         delay = max(delay, min(end.retry_after_s, policy.max_retry_after_s))
     return Step(relist=end.listing, delay_s=delay, failures=count)

@@ -36,6 +36,10 @@ NAMESPACE = "kube-system"
 LABELS = {"mx-consumer-cim": "true"}
 CONFLICT_RETRIES = 5
 POLL_S = 5.0  # reads without a watch (offline, a watch not listed yet), and the pace after a failed sync
+# A fault rarely comes alone (a card's chips, a storm on every chip): the first change after a quiet
+# spell waits this long for the rest of its burst, so that one write carries them all instead of the
+# first alone and the rest a write interval later.
+BURST_SETTLE_S = 0.1
 
 
 class IsolationEdits(Protocol):
@@ -48,6 +52,16 @@ class IsolationEdits(Protocol):
 
 def configmap_name(node_name: str) -> str:
     return f"mindx-dl-deviceinfo-{node_name}"
+
+
+def sync_wait(since_last_sync: float, write_interval: float, *, woken: bool) -> float:
+    """How long to wait before the next sync: one sync (a read, and a write if the content changed)
+    per write interval, not only one write, as every pod event asks for one and on a busy node most
+    find no change; and a sync a change woke waits for the rest of its burst."""
+    wait = write_interval - since_last_sync
+    if woken:
+        wait = max(wait, min(BURST_SETTLE_S, write_interval))
+    return max(0.0, wait)
 
 
 class DeviceInfoWriter:
@@ -111,10 +125,8 @@ class DeviceInfoWriter:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.idle_wait()):
                     await wanted.wait()
+            wait = sync_wait(time.monotonic() - self._last_sync, self.write_interval, woken=wanted.is_set())
             wanted.clear()
-            # One sync (a read, and a write if the content changed) per write interval, not only
-            # one write: every pod event asks for a sync, and on a busy node most find no change.
-            wait = self.write_interval - (time.monotonic() - self._last_sync)
             if wait > 0:
                 await asyncio.sleep(wait)
             self._last_sync = time.monotonic()
