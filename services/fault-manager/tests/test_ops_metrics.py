@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fault_manager.api import hot_reset_family
+from fault_manager.metrics import hot_reset_family
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.parser import text_string_to_metric_families

@@ -1,4 +1,4 @@
-"""The fault-manager's API (Unix socket), and what its ops endpoints (`ascend_common.adapters.ops`) report.
+"""The fault-manager's API (Unix socket), and its readiness for the ops endpoints (`ascend_common.adapters.ops`).
 
 Every body is bounded by FastAPI's `max_body_size` (`MAX_BODY_BYTES`; the policy's PUT declares
 more); `RequestGuard` refuses a declared length past it before the route runs. The API has no
@@ -8,7 +8,7 @@ tokens: the socket's mode and group say who may call.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Annotated, Any, Protocol
 
 from ascend_common.adapters.guard import MAX_BODY_BYTES, RequestGuard
@@ -21,30 +21,19 @@ from fastapi import FastAPI, Header, HTTPException, Path, Query, Request, Respon
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.registry import Collector
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
 
 from fault_manager.hotreset.loop import HotReset
+from fault_manager.metrics import NodeView
 from fault_manager.policy.keeper import PolicyKeeper
-from fault_manager.reactor.verdicts import KEEPALIVE_S, VerdictBoard
-from fault_manager.store import RESET_OUTCOMES, FaultEventRow, ResetAttemptRow, in_store_thread
+from fault_manager.reactor.verdicts import KEEPALIVE_S
+from fault_manager.store import FaultEventRow, ResetAttemptRow, in_store_thread
 
 ChipName = Annotated[str, Path(pattern=r"^(Ascend910|Ascend310P|Ascend310|npu)-\d{1,4}$", max_length=32)]
 ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ApiError}, 409: {"model": ApiError}, 422: {"model": ApiError}}
 # PolicyFiles: up to 4 files of up to 1 Mi characters each, which JSON escaping can double.
 POLICY_BODY_BYTES = 10 << 20
-
-
-class NodeView(Protocol):
-    """What the API reads of the fault-manager's published state (fault_manager.reactor.published.Published)."""
-
-    @property
-    def board(self) -> VerdictBoard: ...
-
-    def chips(self) -> frozenset[str]: ...
 
 
 class Separations(Protocol):
@@ -260,53 +249,6 @@ def create_api(
         return offline.listing()
 
     return app
-
-
-def hot_reset_family(outcomes: Mapping[str, int]) -> CounterMetricFamily:
-    """fault_manager_hot_resets_total{outcome}: reset attempts ended since start, a series for every
-    outcome from the start (0 before the first), so that increase() sees the first failure."""
-    family = CounterMetricFamily(
-        "fault_manager_hot_resets", "hot reset attempts ended since start, by outcome", labels=["outcome"]
-    )
-    for outcome in sorted(RESET_OUTCOMES):
-        family.add_metric([outcome], outcomes.get(outcome, 0))
-    return family
-
-
-class _Stats(Collector):
-    def __init__(
-        self, node: NodeView, ingested: Callable[[], int], resets: Callable[[], Mapping[str, int]] = dict
-    ) -> None:
-        self.node = node
-        self.ingested = ingested
-        self.resets = resets
-
-    def collect(self) -> Any:
-        ingested = GaugeMetricFamily("fault_manager_events_ingested", "fault events stored since start")
-        ingested.add_metric([], self.ingested())
-        yield ingested
-        levels = GaugeMetricFamily("fault_manager_chips", "chips by fault level", labels=["level", "schedulable"])
-        counts: dict[tuple[str, str], int] = {}
-        for v in self.node.board.current().values():
-            key = (v.fault_level.value, str(v.schedulable).lower())
-            counts[key] = counts.get(key, 0) + 1
-        for (level, ok), n in sorted(counts.items()):
-            levels.add_metric([level, ok], n)
-        yield levels
-        revision = GaugeMetricFamily("fault_manager_verdict_revision", "verdict revision")
-        revision.add_metric([], self.node.board.revision)
-        yield revision
-        yield hot_reset_family(self.resets())
-
-
-def ops_registry(
-    node: NodeView, ingested: Callable[[], int], resets: Callable[[], Mapping[str, int]] = dict
-) -> CollectorRegistry:
-    """What /metrics renders: events ingested, chips by fault level, the verdict revision, and
-    `resets`' hot reset outcomes (none counted when hot reset is off)."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Stats(node, ingested, resets))
-    return registry
 
 
 def readiness(node: NodeView, not_ready: Callable[[], str | None]) -> Readiness:

@@ -27,11 +27,12 @@ from ascend_common.adapters.settings import parse_host_port
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.tokens import first_token
 
-from fault_manager.api import create_api, ops_registry, readiness
+from fault_manager.api import create_api, readiness
 from fault_manager.events.fault_events import FaultEvents
 from fault_manager.hotreset.handoff import NodeAnnotations
 from fault_manager.hotreset.loop import HotReset
 from fault_manager.hotreset.node_annotations import ApiNodeAnnotations, OfflineNodeAnnotations
+from fault_manager.metrics import ops_registry
 from fault_manager.policy.engine import FaultEngine
 from fault_manager.policy.keeper import NAMESPACE as POLICY_NAMESPACE
 from fault_manager.policy.keeper import POLICY_CONFIGMAP, PolicyKeeper, build, read_policy_dir
