@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ascend_common.eid import UrmaDevice
 from ascend_common.gojson import go_json
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
-from ascend_common.ranklevels import NodeFacts, RankLevel, level_list, level_list_json, render_level_list
+from ascend_device_plugin.core.eid import UrmaEids
+from ascend_device_plugin.core.ranklevels import NodeFacts, RankLevel, level_list, level_list_json, render_level_list
 
 from tests.e2e.stack import node_stack
 from tests.support.exporter import ExporterProc
@@ -44,7 +44,7 @@ def expected_levels(chip: dict[str, Any], node: dict[str, Any]) -> list[RankLeve
         card_type=None, internal_ip="192.0.2.10", npu_nics={int(k): v for k, v in node["npu_nics"].items()},
         nic_addresses=node["nic_addresses"],
     )  # fmt: skip
-    devices = [UrmaDevice(d["index"], tuple(d["eids"])) for d in chip["static"]["urma"]]
+    devices = [UrmaEids(d["index"], tuple(d["eids"])) for d in chip["static"]["urma"]]
     return level_list(facts, chip["phy_id"], devices)
 
 

@@ -9,7 +9,7 @@ from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
-from ascend_device_plugin.allocation.report import NodeFacts, Report
+from ascend_device_plugin.allocation.report import HostFacts, Report
 from ascend_device_plugin.allocator import Allocator
 from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
 from ascend_device_plugin.resources.manager import ResourceManager
@@ -28,7 +28,7 @@ def wired_allocator(
     manager: ResourceManager,
     board: ViewBoard,
     pods: FakePods,
-    node: Callable[[], NodeFacts],
+    node: Callable[[], HostFacts],
     *,
     runtime_mode: bool = True,
     volcano: bool = False,

@@ -16,7 +16,7 @@ from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState, Vnpu
 from ascend_device_plugin.allocation.refusals import AllocationError
-from ascend_device_plugin.allocation.report import NodeFacts
+from ascend_device_plugin.allocation.report import HostFacts
 from ascend_device_plugin.allocator import Allocator
 from ascend_device_plugin.core.chip_owners import ChipOwners
 from ascend_device_plugin.core.model import PodView
@@ -36,7 +36,7 @@ NPU_CORE_RESOURCE = "huawei.com/npu-core"
 def setup(
     chips: Mapping[int, Chip],
     pods: FakePods | None = None,
-    node: Callable[[], NodeFacts] = lambda: NodeFacts(host_ip="10.0.0.5"),
+    node: Callable[[], HostFacts] = lambda: HostFacts(host_ip="10.0.0.5"),
     **kw: Any,
 ) -> tuple[Allocator, ResourceManager, FakePods]:
     board = ViewBoard()
@@ -331,7 +331,7 @@ async def test_volcano_allocation_report_is_built_after_the_answer(caplog: pytes
 async def test_a_report_that_cannot_be_built_is_logged_and_the_pod_still_marked_taken(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    def broken_node() -> NodeFacts:
+    def broken_node() -> HostFacts:
         raise RuntimeError("node facts unreadable")
 
     allocator, _, pods = setup(node_910b(), node=broken_node, volcano=True)
@@ -403,7 +403,7 @@ async def test_with_both_apis_a_dynamic_vnpu_takes_its_whole_chip_before_it_is_c
     manager = ResourceManager(board, default_fault_code_table(), PluginMetrics(), preset_virtual_device=False)
     manager.set_chips({p: exporter_chip(p, p) for p in range(8)})
     pods = FakePods()
-    facts = NodeFacts(host_ip="10.0.0.5")
+    facts = HostFacts(host_ip="10.0.0.5")
     allocator = wired_allocator(manager, board, pods, lambda: facts, exporter=exporter, preset_vnpu=False)
     allocator.containers.hold = held_by(owners)
     infer = PodView(

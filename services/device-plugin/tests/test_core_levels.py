@@ -12,15 +12,15 @@ from types import MappingProxyType
 
 import pytest
 from ascend_common.chips import ChipFamily, ResourceType
-from ascend_common.eid import UrmaDevice
 from ascend_common.gojson import go_json
-from ascend_common.ranklevels import level_list_json, render_level_list
 from ascend_common.schemas.exporter import NodeInfo
 from ascend_common.superpod import NO_SUPER_POD, SuperPod
 from ascend_device_plugin.core.annotations import ConfigDevice, config_devices, device_configuration
+from ascend_device_plugin.core.eid import UrmaEids
 from ascend_device_plugin.core.levels import chip_levels, node_facts, rendered
 from ascend_device_plugin.core.model import ChipInfo
 from ascend_device_plugin.core.node_labels import node_annotations
+from ascend_device_plugin.core.ranklevels import level_list_json, render_level_list
 from ascend_device_plugin.resources.inventory import Inventory
 from ascend_device_plugin.resources.levels import LevelSource
 
@@ -38,7 +38,7 @@ POD_MAIN_BOARD = 0x03
 
 
 def chip(
-    logic: int, phy: int, *, family: ChipFamily = ChipFamily.ASCEND950, urma: tuple[UrmaDevice, ...] = POD_1D_DEVICES
+    logic: int, phy: int, *, family: ChipFamily = ChipFamily.ASCEND950, urma: tuple[UrmaEids, ...] = POD_1D_DEVICES
 ) -> ChipInfo:
     return ChipInfo(
         logic_id=logic, phy_id=phy, card_id=-1, name=f"npu-{phy}", rtype=ResourceType.NPU, family=family,
@@ -178,7 +178,7 @@ CARD_EID = "0" * 30 + "0a"  # fe 0, die 0, port 1, for die-to-die (the golden `c
 def test_level_source_reads_a_card_topology_in_a_thread_and_logs_an_unreadable_one_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    card = inventory([chip(0, 1, urma=(UrmaDevice(0, (CARD_EID,)),))], NO_SUPER_POD, 0x6C)  # a 4P card
+    card = inventory([chip(0, 1, urma=(UrmaEids(0, (CARD_EID,)),))], NO_SUPER_POD, 0x6C)  # a 4P card
     source = LevelSource("node-a", lambda: None, lambda: "10.0.0.9", source_root=tmp_path)
     asyncio.run(source.load_topology(card))
     asyncio.run(source.load_topology(card))

@@ -18,7 +18,7 @@ from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip
 from ascend_device_plugin import cli
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
-from ascend_device_plugin.allocation.report import NodeFacts
+from ascend_device_plugin.allocation.report import HostFacts
 from ascend_device_plugin.core import ChipInfo, physical_devices
 from ascend_device_plugin.core.softshare import (
     check_switch,
@@ -231,7 +231,7 @@ async def test_allocate_of_soft_share_ids_without_a_quota_pod_is_refused_with_fa
     board = ViewBoard()
     manager = ResourceManager(board, default_fault_code_table(), PluginMetrics(), share_count=100, soft_share=True)
     manager.set_chips(node_910b())
-    alloc = wired_allocator(manager, board, FakePods(), NodeFacts, volcano=volcano, soft_share=True)
+    alloc = wired_allocator(manager, board, FakePods(), HostFacts, volcano=volcano, soft_share=True)
     ids = [f"Ascend910-1-{i}" for i in range(30)]
     with pytest.raises(AllocationError) as err:
         await alloc.allocate("Ascend910", _request(ids))

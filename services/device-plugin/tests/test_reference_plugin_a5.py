@@ -22,7 +22,7 @@ from ascend_common.products import HCCL_TOPO_FILES, ProductType
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.reading import Reading
 from ascend_device_plugin.allocation.refusals import AllocationError
-from ascend_device_plugin.allocation.report import NodeFacts
+from ascend_device_plugin.allocation.report import HostFacts
 from ascend_device_plugin.allocator import Allocator
 from ascend_device_plugin.core.allocate import (
     AllocDevice,
@@ -161,7 +161,7 @@ def setup(chips: Mapping[int, Chip], **kw: object) -> tuple[Allocator, ResourceM
     manager = ResourceManager(board, default_fault_code_table(), PluginMetrics())
     manager.set_chips(chips)
     pods = FakePods()
-    node = NodeFacts(host_ip="10.0.0.5", super_pod_id=5, server_index="1")
+    node = HostFacts(host_ip="10.0.0.5", super_pod_id=5, server_index="1")
     allocator = wired_allocator(manager, board, pods, lambda: node, **kw)  # type: ignore[arg-type]
     return allocator, manager, pods
 

@@ -20,7 +20,7 @@ from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip
 from ascend_device_plugin.allocation.refusals import AllocationError
-from ascend_device_plugin.allocation.report import NodeFacts
+from ascend_device_plugin.allocation.report import HostFacts
 from ascend_device_plugin.allocator import MAX_CONTAINERS, MAX_DEVICES_PER_CONTAINER, Allocator
 from ascend_device_plugin.core.allocate import AllocDevice, DeviceNode, container_response, validate_request
 from ascend_device_plugin.core.annotations import (
@@ -49,7 +49,7 @@ def allocator(chips: Mapping[int, Chip], share_count: int = 1, **kw: object) -> 
     manager = ResourceManager(board, default_fault_code_table(), PluginMetrics(), share_count=share_count)
     manager.set_chips(chips)
     pods = FakePods()
-    node = NodeFacts(host_ip="10.0.0.5")
+    node = HostFacts(host_ip="10.0.0.5")
     return wired_allocator(manager, board, pods, lambda: node, **kw), pods  # type: ignore[arg-type]
 
 

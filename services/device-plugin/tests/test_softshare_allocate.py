@@ -24,7 +24,7 @@ from ascend_common.inuse import ASCEND_REAL, KLT_DEV
 from ascend_common.schemas.exporter import Chip
 from ascend_common.softshare import AICORE_QUOTA, HBM_QUOTA, SCHEDULING_POLICY, VNPU_ID
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
-from ascend_device_plugin.allocation.report import NodeFacts
+from ascend_device_plugin.allocation.report import HostFacts
 from ascend_device_plugin.allocator import Allocator
 from ascend_device_plugin.core.annotations import CONFIG_910_KEY
 from ascend_device_plugin.core.chip_owners import ChipOwners
@@ -77,7 +77,7 @@ def setup(tmp_path: Path, pods: list[PodView], n: int = 2) -> tuple[Allocator, F
     enpu.mkdir()
     source = FakePods(items=list(pods))
     alloc = wired_allocator(
-        manager, board, source, lambda: NodeFacts(host_ip="10.0.0.5"), volcano=True, soft_share=True,
+        manager, board, source, lambda: HostFacts(host_ip="10.0.0.5"), volcano=True, soft_share=True,
         npu_info_dir=enpu, soft_share_dir=ss, taken_wait_s=0.001,
     )  # fmt: skip
     return alloc, source, enpu, ss
@@ -269,7 +269,7 @@ async def test_the_950_uses_the_ddie(tmp_path: Path) -> None:
         annotations={"huawei.com/npu": "npu-0", "predicate-time": "1", **QUOTAS}, requests={"huawei.com/npu": 30},
     )  # fmt: skip
     alloc = wired_allocator(
-        manager, board, FakePods(items=[pod]), NodeFacts, volcano=True, soft_share=True, npu_info_dir=enpu,
+        manager, board, FakePods(items=[pod]), HostFacts, volcano=True, soft_share=True, npu_info_dir=enpu,
         soft_share_dir=tmp_path / "ss",
     )  # fmt: skip
     resp = await alloc.allocate("npu", request([f"npu-0-{i}" for i in range(30)]))
@@ -294,7 +294,7 @@ async def test_the_950_reads_volcanos_soft_share_annotation_as_a_logic_id(tmp_pa
     )  # fmt: skip
     pods = FakePods(items=[pod])
     alloc = wired_allocator(
-        manager, board, pods, NodeFacts, volcano=True, soft_share=True, npu_info_dir=enpu,
+        manager, board, pods, HostFacts, volcano=True, soft_share=True, npu_info_dir=enpu,
         soft_share_dir=tmp_path / "ss",
     )  # fmt: skip
     resp = await alloc.allocate("npu", request([f"npu-1-{i}" for i in range(30)]))
@@ -323,7 +323,7 @@ async def test_a_950_soft_share_logic_id_the_node_lacks_is_refused_naming_the_po
         annotations={"huawei.com/npu": "npu-1", "predicate-time": "1", **QUOTAS}, requests={"huawei.com/npu": 30},
     )  # fmt: skip
     alloc = wired_allocator(
-        manager, board, FakePods(items=[pod]), NodeFacts, volcano=True, soft_share=True, npu_info_dir=enpu,
+        manager, board, FakePods(items=[pod]), HostFacts, volcano=True, soft_share=True, npu_info_dir=enpu,
         soft_share_dir=tmp_path / "ss",
     )  # fmt: skip
     with pytest.raises(AllocationError, match="logic id 1") as err:

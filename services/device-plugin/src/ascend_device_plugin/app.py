@@ -28,7 +28,7 @@ from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.repair import AnnotationRepair
-from ascend_device_plugin.allocation.report import NodeFacts, Report
+from ascend_device_plugin.allocation.report import HostFacts, Report
 from ascend_device_plugin.allocator import Allocator
 from ascend_device_plugin.container_metrics import ContainerMetrics
 from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
@@ -112,7 +112,7 @@ class DevicePlugin:
         if self.kube is not None and self.repair is not None:
             self.kube.on_pod_event = self.repair.pod_changed
         report = Report(
-            self.manager, patcher=self.kube, node=self.kube.node_facts if self.kube else NodeFacts, levels=levels,
+            self.manager, patcher=self.kube, node=self.kube.node_facts if self.kube else HostFacts, levels=levels,
             repair=self.repair,
         )  # fmt: skip
         pods = VolcanoPods(self.kube)

@@ -34,7 +34,7 @@ from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
 from ascend_common.jsonin import InputError
 from ascend_common.pods import FINISHED_PHASES, SlimPod
 
-from ascend_device_plugin.allocation.report import NodeFacts
+from ascend_device_plugin.allocation.report import HostFacts
 from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, parse_slow_node
 from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.core.node_labels import node_annotations, node_labels
@@ -241,11 +241,11 @@ class KubeBridge:
         self.bad_inputs.accepted(SLOW_NODE_INPUT)
         return envs
 
-    def node_facts(self) -> NodeFacts:
+    def node_facts(self) -> HostFacts:
         if self.node is None:
-            return NodeFacts()
+            return HostFacts()
         a = self.node.annotations
-        return NodeFacts(
+        return HostFacts(
             host_ip=self.node.internal_ip,
             super_pod_id=_int(a.get("superPodID"), -1),
             server_index=a.get("serverIndex", ""),

@@ -1,6 +1,6 @@
 """The allocation report: the annotations an allocated pod gets (AscendReal, kltDev, the device
 configuration), patched onto it after the kubelet has its answer, with retries and backoff; and the
-cluster as the allocation paths see it (PodSource, Patcher, NodeFacts)."""
+cluster as the allocation paths see it (PodSource, Patcher, HostFacts)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class PodSource(Protocol):
 
 
 @dataclass(frozen=True)
-class NodeFacts:
+class HostFacts:
     host_ip: str = ""  # the node's InternalIP
     super_pod_id: int = -1
     server_index: str = ""
@@ -61,7 +61,7 @@ def whole_chips(resources: Resources, resource: str) -> bool:
 class Report:
     resources: Resources
     patcher: Patcher | None = None
-    node: Callable[[], NodeFacts] = NodeFacts
+    node: Callable[[], HostFacts] = HostFacts
     levels: LevelSource | None = None  # each 950 chip's `levelList`; None: none published
     repair: AnnotationRepair | None = None  # told what reached each pod, to write it back if edited or lost
     _background: set[asyncio.Task[None]] = field(default_factory=set)

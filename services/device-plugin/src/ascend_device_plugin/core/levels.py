@@ -1,4 +1,4 @@
-"""Each 950 chip's `levelList` (issue 25 part A): the node's facts, then ascend_common.ranklevels per chip.
+"""Each 950 chip's `levelList` (issue 25 part A): the node's facts, then ascend_device_plugin.core.ranklevels per chip.
 
 The reference computes the lists in `getNpuBaseInfo` and copies them into both `baseDeviceInfos`
 and the `ascend-npu-configuration` devices; ours builds them once per inventory (resources/levels.py
@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from ascend_common.chips import ChipFamily
 from ascend_common.gojson import GoJSON
 from ascend_common.products import card_type
-from ascend_common.ranklevels import NodeFacts, RankLevel, TopoEdge, level_list, render_level_list
 from ascend_common.superpod import SuperPod
 
 from ascend_device_plugin.core.model import ChipInfo
+from ascend_device_plugin.core.ranklevels import NodeFacts, RankLevel, TopoEdge, level_list, render_level_list
 
 LevelLists = Mapping[int, tuple[RankLevel, ...]]  # by phy id; a chip without levels is absent
 

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ascend_common.chips import ChipFamily, ResourceType
-from ascend_common.eid import UrmaDevice
 from ascend_common.schemas.exporter import Vnpu
+
+from ascend_device_plugin.core.eid import UrmaEids
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,7 +49,7 @@ class ChipInfo:
     # read failed or the chip does not report one. HCCL_TOPO_FILE_PATH asks the lowest logic id's.
     super_pod_type: int | None = None
     # The 950's URMA devices and their EIDs (ChipStatic.urma), the input of its `levelList`.
-    urma: tuple[UrmaDevice, ...] = ()
+    urma: tuple[UrmaEids, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,6 @@
 """The node's rank levels (`levelList`), built once per inventory and what feeds them.
 
-The pure rules are core/levels and ascend_common.ranklevels; this gathers their inputs: the
+The pure rules are core/levels and ascend_device_plugin.core.ranklevels; this gathers their inputs: the
 inventory (chips, super pod, main board), the exporter's NodeInfo (the npu-nic mapping and the
 NICs' addresses), the Node's InternalIP and, on an Atlas 350 card, the HCCL topology file's edges
 (read in a thread, as the reference reads it at most until one read succeeds).
@@ -14,12 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ascend_common.adapters.inputs import read_bounded
-from ascend_common.hccl_topo import MAX_TOPO_BYTES, topo_edges
 from ascend_common.products import card_type, hccl_topo_file, product_type
-from ascend_common.ranklevels import TopoEdge
 from ascend_common.schemas.exporter import NodeInfo
 
+from ascend_device_plugin.core.hccl_topo import MAX_TOPO_BYTES, topo_edges
 from ascend_device_plugin.core.levels import LevelLists, chip_levels, node_facts
+from ascend_device_plugin.core.ranklevels import TopoEdge
 from ascend_device_plugin.resources.inventory import Inventory
 
 log = logging.getLogger(__name__)

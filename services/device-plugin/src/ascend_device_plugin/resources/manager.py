@@ -15,7 +15,6 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from ascend_common.chips import ResourceType
-from ascend_common.eid import UrmaDevice
 from ascend_common.faults import FaultCodeTable
 from ascend_common.inuse import ALLOCATION_PHASES, chips_in_use_for_health
 from ascend_common.naming import NPU_CORE
@@ -25,6 +24,7 @@ from ascend_common.superpod import NO_SUPER_POD, SuperPod, main_board_id, super_
 
 from ascend_device_plugin.core.devices import DeviceEntry, physical_devices, vnpu_devices
 from ascend_device_plugin.core.dra_health import ChipHealth
+from ascend_device_plugin.core.eid import UrmaEids
 from ascend_device_plugin.core.mixed import card_usage_refusal, mixed_devices
 from ascend_device_plugin.core.model import ChipInfo, PodView
 from ascend_device_plugin.core.softshare import ignored_share_count, soft_share_refusal
@@ -62,7 +62,7 @@ def chip_info(chip: Chip, healthy: bool, fault: str = "") -> ChipInfo | None:
         vdie_id=s.vdie_id,
         ddie_id=s.ddie_id,
         super_pod_type=s.super_pod_type.value if s.super_pod_type.is_ok else None,
-        urma=tuple(UrmaDevice(d.index, tuple(d.eids)) for d in s.urma or ()),
+        urma=tuple(UrmaEids(d.index, tuple(d.eids)) for d in s.urma or ()),
     )
 
 

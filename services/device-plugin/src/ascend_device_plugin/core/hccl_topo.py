@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Final, TypeVar
 
 from ascend_common.gojson import GoNumber, GoObject, go_field, go_int, go_kind, go_loads
-from ascend_common.ranklevels import TopoEdge
+
+from ascend_device_plugin.core.ranklevels import TopoEdge
 
 _T = TypeVar("_T")
 _INT_BITS: Final = 64  # Go's int on a 64-bit node

@@ -9,8 +9,8 @@ Where the reference feeds a non-hex digit and expects -1 / false / an error, our
 from __future__ import annotations
 
 import pytest
-from ascend_common.eid import (
-    UrmaDevice,
+from ascend_device_plugin.core.eid import (
+    UrmaEids,
     card_d2d,
     card_die,
     card_fe,
@@ -94,16 +94,16 @@ def test_get_uboe_ipv4_by_eid() -> None:  # TestGetUboeIPv4ByEid
 
 def test_urma_device_methods() -> None:  # TestUrmaDeviceMethods
     eid = eid_with(at10="4", at12="08", at14="c", at24="01020304")
-    parsed = parse_urma(UrmaDevice(0, (eid,)))
+    parsed = parse_urma(UrmaEids(0, (eid,)))
     assert (parsed.die, parsed.fe, parsed.is_uboe, parsed.ipv4) == (1, 8, True, "8.1.2.3")
-    empty = parse_urma(UrmaDevice(1, ()))  # "empty EidList"
+    empty = parse_urma(UrmaEids(1, ()))  # "empty EidList"
     assert (empty.die, empty.fe, empty.is_uboe, empty.ipv4, empty.pg_eid) == (-1, -1, False, "", "")
 
 
 def test_parse_urma_devices() -> None:  # TestParseUrmaDevices
     uboe = eid_with(at10="4", at12="08", at14="c", at24="08010203")
     pg = eid_with(at10="3f")
-    [parsed] = parse_urma_devices([UrmaDevice(0, (uboe, pg))])
+    [parsed] = parse_urma_devices([UrmaEids(0, (uboe, pg))])
     assert (parsed.die, parsed.fe, parsed.is_uboe, parsed.pg_eid, len(parsed.eids)) == (1, 8, True, pg, 2)
     assert parsed.ipv4 == "8.8.1.2"
     assert [e.is_pg for e in parsed.eids] == [False, True]
@@ -112,13 +112,13 @@ def test_parse_urma_devices() -> None:  # TestParseUrmaDevices
 def test_a_uboe_device_takes_the_first_non_link_local_address() -> None:
     link_local = eid_with(at12="fe", at14="c", at24="01020304")
     usable = eid_with(at12="0b", at14="c", at24="01020304")
-    assert parse_urma(UrmaDevice(0, (link_local, usable))).ipv4 == "11.1.2.3"
-    assert parse_urma(UrmaDevice(0, (link_local,))).ipv4 == ""
+    assert parse_urma(UrmaEids(0, (link_local, usable))).ipv4 == "11.1.2.3"
+    assert parse_urma(UrmaEids(0, (link_local,))).ipv4 == ""
 
 
 def test_the_device_fields_come_from_its_first_eid_and_the_pg_eid_is_the_last() -> None:
     first_pg, second_pg = eid_with(at10="3f", at12="02"), eid_with(at10="7f", at12="05")
-    parsed = parse_urma(UrmaDevice(3, (eid_with(at10="45", at12="01"), first_pg, second_pg)))
+    parsed = parse_urma(UrmaEids(3, (eid_with(at10="45", at12="01"), first_pg, second_pg)))
     assert (parsed.index, parsed.die, parsed.fe, parsed.pg_eid) == (3, 1, 1, second_pg)
 
 
@@ -138,7 +138,7 @@ def test_an_eid_that_is_not_32_lower_case_hex_digits_is_refused(bad: str) -> Non
     with pytest.raises(ValueError, match="not 32 lower-case hex digits"):
         check_eid(bad)
     with pytest.raises(ValueError, match="not 32 lower-case hex digits"):
-        UrmaDevice(0, (bad,))
+        UrmaEids(0, (bad,))
 
 
 # --- The card reading (npu_base_v2_test.go) ------------------------------------------------------

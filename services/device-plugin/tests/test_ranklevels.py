@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from ascend_common.eid import UrmaDevice, parse_urma_devices
 from ascend_common.gojson import go_json
-from ascend_common.ranklevels import (
+from ascend_device_plugin.core.eid import UrmaEids, parse_urma_devices
+from ascend_device_plugin.core.ranklevels import (
     NO_LEVEL,
     ROCE,
     UB,
@@ -67,8 +67,8 @@ POD_1D = node(super_pod_id=5, server_index=2, super_pod_type=1, super_pod_size=6
 
 UBOE_EID = "0000000000000ac00000000014000105"
 SERVER_DEVICES = (
-    UrmaDevice(0, (mesh_eid(1, 1, 3), mesh_eid(1, 0x3F, 3))),
-    UrmaDevice(1, (UBOE_EID,)),
+    UrmaEids(0, (mesh_eid(1, 1, 3), mesh_eid(1, 0x3F, 3))),
+    UrmaEids(1, (UBOE_EID,)),
 )
 NIC_MAPPING: Mapping[int, Sequence[str]] = {1: ("ens1f0", "ens1f2")}
 NIC_ADDRESSES: Mapping[str, Sequence[str]] = {"ens1f0": ("fe80::1",), "ens1f2": ("10.0.0.7",)}
@@ -186,7 +186,7 @@ def test_a_pod_node_without_its_super_pod_id_is_refused() -> None:
 
 
 def test_get_pod_level1_config_halves() -> None:  # TestGetPodLevel1Config, TestBuildPodLevel1Parsed
-    pg = parse_urma_devices([UrmaDevice(0, (mesh_eid(0, 0x3F, 2),))])
+    pg = parse_urma_devices([UrmaEids(0, (mesh_eid(0, 0x3F, 2),))])
     board_07 = dataclasses.replace(POD_1D, main_board_id=0x07)
     assert pod_level1(board_07, 1, pg) == [RankAddr("EID", mesh_eid(0, 0x3F, 2), ("0/1", "0/2"), "1")]
     assert pod_level1(board_07, 12, pg)[0].ports == ("0/0", "0/1", "0/2", "0/3", "0/4", "0/5")  # 12 % 8: upper half
@@ -195,34 +195,34 @@ def test_get_pod_level1_config_halves() -> None:  # TestGetPodLevel1Config, Test
 
 def test_build_pod_level1_parsed_keeps_the_devices_order_on_ties() -> None:
     # Two PG EIDs with as many ports: the reference's sort.Slice may swap them (bug 4), ours does not.
-    devices = [UrmaDevice(0, (mesh_eid(0, 0x3F, 2),)), UrmaDevice(1, (f"{mesh_eid(0, 0x3F, 2)[:-1]}1",))]
+    devices = [UrmaEids(0, (mesh_eid(0, 0x3F, 2),)), UrmaEids(1, (f"{mesh_eid(0, 0x3F, 2)[:-1]}1",))]
     assert [a.addr[-1] for a in pod_level1(POD_1D, 0, parse_urma_devices(devices))] == ["0", "1"]
 
 
 def test_build_pod_level0_parsed() -> None:  # TestBuildPodLevel0Parsed
-    parsed = parse_urma_devices([UrmaDevice(0, (mesh_eid(0, 1, 3),))])
+    parsed = parse_urma_devices([UrmaEids(0, (mesh_eid(0, 1, 3),))])
     assert pod_level0(POD_1D, 1, parsed) == [RankAddr("EID", mesh_eid(0, 1, 3), ("0/1",), "0")]
     assert pod_level0(POD_1D, 4, parsed) == []  # upper half: die 0 is not this half's
 
 
 def test_select_mesh_dev_skips_uboe_and_takes_the_first_highest_fe() -> None:
     devices = [
-        UrmaDevice(0, (mesh_eid(0, 1, 4),)),
-        UrmaDevice(1, (f"{mesh_eid(0, 2, 9)[:14]}c{'0' * 17}",)),  # UBoE, fe 9: never a mesh device
-        UrmaDevice(2, (mesh_eid(0, 3, 4),)),
+        UrmaEids(0, (mesh_eid(0, 1, 4),)),
+        UrmaEids(1, (f"{mesh_eid(0, 2, 9)[:14]}c{'0' * 17}",)),  # UBoE, fe 9: never a mesh device
+        UrmaEids(2, (mesh_eid(0, 3, 4),)),
     ]
     assert pod_level0(POD_1D, 0, parse_urma_devices(devices))[0].ports == ("0/1",)
 
 
 def test_build_server_level0_parsed() -> None:  # TestBuildServerLevel0Parsed, TestBuildServerRankAddrListParsed
     parsed = parse_urma_devices(
-        [UrmaDevice(0, (mesh_eid(1, 1, 3), mesh_eid(1, 0x3F, 3))), UrmaDevice(1, (mesh_eid(0, 2, 5),))]
+        [UrmaEids(0, (mesh_eid(1, 1, 3), mesh_eid(1, 0x3F, 3))), UrmaEids(1, (mesh_eid(0, 2, 5),))]
     )
     assert server_level0(parsed) == [RankAddr("EID", mesh_eid(1, 1, 3), ("1/1",), "1")]
 
 
 def test_build_server_level1_parsed() -> None:  # TestBuildServerLevel1Parsed, TestGetServerLevel1Config
-    parsed = parse_urma_devices([UrmaDevice(0, (mesh_eid(0, 1, 3), mesh_eid(0, 0x3F, 3)))])
+    parsed = parse_urma_devices([UrmaEids(0, (mesh_eid(0, 1, 3), mesh_eid(0, 0x3F, 3)))])
     ports = tuple(f"0/{p}" for p in range(1, 9))
     for board in (0x25, 0x27):
         assert server_level1(node(main_board_id=board), parsed) == [RankAddr("EID", mesh_eid(0, 0x3F, 3), ports, "0")]
@@ -230,16 +230,16 @@ def test_build_server_level1_parsed() -> None:  # TestBuildServerLevel1Parsed, T
 
 
 def test_build_server_level2_parsed() -> None:  # TestBuildServerLevel2Parsed
-    assert server_level2(parse_urma_devices([UrmaDevice(0, (UBOE_EID,))])) == [
+    assert server_level2(parse_urma_devices([UrmaEids(0, (UBOE_EID,))])) == [
         RankAddr("IPV4", "10.20.0.1", ("1/8",), "CLUSTER")
     ]
     link_local = f"{UBOE_EID[:12]}fe{UBOE_EID[14:]}"
-    assert server_level2(parse_urma_devices([UrmaDevice(0, (link_local,))])) == []
+    assert server_level2(parse_urma_devices([UrmaEids(0, (link_local,))])) == []
 
 
 def test_a_super_server_has_levels_0_1_2() -> None:
     facts = node(super_pod_id=7, server_index=1, super_pod_size=16, main_board_id=0x25)
-    devices = (*SERVER_DEVICES, UrmaDevice(2, (mesh_eid(0, 1, 3), mesh_eid(0, 0x3F, 3))))
+    devices = (*SERVER_DEVICES, UrmaEids(2, (mesh_eid(0, 1, 3), mesh_eid(0, 0x3F, 3))))
     levels = level_list(facts, 0, devices)
     assert [(lv.level, lv.key, lv.net_instance_id) for lv in levels] == [
         (0, UB, "7_1"), (1, UB, "7"), (2, UBOE, "CLUSTER1"),
@@ -258,11 +258,11 @@ def test_get_ports_list_card_level0() -> None:  # TestGetPortsList "04", TestNpu
     not_d2d = "0" * 28 + "0808"
     pg_port = "0" * 30 + "51"  # port 10: over the limit of 8
     other_fe = "00000000000000200000000000000008"  # fe 1
-    assert card_level0(card, 1, [UrmaDevice(0, (usable, not_d2d, pg_port, other_fe))]) == [
+    assert card_level0(card, 1, [UrmaEids(0, (usable, not_d2d, pg_port, other_fe))]) == [
         RankAddr("EID", usable, ("0/1", "0/1", "0/2"), "1")  # the EID's own port is not de-duplicated
     ]
-    assert card_level0(dataclasses.replace(card, topo_edges=None), 1, [UrmaDevice(0, (usable,))]) == []
-    levels = level_list(card, 1, [UrmaDevice(0, (usable,))])
+    assert card_level0(dataclasses.replace(card, topo_edges=None), 1, [UrmaEids(0, (usable,))]) == []
+    levels = level_list(card, 1, [UrmaEids(0, (usable,))])
     assert [(lv.level, lv.key, lv.net_instance_id, lv.net_type) for lv in levels] == [
         (0, UB, "10.0.0.5", "TOPO_FILE_DESC")
     ]
@@ -274,7 +274,7 @@ def test_a_4p_card_level_list() -> None:
         topo_edges=(TopoEdge(1, ("0/2", "0/3", "1/3"), 0, "PEER2NET"),),
         npu_nics={1: ("eth0",)}, nic_addresses={"eth0": ("10.0.1.9",)},
     )  # fmt: skip
-    levels = level_list(card, 1, [UrmaDevice(0, ("0" * 30 + "0a",))])
+    levels = level_list(card, 1, [UrmaEids(0, ("0" * 30 + "0a",))])
     assert level_list_json(levels) == ALL["card_4p"]["go_json"]
 
 

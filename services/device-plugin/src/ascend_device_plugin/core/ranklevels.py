@@ -20,9 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from ascend_common.eid import (
+from ascend_common.gojson import GoJSON, go_json
+from ascend_common.products import ATLAS_350_4P_CARD, ATLAS_350_CARD, ProductType, max_chips_per_node
+
+from ascend_device_plugin.core.eid import (
     ParsedUrma,
-    UrmaDevice,
+    UrmaEids,
     card_d2d,
     card_die,
     card_fe,
@@ -30,8 +33,6 @@ from ascend_common.eid import (
     card_port,
     parse_urma_devices,
 )
-from ascend_common.gojson import GoJSON, go_json
-from ascend_common.products import ATLAS_350_4P_CARD, ATLAS_350_CARD, ProductType, max_chips_per_node
 
 # The keys of a level's `info` (api LevelInfoType*); "" is a level the node does not have.
 UB: Final = "UB"
@@ -266,7 +267,7 @@ def server_level2(parsed: Sequence[ParsedUrma]) -> list[RankAddr]:
 # --- Atlas 350 cards (`getRankAddrListOriginal`, the card reading of the EIDs) --------------------
 
 
-def card_level0(node: NodeFacts, phy_id: int, devices: Sequence[UrmaDevice]) -> list[RankAddr]:
+def card_level0(node: NodeFacts, phy_id: int, devices: Sequence[UrmaEids]) -> list[RankAddr]:
     """A card's level 0: every fe-0 EID used for die-to-die with a port up to 8, on its own die/port
     and the PEER2NET level-0 ports of this chip's topology edges on the same die. Without the topology
     file the reference drops the address (its port lookup fails)."""
@@ -330,7 +331,7 @@ def roce_level3(node: NodeFacts, phy_id: int) -> list[RankAddr]:
 # --- The list --------------------------------------------------------------------------------------
 
 
-def rank_addrs(node: NodeFacts, level: int, phy_id: int, devices: Sequence[UrmaDevice]) -> list[RankAddr]:
+def rank_addrs(node: NodeFacts, level: int, phy_id: int, devices: Sequence[UrmaEids]) -> list[RankAddr]:
     """`getRankAddrList`: one level's addresses."""
     if level == 3:
         return roce_level3(node, phy_id)
@@ -350,7 +351,7 @@ def rank_addrs(node: NodeFacts, level: int, phy_id: int, devices: Sequence[UrmaD
     return server_level2(parsed) if level == 2 else []
 
 
-def level_list(node: NodeFacts, phy_id: int, devices: Sequence[UrmaDevice]) -> list[RankLevel]:
+def level_list(node: NodeFacts, phy_id: int, devices: Sequence[UrmaEids]) -> list[RankLevel]:
     """`getLevelList`: every level the node has and the chip has an address for."""
     levels: list[RankLevel] = []
     for level, key in enumerate(rank_level_keys(node)):

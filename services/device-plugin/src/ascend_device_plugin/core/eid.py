@@ -90,7 +90,7 @@ def pg_eid(eids: Sequence[str]) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class UrmaDevice:
+class UrmaEids:
     """One URMA device of a chip, as dcmi lists it: its index and its EIDs in the driver's order."""
 
     index: int
@@ -127,7 +127,7 @@ class ParsedUrma:
     ipv4: str
 
 
-def parse_urma(device: UrmaDevice) -> ParsedUrma:
+def parse_urma(device: UrmaEids) -> ParsedUrma:
     """`ParseUrmaDevices` for one device."""
     parsed = tuple(ParsedEid(e, eid_die(e), eid_fe(e), eid_port(e), is_pg_eid(e)) for e in device.eids)
     pg = next((p.eid for p in reversed(parsed) if p.is_pg), "")
@@ -143,7 +143,7 @@ def parse_urma(device: UrmaDevice) -> ParsedUrma:
     )  # fmt: skip
 
 
-def parse_urma_devices(devices: Sequence[UrmaDevice]) -> list[ParsedUrma]:
+def parse_urma_devices(devices: Sequence[UrmaEids]) -> list[ParsedUrma]:
     """`ParseUrmaDevices`: every device, in order."""
     return [parse_urma(d) for d in devices]
 
