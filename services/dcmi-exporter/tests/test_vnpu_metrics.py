@@ -133,7 +133,10 @@ def test_each_held_vnpu_of_a_chip_has_its_own_series_and_a_fractional_share_keep
     half = VnpuActivity(vdev_id=101, aicore=0.5, aicore_pct=0, total_memory=1, used_memory=0)
     other = ContainerHolder(namespace="ns", pod="p2", container="c")
     families = scrape((activity(), half), {VALID_VNPU_ID: (HOLDER,), 101: (other,)})
-    rows = sorted((labels["v_dev_id"], labels["aicore_count"], labels["pod_name"]) for labels, _ in families["vnpu_pod_total_memory"])  # fmt: skip
+    rows = sorted(
+        (labels["v_dev_id"], labels["aicore_count"], labels["pod_name"])
+        for labels, _ in families["vnpu_pod_total_memory"]
+    )
     assert rows == [("100", "1.00", "podName"), ("101", "0.50", "p2")]
 
 
