@@ -284,4 +284,75 @@ struct dcmi_elabel_info {
     char serial_number[DCMI_ELABEL_LEN];
 };
 
+/* dcmi_get_device_info(DCMI_MAIN_CMD_VDEV_MNG, ...): a 310P vNPU's resources (sub-command 0) and its
+ * activity (sub-command 5), both in struct dcmi_vdev_query_stru with vdev_id set by the caller */
+#define DCMI_MAIN_CMD_VDEV_MNG 52
+#define DCMI_VMNG_SUB_CMD_GET_VDEV_RESOURCE 0
+#define DCMI_VMNG_SUB_CMD_GET_VDEV_ACTIVITY 5
+#define DCMI_VDEV_RES_NAME_LEN 16
+#define DCMI_VDEV_SIZE 20 /* the vnpu fields' bytes, taken from the computing resource's reserve */
+
+struct dcmi_base_resource {
+    unsigned long long token;
+    unsigned long long token_max;
+    unsigned long long task_timeout;
+    unsigned int vfg_id;
+    unsigned char vip_mode;
+    unsigned char reserved[DCMI_VDEV_RESERVED_LEN - 1];
+};
+
+struct dcmi_computing_resource {
+    float aic;
+    float aiv;
+    unsigned short dsa;
+    unsigned short rtsq;
+    unsigned short acsq;
+    unsigned short cdqm;
+    unsigned short c_core;
+    unsigned short ffts;
+    unsigned short sdma;
+    unsigned short pcie_dma;
+    unsigned long long memory_size; /* MB */
+    unsigned int event_id;
+    unsigned int notify_id;
+    unsigned int stream_id;
+    unsigned int model_id;
+    unsigned short topic_schedule_aicpu;
+    unsigned short host_ctrl_cpu;
+    unsigned short host_aicpu;
+    unsigned short device_aicpu;
+    unsigned short topic_ctrl_cpu_slot;
+    unsigned int vdev_aicore_utilization; /* the activity query's */
+    unsigned long long vdev_memory_total;
+    unsigned long long vdev_memory_free;
+    unsigned char reserved[DCMI_VDEV_RESERVED_LEN - DCMI_VDEV_SIZE];
+};
+
+struct dcmi_media_resource {
+    float jpegd;
+    float jpege;
+    float vpc;
+    float vdec;
+    float pngd;
+    float venc;
+    unsigned char reserved[DCMI_VDEV_RESERVED_LEN];
+};
+
+struct dcmi_vdev_query_info {
+    char name[DCMI_VDEV_RES_NAME_LEN];
+    unsigned int status;
+    unsigned int is_container_used;
+    unsigned int vfid;
+    unsigned int vfg_id;
+    unsigned long long container_id;
+    struct dcmi_base_resource base;
+    struct dcmi_computing_resource computing;
+    struct dcmi_media_resource media;
+};
+
+struct dcmi_vdev_query_stru {
+    unsigned int vdev_id;
+    struct dcmi_vdev_query_info query_info;
+};
+
 #endif /* DCMI_DOUBLE_H */

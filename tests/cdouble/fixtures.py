@@ -62,6 +62,7 @@ _CONTROL: dict[str, tuple[object, list[object]]] = {
     "dcmi_double_load_config": (ctypes.c_int, [ctypes.c_char_p]),
     "dcmi_double_set_urma": (ctypes.c_int, [ctypes.c_int, ctypes.c_uint, ctypes.c_int, ctypes.c_char_p]),
     "dcmi_double_die_policies": (ctypes.c_int, [_c_uint_p, ctypes.c_int]),
+    "dcmi_double_set_vdev": (ctypes.c_int, [ctypes.c_int, ctypes.c_uint, ctypes.c_char_p, ctypes.c_longlong]),
 }
 
 # (card, dev, logic, phy) of the double's default layout: logic ids differ from phy ids.
@@ -124,6 +125,11 @@ class DoubleControl:
         """One urma device of the chip: its EIDs as 32 hex digits each (the count grows to index + 1)."""
         raw = b"".join(bytes.fromhex(eid) for eid in eids)
         self._ok(self._lib.dcmi_double_set_urma(logic, index, len(eids), raw), f"urma {logic}/{index}")
+
+    def set_vdev(self, logic: int, vdev_id: int, field: str, value: int) -> None:
+        """A vNPU's reading: `aic` (the resource query's AI cores), `aicore_util`, `mem_total`,
+        `mem_free` (the activity query's)."""
+        self._ok(self._lib.dcmi_double_set_vdev(logic, vdev_id, field.encode(), value), f"vdev {vdev_id} {field}")
 
     def fire_event(
         self,

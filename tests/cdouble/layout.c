@@ -194,5 +194,63 @@ int main(void)
     FIELD(struct, dcmi_elabel_info, manufacturer);
     FIELD(struct, dcmi_elabel_info, manufacturer_date);
     FIELD(struct, dcmi_elabel_info, serial_number);
+
+    SIZE(struct, dcmi_base_resource);
+    FIELD(struct, dcmi_base_resource, token);
+    FIELD(struct, dcmi_base_resource, token_max);
+    FIELD(struct, dcmi_base_resource, task_timeout);
+    FIELD(struct, dcmi_base_resource, vfg_id);
+    FIELD(struct, dcmi_base_resource, vip_mode);
+    FIELD(struct, dcmi_base_resource, reserved);
+
+    SIZE(struct, dcmi_computing_resource);
+    FIELD(struct, dcmi_computing_resource, aic);
+    FIELD(struct, dcmi_computing_resource, aiv);
+    FIELD(struct, dcmi_computing_resource, dsa);
+    FIELD(struct, dcmi_computing_resource, rtsq);
+    FIELD(struct, dcmi_computing_resource, acsq);
+    FIELD(struct, dcmi_computing_resource, cdqm);
+    FIELD(struct, dcmi_computing_resource, c_core);
+    FIELD(struct, dcmi_computing_resource, ffts);
+    FIELD(struct, dcmi_computing_resource, sdma);
+    FIELD(struct, dcmi_computing_resource, pcie_dma);
+    FIELD(struct, dcmi_computing_resource, memory_size);
+    FIELD(struct, dcmi_computing_resource, event_id);
+    FIELD(struct, dcmi_computing_resource, notify_id);
+    FIELD(struct, dcmi_computing_resource, stream_id);
+    FIELD(struct, dcmi_computing_resource, model_id);
+    FIELD(struct, dcmi_computing_resource, topic_schedule_aicpu);
+    FIELD(struct, dcmi_computing_resource, host_ctrl_cpu);
+    FIELD(struct, dcmi_computing_resource, host_aicpu);
+    FIELD(struct, dcmi_computing_resource, device_aicpu);
+    FIELD(struct, dcmi_computing_resource, topic_ctrl_cpu_slot);
+    FIELD(struct, dcmi_computing_resource, vdev_aicore_utilization);
+    FIELD(struct, dcmi_computing_resource, vdev_memory_total);
+    FIELD(struct, dcmi_computing_resource, vdev_memory_free);
+    FIELD(struct, dcmi_computing_resource, reserved);
+
+    SIZE(struct, dcmi_media_resource);
+    FIELD(struct, dcmi_media_resource, jpegd);
+    FIELD(struct, dcmi_media_resource, jpege);
+    FIELD(struct, dcmi_media_resource, vpc);
+    FIELD(struct, dcmi_media_resource, vdec);
+    FIELD(struct, dcmi_media_resource, pngd);
+    FIELD(struct, dcmi_media_resource, venc);
+    FIELD(struct, dcmi_media_resource, reserved);
+
+    SIZE(struct, dcmi_vdev_query_info);
+    FIELD(struct, dcmi_vdev_query_info, name);
+    FIELD(struct, dcmi_vdev_query_info, status);
+    FIELD(struct, dcmi_vdev_query_info, is_container_used);
+    FIELD(struct, dcmi_vdev_query_info, vfid);
+    FIELD(struct, dcmi_vdev_query_info, vfg_id);
+    FIELD(struct, dcmi_vdev_query_info, container_id);
+    FIELD(struct, dcmi_vdev_query_info, base);
+    FIELD(struct, dcmi_vdev_query_info, computing);
+    FIELD(struct, dcmi_vdev_query_info, media);
+
+    SIZE(struct, dcmi_vdev_query_stru);
+    FIELD(struct, dcmi_vdev_query_stru, vdev_id);
+    FIELD(struct, dcmi_vdev_query_stru, query_info);
     return 0;
 }

@@ -246,6 +246,11 @@ struct vdev {
     unsigned int vdev_id;
     unsigned int vfg_id;
     char template_name[DCMI_TEMPLATE_NAME_LEN + 1];
+    /* the resource query's AI cores (from the template's vir<NN> at creation) and the activity
+     * query's readings; set with dcmi_double_set_vdev */
+    float aic;
+    unsigned int aicore_util;
+    unsigned long long mem_total, mem_free;
 };
 
 struct chip {
@@ -1405,6 +1410,45 @@ static int counters_locked(const struct chip *c, int main_cmd, unsigned int sub_
 
 /* Only the super-pod information: the binding asks this command and no other. *size is the
  * buffer's size on the way in and the bytes written on the way out. */
+/* A vNPU of the chip, by the vdev_id the caller put in the query: the resource query answers its
+ * identity and share (name, group, AI cores), the activity query its use (AI-core %, memory); each
+ * leaves the other's fields zero, so a caller that mixes them up reads zeros. An id the chip does not
+ * hold is refused, as the driver refuses it. */
+static int vdev_query_locked(const struct chip *c, unsigned int sub_cmd, void *buf, unsigned int *size)
+{
+    if (sub_cmd != DCMI_VMNG_SUB_CMD_GET_VDEV_RESOURCE && sub_cmd != DCMI_VMNG_SUB_CMD_GET_VDEV_ACTIVITY) {
+        return RC_NOT_SUPPORTED;
+    }
+    struct dcmi_vdev_query_stru *q = buf;
+    if (*size < sizeof(*q)) {
+        return RC_BAD_PARAMETER;
+    }
+    const struct vdev *v = NULL;
+    for (int i = 0; i < c->nvdevs; i++) {
+        if (c->vdevs[i].vdev_id == q->vdev_id) {
+            v = &c->vdevs[i];
+        }
+    }
+    if (v == NULL) {
+        return RC_BAD_PARAMETER;
+    }
+    unsigned int id = q->vdev_id;
+    memset(q, 0, sizeof(*q));
+    q->vdev_id = id;
+    if (sub_cmd == DCMI_VMNG_SUB_CMD_GET_VDEV_RESOURCE) {
+        copy_str(q->query_info.name, sizeof(q->query_info.name), v->template_name);
+        q->query_info.vfg_id = v->vfg_id;
+        q->query_info.base.vfg_id = v->vfg_id;
+        q->query_info.computing.aic = v->aic;
+    } else {
+        q->query_info.computing.vdev_aicore_utilization = v->aicore_util;
+        q->query_info.computing.vdev_memory_total = v->mem_total;
+        q->query_info.computing.vdev_memory_free = v->mem_free;
+    }
+    *size = (unsigned int)sizeof(*q);
+    return RC_OK;
+}
+
 static int device_info_locked(const struct chip *c, int main_cmd, unsigned int sub_cmd, void *buf, unsigned int *size)
 {
     if (buf == NULL || size == NULL) {
@@ -1412,6 +1456,9 @@ static int device_info_locked(const struct chip *c, int main_cmd, unsigned int s
     }
     if (main_cmd == DCMI_MAIN_CMD_HCCS || main_cmd == DCMI_MAIN_CMD_SIO) {
         return counters_locked(c, main_cmd, sub_cmd, buf, size);
+    }
+    if (main_cmd == DCMI_MAIN_CMD_VDEV_MNG) {
+        return vdev_query_locked(c, sub_cmd, buf, size);
     }
     if (main_cmd != DCMI_MAIN_CMD_CHIP_INF || sub_cmd != DCMI_CHIP_INF_SUB_CMD_SPOD_INFO) {
         return RC_NOT_SUPPORTED;
@@ -1755,9 +1802,14 @@ EXPORT int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vd
         }
     }
     struct vdev *v = &c->vdevs[c->nvdevs++];
+    memset(v, 0, sizeof(*v)); /* the slot may hold a destroyed vNPU's readings */
     v->vdev_id = id;
     v->vfg_id = vfg;
     copy_str(v->template_name, sizeof(v->template_name), vdev->template_name);
+    unsigned int cores = 0;
+    if (sscanf(v->template_name, "vir%u", &cores) == 1) { /* vir02, vir04_3c, vir05_1c_16g: NN AI cores */
+        v->aic = (float)cores;
+    }
     memset(out, 0, sizeof(*out));
     out->vdev_id = id;
     out->vfg_id = vfg;
@@ -2158,6 +2210,37 @@ EXPORT int dcmi_double_set_str(const char *field, int logic, const char *value)
 {
     lock_model();
     int rc = apply_to(logic, str_thunk, field, value);
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+/* A vNPU's readings: field aic (AI cores, the resource query), aicore_util (%), mem_total, mem_free
+ * (the activity query). -1 when the chip holds no such vNPU or the field is unknown. */
+EXPORT int dcmi_double_set_vdev(int logic, unsigned int vdev_id, const char *field, long long value)
+{
+    lock_model();
+    int rc = -1;
+    if (logic >= 0 && logic < MAX_CHIPS && g_chips[logic].present && field != NULL) {
+        struct chip *c = &g_chips[logic];
+        for (int i = 0; i < c->nvdevs; i++) {
+            struct vdev *v = &c->vdevs[i];
+            if (v->vdev_id != vdev_id) {
+                continue;
+            }
+            rc = 0;
+            if (strcmp(field, "aic") == 0) {
+                v->aic = (float)value;
+            } else if (strcmp(field, "aicore_util") == 0) {
+                v->aicore_util = (unsigned int)value;
+            } else if (strcmp(field, "mem_total") == 0) {
+                v->mem_total = (unsigned long long)value;
+            } else if (strcmp(field, "mem_free") == 0) {
+                v->mem_free = (unsigned long long)value;
+            } else {
+                rc = -1;
+            }
+        }
+    }
     pthread_mutex_unlock(&g_mu);
     return rc;
 }

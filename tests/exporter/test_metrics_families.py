@@ -3,8 +3,10 @@
 The tables are taken from component/npu-exporter/collector/metrics/collector_for_*.go: each
 BuildDesc name, its labels (CardLabel, or CardLabel plus the family's own) and the IsSupported /
 supported-device maps that decide which chip type shows it. Each simulator runs with two fault
-codes and a process on one chip, as the issue's comparison did. Families npu-exporter shows only
-for a container (npu_container_info, container_npu_*) are the device plugin's (its /metrics).
+codes and a process on one chip, as the issue's comparison did, and a vNPU created on that chip and
+held by one container (the device plugin's PUT), so that VnpuCollector's families, 310P only, show
+where npu-exporter shows them. Families npu-exporter shows only for a container (npu_container_info,
+container_npu_*) are the device plugin's (its /metrics).
 """
 
 from __future__ import annotations
@@ -125,6 +127,14 @@ UB_OPTICAL = {
     "npu_chip_info_optical_index_num": UB_LABELS,
     **{f"npu_chip_info_optical_{d}_power_{i}": UB_LABELS for d in ("tx", "rx") for i in range(4)},
 }
+# VnpuCollector (collector_for_vnpu.go), the 310P only: CardLabel with vdie_id and pcie_bus_info
+# replaced by v_dev_id and aicore_count, then is_virtual.
+VNPU = dict.fromkeys(
+    ("vnpu_pod_aicore_utilization", "vnpu_pod_total_memory", "vnpu_pod_used_memory"),
+    ("id", "model_name", "v_dev_id", "aicore_count", "namespace", "pod_name", "container_name", "is_virtual"),
+)
+# A vNPU template each family may create (ascend_common.vnpu), for the profiles whose chips split.
+VNPU_TEMPLATES = {"310p-4": "vir02", "910b-8": "vir05_1c_16g"}
 TRAINING_910 = {
     **NODE, **BASE, **HBM, **ROCE,
     "machine_card_nums": (),
@@ -136,7 +146,7 @@ REFERENCE: dict[str, dict[str, tuple[str, ...]]] = {
     "a3-16": {**TRAINING_910, **HCCS, **SIO},
     # No HBM, overall or cube utilisation, network status (not a training card: NotReport), RoCE.
     "310p-4": {
-        **NODE, **BASE, **DDR,
+        **NODE, **BASE, **DDR, **VNPU,
         "machine_card_nums": (),
         "npu_chip_info_product_type": (*CARD, "product_type"),
     },
@@ -175,6 +185,15 @@ async def test_families_and_labels_per_chip_type_are_npu_exporters(profile: str,
                 headers=auth("sim"),
             )
             assert resp.status_code < 300, resp.text
+            if profile in VNPU_TEMPLATES:  # a held vNPU: the 310P shows its families, another type none
+                resp = await client.post(
+                    "/v1/chips/0/vnpus", json={"template": VNPU_TEMPLATES[profile]}, headers=auth("vnpu")
+                )
+                assert resp.status_code < 300, resp.text
+                holder = {"namespace": "ns", "pod": "infer-0", "container": "c"}
+                mapping = {"chips": [], "vnpus": [{"vdev_id": resp.json()["vdev_id"], "containers": [holder]}]}
+                resp = await client.put("/v1/containers", json=mapping, headers=auth("containers"))
+                assert resp.status_code < 300, resp.text
         expected = {name: tuple(sorted(labels)) for name, labels in REFERENCE[profile].items()}
 
         last: list[dict[str, tuple[str, ...]]] = [{}]

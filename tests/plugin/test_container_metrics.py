@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import httpx
 from ascend_common.adapters.kubelet import podresources_pb2 as pr
 from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 from ascend_common.schemas.exporter import ChipList
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.plugin.conftest import close_node, make_node
-from tests.support.exporter import start_exporter
+from tests.support.exporter import TOKENS, auth, start_exporter
 from tests.support.fake_kubelet import FakeKubelet
 from tests.support.plugin import start_plugin, wait_ready
 from tests.support.waiting import until
@@ -81,6 +82,43 @@ async def test_the_plugin_serves_the_container_families_of_the_chips_a_container
             return not any(container_series(await asyncio.to_thread(node.plugin.metrics)).values())
 
         await until(gone, 10, "the container series to go with the pod")
+    finally:
+        await close_node(node)
+
+
+async def test_the_exporter_learns_a_vnpus_holder_from_the_plugin_and_serves_its_vnpu_families(workdir: Path) -> None:
+    """The plugin's PUT /v1/containers names a 310P vNPU's holder by its vdev id (the kubelet's id
+    `Ascend310P-2c-<vdev>-<phy>`), and the exporter's vnpu_pod_* series carry that pod."""
+    token_file = workdir / "plugin-token"  # the plugin's own token: scope `containers`
+    token_file.write_text(" ".join(TOKENS["containers"]) + "\n")
+    token_file.chmod(0o600)
+    node = await make_node(
+        workdir, "--container-metrics-period", PERIOD, "--token-file", str(token_file), profile="310p-4"
+    )
+    try:
+        await wait_ready(node.plugin)
+        with node.exporter.sync_client() as client:
+            created = client.post("/v1/chips/0/vnpus", json={"template": "vir02"}, headers=auth("vnpu"))
+            assert created.status_code == 201, created.text
+            vdev, phy = created.json()["vdev_id"], client.get("/v1/chips/0").json()["phy_id"]
+        device = f"Ascend310P-2c-{vdev}-{phy}"
+        node.kubelet.set_pod_resources([("team-v", "infer-0", "serve", "huawei.com/Ascend310P-2c", [device])])
+
+        def held() -> list[dict[str, str]] | None:
+            text = httpx.get(node.exporter.metrics_url + "/metrics").text
+            found = [
+                dict(s.labels)
+                for f in text_string_to_metric_families(text)
+                if f.name == "vnpu_pod_total_memory"
+                for s in f.samples
+            ]
+            return found or None
+
+        [labels] = await until(held, 10, "the exporter's vNPU series naming the plugin's pod")
+        assert (labels["v_dev_id"], labels["id"], labels["aicore_count"]) == (str(vdev), str(phy), "2.00")
+        assert (labels["namespace"], labels["pod_name"], labels["container_name"]) == ("team-v", "infer-0", "serve")
+        node.kubelet.set_pod_resources([])
+        await until(lambda: None if held() else True, 10, "the vNPU series to go with the pod")
     finally:
         await close_node(node)
 

@@ -473,13 +473,15 @@ async def test_each_round_tells_the_exporter_who_holds_each_chip_and_a_failure_c
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The exporter's chip series carry npu-exporter's CardLabel from this mapping: chips held by a
-    container (not one of its vNPUs), the round's listing, the last one when the kubelet fails."""
+    container (not one of its vNPUs), the round's listing, the last one when the kubelet fails; its
+    vNPU series the vNPUs' holders, by vdev id."""
     listing = [
         row("ns", "p", "c", "Ascend910-3"),
         row("ns", "v", "c", "Ascend910-4c-100-5", resource="huawei.com/Ascend910-4c"),
     ]
     kubelet_up = [True]
     sent: list[dict[int, list[ContainerRef]]] = []
+    sent_vnpus: list[dict[int, list[ContainerRef]]] = []
     exporter_up = [True]
 
     async def containers(timeout: float) -> Sequence[ContainerDevices]:
@@ -490,14 +492,18 @@ async def test_each_round_tells_the_exporter_who_holds_each_chip_and_a_failure_c
     async def chips(timeout: float) -> Sequence[Chip]:
         return [reading_chip(3)]
 
-    async def publish(holders: Mapping[int, Sequence[ContainerRef]], timeout: float) -> None:
+    async def publish(
+        holders: Mapping[int, Sequence[ContainerRef]], vnpus: Mapping[int, Sequence[ContainerRef]], timeout: float
+    ) -> None:
         if not exporter_up[0]:
             raise OSError("exporter gone")
         sent.append({phy: list(refs) for phy, refs in holders.items()})
+        sent_vnpus.append({vdev: list(refs) for vdev, refs in vnpus.items()})
 
     metrics = ContainerMetrics(containers, chips, period=1.0, publish=publish)
     await metrics.refresh()
     assert sent == [{3: [ContainerRef("ns", "p", "c")]}]
+    assert sent_vnpus == [{100: [ContainerRef("ns", "v", "c")]}]
     kubelet_up[0] = False
     await metrics.refresh()
     assert sent[-1] == {3: [ContainerRef("ns", "p", "c")]}  # the last listing, as the container families

@@ -229,8 +229,12 @@ def create_api(exporter: Exporter) -> FastAPI:
         dependencies=[need(Scope.CONTAINERS)],
     )
     async def put_containers(body: ContainerMapping) -> Response:
-        """Who holds which chip, for the metrics' pod labels; replaces the last mapping whole."""
-        exporter.containers.replace({entry.phy_id: entry.containers for entry in body.chips})
+        """Who holds which chip, and which vNPU by its vdev id, for the metrics' pod labels; replaces
+        the last mapping whole."""
+        exporter.containers.replace(
+            {entry.phy_id: entry.containers for entry in body.chips},
+            {entry.vdev_id: entry.containers for entry in body.vnpus},
+        )
         return Response(status_code=status.HTTP_204_NO_CONTENT)
 
     @app.delete(

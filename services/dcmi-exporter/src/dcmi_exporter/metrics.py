@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 from ascend_common.cardlabel import card_labels
 from ascend_common.chips import ChipFamily
-from ascend_common.schemas.exporter import Chip, ChipState
+from ascend_common.schemas.exporter import Chip, ChipState, ContainerHolder
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
@@ -32,6 +32,8 @@ from dcmi_exporter.backends.base import (
     UbPortLink,
     UbPortOptical,
     UbPortStat,
+    VnpuActivity,
+    valid_vdev_id,
 )
 from dcmi_exporter.containers import Holders
 from dcmi_exporter.snapshot import Snapshot
@@ -61,6 +63,7 @@ HCCS_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
 SIO_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
 PRODUCT_TYPE_FAMILIES = frozenset({ChipFamily.ASCEND310P})
 UB_FAMILIES = frozenset({ChipFamily.ASCEND950})  # UbCollector.IsSupported: Ascend910A5 only
+VNPU_FAMILIES = frozenset({ChipFamily.ASCEND310P})  # VnpuCollector's supportedVnpuDevices
 # A9000 A3 super-pod main boards number their HCCS ports from 2, every other board from 1
 # (npu-exporter's HccsCollector.PreCollect).
 A9000_A3_MAIN_BOARDS = frozenset({0x1C, 0x1D})
@@ -104,13 +107,16 @@ class ChipCollector(Collector):
         stats: Callable[[], dict[str, float]],
         samples: Callable[[], Samples] = Samples,
         holders: Callable[[], Holders] = dict,
+        vnpu_holders: Callable[[], Holders] = dict,
     ) -> None:
         """`samples`: the slow sources' last samples (telemetry_task.py); none by default.
-        `holders`: the containers holding each chip, by phy id (containers.py); none by default."""
+        `holders`: the containers holding each chip, by phy id (containers.py); `vnpu_holders`: those
+        holding each vNPU, by vdev id; none by default."""
         self._snapshot = snapshot
         self._stats = stats
         self._samples = samples
         self._holders = holders
+        self._vnpu_holders = vnpu_holders
 
     def collect(self) -> Iterator[GaugeMetricFamily | InfoMetricFamily]:
         snap = self._snapshot()
@@ -185,7 +191,9 @@ class ChipCollector(Collector):
         yield from machine_families(snap)
         yield from families.values()
         yield from (name_family, process_info, product)
-        yield from sample_families(snap, self._samples(), holders)
+        samples = self._samples()
+        yield from sample_families(snap, samples, holders)
+        yield from vnpu_families(snap, samples, self._vnpu_holders())
         version = snap.node.dcmi_version.value if snap.node.dcmi_version.is_ok else ""
         node_base = GaugeMetricFamily(
             "node_base_info", "the common information of this node", labels=["exporterVersion", "driverVersion"]
@@ -206,11 +214,13 @@ def build_registry(
     stats: Callable[[], dict[str, float]],
     samples: Callable[[], Samples] = Samples,
     holders: Callable[[], Holders] = dict,
+    vnpu_holders: Callable[[], Holders] = dict,
 ) -> CollectorRegistry:
     """`stats`: the exporter's own gauges by name (events published, stream clients, hung calls).
-    `samples`: the slow sources' last samples (telemetry_task.py). `holders`: who holds each chip."""
+    `samples`: the slow sources' last samples (telemetry_task.py). `holders`: who holds each chip;
+    `vnpu_holders`: who holds each vNPU, by vdev id."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ChipCollector(snapshot, stats, samples, holders))
+    registry.register(ChipCollector(snapshot, stats, samples, holders, vnpu_holders))
     return registry
 
 
@@ -684,3 +694,51 @@ def hccs_families(read: list[tuple[Chip, list[str], ChipTelemetry]]) -> Iterator
             bw = sample.hccs_bandwidth
             families[name].add_metric(labels, getattr(bw, field) if bw is not None else FAILED_VALUE)
     yield from families.values()
+
+
+# ---------------------------------------------------------------------- the 310P's vNPUs
+
+# npu-exporter's VnpuCollector (collector_for_vnpu.go): its CardLabel with `vdie_id` and
+# `pcie_bus_info` replaced by the vNPU's id and AI cores, and `is_virtual` after the holder.
+VNPU_LABELS = ["id", "model_name", "v_dev_id", "aicore_count", "namespace", "pod_name", "container_name", "is_virtual"]
+# (name, help, the activity's value), in the order VnpuCollector describes them.
+VNPU_POD_FAMILIES: tuple[tuple[str, str, Callable[[VnpuActivity], float]], ...] = (
+    ("vnpu_pod_aicore_utilization", "the vnpu aicore utilization rate, unit is '%'", lambda a: a.aicore_pct),
+    ("vnpu_pod_total_memory", "the vnpu total memory on pod, unit is 'KB'", lambda a: a.total_memory),
+    ("vnpu_pod_used_memory", "the vnpu used memory on pod, unit is 'KB'", lambda a: a.used_memory),
+)
+
+
+def vnpu_labels(chip: Chip, activity: VnpuActivity, holder: ContainerHolder) -> list[str]:
+    """npu-exporter's getPodDisplayInfo: the chip's id and model name, the vNPU's id, its AI cores
+    with two decimals, the holder, and `true` (every vNPU the library describes is virtual)."""
+    chip_id, model_name, *_ = _chip_labels(chip)
+    return [
+        chip_id,
+        model_name,
+        str(activity.vdev_id),
+        f"{activity.aicore:.2f}",
+        holder.namespace,
+        holder.pod,
+        holder.container,
+        "true",
+    ]
+
+
+def vnpu_families(snap: Snapshot, samples: Samples, holders: Holders) -> Iterator[GaugeMetricFamily]:
+    """One series per family for each vNPU of an answering 310P chip whose activity was read, with a
+    valid vdev id and exactly one container holding it (VnpuCollector.UpdatePrometheus): a vNPU that
+    nobody, or several, hold has none."""
+    read = [
+        (vnpu_labels(chip, activity, held[0]), activity)
+        for chip in snap.chips
+        if chip.state is ChipState.OK and chip.dynamic is not None and supports(chip, VNPU_FAMILIES)
+        and chip.logic_id in samples.chips
+        for activity in samples.chips[chip.logic_id].vnpus
+        if valid_vdev_id(activity.vdev_id) and len(held := holders.get(activity.vdev_id, ())) == 1
+    ]  # fmt: skip
+    for name, doc, value_of in VNPU_POD_FAMILIES:
+        family = GaugeMetricFamily(name, doc, labels=VNPU_LABELS)
+        for labels, activity in read:
+            family.add_metric(labels, value_of(activity))
+        yield family

@@ -42,6 +42,7 @@ async def serve(exporter: Exporter) -> int:
         exporter.stats,
         (lambda: telemetry.samples) if telemetry is not None else Samples,
         exporter.containers.current,
+        exporter.containers.current_vnpus,
     )
 
     def metrics_held() -> str | None:

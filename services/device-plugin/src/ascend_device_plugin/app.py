@@ -20,7 +20,16 @@ from ascend_common.adapters.serving import bind_tcp_socket, server
 from ascend_common.adapters.settings import parse_host_port
 from ascend_common.faults import default_fault_code_table
 from ascend_common.inuse import ASCEND_REAL, chips_in_use_for_allocation
-from ascend_common.schemas.exporter import Chip, ChipHolders, ContainerHolder, ContainerMapping, NodeInfo
+from ascend_common.schemas.exporter import (
+    VDEV_ID_MAX,
+    VDEV_ID_MIN,
+    Chip,
+    ChipHolders,
+    ContainerHolder,
+    ContainerMapping,
+    NodeInfo,
+    VnpuHolders,
+)
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
 
@@ -293,15 +302,24 @@ class DevicePlugin:
         async with asyncio.timeout(deadline_s):
             return (await self.exporter.chips()).chips
 
-    async def _publish_holders(self, holders: Mapping[int, Sequence[ContainerRef]], deadline_s: float) -> None:
+    async def _publish_holders(
+        self,
+        holders: Mapping[int, Sequence[ContainerRef]],
+        vnpus: Mapping[int, Sequence[ContainerRef]],
+        deadline_s: float,
+    ) -> None:
+        def containers(refs: Sequence[ContainerRef]) -> list[ContainerHolder]:
+            return [ContainerHolder(namespace=r.namespace, pod=r.pod, container=r.container) for r in refs]
+
         mapping = ContainerMapping(
-            chips=[
-                ChipHolders(
-                    phy_id=phy,
-                    containers=[ContainerHolder(namespace=r.namespace, pod=r.pod, container=r.container) for r in refs],
-                )
-                for phy, refs in sorted(holders.items())
-            ]
+            chips=[ChipHolders(phy_id=phy, containers=containers(refs)) for phy, refs in sorted(holders.items())],
+            # Only the vdev ids the exporter accepts (npu-exporter serves no other): one the kubelet
+            # names outside them must not cost the whole mapping a 422.
+            vnpus=[
+                VnpuHolders(vdev_id=vdev, containers=containers(refs))
+                for vdev, refs in sorted(vnpus.items())
+                if VDEV_ID_MIN <= vdev <= VDEV_ID_MAX
+            ],
         )
         async with asyncio.timeout(deadline_s):
             await self.exporter.put_containers(mapping)

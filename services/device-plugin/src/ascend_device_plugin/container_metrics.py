@@ -26,6 +26,7 @@ from ascend_device_plugin.core.container_metrics import (
     Sample,
     chip_holders,
     container_samples,
+    vnpu_holders,
 )
 
 log = logging.getLogger(__name__)
@@ -35,8 +36,11 @@ T = TypeVar("T")
 ListContainers = Callable[[float], Awaitable[Sequence[ContainerDevices]]]
 ListChips = Callable[[float], Awaitable[Sequence[Chip]]]
 RealAllocations = Callable[[], Mapping[tuple[str, str], str]]
-# Tells the exporter who holds which chip (phy id -> holders), within the deadline in seconds.
-PublishHolders = Callable[[Mapping[int, Sequence[ContainerRef]], float], Awaitable[None]]
+# Tells the exporter who holds which chip (phy id -> holders) and which vNPU (vdev id -> holders),
+# within the deadline in seconds.
+PublishHolders = Callable[
+    [Mapping[int, Sequence[ContainerRef]], Mapping[int, Sequence[ContainerRef]], float], Awaitable[None]
+]
 MAX_CALL_S = 5.0  # a source's deadline, shorter when the period is
 
 
@@ -53,8 +57,8 @@ class ContainerMetrics(Collector):
     ) -> None:
         """`real`: the pods' `huawei.com/AscendReal` annotations by (namespace, name), from the pod
         cache. `kubelet_chips` False (--volcano-type): the kubelet's chip ids are not the chips.
-        `publish`: where each round's chip holders go (the exporter's `PUT /v1/containers`, for the
-        pod labels of its chip series); None: nowhere."""
+        `publish`: where each round's chip and vNPU holders go (the exporter's `PUT /v1/containers`,
+        for the pod labels of its chip and vNPU series); None: nowhere."""
         self._publish = publish
         self._containers = containers
         self._chips = chips
@@ -93,8 +97,10 @@ class ContainerMetrics(Collector):
         )
         publish = self._publish
         if publish is not None:  # the listing the container families use, so both endpoints agree
-            holders = chip_holders(self._listing, self._real(), kubelet_chips=self.kubelet_chips)
-            await self._read("exporter containers", lambda deadline_s: publish(holders, deadline_s))
+            real = self._real()
+            holders = chip_holders(self._listing, real, kubelet_chips=self.kubelet_chips)
+            vnpus = vnpu_holders(self._listing, real, kubelet_chips=self.kubelet_chips)
+            await self._read("exporter containers", lambda deadline_s: publish(holders, vnpus, deadline_s))
         self.rounds += 1
 
     async def _read(self, source: str, read: Callable[[float], Awaitable[T]]) -> T | None:

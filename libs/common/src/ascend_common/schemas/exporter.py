@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.schemas.answer import Answer
@@ -330,11 +330,34 @@ class ChipHolders(Request):
     containers: Annotated[list[ContainerHolder], Field(max_length=64)]
 
 
+# The vdev ids a vNPU may have (npu-exporter's MinVDevID .. MaxVDevID - 1).
+VDEV_ID_MIN = 100
+VDEV_ID_MAX = 1123
+
+
+class VnpuHolders(Request):
+    vdev_id: Annotated[int, Field(ge=VDEV_ID_MIN, le=VDEV_ID_MAX)]
+    containers: Annotated[list[ContainerHolder], Field(max_length=64)]
+
+
 class ContainerMapping(Request):
-    """`PUT /v1/containers`: who holds which chip, the whole node at once (a chip left out is held
-    by none)."""
+    """`PUT /v1/containers`: who holds which chip, and which vNPU by its vdev id, the whole node at
+    once (a chip or vNPU left out is held by none). `vnpus` may be left out (a plugin of an older
+    release sends chips only)."""
 
     chips: Annotated[list[ChipHolders], Field(max_length=1024)]
+    vnpus: Annotated[list[VnpuHolders], Field(max_length=1024)] = []
+
+    @model_validator(mode="after")
+    def _one_entry_per_vnpu(self) -> ContainerMapping:
+        # Two entries for one vNPU would leave which holders count to their order. (A chip listed
+        # twice stays accepted, the last entry counting, as before vNPUs were added.)
+        seen: set[int] = set()
+        for entry in self.vnpus:
+            if entry.vdev_id in seen:
+                raise ValueError(f"vdev_id {entry.vdev_id} is listed twice")
+            seen.add(entry.vdev_id)
+        return self
 
 
 class ApiError(Answer):

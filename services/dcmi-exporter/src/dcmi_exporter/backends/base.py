@@ -263,6 +263,28 @@ def ub_port_stat(udie: int, port: int, info: Mapping[str, str]) -> UbPortStat:
     return UbPortStat(udie, port, {key: ub_counter_value(info.get(key)) for key in keys})
 
 
+# The vdev ids a vNPU may have (the reference's MinVDevID, MaxVDevID): npu-exporter neither queries
+# nor serves a vNPU outside them.
+VDEV_ID_MIN = 100
+VDEV_ID_END = 1124
+
+
+def valid_vdev_id(vdev_id: int) -> bool:
+    return VDEV_ID_MIN <= vdev_id < VDEV_ID_END
+
+
+@dataclass(frozen=True)
+class VnpuActivity:
+    """One vNPU's use as npu-exporter's VDevActivityInfo holds it: `dcmi_get_device_info(VDEV_MNG,
+    GET_VDEV_ACTIVITY)`, with the AI cores of the vNPU's resource query (`GET_VDEV_RESOURCE`)."""
+
+    vdev_id: int
+    aicore: float  # AI cores the vNPU has
+    aicore_pct: int
+    total_memory: int  # the library's unit, as npu-exporter serves it (its help text says KB)
+    used_memory: int  # total less free
+
+
 @dataclass(frozen=True)
 class ChipTelemetry:
     """What npu-exporter reads besides our poll, one sample of one chip; None: the library did not
@@ -282,6 +304,9 @@ class ChipTelemetry:
     # The card's elabel serial number (dcmi_get_card_elabel_v2); "NA" when the read failed, as the
     # reference writes it.
     serial_number: str | None = None
+    # The activity of each of the chip's vNPUs that could be read, in vdev-id order (a vNPU whose
+    # query failed is left out).
+    vnpus: tuple[VnpuActivity, ...] = ()
 
 
 class NetStatsProbe(Protocol):

@@ -126,6 +126,21 @@ def chip_holders(
     }
 
 
+def vnpu_holders(
+    listing: Iterable[ContainerDevices],
+    real: Mapping[tuple[str, str], str] | None = None,
+    *,
+    kubelet_chips: bool = True,
+) -> dict[int, list[ContainerRef]]:
+    """vNPU (vdev id) -> the containers holding it: what npu-exporter's VnpuCollector names on the
+    vNPU's `vnpu_pod_*` series (its container map keys a vNPU by its vdev id alone)."""
+    return {
+        vdev: refs
+        for (_, vdev), refs in container_map(listing, real, kubelet_chips=kubelet_chips).items()
+        if vdev is not None
+    }
+
+
 def _keys(ids: Sequence[str]) -> list[DeviceKey]:
     keys: list[DeviceKey] = []
     for device_id in ids:

@@ -95,10 +95,12 @@ class ExporterClient:
         self._check(resp)
 
     async def put_containers(self, mapping: ContainerMapping) -> None:
-        """Who holds which chip (scope `containers`), for the exporter's metrics labels."""
+        """Who holds which chip and vNPU (scope `containers`), for the exporter's metrics labels."""
         resp = await self._http.put(
             "/v1/containers",
-            content=mapping.model_dump_json(),
+            # No `vnpus` key when no vNPU is held: an exporter of the release before it refuses the
+            # key (422), and would then lose the chips' holders too during a rolling upgrade.
+            content=mapping.model_dump_json(exclude_defaults=True),
             headers={**self._auth(), "Content-Type": "application/json"},
         )
         self._check(resp)

@@ -51,6 +51,8 @@ from dcmi_exporter.backends.base import (
     Memory,
     PcieBandwidth,
     RawFaultEvent,
+    VnpuActivity,
+    valid_vdev_id,
 )
 from dcmi_exporter.backends.dcmi import structs as s
 from dcmi_exporter.backends.dcmi.generations import NO_CARD, V1, V2, Generation
@@ -197,7 +199,10 @@ class DcmiBackend:
         # exist on a chip needs dcmi_get_device_info(VDEV_MNG, ...) and the resource structs,
         # which are out of scope here, so ChipDynamic.vnpus reports this registry.
         self._vnpus: dict[int, dict[int, Vnpu]] = {}
-        self._vnpu_mutex = threading.Lock()  # guards _vnpus only; never held across a call
+        # (logic id, vdev id) whose activity read failed and was logged: read again every round,
+        # and a vNPU the driver will not describe would otherwise log on every telemetry round.
+        self._vnpu_failures: set[tuple[int, int]] = set()
+        self._vnpu_mutex = threading.Lock()  # guards the two above only; never held across a call
         # (logic id, die type) whose die-id read failed and was logged: static facts are re-read,
         # and a driver without the call would otherwise log the same warning on every refresh.
         self._die_failures: set[tuple[int, DieType]] = set()
@@ -712,6 +717,7 @@ class DcmiBackend:
         self._call("dcmi_set_destroy_vdevice", chip, vdev_id)
         with self._vnpu_mutex:
             self._vnpus.get(chip.logic_id, {}).pop(vdev_id, None)
+            self._vnpu_failures.discard((chip.logic_id, vdev_id))
 
     def close(self) -> None:
         # Late events are dropped from now on. The library is not unloaded and the callbacks stay
@@ -749,6 +755,53 @@ class DcmiBackend:
             sio_crc_err=_value(lambda: self._sio(chip)),
             memory=_value(lambda: self._memory(chip)),
             serial_number=_value(lambda: self._serial_number(chip)) or "NA",
+            vnpus=self._vnpu_activity(chip),
+        )
+
+    def _vnpu_activity(self, chip: ChipAddress) -> tuple[VnpuActivity, ...]:
+        """The activity of each vNPU of the chip (from this process's registry, see __init__), as
+        npu-exporter's DcVGetDeviceInfo reads it: the resource query for its AI cores, then the
+        activity query. A vNPU whose read fails is left out, logged once until it reads again."""
+        out: list[VnpuActivity] = []
+        for vnpu in self._registered_vnpus(chip):
+            if not valid_vdev_id(vnpu.vdev_id):
+                continue  # the reference asks no query of such an id
+            key = (chip.logic_id, vnpu.vdev_id)
+            try:
+                activity = self._read_vnpu(chip, vnpu.vdev_id)
+            except DcmiError as exc:
+                with self._vnpu_mutex:
+                    first = key not in self._vnpu_failures
+                    self._vnpu_failures.add(key)
+                if first:
+                    log.warning(
+                        "vNPU activity unreadable; its vnpu_pod_* series are dropped until it reads again",
+                        extra={"logic_id": chip.logic_id, "vdev_id": vnpu.vdev_id, "error": str(exc)},
+                    )
+                continue
+            with self._vnpu_mutex:
+                recovered = key in self._vnpu_failures
+                self._vnpu_failures.discard(key)
+            if recovered:
+                log.info("vNPU activity readable again", extra={"logic_id": chip.logic_id, "vdev_id": vnpu.vdev_id})
+            out.append(activity)
+        return tuple(out)
+
+    def _read_vnpu(self, chip: ChipAddress, vdev_id: int) -> VnpuActivity:
+        resource = s.DcmiVdevQueryStru(vdev_id=vdev_id)
+        self._device_info(chip, MAIN_CMD_VDEV_MNG, VMNG_SUB_CMD_GET_VDEV_RESOURCE, resource)
+        activity = s.DcmiVdevQueryStru(vdev_id=vdev_id)
+        self._device_info(chip, MAIN_CMD_VDEV_MNG, VMNG_SUB_CMD_GET_VDEV_ACTIVITY, activity)
+        computing = activity.query_info.computing
+        total, free = int(computing.vdev_memory_total), int(computing.vdev_memory_free)
+        if free > total:  # the reference subtracts unsigned and serves the wrapped number
+            raise DcmiError("dcmi_get_device_info", RC_INTERNAL, message=f"vNPU free memory {free} above total {total}")
+        return VnpuActivity(
+            vdev_id=vdev_id,
+            aicore=float(resource.query_info.computing.aic),
+            aicore_pct=int(computing.vdev_aicore_utilization),
+            total_memory=total,
+            used_memory=total - free,
         )
 
     def _uint_out(self, op: str, chip: ChipAddress, *args: Any) -> int:
@@ -860,6 +913,9 @@ class DcmiBackend:
 INT32_LIMIT = 2**31 - 1
 MAIN_CMD_HCCS = 16  # enum dcmi_main_cmd DCMI_MAIN_CMD_HCCS (the reference's MainCmdHccs)
 MAIN_CMD_SIO = 56  # DCMI_MAIN_CMD_SIO
+MAIN_CMD_VDEV_MNG = 52  # DCMI_MAIN_CMD_VDEV_MNG (the reference's MainCmdVDevMng)
+VMNG_SUB_CMD_GET_VDEV_RESOURCE = 0  # the reference's VmngSubCmdGetVDevResource
+VMNG_SUB_CMD_GET_VDEV_ACTIVITY = 5  # VmngSubCmdGetVDevActivity
 HCCS_SUB_CMD_STATISTIC = 3  # the reference's HccsSubCmdGetStatisticInfo (u32 counters)
 HCCS_SUB_CMD_STATISTIC_U64 = 5  # HccsSubCmdGetStatisticInfoU64
 SIO_SUB_CMD_CRC_ERR = 0  # SioSubCmdCrcErrStatistics

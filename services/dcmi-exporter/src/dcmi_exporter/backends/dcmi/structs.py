@@ -389,3 +389,94 @@ C_TYPES["dcmi_hccs_bandwidth_info"] = DcmiHccsBandwidthInfo
 C_TYPES["dcmi_sio_crc_err_statistic_info"] = DcmiSioCrcErrStatisticInfo
 C_TYPES["dcmi_get_memory_info_stru"] = DcmiMemoryInfo
 C_TYPES["dcmi_elabel_info"] = DcmiElabelInfo
+
+
+# ---------------------------------------------------------------- vNPU queries (VDEV_MNG, the 310P)
+
+VDEV_RES_NAME_LEN = 16  # DCMI_VDEV_RES_NAME_LEN
+VDEV_SIZE = 20  # DCMI_VDEV_SIZE: the bytes the vnpu fields took from the computing resource's reserve
+
+
+class DcmiBaseResource(ctypes.Structure):
+    _fields_ = [
+        ("token", ctypes.c_ulonglong),
+        ("token_max", ctypes.c_ulonglong),
+        ("task_timeout", ctypes.c_ulonglong),
+        ("vfg_id", ctypes.c_uint),
+        ("vip_mode", ctypes.c_ubyte),
+        ("reserved", ctypes.c_ubyte * (VDEV_RESERVED_LEN - 1)),
+    ]
+
+
+class DcmiComputingResource(ctypes.Structure):
+    """The vNPU's computing share; the three `vdev_*` fields are what the activity query fills."""
+
+    _fields_ = [
+        ("aic", ctypes.c_float),  # AI cores
+        ("aiv", ctypes.c_float),
+        ("dsa", ctypes.c_ushort),
+        ("rtsq", ctypes.c_ushort),
+        ("acsq", ctypes.c_ushort),
+        ("cdqm", ctypes.c_ushort),
+        ("c_core", ctypes.c_ushort),
+        ("ffts", ctypes.c_ushort),
+        ("sdma", ctypes.c_ushort),
+        ("pcie_dma", ctypes.c_ushort),
+        ("memory_size", ctypes.c_ulonglong),  # MB
+        ("event_id", ctypes.c_uint),
+        ("notify_id", ctypes.c_uint),
+        ("stream_id", ctypes.c_uint),
+        ("model_id", ctypes.c_uint),
+        ("topic_schedule_aicpu", ctypes.c_ushort),
+        ("host_ctrl_cpu", ctypes.c_ushort),
+        ("host_aicpu", ctypes.c_ushort),
+        ("device_aicpu", ctypes.c_ushort),
+        ("topic_ctrl_cpu_slot", ctypes.c_ushort),
+        ("vdev_aicore_utilization", ctypes.c_uint),  # %
+        ("vdev_memory_total", ctypes.c_ulonglong),
+        ("vdev_memory_free", ctypes.c_ulonglong),
+        ("reserved", ctypes.c_ubyte * (VDEV_RESERVED_LEN - VDEV_SIZE)),
+    ]
+
+
+class DcmiMediaResource(ctypes.Structure):
+    _fields_ = [
+        ("jpegd", ctypes.c_float),
+        ("jpege", ctypes.c_float),
+        ("vpc", ctypes.c_float),
+        ("vdec", ctypes.c_float),
+        ("pngd", ctypes.c_float),
+        ("venc", ctypes.c_float),
+        ("reserved", ctypes.c_ubyte * VDEV_RESERVED_LEN),
+    ]
+
+
+class DcmiVdevQueryInfo(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char * VDEV_RES_NAME_LEN),
+        ("status", ctypes.c_uint),
+        ("is_container_used", ctypes.c_uint),
+        ("vfid", ctypes.c_uint),
+        ("vfg_id", ctypes.c_uint),
+        ("container_id", ctypes.c_ulonglong),
+        ("base", DcmiBaseResource),
+        ("computing", DcmiComputingResource),
+        ("media", DcmiMediaResource),
+    ]
+
+
+class DcmiVdevQueryStru(ctypes.Structure):
+    """dcmi_get_device_info(VDEV_MNG, GET_VDEV_RESOURCE / GET_VDEV_ACTIVITY): `vdev_id` in, the
+    vNPU's resources (or its activity) out."""
+
+    _fields_ = [
+        ("vdev_id", ctypes.c_uint),
+        ("query_info", DcmiVdevQueryInfo),
+    ]
+
+
+C_TYPES["dcmi_base_resource"] = DcmiBaseResource
+C_TYPES["dcmi_computing_resource"] = DcmiComputingResource
+C_TYPES["dcmi_media_resource"] = DcmiMediaResource
+C_TYPES["dcmi_vdev_query_info"] = DcmiVdevQueryInfo
+C_TYPES["dcmi_vdev_query_stru"] = DcmiVdevQueryStru

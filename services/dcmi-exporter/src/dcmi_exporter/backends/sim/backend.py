@@ -47,6 +47,7 @@ from dcmi_exporter.backends.base import (
     UbPortStat,
     optical_port_values,
     ub_port_stat,
+    valid_vdev_id,
 )
 from dcmi_exporter.backends.dieid import DieType, format_die_id
 from dcmi_exporter.backends.errors import (
@@ -710,6 +711,7 @@ class SimBackend:
             processes_mem = list(st.processes)
             processes = len(processes_mem)
             idle = st.idle_job is not None
+            vnpus = sorted(st.vnpus.values(), key=lambda v: v.vdev_id)
         t = (now - self._origin) * self.clock.time_scale
         util = 0 if idle else telemetry.aicore_util(st.traits, t, processes)
         family = self.layout.family
@@ -728,6 +730,12 @@ class SimBackend:
             sio_crc_err=(0, 0) if family in telemetry.SIO_FAMILIES else None,
             memory=telemetry.ddr_memory(lay.hbm_mb, used) if family in telemetry.DDR_FAMILIES else None,
             serial_number=telemetry.serial_number(chip.card_id, chip.logic_id),
+            # As the driver answers VDEV_MNG for every vNPU the chip has; the metrics keep the 310P's.
+            vnpus=tuple(
+                telemetry.vnpu_activity(v, lay.aicore, lay.hbm_mb, st.traits, util)
+                for v in vnpus
+                if valid_vdev_id(v.vdev_id)
+            ),
         )
 
     def net_stats(self, logic_id: int) -> dict[str, int] | None:

@@ -11,8 +11,18 @@ import random
 from dataclasses import dataclass
 
 from ascend_common.chips import ChipFamily
+from ascend_common.schemas.exporter import Vnpu
 
-from dcmi_exporter.backends.base import HCCS_PORTS, PCIE_KINDS, HbmEcc, HccsBandwidth, HccsStats, Memory, PcieBandwidth
+from dcmi_exporter.backends.base import (
+    HCCS_PORTS,
+    PCIE_KINDS,
+    HbmEcc,
+    HccsBandwidth,
+    HccsStats,
+    Memory,
+    PcieBandwidth,
+    VnpuActivity,
+)
 from dcmi_exporter.backends.sim.profiles import Profile
 
 TEMP_MIN_C = 35
@@ -173,3 +183,18 @@ def ddr_memory(total_mb: int, used_mb: int) -> Memory:
 def serial_number(card_id: int, logic_id: int) -> str:
     """A stable, card-like serial: per card where the chips have one, else per chip."""
     return f"SIM{(card_id if card_id >= 0 else logic_id):08d}"
+
+
+def vnpu_activity(vnpu: Vnpu, chip_aicore: int, chip_memory_mb: int, traits: ChipTraits, util_pct: int) -> VnpuActivity:
+    """A vNPU's share of its chip: memory (KB, npu-exporter's unit for it) in proportion to its AI
+    cores, part of it reserved even when idle, and the chip's AI-core load."""
+    total_kb = chip_memory_mb * 1024 * vnpu.aicore // max(chip_aicore, 1)
+    reserved_kb = min(total_kb, traits.idle_hbm_mb * 1024 * vnpu.aicore // max(chip_aicore, 1))
+    used_kb = min(total_kb, reserved_kb + total_kb * util_pct // 200)
+    return VnpuActivity(
+        vdev_id=vnpu.vdev_id,
+        aicore=float(vnpu.aicore),
+        aicore_pct=util_pct,
+        total_memory=total_kb,
+        used_memory=used_kb,
+    )
