@@ -435,7 +435,7 @@ def test_only_the_exporter_sees_host_pids(rendered: dict[str, Path], overlay: st
 def test_hang_config_is_the_references_file_from_a_configmap(
     rendered: dict[str, Path], overlay: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dcmi_exporter.hang import HangConfig
+    from dcmi_exporter.tasks.hang_rule import HangConfig
 
     docs = _docs(rendered[overlay])
     (cm,) = [d for d in _of_kind(docs, "ConfigMap") if d["metadata"]["name"].startswith(HANG_CONFIG_MAP)]

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import httpx
 from dcmi_exporter.backends.base import PCIE_KINDS
-from dcmi_exporter.metrics import LINK_FAMILIES, NET_FAMILIES, OPTICAL_FAMILIES, PCIE_FAMILIES, TELEMETRY_FAMILIES
+from dcmi_exporter.metrics.families import (
+    LINK_FAMILIES,
+    NET_FAMILIES,
+    OPTICAL_FAMILIES,
+    PCIE_FAMILIES,
+    TELEMETRY_FAMILIES,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cdouble.fixtures import cdouble_build_dir, dcmi_double_path  # noqa: F401 - pytest fixtures
@@ -176,7 +182,12 @@ def test_every_added_family_is_listed_in_the_wire_formats_beside_npu_exporters_n
 def test_the_issue_35_families_are_listed_in_the_wire_formats() -> None:
     """The per-chip-type families (tests/exporter/test_metrics_families.py); an HCCS port family as
     its numbered run, `x_1` .. `x_7`."""
-    from dcmi_exporter.metrics import ERROR_CODE_FAMILIES, EXTRA_FAMILIES, HCCS_PORT_FAMILIES, HCCS_TOTAL_FAMILIES
+    from dcmi_exporter.metrics.families import (
+        ERROR_CODE_FAMILIES,
+        EXTRA_FAMILIES,
+        HCCS_PORT_FAMILIES,
+        HCCS_TOTAL_FAMILIES,
+    )
 
     doc = (ROOT / "docs" / "wire-formats.md").read_text()
     names = [

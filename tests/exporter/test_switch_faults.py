@@ -28,10 +28,10 @@ from dcmi_exporter.backends.dcmi.switch import (
     is_fault_recovered_event,
 )
 from dcmi_exporter.backends.errors import DcmiError
-from dcmi_exporter.die_policy import MULTI_DIE_INDEP, MULTI_DIE_UNION
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.settings import ExporterSettings
-from dcmi_exporter.switch_task import SWITCH_KEY
+from dcmi_exporter.tasks.die_policy import MULTI_DIE_INDEP, MULTI_DIE_UNION
+from dcmi_exporter.tasks.switch import SWITCH_KEY
 
 import tests.cdouble.fixtures as _fx
 from tests.cdouble.fixtures import SwitchFault
@@ -357,7 +357,7 @@ async def test_a3_without_the_library_runs_on_without_switch_faults(
     dcmi_double: Control, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     a3(dcmi_double)
-    with caplog.at_level(logging.WARNING, "dcmi_exporter.switch_task"):
+    with caplog.at_level(logging.WARNING, "dcmi_exporter.tasks.switch"):
         exp = await start(dcmi_double, tmp_path, None)
         try:
             await until(lambda: any("switch library unusable" in r.message for r in caplog.records))
@@ -397,7 +397,7 @@ async def test_a_refused_die_policy_is_logged_and_the_exporter_goes_on(
 ) -> None:
     a3(dcmi_double)
     dcmi_double.set_rc("dcmi_set_multi_die_policy", -1, -8255)
-    with caplog.at_level(logging.WARNING, "dcmi_exporter.die_policy"):
+    with caplog.at_level(logging.WARNING, "dcmi_exporter.tasks.die_policy"):
         exp = await start(dcmi_double, tmp_path, None, use_single_die_mode=True)
         try:
             await until(lambda: any("multi-die policy failed" in r.message for r in caplog.records))
@@ -413,7 +413,7 @@ async def test_a_driver_without_the_die_policy_call_is_logged_and_the_exporter_g
     dcmi_double_nosub: Control, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     a3(dcmi_double_nosub)
-    with caplog.at_level(logging.WARNING, "dcmi_exporter.die_policy"):
+    with caplog.at_level(logging.WARNING, "dcmi_exporter.tasks.die_policy"):
         exp = await start(dcmi_double_nosub, tmp_path, None, use_single_die_mode=True)
         try:
             [record] = await until(lambda: [r for r in caplog.records if "multi-die policy failed" in r.message])
@@ -430,7 +430,7 @@ async def test_a_failing_query_is_logged_once_per_spell(
     a3(dcmi_double)
     lingqu_double.set_rc("lq_dcmi_subscribe_fault_event", -8255)
     lingqu_double.set_rc("lq_dcmi_get_fault_info", -8005)
-    with caplog.at_level(logging.INFO, "dcmi_exporter.switch_task"):
+    with caplog.at_level(logging.INFO, "dcmi_exporter.tasks.switch"):
         exp = await start(dcmi_double, tmp_path, lingqu_double.path)
         try:
             await until(lambda: lingqu_double.call_count("lq_dcmi_get_fault_info") >= 4, what="four failed queries")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dcmi_exporter.nics import host_addresses
+from dcmi_exporter.tasks.nics import host_addresses
 
 from tests.cdouble.fixtures import cdouble_build_dir, dcmi_double_path  # noqa: F401 - pytest fixtures
 from tests.support.exporter import running_exporter

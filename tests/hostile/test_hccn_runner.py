@@ -27,7 +27,7 @@ from ascend_common.chips import ChipAddress
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.reading import Reading
 from dcmi_exporter.backends.dcmi.hccn import HccnError, HccnTool, HccnTraffic, HccnUbPorts
-from dcmi_exporter.snapshot import chip_discovered, placeholder_static
+from dcmi_exporter.node.snapshot import chip_discovered, placeholder_static
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cdouble.fixtures import cdouble_build_dir, dcmi_double_path  # noqa: F401 - pytest fixtures

@@ -33,7 +33,7 @@ from dcmi_exporter.backends.errors import (
     NotSupported,
     ResetFailed,
 )
-from dcmi_exporter.calls import CallGuard
+from dcmi_exporter.node.calls import CallGuard
 
 from tests.support.waiting import WAIT_S, until
 

@@ -18,7 +18,7 @@ from ascend_common.schemas.exporter import (
     ResetChannel,
     ResetJob,
 )
-from dcmi_exporter.events import EventLog
+from dcmi_exporter.node.events import EventLog
 
 
 def filled(capacity: int, n: int) -> EventLog:

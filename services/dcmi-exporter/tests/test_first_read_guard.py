@@ -15,11 +15,11 @@ from ascend_common.adapters.ops import ops_app
 from ascend_common.clock import SystemClock
 from ascend_common.tokens import Scope, TokenTable
 from dcmi_exporter.api import NOT_READ_YET, RETRY_AFTER_S, create_api
-from dcmi_exporter.metrics import build_registry
+from dcmi_exporter.metrics.families import build_registry
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.server import readiness
 from dcmi_exporter.settings import ExporterSettings
-from dcmi_exporter.telemetry_task import Samples
+from dcmi_exporter.tasks.telemetry import Samples
 
 from tests.support.exporter_inprocess import GatedSim
 

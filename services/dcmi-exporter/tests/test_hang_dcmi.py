@@ -15,9 +15,9 @@ import pytest
 from ascend_common.faults.codes import HANG_CODE
 from ascend_common.schemas.exporter import Assertion, EventSource, EventType, FaultEventData
 from dcmi_exporter.backends.dcmi.hang_probe import DcmiHangProbe
+from dcmi_exporter.node.snapshot import codes_of
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.settings import ExporterSettings
-from dcmi_exporter.snapshot import codes_of
 
 import tests.cdouble.fixtures as _fx
 from tests.support.waiting import until

@@ -9,8 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from dcmi_exporter import procstat
-from dcmi_exporter.hang import HangConfig, HangState, Sample, Transition, condition_met, step
+from dcmi_exporter.backends.dcmi import procstat
+from dcmi_exporter.tasks.hang_rule import HangConfig, HangState, Sample, Transition, condition_met, step
 
 BASE = Sample(pids=(42,), aicore=3, hbm=40, traffic=(1000, 500), cpu=7)
 DEFAULT = HangConfig()
@@ -205,7 +205,7 @@ def test_the_shipped_file_is_the_defaults() -> None:
 
 def test_empty_object_gives_the_defaults_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     # The reference zeroes every field: Enabled false, detection off.
-    with caplog.at_level(logging.WARNING, logger="dcmi_exporter.hang"):
+    with caplog.at_level(logging.WARNING, logger="dcmi_exporter.tasks.hang_rule"):
         cfg = HangConfig.load(b"{}")
     assert cfg == HangConfig() and cfg.enabled
     assert any("HangDetection" in r.getMessage() for r in caplog.records)
@@ -215,7 +215,7 @@ def test_partial_config_ours_7_0_100_5_5(caplog: pytest.LogCaptureFixture) -> No
     data = (
         b'{"HangDetection":{"Enabled":true,"Threshold":{"TrafficDelta":-1,"DetectDuration":0,"AICoreUtilization":7}}}'
     )
-    with caplog.at_level(logging.WARNING, logger="dcmi_exporter.hang"):
+    with caplog.at_level(logging.WARNING, logger="dcmi_exporter.tasks.hang_rule"):
         cfg = HangConfig.load(data)
     # The reference: 7 / 0 / 100 / 0 / 5 (the missing CPUTimeDelta is Go's zero).
     assert thresholds(cfg) == (7, 0, 100, 5, 5)
@@ -225,7 +225,7 @@ def test_partial_config_ours_7_0_100_5_5(caplog: pytest.LogCaptureFixture) -> No
 
 
 def test_bad_json_gives_the_defaults_with_the_error_logged(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.ERROR, logger="dcmi_exporter.hang"):
+    with caplog.at_level(logging.ERROR, logger="dcmi_exporter.tasks.hang_rule"):
         cfg = HangConfig.load(b'{"HangDetection":')
     assert cfg == HangConfig()
     assert [r for r in caplog.records if r.levelno == logging.ERROR and "error" in r.__dict__]

@@ -9,9 +9,9 @@ import logging
 from pathlib import Path
 
 import pytest
-from dcmi_exporter.hang import HangConfig
 from dcmi_exporter.runtime import Exporter, load_hang_config
 from dcmi_exporter.settings import ExporterSettings
+from dcmi_exporter.tasks.hang_rule import HangConfig
 
 INTERVAL = 0.2
 
@@ -33,7 +33,7 @@ async def test_rounds_start_one_interval_after_start_and_survive_a_failure(
     started = loop.time()
     await exp.start()
     try:
-        with caplog.at_level(logging.ERROR, logger="dcmi_exporter.hang_task"):
+        with caplog.at_level(logging.ERROR, logger="dcmi_exporter.tasks.hang"):
             while len(times) < 4:
                 await asyncio.sleep(0.05)
     finally:

@@ -30,7 +30,7 @@ from dcmi_exporter.backends.dcmi.hccn import (
     roce_traffic,
     ub_counter,
 )
-from dcmi_exporter.snapshot import chip_discovered, placeholder_static
+from dcmi_exporter.node.snapshot import chip_discovered, placeholder_static
 
 SEPARATOR = "+--------+--------+--------+----------+-------------+------------+"
 HEADER = "| UdieID | PortID | Speed  | PortType | Link Status | Media Type |"

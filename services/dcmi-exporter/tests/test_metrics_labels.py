@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ascend_common.schemas.exporter import Chip, NodeInfo, SubscriptionState
 from ascend_common.schemas.reading import Reading
-from dcmi_exporter.metrics import LABELS, ChipCollector
-from dcmi_exporter.snapshot import Snapshot
+from dcmi_exporter.metrics.families import LABELS, ChipCollector
+from dcmi_exporter.node.snapshot import Snapshot
 
 from tests.support.chips import exporter_chip
 

@@ -23,9 +23,9 @@ from ascend_common.schemas.reading import Reading
 from dcmi_exporter.backends.base import PCIE_KINDS, ChipTelemetry, HbmEcc, PcieBandwidth
 from dcmi_exporter.backends.dcmi import DcmiBackend
 from dcmi_exporter.backends.dcmi.hccn import ROCE_STAT_KEYS, HccnError, HccnNetStats, HccnTool, roce_stats
-from dcmi_exporter.metrics import NET_FAMILIES, ChipCollector, card_count, health_counts
-from dcmi_exporter.snapshot import Snapshot
-from dcmi_exporter.telemetry_task import Samples
+from dcmi_exporter.metrics.families import NET_FAMILIES, ChipCollector, card_count, health_counts
+from dcmi_exporter.node.snapshot import Snapshot
+from dcmi_exporter.tasks.telemetry import Samples
 
 import tests.cdouble.fixtures as _fx  # the fixtures beside the C double
 from tests.support.chips import exporter_chip
@@ -524,7 +524,7 @@ PRE_COLLECT = [
 @pytest.mark.parametrize(("name", "board", "main_board", "first"), PRE_COLLECT, ids=[c[0] for c in PRE_COLLECT])
 def test_pre_collect_begin_index(name: str, board: int, main_board: int | None, first: int) -> None:
     """TestPreCollect (collector_for_hccs_test.go), its begin-index cases: the first HCCS port shown."""
-    from dcmi_exporter.metrics import hccs_first_port
+    from dcmi_exporter.metrics.families import hccs_first_port
 
     chip = exporter_chip(0, 0, board=board)
     if main_board is not None:

@@ -10,11 +10,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.clock import SystemClock
 from ascend_common.schemas.exporter import EventType, NodeInfo
 from ascend_common.tokens import TokenTable
 from dcmi_exporter.backends.sim import SimBackend
-from dcmi_exporter.nics import (
+from dcmi_exporter.runtime import Exporter
+from dcmi_exporter.settings import ExporterSettings
+from dcmi_exporter.tasks.nics import (
     NicAddressTask,
     NpuNicMapping,
     host_addresses,
@@ -22,8 +25,6 @@ from dcmi_exporter.nics import (
     load_mapping,
     mapped_addresses,
 )
-from dcmi_exporter.runtime import Exporter
-from dcmi_exporter.settings import ExporterSettings
 
 # The reference's shipped file (component/ascend-device-plugin/build/npu-nic-mapping.json), first two rows.
 REFERENCE_FILE = {
@@ -127,6 +128,11 @@ class Sink:
         self.npu_nics.append(npu_nics)
 
 
+def unstarted() -> TaskScope:
+    """The scope of a task these tests drive by hand (never started)."""
+    return TaskScope("nics", lambda task: None)
+
+
 def test_task_reads_the_mapping_once_and_the_addresses_each_refresh(tmp_path: Path) -> None:
     answers = [{"ens1f2": ["10.0.0.7"]}, {"ens1f2": ["10.0.0.8"]}]
 
@@ -136,7 +142,7 @@ def test_task_reads_the_mapping_once_and_the_addresses_each_refresh(tmp_path: Pa
         return answers.pop(0)
 
     sink = Sink()
-    task = NicAddressTask(write(tmp_path, json.dumps(REFERENCE_FILE)), sink, read_host=read_host)
+    task = NicAddressTask(write(tmp_path, json.dumps(REFERENCE_FILE)), sink, unstarted(), read_host=read_host)
 
     async def scenario() -> None:
         assert await task.load()
@@ -155,7 +161,7 @@ def test_task_reads_the_mapping_once_and_the_addresses_each_refresh(tmp_path: Pa
 
 def test_task_without_a_file_serves_nothing(tmp_path: Path) -> None:
     sink = Sink()
-    task = NicAddressTask(tmp_path / "absent.json", sink, read_host=lambda: {"lo": ["127.0.0.1"]})
+    task = NicAddressTask(tmp_path / "absent.json", sink, unstarted(), read_host=lambda: {"lo": ["127.0.0.1"]})
     assert asyncio.run(task.load()) is False
     asyncio.run(task.refresh())  # nothing to serve: the node keeps no addresses
     assert sink.values == [] and sink.npu_nics == []

@@ -14,7 +14,7 @@ from ascend_common.clock import SystemClock
 from ascend_common.schemas.exporter import ChipDynamic
 from ascend_common.tokens import TokenTable
 from dcmi_exporter.backends.sim import SimBackend
-from dcmi_exporter.poller import next_tick
+from dcmi_exporter.node.poller import next_tick
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.settings import ExporterSettings
 

@@ -27,11 +27,7 @@ from ascend_common.schemas.reading import Reading
 from dcmi_exporter.backends.dcmi.hccn import HccnRoceLink, HccnTool
 from dcmi_exporter.backends.sim.backend import SimBackend
 from dcmi_exporter.backends.sim.hang_probe import SimRoceLinkProbe
-from dcmi_exporter.lost_events import NETWORK_UNHEALTHY_S, QUERY_PERIOD_S, LostEventRule
-from dcmi_exporter.roce_task import RoceLinkTask
-from dcmi_exporter.runtime import Exporter
-from dcmi_exporter.settings import ExporterSettings
-from dcmi_exporter.snapshot import (
+from dcmi_exporter.node.snapshot import (
     RoceChipInput,
     Snapshot,
     UbChipInput,
@@ -42,6 +38,10 @@ from dcmi_exporter.snapshot import (
     roce_codes,
     ub_codes,
 )
+from dcmi_exporter.runtime import Exporter
+from dcmi_exporter.settings import ExporterSettings
+from dcmi_exporter.tasks.lost_events import NETWORK_UNHEALTHY_S, QUERY_PERIOD_S, LostEventRule
+from dcmi_exporter.tasks.roce import RoceLinkTask
 
 from tests.support.exporter_inprocess import ready_exporter
 

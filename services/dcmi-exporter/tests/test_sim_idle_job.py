@@ -6,8 +6,8 @@ import pytest
 from ascend_common.clock import ManualClock
 from dcmi_exporter.backends.sim import SimBackend
 from dcmi_exporter.backends.sim.hang_probe import SimHangProbe
-from dcmi_exporter.hang import HangConfig, HangState, Sample, step
-from dcmi_exporter.snapshot import chip_ok
+from dcmi_exporter.node.snapshot import chip_ok
+from dcmi_exporter.tasks.hang_rule import HangConfig, HangState, Sample, step
 
 
 def backend() -> tuple[SimBackend, ManualClock]:

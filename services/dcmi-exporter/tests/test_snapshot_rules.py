@@ -7,7 +7,7 @@ from ascend_common.chips import ChipAddress
 from ascend_common.faults.codes import CARD_DROP_CODE
 from ascend_common.schemas.exporter import ChipDynamic, ChipState, ChipStatic
 from ascend_common.schemas.reading import Reading
-from dcmi_exporter.snapshot import (
+from dcmi_exporter.node.snapshot import (
     change_of,
     changed,
     chip_discovered,

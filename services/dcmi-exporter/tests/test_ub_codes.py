@@ -13,7 +13,7 @@ from ascend_common.faults.codes import (
     UBOE_SUBHEALTH_CODE,
 )
 from ascend_common.schemas.exporter import UbPorts
-from dcmi_exporter.snapshot import UbChipInput, ub_codes
+from dcmi_exporter.node.snapshot import UbChipInput, ub_codes
 
 CARD_DROP = "40F84E00"
 

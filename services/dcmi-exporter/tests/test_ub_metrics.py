@@ -40,7 +40,7 @@ from dcmi_exporter.backends.dcmi.hccn import (
     parse_uboe_bandwidth,
 )
 from dcmi_exporter.backends.sim.backend import SimBackend
-from dcmi_exporter.metrics import (
+from dcmi_exporter.metrics.families import (
     UB_LABELS,
     ChipCollector,
     ub_families,
@@ -48,8 +48,8 @@ from dcmi_exporter.metrics import (
     ub_link_families,
     ub_optical_families,
 )
-from dcmi_exporter.snapshot import Snapshot
-from dcmi_exporter.telemetry_task import Samples
+from dcmi_exporter.node.snapshot import Snapshot
+from dcmi_exporter.tasks.telemetry import Samples
 
 from tests.support.chips import exporter_chip
 

@@ -25,10 +25,10 @@ from dcmi_exporter.backends.dcmi.hccn import HccnNetStats, HccnRoceLink, HccnToo
 from dcmi_exporter.backends.sim.backend import SimBackend
 from dcmi_exporter.backends.sim.hang_probe import SimUbPortsProbe
 from dcmi_exporter.backends.sim.scenario import ScenarioError, ScenarioRunner, apply_step, parse_scenario
+from dcmi_exporter.node.snapshot import codes_of
 from dcmi_exporter.runtime import Exporter
 from dcmi_exporter.settings import ExporterSettings
-from dcmi_exporter.snapshot import codes_of
-from dcmi_exporter.ub_task import QUERY_PERIOD_S, UbCodesTask
+from dcmi_exporter.tasks.ub import QUERY_PERIOD_S, UbCodesTask
 
 from tests.support.exporter_inprocess import ready_exporter
 

@@ -17,10 +17,10 @@ import pytest
 from ascend_common.schemas.exporter import ChipState, ContainerHolder, NodeInfo, SubscriptionState
 from ascend_common.schemas.reading import Reading
 from dcmi_exporter.backends.base import ChipTelemetry, VnpuActivity
-from dcmi_exporter.containers import ContainerMap, Holders
-from dcmi_exporter.metrics import VNPU_LABELS, ChipCollector
-from dcmi_exporter.snapshot import Snapshot
-from dcmi_exporter.telemetry_task import Samples
+from dcmi_exporter.metrics.families import VNPU_LABELS, ChipCollector
+from dcmi_exporter.metrics.holders import ContainerMap, Holders
+from dcmi_exporter.node.snapshot import Snapshot
+from dcmi_exporter.tasks.telemetry import Samples
 
 from tests.support.chips import exporter_chip
 

@@ -39,6 +39,8 @@ ATLAS_350_MAIN_BOARD_IDS: Final = {0x68: ATLAS_350_CARD, 0x6C: ATLAS_350_4P_CARD
 _CARD_PRODUCT_TYPES: Final = {ATLAS_350_CARD: ProductType.CARD_1P, ATLAS_350_4P_CARD: ProductType.CARD_4P}
 
 DEFAULT_CHIPS_PER_NODE = 8  # the reference's api.NpuCountPerNode
+# 950 main boards with a UBoE device, the parameter plane (withUBOEDevicesMainBoardID).
+UBOE_BOARDS: Final = frozenset({0x23, 0x25, 0x27})
 # Customised main boards with another number of chips (A5UBXMainBoardId, A5TXMainBoardId, A5DYMainBoardId).
 CHIPS_PER_NODE_BY_MAIN_BOARD: Final = {0x44: 16, 0x46: 4, 0x48: 4}
 

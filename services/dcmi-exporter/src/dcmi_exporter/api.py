@@ -38,9 +38,9 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from dcmi_exporter.backends.errors import BadParameter, CallTimeout, DcmiError, NoSuchDevice
 from dcmi_exporter.jobs import ChannelUnsupported, ResetRefused
-from dcmi_exporter.poller import chip_key
+from dcmi_exporter.node.poller import chip_key
+from dcmi_exporter.node.snapshot import Snapshot
 from dcmi_exporter.runtime import Exporter
-from dcmi_exporter.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 KEEPALIVE_S = 15.0

@@ -25,8 +25,8 @@ from ascend_common.schemas.exporter import (
 
 from dcmi_exporter.backends.base import Backend
 from dcmi_exporter.backends.errors import DcmiError
-from dcmi_exporter.calls import CallGuard
-from dcmi_exporter.poller import ChipPoller, chip_key
+from dcmi_exporter.node.calls import CallGuard
+from dcmi_exporter.node.poller import ChipPoller, chip_key
 
 log = logging.getLogger(__name__)
 MAX_JOBS_KEPT = 256

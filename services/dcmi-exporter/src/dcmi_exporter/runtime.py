@@ -17,20 +17,21 @@ from ascend_common.jsonin import InputError
 from ascend_common.tokens import TokenTable, load_token_file
 
 from dcmi_exporter.backends.base import Backend, ChipTelemetry, HangProbe, NetStatsProbe, RoceLinkProbe, UbPortsProbe
-from dcmi_exporter.calls import CallGuard
-from dcmi_exporter.containers import ContainerMap
-from dcmi_exporter.die_policy import apply_die_policy
-from dcmi_exporter.events import EventLog
-from dcmi_exporter.hang import REFUSED, HangConfig
-from dcmi_exporter.hang_task import HangTask
 from dcmi_exporter.jobs import ResetJobs
-from dcmi_exporter.nics import NicAddressTask, host_addresses
-from dcmi_exporter.poller import ChipPoller, round_deadline
-from dcmi_exporter.roce_task import RoceLinkTask
+from dcmi_exporter.metrics.holders import ContainerMap
+from dcmi_exporter.node.calls import CallGuard
+from dcmi_exporter.node.events import EventLog
+from dcmi_exporter.node.poller import ChipPoller
 from dcmi_exporter.settings import ExporterSettings
-from dcmi_exporter.switch_task import SwitchFaultTask
-from dcmi_exporter.telemetry_task import TelemetryTask
-from dcmi_exporter.ub_task import UbCodesTask
+from dcmi_exporter.tasks.die_policy import apply_die_policy
+from dcmi_exporter.tasks.hang import HangTask
+from dcmi_exporter.tasks.hang_rule import REFUSED, HangConfig
+from dcmi_exporter.tasks.nics import NicAddressTask, host_addresses
+from dcmi_exporter.tasks.periodic import round_deadline
+from dcmi_exporter.tasks.roce import RoceLinkTask
+from dcmi_exporter.tasks.switch import SwitchFaultTask
+from dcmi_exporter.tasks.telemetry import TelemetryTask
+from dcmi_exporter.tasks.ub import UbCodesTask
 
 log = logging.getLogger(__name__)
 MAX_CHIPS = 64
@@ -160,7 +161,6 @@ class Exporter:
         self._scenario: object | None = None
         self._scenario_plan: Any = None
         self._scenario_task: asyncio.Task[None] | None = None
-        self._nic_scope = self.lifecycle.scope("nics")
         self._setup_scope = self.lifecycle.scope("setup")
 
     @classmethod
@@ -183,6 +183,7 @@ class Exporter:
             exporter.nics = NicAddressTask(
                 settings.npu_nic_mapping,
                 exporter.poller,
+                exporter.lifecycle.scope("nics"),
                 period=settings.nic_refresh,
                 read_host=_host_addresses_of(settings, backend),
                 bad_inputs=exporter.bad_inputs,
@@ -236,7 +237,7 @@ class Exporter:
             await self.hang.start()
         if self.nics is not None and await self.nics.load():
             await self.nics.refresh()
-            self._nic_scope.spawn(self.nics.refresh_forever(), "nic-addresses")
+            await self.nics.start()
         if self.ub is not None:
             await self.ub.start()
         if self.switch is not None:
@@ -271,7 +272,8 @@ class Exporter:
         if release is not None:
             release()
         await self.jobs.stop()
-        await self._nic_scope.stop()
+        if self.nics is not None:
+            await self.nics.stop()
         if self.hang is not None:
             await self.hang.stop()
         if self.ub is not None:

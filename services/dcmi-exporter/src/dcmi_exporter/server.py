@@ -11,9 +11,9 @@ from ascend_common.adapters.serving import bind_unix_socket, clear_socket_path, 
 from ascend_common.adapters.settings import parse_host_port
 
 from dcmi_exporter.api import NOT_READ_YET, RETRY_AFTER_S, create_api
-from dcmi_exporter.metrics import build_registry
+from dcmi_exporter.metrics.families import build_registry
 from dcmi_exporter.runtime import Exporter
-from dcmi_exporter.telemetry_task import Samples
+from dcmi_exporter.tasks.telemetry import Samples
 
 log = logging.getLogger(__name__)
 

@@ -153,7 +153,7 @@ def _keys(ids: Sequence[str]) -> list[DeviceKey]:
 
 
 def model_name(chip: Chip) -> str:
-    """The `model_name` label as the exporter's chip series carry it (dcmi_exporter.metrics), so
+    """The `model_name` label as the exporter's chip series carry it (dcmi_exporter.metrics.families), so
     the two endpoints' series join on it."""
     name = chip.static.chip_name.value if chip.static.chip_name.is_ok else ""
     return f"Ascend{name}" if name else ""

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from ascend_common.schemas.exporter import Chip
 
-from dcmi_exporter import procstat
 from dcmi_exporter.backends.base import CpuTimes
+from dcmi_exporter.backends.dcmi import procstat
 from dcmi_exporter.backends.dcmi.hccn import TIMEOUT_S, HccnTool, HccnTraffic
 
 log = logging.getLogger(__name__)

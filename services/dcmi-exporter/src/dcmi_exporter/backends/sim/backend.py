@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from ascend_common.chips import ChipAddress
 from ascend_common.clock import Clock, SystemClock
 from ascend_common.faults.codes import LINK_DOWN_CODE, UB_PORT_DOWN_CODE, UBOE_PORT_DOWN_CODE
+from ascend_common.products import UBOE_BOARDS
 from ascend_common.schemas.exporter import (
     MAX_BURST,
     Assertion,
@@ -81,7 +82,6 @@ from dcmi_exporter.backends.sim.state import (
     SimChip,
     SimPort,
 )
-from dcmi_exporter.snapshot import UBOE_BOARDS
 
 log = logging.getLogger(__name__)
 

@@ -35,9 +35,9 @@ from dcmi_exporter.backends.base import (
     VnpuActivity,
     valid_vdev_id,
 )
-from dcmi_exporter.containers import Holders
-from dcmi_exporter.snapshot import Snapshot
-from dcmi_exporter.telemetry_task import Samples
+from dcmi_exporter.metrics.holders import Holders
+from dcmi_exporter.node.snapshot import Snapshot
+from dcmi_exporter.tasks.telemetry import Samples
 
 CHIP_LABELS = ["id", "model_name", "vdie_id", "pcie_bus_info"]
 LABELS = [*CHIP_LABELS, "namespace", "pod_name", "container_name"]  # npu-exporter's CardLabel

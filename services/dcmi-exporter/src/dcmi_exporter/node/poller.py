@@ -13,8 +13,8 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import ChipAddress
@@ -39,10 +39,9 @@ from ascend_common.schemas.reading import Reading
 
 from dcmi_exporter.backends.base import Backend, RawFaultEvent, RawSwitchEvent
 from dcmi_exporter.backends.errors import CardDropped, DcmiError
-from dcmi_exporter.backends.failing import FailingChips
-from dcmi_exporter.calls import CallGuard
-from dcmi_exporter.events import EventLog
-from dcmi_exporter.snapshot import (
+from dcmi_exporter.node.calls import CallGuard
+from dcmi_exporter.node.events import EventLog
+from dcmi_exporter.node.snapshot import (
     Snapshot,
     change_of,
     changed,
@@ -60,10 +59,6 @@ from dcmi_exporter.snapshot import (
 log = logging.getLogger(__name__)
 NODE_KEY = "node"
 STATIC_RETRY_S = 30.0
-# The least a task's round may take before its unfinished reads are cancelled: the hccn_tool runner's
-# default timeout, so a round shorter than one tool run does not cut every run short.
-ROUND_FLOOR_S = 10.0
-T = TypeVar("T")
 
 
 def chip_key(logic_id: int) -> tuple[str, int]:
@@ -73,53 +68,6 @@ def chip_key(logic_id: int) -> tuple[str, int]:
 def next_tick(origin: float, period: float, now: float) -> float:
     """The first tick after `now` of the grid of ticks `period` apart from `origin`."""
     return origin + (math.floor((now - origin) / period) + 1) * period
-
-
-async def every_round(period: float, round_: Callable[[], Awaitable[None]], failed: str) -> None:
-    """Run `round_` on a grid of ticks `period` apart, the first one period from now, for good. A round
-    that overruns skips the ticks it covered rather than running late rounds back to back; a round
-    that raises is logged as `failed` and the next one runs (a bug in one round must not end them)."""
-    loop = asyncio.get_running_loop()
-    origin = loop.time()
-    while True:
-        await asyncio.sleep(max(0.0, next_tick(origin, period, loop.time()) - loop.time()))
-        try:
-            await round_()
-        except Exception:
-            log.exception(failed)
-
-
-def round_deadline(period: float, floor_s: float = ROUND_FLOOR_S) -> float:
-    """How long one round of a periodic task may read: its period, and never less than `floor_s`."""
-    return max(period, floor_s)
-
-
-async def read_chips(
-    chips: Sequence[Chip], read: Callable[[Chip], Awaitable[T]], deadline_s: float, failing: FailingChips
-) -> list[T | None]:
-    """`read` of every chip at once, in one round's deadline: a read still running `deadline_s` after
-    the start is cancelled and gives None, logged through `failing` (once per chip until it answers),
-    so a wedged chip costs its own result this round and the round ends in time for the next one
-    (a plain gather would wait for it, and every later round with it)."""
-    tasks = [asyncio.ensure_future(read(chip)) for chip in chips]
-    try:
-        if tasks:
-            await asyncio.wait(tasks, timeout=deadline_s)
-    finally:
-        late = [task for task in tasks if not task.done()]
-        for task in late:
-            task.cancel()
-        if late:
-            # Each read ends soon once cancelled (the hccn_tool runner kills and reaps within its bound).
-            await asyncio.wait(late)
-    out: list[T | None] = []
-    for chip, task in zip(chips, tasks, strict=True):
-        if task.cancelled():
-            failing.failed(chip, f"no answer within the round's deadline ({deadline_s:g} s)")
-            out.append(None)
-        else:
-            out.append(task.result())
-    return out
 
 
 class ChipPoller:

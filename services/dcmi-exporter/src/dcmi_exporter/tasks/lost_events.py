@@ -26,7 +26,7 @@ from ascend_common.schemas.exporter import (
     FaultEventData,
 )
 
-from dcmi_exporter.poller import ChipPoller
+from dcmi_exporter.node.poller import ChipPoller
 
 log = logging.getLogger(__name__)
 

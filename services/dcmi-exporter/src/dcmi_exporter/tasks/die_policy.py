@@ -15,8 +15,8 @@ from typing import Final, Protocol, runtime_checkable
 from ascend_common.chips import ChipFamily
 
 from dcmi_exporter.backends.errors import DcmiError
-from dcmi_exporter.calls import CallGuard
-from dcmi_exporter.poller import ChipPoller
+from dcmi_exporter.node.calls import CallGuard
+from dcmi_exporter.node.poller import ChipPoller
 
 log = logging.getLogger(__name__)
 

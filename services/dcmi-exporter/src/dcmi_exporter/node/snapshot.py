@@ -247,7 +247,6 @@ UB_DERIVED_CODES = frozenset(
         UBOE_PRESEPARATE_CODE,
     }
 )
-UBOE_BOARDS = frozenset({0x23, 0x25, 0x27})  # withUBOEDevicesMainBoardID: boards with a parameter plane
 
 
 @dataclass(frozen=True)

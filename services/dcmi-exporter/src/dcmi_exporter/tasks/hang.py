@@ -18,13 +18,16 @@ from ascend_common.schemas.exporter import Assertion, Chip, ChipState, EventSour
 
 from dcmi_exporter.backends.base import HangProbe
 from dcmi_exporter.backends.failing import FailingChips
-from dcmi_exporter.hang import HangConfig, HangState, Sample, Transition, step
-from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
+from dcmi_exporter.node.poller import ChipPoller
+from dcmi_exporter.tasks.hang_rule import HangConfig, HangState, Sample, Transition, step
+from dcmi_exporter.tasks.periodic import PeriodicTask, Round, read_chips, round_deadline
 
 log = logging.getLogger(__name__)
 
 
-class HangTask:
+class HangTask(PeriodicTask):
+    name = "hang-detection"
+
     def __init__(
         self,
         poller: ChipPoller,
@@ -35,30 +38,24 @@ class HangTask:
         tasks: TaskScope,
         deadline_s: float | None = None,
     ) -> None:
+        super().__init__(tasks)
         self.poller = poller
         self.probe = probe
         self.config = config
         self.interval_s = interval_s
         self.deadline_s = deadline_s if deadline_s is not None else round_deadline(interval_s)
         self.clock = clock
-        self._tasks = tasks
         self._states: dict[int, HangState] = {}
         self._late = FailingChips(
             log, "hang detection sample abandoned at the round's deadline", "hang detection samples in time again"
         )
 
-    async def start(self) -> None:
-        self._tasks.essential(self._loop(), "hang-detection")
-
-    async def stop(self) -> None:
-        await self._tasks.stop()
+    def schedule(self) -> list[Round]:
+        # The first round one interval after start, as in the reference.
+        return [Round(self.name, self.interval_s, self.tick, "hang detection round failed")]
 
     def state(self, logic: int) -> HangState:
         return self._states.get(logic, HangState())
-
-    async def _loop(self) -> None:
-        # The first round one interval after start, as in the reference.
-        await every_round(self.interval_s, self.tick, "hang detection round failed")
 
     async def tick(self) -> None:
         """One round over every chip of the snapshot (a round that overruns the interval skips the

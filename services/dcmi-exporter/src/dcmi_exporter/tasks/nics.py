@@ -26,8 +26,11 @@ from pathlib import Path
 from typing import Protocol
 
 from ascend_common.adapters.inputs import BadInputs, read_json_file
+from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.jsonin import InputError
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from dcmi_exporter.tasks.periodic import PeriodicTask, Round
 
 log = logging.getLogger(__name__)
 
@@ -178,18 +181,24 @@ class NicSink(Protocol):
     def set_npu_nics(self, npu_nics: dict[int, list[str]]) -> None: ...
 
 
-class NicAddressTask:
-    """Reads the mapping once, then the mapped NICs' addresses every `period` seconds, into `sink`."""
+class NicAddressTask(PeriodicTask):
+    """Reads the mapping once, then the mapped NICs' addresses every `period` seconds, into `sink`.
+    Its owner loads it and reads the addresses once before it starts, so the first node info has them."""
+
+    name = "nic-addresses"
+    essential = False  # the addresses are extras of the node info; a node without them still serves
 
     def __init__(
         self,
         mapping_path: Path,
         sink: NicSink,
+        tasks: TaskScope,
         *,
         period: float = DEFAULT_PERIOD_S,
         read_host: Callable[[], dict[str, list[str]]] = host_addresses,
         bad_inputs: BadInputs | None = None,
     ) -> None:
+        super().__init__(tasks)
         self._path = mapping_path
         self._sink = sink
         self._period = period
@@ -216,8 +225,5 @@ class NicAddressTask:
             return
         self._sink.set_nic_addresses(mapped_addresses(self._mapping, host))
 
-    async def refresh_forever(self) -> None:
-        """After `load` and a first `refresh` (done at start, so the first node info has them)."""
-        while True:
-            await asyncio.sleep(self._period)
-            await self.refresh()
+    def schedule(self) -> list[Round]:
+        return [Round(self.name, self._period, self.refresh, "NIC address round failed")]

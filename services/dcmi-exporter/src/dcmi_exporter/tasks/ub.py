@@ -16,6 +16,7 @@ from ascend_common.adapters.lifecycle import TaskScope
 from ascend_common.chips import ChipFamily
 from ascend_common.clock import Clock
 from ascend_common.faults.codes import UB_PORT_DOWN_CODE, UBOE_PORT_DOWN_CODE
+from ascend_common.products import UBOE_BOARDS
 from ascend_common.schemas.exporter import (
     Chip,
     ChipState,
@@ -27,9 +28,10 @@ from ascend_common.schemas.reading import Reading
 
 from dcmi_exporter.backends.base import UbPortsProbe
 from dcmi_exporter.backends.failing import FailingChips
-from dcmi_exporter.lost_events import QUERY_PERIOD_S, DerivedCodes, LostEventRule
-from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
-from dcmi_exporter.snapshot import UB_DERIVED_CODES, UBOE_BOARDS, UbChipInput, codes_of, ub_codes
+from dcmi_exporter.node.poller import ChipPoller
+from dcmi_exporter.node.snapshot import UB_DERIVED_CODES, UbChipInput, codes_of, ub_codes
+from dcmi_exporter.tasks.lost_events import QUERY_PERIOD_S, DerivedCodes, LostEventRule
+from dcmi_exporter.tasks.periodic import PeriodicTask, Round, read_chips, round_deadline
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +39,9 @@ __all__ = ["QUERY_PERIOD_S", "UbCodesTask"]
 PLANE_CODES = frozenset({UB_PORT_DOWN_CODE, UBOE_PORT_DOWN_CODE})
 
 
-class UbCodesTask:
+class UbCodesTask(PeriodicTask):
+    name = "ub-codes"
+
     def __init__(
         self,
         poller: ChipPoller,
@@ -47,12 +51,12 @@ class UbCodesTask:
         tasks: TaskScope,
         deadline_s: float | None = None,
     ) -> None:
+        super().__init__(tasks)
         self.poller = poller
         self.probe = probe
         self.interval_s = interval_s
         self.deadline_s = deadline_s if deadline_s is not None else round_deadline(interval_s)
         self.clock = clock
-        self._tasks = tasks
         self._listed: dict[int, frozenset[str]] = {}  # the chip's UB/UBoE codes after our last round
         self._ports: dict[int, UbPorts | None] = {}  # the latest snapshot; None: the last read failed
         self._rule = LostEventRule(poller)
@@ -61,14 +65,8 @@ class UbCodesTask:
             log, "950 port state unreadable; UB codes stay as they are", "950 port state readable again"
         )
 
-    async def start(self) -> None:
-        self._tasks.essential(self._loop(), "ub-codes")
-
-    async def stop(self) -> None:
-        await self._tasks.stop()
-
-    async def _loop(self) -> None:
-        await every_round(self.interval_s, self.tick, "UB codes round failed")
+    def schedule(self) -> list[Round]:
+        return [Round(self.name, self.interval_s, self.tick, "UB codes round failed")]
 
     async def tick(self) -> None:
         snap = self.poller.snapshot

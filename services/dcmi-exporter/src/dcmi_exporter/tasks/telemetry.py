@@ -26,8 +26,9 @@ from ascend_common.schemas.exporter import Chip, ChipState
 
 from dcmi_exporter.backends.base import ChipTelemetry, NetStatsProbe, UbPortLink, UbPortOptical, UbPortStat
 from dcmi_exporter.backends.failing import FailingChips
-from dcmi_exporter.calls import CallGuard
-from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
+from dcmi_exporter.node.calls import CallGuard
+from dcmi_exporter.node.poller import ChipPoller
+from dcmi_exporter.tasks.periodic import PeriodicTask, Round, read_chips, round_deadline
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -46,7 +47,9 @@ class Samples:
     ub_optical: dict[int, list[UbPortOptical]] = field(default_factory=dict)  # the 950's per-port optical
 
 
-class TelemetryTask:
+class TelemetryTask(PeriodicTask):
+    name = "telemetry"
+
     def __init__(
         self,
         poller: ChipPoller,
@@ -62,13 +65,13 @@ class TelemetryTask:
         """`read`: the backend's `read_telemetry` (blocking; run in `guard`'s pool), None: no such
         families. `net`: the RoCE counters' probe, None: no such families. The deadlines bound
         each round (default: `round_deadline` of its period)."""
+        super().__init__(tasks)
         self.poller = poller
         self.read = read
         self.net = net
         self.guard = guard
         self.period_s = period_s
         self.net_period_s = net_period_s
-        self._tasks = tasks
         self.chip_deadline_s = chip_deadline_s if chip_deadline_s is not None else round_deadline(period_s)
         self.net_deadline_s = net_deadline_s if net_deadline_s is not None else round_deadline(net_period_s)
         self.samples = Samples()
@@ -81,28 +84,21 @@ class TelemetryTask:
             "network metrics in time again",
         )
 
-    async def start(self) -> None:
-        if self.read is not None:
-            self._tasks.essential(
-                self._loop(self.period_s, self.chip_round, "chip telemetry round failed"), "telemetry"
-            )
-        if self.net is not None:
-            self._tasks.essential(
-                self._loop(self.net_period_s, self.net_round, "RoCE counters round failed"), "net-stats"
-            )
-
-    async def stop(self) -> None:
-        await self._tasks.stop()
-        self.guard.shutdown()
-
-    async def _loop(self, period: float, round_: Callable[[], Awaitable[None]], failed: str) -> None:
-        # The first round as soon as the chips are known, so a first scrape has the families.
+    async def begin(self) -> bool:
+        # The first rounds as soon as the chips are known, so a first scrape has the families.
         await self.poller.discovered.wait()
-        try:
-            await round_()
-        except Exception:
-            log.exception(failed)
-        await every_round(period, round_, failed)
+        return True
+
+    def schedule(self) -> list[Round]:
+        rounds = []
+        if self.read is not None:
+            rounds.append(Round("telemetry", self.period_s, self.chip_round, "chip telemetry round failed", True))
+        if self.net is not None:
+            rounds.append(Round("net-stats", self.net_period_s, self.net_round, "RoCE counters round failed", True))
+        return rounds
+
+    def closed(self) -> None:
+        self.guard.shutdown()
 
     def _answering(self) -> list[Chip]:
         return [chip for chip in self.poller.snapshot.chips if chip.state is ChipState.OK]

@@ -24,8 +24,9 @@ from ascend_common.schemas.exporter import SwitchFaultData
 
 from dcmi_exporter.backends.base import EventSink
 from dcmi_exporter.backends.errors import DcmiError
-from dcmi_exporter.calls import CallGuard
-from dcmi_exporter.poller import ChipPoller, every_round
+from dcmi_exporter.node.calls import CallGuard
+from dcmi_exporter.node.poller import ChipPoller
+from dcmi_exporter.tasks.periodic import PeriodicTask, Round
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,10 @@ def is_a3_node(poller: ChipPoller) -> bool:
     return any(chip.family is ChipFamily.ASCEND910A3 for chip in poller.snapshot.chips)
 
 
-class SwitchFaultTask:
+class SwitchFaultTask(PeriodicTask):
+    name = "switch-faults"
+    essential = False  # a node that is no A3, or whose switch library does not load, watches none
+
     def __init__(
         self,
         poller: ChipPoller,
@@ -66,36 +70,30 @@ class SwitchFaultTask:
     ) -> None:
         """`interval_s`: between two queries with the subscription live; `fallback_period_s`:
         between two queries without it (the chips' poll period)."""
+        super().__init__(tasks)
         self.poller = poller
         self.source = source
         self.guard = guard
         self.interval_s = interval_s
         self.fallback_period_s = fallback_period_s
         self.subscribe_retry_s = subscribe_retry_s
-        self._tasks = tasks
         self.watching = False  # the library initialised on an A3 node
         self.subscribed = False
         self.rounds = 0  # queries asked of the library (tests)
         self._failing = False  # the last query failed (its error was logged)
         self._listed: list[str] | None = None  # the codes the last good query listed
 
-    async def start(self) -> None:
-        self._tasks.spawn(self._run(), "switch-faults")
+    def schedule(self) -> list[Round]:
+        period = self.interval_s if self.subscribed else self.fallback_period_s
+        return [Round(self.name, period, self.tick, "switch fault round failed")]
 
-    async def stop(self) -> None:
-        await self._tasks.stop()
+    def closed(self) -> None:
         if self.watching:
             self.source.close()  # drops late callbacks; makes no library call
 
-    async def _run(self) -> None:
-        await self.poller.discovered.wait()
-        if not await self.begin():
-            return
-        period = self.interval_s if self.subscribed else self.fallback_period_s
-        await every_round(period, self.tick, "switch fault round failed")
-
     async def begin(self) -> bool:
         """Init, subscribe, the first full query; False when the node watches no switch."""
+        await self.poller.discovered.wait()
         if not is_a3_node(self.poller):
             log.info("not an Atlas A3 node: no switch faults watched")
             return False

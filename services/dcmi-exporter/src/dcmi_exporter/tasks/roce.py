@@ -21,14 +21,17 @@ from ascend_common.schemas.exporter import Chip, ChipState, EventSource, Subscri
 
 from dcmi_exporter.backends.base import RoceLinkProbe
 from dcmi_exporter.backends.failing import FailingChips
-from dcmi_exporter.lost_events import DerivedCodes, LostEventRule
-from dcmi_exporter.poller import ChipPoller, every_round, read_chips, round_deadline
-from dcmi_exporter.snapshot import RoceChipInput, codes_of, roce_codes
+from dcmi_exporter.node.poller import ChipPoller
+from dcmi_exporter.node.snapshot import RoceChipInput, codes_of, roce_codes
+from dcmi_exporter.tasks.lost_events import DerivedCodes, LostEventRule
+from dcmi_exporter.tasks.periodic import PeriodicTask, Round, read_chips, round_deadline
 
 log = logging.getLogger(__name__)
 
 
-class RoceLinkTask:
+class RoceLinkTask(PeriodicTask):
+    name = "roce-link"
+
     def __init__(
         self,
         poller: ChipPoller,
@@ -38,12 +41,12 @@ class RoceLinkTask:
         tasks: TaskScope,
         deadline_s: float | None = None,
     ) -> None:
+        super().__init__(tasks)
         self.poller = poller
         self.probe = probe
         self.interval_s = interval_s
         self.deadline_s = deadline_s if deadline_s is not None else round_deadline(interval_s)
         self.clock = clock
-        self._tasks = tasks
         self._link: dict[int, str | None] = {}  # the latest read; None: it failed
         self._rule = LostEventRule(poller)
         self._codes = DerivedCodes(poller, clock, EventSource.ROCE, frozenset({LINK_DOWN_CODE}), "RoCE code")
@@ -51,14 +54,8 @@ class RoceLinkTask:
             log, "RoCE link state unreadable; its lost events cannot be found", "RoCE link state readable again"
         )
 
-    async def start(self) -> None:
-        self._tasks.essential(self._loop(), "roce-link")
-
-    async def stop(self) -> None:
-        await self._tasks.stop()
-
-    async def _loop(self) -> None:
-        await every_round(self.interval_s, self.tick, "RoCE link round failed")
+    def schedule(self) -> list[Round]:
+        return [Round(self.name, self.interval_s, self.tick, "RoCE link round failed")]
 
     async def tick(self) -> None:
         snap = self.poller.snapshot
