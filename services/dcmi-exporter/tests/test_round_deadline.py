@@ -11,8 +11,8 @@ import pytest
 from ascend_common.chips import ChipAddress
 from ascend_common.schemas.exporter import Chip
 from dcmi_exporter.backends.failing import FailingChips
-from dcmi_exporter.tasks.periodic import read_chips, round_deadline
 from dcmi_exporter.node.snapshot import chip_discovered, placeholder_static
+from dcmi_exporter.tasks.periodic import read_chips, round_deadline
 
 log = logging.getLogger("tests.round_deadline")
 
