@@ -104,6 +104,10 @@ EXPECTED: Mapping[str, Mapping[ChipFamily, object]] = {
         _A3: frozenset({M.HBM, M.OVERALL_UTIL, M.CUBE_UTIL, M.VECTOR_UTIL, M.HCCS, M.SIO}),
         _950: frozenset({M.HBM, M.OVERALL_UTIL, M.VECTOR_UTIL, M.PCIE, M.SIO, M.UB}),
     },
+    "pcie_main_boards": {
+        _310: None, _310B: None, _310P: None, _910: None, _910B: None, _A3: None,
+        _950: frozenset({0x68, 0x6B, 0x6C, 0x44}),
+    },
 }  # fmt: skip
 
 
@@ -114,9 +118,7 @@ def test_every_family_has_a_row_and_every_trait_is_stated_here() -> None:
         assert set(by_family) == set(ChipFamily), trait
 
 
-@pytest.mark.parametrize(
-    ("trait", "family"), [(trait, family) for trait in EXPECTED for family in ChipFamily], ids=str
-)
+@pytest.mark.parametrize(("trait", "family"), [(trait, family) for trait in EXPECTED for family in ChipFamily], ids=str)
 def test_trait(trait: str, family: ChipFamily) -> None:
     assert getattr(traits(family), trait) == EXPECTED[trait][family]
 

@@ -121,6 +121,9 @@ class FamilyTraits:
     die_policy: bool  # the A3's single-die / union policy (dcmi_set_multi_die_policy)
     library_v2: bool  # the chips answer the library's v2 calls (the simulator's profiles)
     metrics: frozenset[MetricGroup]
+    # The main boards whose PCIe bandwidth is read (the 950's supportedPcieA5MainBoards: Atlas 350
+    # 1P/2P/4P, UBX); None: every board of a family with the PCIe group.
+    pcie_main_boards: frozenset[int] | None
 
 
 def _row(
@@ -151,6 +154,7 @@ def _row(
     switch_info: SwitchInfo = SwitchInfo.NONE,
     die_policy: bool = False,
     library_v2: bool = False,
+    pcie_main_boards: frozenset[int] | None = None,
 ) -> FamilyTraits:
     # The defaults are the older chips' answers, so that each row says only where it differs.
     return FamilyTraits(
@@ -180,6 +184,7 @@ def _row(
         die_policy=die_policy,
         library_v2=library_v2,
         metrics=metrics,
+        pcie_main_boards=pcie_main_boards,
     )
 
 
@@ -270,6 +275,7 @@ TRAITS: Final[Mapping[ChipFamily, FamilyTraits]] = MappingProxyType(
             network=Network.UB,
             switch_info=SwitchInfo.UNWATCHED,
             library_v2=True,
+            pcie_main_boards=frozenset({0x68, 0x6B, 0x6C, 0x44}),
         ),
     }
 )
