@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ascend_common.chips import detect_family, resource_type
+from ascend_common.chip_traits import resource_type
+from ascend_common.chips import detect_family
 from ascend_common.naming import chip_name
 from ascend_common.schemas.exporter import Chip, ChipDynamic, ChipState, ChipStatic, Vnpu
 from ascend_common.schemas.reading import Reading

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ascend_common.chips import ChipFamily, ResourceType, detect_family, resource_type
+from ascend_common.chip_traits import resource_type
+from ascend_common.chips import ChipFamily, ResourceType, detect_family
 from ascend_common.naming import (
     chip_name,
     npu_core_id,

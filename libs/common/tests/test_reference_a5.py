@@ -12,7 +12,8 @@ it would answer are the arguments of the pure functions.
 from __future__ import annotations
 
 import pytest
-from ascend_common.chips import A3_BOARD_IDS, ChipFamily, detect_family, is_a5_chip, resource_type
+from ascend_common.chip_traits import resource_type
+from ascend_common.chips import A3_BOARD_IDS, ChipFamily, detect_family, is_a5_chip
 from ascend_common.products import (
     ATLAS_350_4P_CARD,
     ATLAS_350_CARD,

@@ -15,7 +15,8 @@ import json
 from collections.abc import Mapping
 
 import pytest
-from ascend_common.chips import ChipFamily, detect_family, resource_type
+from ascend_common.chip_traits import resource_type
+from ascend_common.chips import ChipFamily, detect_family
 from ascend_common.naming import chip_name
 from ascend_common.products import card_type
 from ascend_common.schemas.exporter import ChipStatic

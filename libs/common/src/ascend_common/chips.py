@@ -71,18 +71,6 @@ def detect_family(chip_name: str, board_id: int | None = None) -> ChipFamily:
     raise ValueError(f"unknown chip name {chip_name!r}")
 
 
-def resource_type(family: ChipFamily) -> ResourceType:
-    return {
-        ChipFamily.ASCEND910: ResourceType.ASCEND910,
-        ChipFamily.ASCEND910B: ResourceType.ASCEND910,
-        ChipFamily.ASCEND910A3: ResourceType.ASCEND910,
-        ChipFamily.ASCEND310: ResourceType.ASCEND310,
-        ChipFamily.ASCEND310B: ResourceType.ASCEND310,
-        ChipFamily.ASCEND310P: ResourceType.ASCEND310P,
-        ChipFamily.ASCEND950: ResourceType.NPU,
-    }[family]
-
-
 def is_910_family(family: ChipFamily) -> bool:
     return family in (ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3)
 

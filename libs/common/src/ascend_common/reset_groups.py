@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ascend_common.chip_traits import TRAITS, ResetScope, traits
 from ascend_common.chips import NO_HCCS_910B_BOARD_IDS, ChipFamily, ChipTopology
 from ascend_common.schemas.exporter import Chip
 
@@ -37,14 +38,13 @@ __all__ = [
     "unknown_group_reason",
 ]
 
-ASCEND910_RING_SIZE = 4  # Ascend910RingsNum
-ASCEND910B_TRAIN_RING_SIZE = 8  # Ascend910BRingsNumTrain
+# The families' ring sizes are their rows' (chip_traits.TRAITS); named here for the readers of getRingSize.
+ASCEND910_RING_SIZE = TRAITS[ChipFamily.ASCEND910].ring_size  # Ascend910RingsNum
+ASCEND910B_TRAIN_RING_SIZE = TRAITS[ChipFamily.ASCEND910B].ring_size  # Ascend910BRingsNumTrain
 ASCEND910B_INFER_RING_SIZE = 1  # Ascend910BRingsNumInfer: the boards without HCCS
 A200T_A2_RING_SIZE = 16  # A200TA2RingsNum: a 910B node of more than 8 chips
-# Ascend910A3RingsNum: what getRingSize answers for A3, which never reaches it (A3 takes the
-# associated dies first); kept so that ring_size answers as getRingSize does.
-ASCEND910A3_RING_SIZE = 16
-ASCEND950_RING_SIZE = 1  # Ascend910A5RingsNum (the reference calls the 950 family "Ascend910A5")
+ASCEND910A3_RING_SIZE = TRAITS[ChipFamily.ASCEND910A3].ring_size  # Ascend910A3RingsNum
+ASCEND950_RING_SIZE = TRAITS[ChipFamily.ASCEND950].ring_size  # Ascend910A5RingsNum
 ATLAS_300I_DUO = "Atlas 300I Duo"
 
 
@@ -55,21 +55,16 @@ def ring_size(family: str, board_id: int | None, device_num: int) -> int:
     not know and gets 1), `board_id` the node's board id (None: unreadable, which the reference
     treats as board 0), `device_num` how many chips of that family the node has.
     """
-    match family:
-        case ChipFamily.ASCEND910:
-            return ASCEND910_RING_SIZE
-        case ChipFamily.ASCEND910B:
-            if board_id is not None and board_id in NO_HCCS_910B_BOARD_IDS:
-                return ASCEND910B_INFER_RING_SIZE
-            if device_num > ASCEND910B_TRAIN_RING_SIZE:
-                return A200T_A2_RING_SIZE
-            return ASCEND910B_TRAIN_RING_SIZE
-        case ChipFamily.ASCEND910A3:
-            return ASCEND910A3_RING_SIZE
-        case ChipFamily.ASCEND950:
-            return ASCEND950_RING_SIZE
-        case _:
-            return 1
+    try:
+        row = traits(ChipFamily(family))
+    except ValueError:
+        return 1  # a card type the reference does not know
+    if row.reset_scope is ResetScope.HCCS:
+        if board_id is not None and board_id in NO_HCCS_910B_BOARD_IDS:
+            return ASCEND910B_INFER_RING_SIZE
+        if device_num > ASCEND910B_TRAIN_RING_SIZE:
+            return A200T_A2_RING_SIZE
+    return row.ring_size
 
 
 def hccs_ring(logic_id: int, size: int, logic_ids: Iterable[int]) -> tuple[int, ...]:
@@ -101,7 +96,7 @@ def reset_groups(chips: Sequence[ChipTopology]) -> list[tuple[int, ...]]:
 
 def _members(chip: ChipTopology, chips: Sequence[ChipTopology]) -> list[ChipTopology]:
     same_family = [other for other in chips if other.family is chip.family]
-    if chip.family is ChipFamily.ASCEND910A3:
+    if traits(chip.family).reset_scope is ResetScope.BROTHER_CARDS:
         # The other die of the card and both dies of the brother card. An unknown brother card
         # leaves the card alone here; unknown_group_reason() says the group is not known.
         cards = {chip.card_id} if chip.partner_card is None else {chip.card_id, chip.partner_card}
@@ -166,6 +161,10 @@ def unknown_group_reason(chip: Chip) -> str | None:
     (getA3AssociatedDevices fails) and does not reset, because the brother card's dies would go
     down unchecked. group_of() answers the card's own dies for such a chip.
     """
-    if chip.family is ChipFamily.ASCEND910A3 and not chip.static.partner_card.is_ok:
+    if (
+        chip.family is not None
+        and traits(chip.family).reset_scope is ResetScope.BROTHER_CARDS
+        and not chip.static.partner_card.is_ok
+    ):
         return f"the brother card of {chip.name} is unknown (dcmi_get_netdev_brother_device failed)"
     return None

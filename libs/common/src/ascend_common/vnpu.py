@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ascend_common.chip_traits import TRAITS
 from ascend_common.chips import ChipFamily
 
 
@@ -47,21 +48,9 @@ TEMPLATES: dict[str, VnpuTemplate] = {
 
 TEMPLATE_BY_SUFFIX: dict[str, VnpuTemplate] = {t.suffix: t for t in TEMPLATES.values()}
 
+# The families that can create vNPUs and their templates, from the family table (no row: no vNPU).
 ALLOWED_TEMPLATES: dict[ChipFamily, tuple[str, ...]] = {
-    ChipFamily.ASCEND310P: ("vir01", "vir02", "vir04", "vir02_1c", "vir04_3c", "vir04_3c_ndvpp", "vir04_4c_dvpp"),
-    ChipFamily.ASCEND910: ("vir01", "vir02", "vir04", "vir08", "vir16"),
-    ChipFamily.ASCEND910B: (
-        "vir03_1c_8g",
-        "vir05_1c_8g",
-        "vir05_1c_16g",
-        "vir06_1c_16g",
-        "vir10_3c_16g",
-        "vir10_3c_16g_nm",
-        "vir10_3c_32g",
-        "vir10_4c_16g_m",
-        "vir12_3c_32g",
-    ),
-    ChipFamily.ASCEND910A3: ("vir12_3c_32g", "vir06_1c_16g", "vir05_1c_16g", "vir10_3c_32g"),
+    family: row.vnpu_templates for family, row in TRAITS.items() if row.vnpu_templates
 }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from ascend_common.cardlabel import card_labels
+from ascend_common.chip_traits import MetricGroup, families_with, traits
 from ascend_common.chips import ChipFamily
 from ascend_common.schemas.exporter import Chip, ChipState, ContainerHolder
 from prometheus_client import CollectorRegistry
@@ -50,20 +51,18 @@ ERROR_CODE_FAMILIES = (
 _MB = 1024 * 1024
 
 _ALL = frozenset(ChipFamily)
-# npu-exporter's supported-device maps, by family (collector_for_*.go).
-HBM_FAMILIES = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
-DDR_FAMILIES = _ALL - {ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950}
-OVERALL_UTIL_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
-CUBE_UTIL_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
-VECTOR_UTIL_FAMILIES = _ALL - {ChipFamily.ASCEND910}
-PCIE_FAMILY_SET = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND950})
-# The 950's PCIe is read on these main boards only (Atlas 350 1P/2P/4P, UBX: supportedPcieA5MainBoards).
-PCIE_950_MAIN_BOARDS = frozenset({0x68, 0x6B, 0x6C, 0x44})
-HCCS_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
-SIO_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
-PRODUCT_TYPE_FAMILIES = frozenset({ChipFamily.ASCEND310P})
-UB_FAMILIES = frozenset({ChipFamily.ASCEND950})  # UbCollector.IsSupported: Ascend910A5 only
-VNPU_FAMILIES = frozenset({ChipFamily.ASCEND310P})  # VnpuCollector's supportedVnpuDevices
+# npu-exporter's supported-device maps, by family (collector_for_*.go): the table's metric groups.
+HBM_FAMILIES = families_with(lambda row: MetricGroup.HBM in row.metrics)
+DDR_FAMILIES = families_with(lambda row: MetricGroup.DDR in row.metrics)
+OVERALL_UTIL_FAMILIES = families_with(lambda row: MetricGroup.OVERALL_UTIL in row.metrics)
+CUBE_UTIL_FAMILIES = families_with(lambda row: MetricGroup.CUBE_UTIL in row.metrics)
+VECTOR_UTIL_FAMILIES = families_with(lambda row: MetricGroup.VECTOR_UTIL in row.metrics)
+PCIE_FAMILY_SET = families_with(lambda row: MetricGroup.PCIE in row.metrics)
+HCCS_FAMILIES = families_with(lambda row: MetricGroup.HCCS in row.metrics)
+SIO_FAMILIES = families_with(lambda row: MetricGroup.SIO in row.metrics)
+PRODUCT_TYPE_FAMILIES = families_with(lambda row: MetricGroup.PRODUCT_TYPE in row.metrics)
+UB_FAMILIES = families_with(lambda row: MetricGroup.UB in row.metrics)  # UbCollector.IsSupported: Ascend910A5 only
+VNPU_FAMILIES = families_with(lambda row: MetricGroup.VNPU in row.metrics)  # VnpuCollector's supportedVnpuDevices
 # A9000 A3 super-pod main boards number their HCCS ports from 2, every other board from 1
 # (npu-exporter's HccsCollector.PreCollect).
 A9000_A3_MAIN_BOARDS = frozenset({0x1C, 0x1D})
@@ -303,10 +302,13 @@ FAILED_VALUE = -1  # what npu-exporter shows for a read that failed (its FailedM
 
 
 def pcie_supported(chip: Chip) -> bool:
-    if chip.family is ChipFamily.ASCEND950:
-        board = chip.static.main_board_id.value if chip.static.main_board_id.is_ok else None
-        return board in PCIE_950_MAIN_BOARDS
-    return supports(chip, PCIE_FAMILY_SET)
+    if chip.family is None or not supports(chip, PCIE_FAMILY_SET):
+        return False
+    boards = traits(chip.family).pcie_main_boards
+    if boards is None:
+        return True
+    board = chip.static.main_board_id.value if chip.static.main_board_id.is_ok else None
+    return board in boards
 
 
 def hccs_first_port(chip: Chip) -> int:

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ascend_common.chips import ChipAddress, detect_family, resource_type
+from ascend_common.chip_traits import resource_type
+from ascend_common.chips import ChipAddress, detect_family
 from ascend_common.faults.codes import (
     CARD_DROP_CODE,
     LINK_DOWN_CODE,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Final, Protocol, runtime_checkable
 
-from ascend_common.chips import ChipFamily
+from ascend_common.chip_traits import traits
 
 from dcmi_exporter.backends.errors import DcmiError
 from dcmi_exporter.node.calls import CallGuard
@@ -41,7 +41,7 @@ async def apply_die_policy(poller: ChipPoller, backend: object, guard: CallGuard
     await poller.discovered.wait()
     if not isinstance(backend, DiePolicyBackend):
         return None
-    if not any(chip.family is ChipFamily.ASCEND910A3 for chip in poller.snapshot.chips):
+    if not any(chip.family is not None and traits(chip.family).die_policy for chip in poller.snapshot.chips):
         return None
     policy = die_policy(single_die)
     try:

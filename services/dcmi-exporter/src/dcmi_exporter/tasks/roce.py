@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from ascend_common.adapters.lifecycle import TaskScope
-from ascend_common.chips import is_910_family
+from ascend_common.chip_traits import Network, traits
 from ascend_common.clock import Clock
 from ascend_common.faults.codes import LINK_DOWN_CODE, NETWORK_CODES
 from ascend_common.schemas.exporter import Chip, ChipState, EventSource, SubscriptionState
@@ -65,7 +65,7 @@ class RoceLinkTask(PeriodicTask):
             c
             for c in snap.chips
             if c.family is not None
-            and is_910_family(c.family)
+            and traits(c.family).network is Network.ROCE
             and c.state is ChipState.OK
             and c.dynamic
             and c.dynamic.error_codes.is_ok

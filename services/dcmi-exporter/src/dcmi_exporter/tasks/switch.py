@@ -19,7 +19,7 @@ import logging
 from typing import Final, Protocol
 
 from ascend_common.adapters.lifecycle import TaskScope
-from ascend_common.chips import ChipFamily
+from ascend_common.chip_traits import SwitchInfo, traits
 from ascend_common.schemas.exporter import SwitchFaultData
 
 from dcmi_exporter.backends.base import EventSink
@@ -50,7 +50,10 @@ class SwitchSource(Protocol):
 
 def is_a3_node(poller: ChipPoller) -> bool:
     """The reference's `RealCardType == Ascend910A3`: the node's chips are A3 ones."""
-    return any(chip.family is ChipFamily.ASCEND910A3 for chip in poller.snapshot.chips)
+    return any(
+        chip.family is not None and traits(chip.family).switch_info is SwitchInfo.WATCHED
+        for chip in poller.snapshot.chips
+    )
 
 
 class SwitchFaultTask(PeriodicTask):

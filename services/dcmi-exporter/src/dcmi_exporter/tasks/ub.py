@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from ascend_common.adapters.lifecycle import TaskScope
-from ascend_common.chips import ChipFamily
+from ascend_common.chip_traits import Network, traits
 from ascend_common.clock import Clock
 from ascend_common.faults.codes import UB_PORT_DOWN_CODE, UBOE_PORT_DOWN_CODE
 from ascend_common.products import UBOE_BOARDS
@@ -72,7 +72,11 @@ class UbCodesTask(PeriodicTask):
         snap = self.poller.snapshot
         # A chip that does not answer now still counts, with what it said last, for the all-chips
         # rule (as the reference's cached codes do); it is neither read nor changed.
-        chips = [c for c in snap.chips if c.family is ChipFamily.ASCEND950 and c.dynamic is not None]
+        chips = [
+            c
+            for c in snap.chips
+            if c.family is not None and traits(c.family).network is Network.UB and c.dynamic is not None
+        ]
         if not chips:
             return
         subscription_failed = snap.node.subscription is SubscriptionState.POLLING

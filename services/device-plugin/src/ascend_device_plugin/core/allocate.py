@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ascend_common.chip_traits import IdScheme, traits
 from ascend_common.chips import ChipFamily
 from ascend_common.jsonin import InputError, loads_bounded
 from ascend_common.naming import MAX_DEVICE_ID_LEN, parse_device_id
@@ -133,7 +134,7 @@ def container_response(
         ASCEND_RUNTIME_OPTIONS: RUNTIME_VIRTUAL if vnpu else "",
         **topo,
     }
-    if family is ChipFamily.ASCEND310B:
+    if traits(family).allow_link:
         envs[ASCEND_ALLOW_LINK] = "True"
     if dynamic:
         count = str(len(visible))
@@ -147,7 +148,7 @@ def final_visible_devices(
 ) -> list[int]:
     """The ids the container's runtime is told (`getFinalVisibleDevices`): on the 950 outside the
     Volcano path the chips' logic ids; the ids as given everywhere else (Volcano's pass through)."""
-    if family is ChipFamily.ASCEND950 and not volcano:
+    if traits(family).id_scheme is IdScheme.LOGIC and not volcano:
         return convert_to_logic_ids(ids, logic_by_phy)
     return list(ids)
 
@@ -166,7 +167,7 @@ def hccl_topo_path(
     logic id 0's chip reported (`getProductTypeKey` asks `AllDevs[0]`); None, and no variable,
     elsewhere, when that chip's read failed (None: another chip's answer does not stand in) or for
     a type without a file."""
-    if family is not ChipFamily.ASCEND950:
+    if not traits(family).hccl_topo_file:
         return None
     return hccl_topo_file(product_type(card_type(board_id, main_board_id), super_pod_type))
 
@@ -174,7 +175,7 @@ def hccl_topo_path(
 def _default_nodes(family: ChipFamily, host_dev_nodes: frozenset[str]) -> list[DeviceNode]:
     """The driver's shared nodes, in the reference's order (common.go `GetDefaultDevices`)."""
     nodes: list[DeviceNode] = []
-    if family is ChipFamily.ASCEND310B and DAVINCI_MANAGER_DOCKER in host_dev_nodes:
+    if traits(family).manager_docker_node and DAVINCI_MANAGER_DOCKER in host_dev_nodes:
         nodes.append(DeviceNode(DAVINCI_MANAGER, DAVINCI_MANAGER_DOCKER, RW))
     elif DAVINCI_MANAGER in host_dev_nodes:
         nodes.append(DeviceNode(DAVINCI_MANAGER, DAVINCI_MANAGER, RW))

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from ascend_common.chips import ChipFamily, ResourceType
+from ascend_common.chip_traits import traits
+from ascend_common.chips import ResourceType
 from ascend_common.gojson import GoJSON, go_json, go_map
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV
 from ascend_common.naming import parse_device_id
@@ -86,7 +87,7 @@ def config_devices(
     physical chip with rank levels (`levels`, by phy id) carries its `levelList` (common.go copies
     `npuDevice.LevelList`).
     """
-    no_ip = any(chip.family is ChipFamily.ASCEND950 for chip in chips.values())
+    no_ip = any(not traits(chip.family).device_ip for chip in chips.values())
     devices: list[ConfigDevice] = []
     vnpu = False
     for device_id in real:

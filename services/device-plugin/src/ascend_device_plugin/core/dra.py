@@ -36,6 +36,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from ascend_common.chip_traits import SuperPodFields, traits
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.reset_groups import reset_group, topology_of
 from ascend_common.schemas.exporter import Chip
@@ -57,9 +58,6 @@ ATTR_SUPER_POD_ID: Final = "superPodId"
 ATTR_SERVER_INDEX: Final = "serverIndex"
 ATTR_RACK_ID: Final = "rackId"
 CAPACITY_HBM: Final = "hbm"
-
-# The reference's dev type (devmanager GetDevType) where it differs from our family name.
-_DEV_TYPE: Final[Mapping[ChipFamily, str]] = {ChipFamily.ASCEND950: "Ascend910A5"}
 
 AttributeValue = int | str | bool
 UNKNOWN: Final = -1  # not reported, or not in a super pod
@@ -107,7 +105,7 @@ def chip_name(device: str) -> str:
 
 def device_type(family: ChipFamily) -> str:
     """The `deviceType` attribute: the reference's dev type (`Ascend910B`, `Ascend910A3`, `Ascend910A5`)."""
-    return _DEV_TYPE.get(family, family.value)
+    return traits(family).device_type
 
 
 def dra_devices(chips: Iterable[Chip], super_pod: SuperPod) -> list[DraDevice]:
@@ -130,7 +128,7 @@ def dra_devices(chips: Iterable[Chip], super_pod: SuperPod) -> list[DraDevice]:
         attrs[ATTR_HCCS_RING] = min(reset_group(topo, topologies)) if topo is not None else chip.logic_id
         attrs[ATTR_SUPER_POD_ID] = super_pod.super_pod_id
         attrs[ATTR_SERVER_INDEX] = super_pod.server_index
-        if chip.family is ChipFamily.ASCEND950:
+        if traits(chip.family).super_pod is SuperPodFields.RACK:
             attrs[ATTR_RACK_ID] = super_pod.rack_id
         capacity: dict[str, str] = {}
         hbm = chip.dynamic.hbm.value if chip.dynamic is not None and chip.dynamic.hbm.is_ok else None

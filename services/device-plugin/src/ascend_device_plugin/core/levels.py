@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from ascend_common.chips import ChipFamily
+from ascend_common.chip_traits import traits
 from ascend_common.gojson import GoJSON
 from ascend_common.products import card_type
 from ascend_common.superpod import SuperPod
@@ -55,7 +55,7 @@ def chip_levels(chips: Iterable[ChipInfo], facts: NodeFacts) -> dict[int, tuple[
     """phy id -> the chip's levels, for the 950 chips that have any."""
     levels: dict[int, tuple[RankLevel, ...]] = {}
     for chip in chips:
-        if chip.family is not ChipFamily.ASCEND950:
+        if not traits(chip.family).rank_levels:
             continue
         found = tuple(level_list(facts, chip.phy_id, chip.urma))
         if found:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from ascend_common.chip_traits import SuperPodFields, traits
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.gojson import GoJSON, go_json, go_map
 from ascend_common.products import card_type, is_pod_scene
@@ -45,14 +46,6 @@ BASE_DEVICE_INFOS_ANNOTATION = "baseDeviceInfos"
 A300I_A2_LABEL = "card-910b-infer"
 A300I_DUO_LABEL = "card-300i-duo"
 ATLAS_300I_DUO = "Atlas 300I Duo"  # dcmi_get_product_type of a 300I Duo card
-# Atlas 300I A2 (32 GB, 64 GB): the only boards the reference labels with an accelerator type; every
-# other accelerator-type value (module-910b-8, module-a3-16-super-pod, ...) is set by the administrator.
-A300I_A2_BOARD_IDS = frozenset({0x28, 0x29})
-
-# HBM on the chip: 310 / 310B / 310P cards have DDR, and the reference writes no memory label there.
-_ON_CHIP_MEMORY = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
-# The reference's acceleratorLabelMap has no Ascend310B entry: a 310B node gets no accelerator label.
-_NO_ACCELERATOR_LABEL = frozenset({ChipFamily.ASCEND310B})
 # A Kubernetes label value; one that does not match would make the whole node patch fail.
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _MAX_LABEL_VALUE = 63
@@ -75,20 +68,22 @@ def node_labels(
 
     `board_id` is the first chip's; `product_types` are every chip's (None: unreadable, skipped).
     """
+    row = traits(family)
     wanted: dict[str, str | None] = {CHIP_NAME_LABEL: chip_name, DRIVER_VERSION_LABEL: driver_version}
-    if family is ChipFamily.ASCEND950:
-        # The A5 generation names its server type by the generic prefix, and always writes it.
-        wanted[SERVER_TYPE_LABEL] = f"npu-{aicore}"
-    elif SERVER_TYPE_LABEL not in existing:
-        # An administrator may have set servertype by hand (e.g. a public name); never overwrite it.
-        wanted[SERVER_TYPE_LABEL] = f"{family.value}-{aicore}"
-    if family in _ON_CHIP_MEMORY and hbm_total_mb is not None and hbm_total_mb > 0:
+    # An administrator may have set servertype by hand (e.g. a public name); it is kept, but the A5
+    # generation names its server type by the generic prefix and always writes it.
+    if row.server_label_forced or SERVER_TYPE_LABEL not in existing:
+        wanted[SERVER_TYPE_LABEL] = f"{row.server_label_prefix}-{aicore}"
+    # HBM on the chip: the 310 cards have DDR, and the reference writes no memory label there.
+    if row.on_chip_memory and hbm_total_mb is not None and hbm_total_mb > 0:
         wanted[CHIP_MEMORY_LABEL] = f"{hbm_total_mb // 1024}G"
-    if family is ChipFamily.ASCEND910B and board_id in A300I_A2_BOARD_IDS:
+    # The Atlas 300I A2 boards are the only ones the reference labels with an accelerator type; every
+    # other accelerator-type value (module-910b-8, module-a3-16-super-pod, ...) is set by the administrator.
+    if board_id in row.infer_card_boards:
         wanted[ACCELERATOR_TYPE_LABEL] = A300I_A2_LABEL
     if all_300i_duo(product_types):
         wanted[INFER_CARD_LABEL] = A300I_DUO_LABEL
-    if family not in _NO_ACCELERATOR_LABEL:
+    if row.accelerator_label:  # the reference's acceleratorLabelMap (no Ascend310B entry)
         wanted[ACCELERATOR_LABEL] = f"huawei-{rtype.value}"
     wanted.update(topology_labels(family, super_pod))
     return {key: value for key, value in wanted.items() if value and _valid_label_value(value)}
@@ -103,11 +98,12 @@ def all_300i_duo(product_types: Iterable[str | None]) -> bool:
 def topology_labels(family: ChipFamily, super_pod: SuperPod) -> dict[str, str]:
     """`huawei.com/topotree.*` labels: the super pod on A3; super pod, rack (1D/2D pods) and server on A5."""
     labels: dict[str, str] = {}
-    if family not in (ChipFamily.ASCEND910A3, ChipFamily.ASCEND950):
+    fields = traits(family).super_pod
+    if fields is SuperPodFields.NONE:
         return labels
     if super_pod.super_pod_id >= 0:
         labels[TOPO_SUPER_POD_LABEL] = str(super_pod.super_pod_id)
-    if family is ChipFamily.ASCEND950:
+    if fields is SuperPodFields.RACK:
         if is_pod_scene(super_pod.super_pod_type) and super_pod.rack_id >= 0:
             labels[TOPO_RACK_LABEL] = str(super_pod.rack_id)
         if super_pod.server_index >= 0:
@@ -121,9 +117,7 @@ def _valid_label_value(value: str) -> bool:
 
 def server_type(family: ChipFamily) -> str:
     """The `serverType` annotation (`getDevType`): "A3" on A3, "npu" on A5, "" on older chips."""
-    if family is ChipFamily.ASCEND950:
-        return "npu"
-    return "A3" if family is ChipFamily.ASCEND910A3 else ""
+    return traits(family).server_type
 
 
 def node_annotations(
@@ -152,14 +146,14 @@ def node_annotations(
     annotations[SERVER_TYPE_ANNOTATION] = server_type(first.family)
     if (card := card_type(first.board_id, main_board_id)) is not None:
         annotations[CARD_TYPE_ANNOTATION] = card
-    if first.family is ChipFamily.ASCEND950 and is_pod_scene(super_pod.super_pod_type):
+    if traits(first.family).super_pod is SuperPodFields.RACK and is_pod_scene(super_pod.super_pod_type):
         annotations[RACK_ID_ANNOTATION] = str(super_pod.rack_id)
     return annotations
 
 
 def _base_info(chip: ChipInfo, levels: LevelLists) -> GoJSON:
     info: dict[str, GoJSON] = {"IP": chip.device_ip or "", "SuperDeviceID": chip.super_device_id or 0}
-    if chip.family is ChipFamily.ASCEND950:
+    if traits(chip.family).rank_levels:
         # NpuBaseInfo.DeviceID is an omitempty pointer set only on A5, and it comes first.
         info = {"DeviceID": chip.logic_id, **info}
         if (level_list := rendered(levels, chip.phy_id)) is not None:

@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ascend_common.chip_traits import families_with
 from ascend_common.chips import ChipFamily
 
 SOFT_SHARE_COUNT = 100  # the reference's api.SoftShareDeviceCount (= common.MaxShareDevCount)
 # The families `common.ShareDev` copies a chip on (the 310P/310B sharing).
-SHARE_FAMILIES: frozenset[ChipFamily] = frozenset({ChipFamily.ASCEND310P, ChipFamily.ASCEND310B})
+SHARE_FAMILIES: frozenset[ChipFamily] = families_with(lambda row: row.share_dev)
 
 
 def soft_share_on(share_count: int, config_dir: Path | None) -> bool:

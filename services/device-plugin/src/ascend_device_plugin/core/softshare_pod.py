@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import PurePath, PurePosixPath
 
 from ascend_common import goconv
+from ascend_common.chip_traits import traits
 from ascend_common.chips import ChipFamily
 from ascend_common.kubenames import dns1123_label
 from ascend_common.softshare import (
@@ -153,7 +154,8 @@ def npu_info_text(phy: int, vid: int, quota: Quota, shm_id: str) -> str:
 def shm_id(family: ChipFamily, vdie_id: str | None, ddie_id: str | None) -> str:
     """The die id that names the chip's shared-memory file: the DDIE on the 950, else the VDIE
     (`getDieIDFromPhysicID`); ValueError when the exporter could not read it."""
-    die, kind = (ddie_id, "DDIE") if family is ChipFamily.ASCEND950 else (vdie_id, "VDIE")
+    kind = traits(family).shm_die
+    die = ddie_id if kind == "DDIE" else vdie_id
     if not die:
         raise ValueError(f"the chip's {kind} id is unknown (the exporter could not read it)")
     if "/" in die or die in (".", ".."):

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ascend_common.chips import ChipFamily
+from ascend_common.chip_traits import ResetScope, traits
 
 from ascend_device_plugin.core.devices import chip_of
 from ascend_device_plugin.core.model import ChipInfo
 
-ASCEND910_RING_SIZE = 4
 WHOLE_NODE = "node"
 
 
@@ -25,9 +24,11 @@ def affinity_groups(chips: Iterable[ChipInfo]) -> dict[int, str]:
 
 
 def _group(chip: ChipInfo) -> str:
-    if chip.family is ChipFamily.ASCEND910:
-        return f"ring-{chip.phy_id // ASCEND910_RING_SIZE}"
-    if chip.family is ChipFamily.ASCEND910A3:
+    row = traits(chip.family)
+    # A fixed HCCS ring of more than one chip (the 910A's 4) keeps its chips together.
+    if row.reset_scope is ResetScope.RING and row.ring_size > 1:
+        return f"ring-{chip.phy_id // row.ring_size}"
+    if row.reset_scope is ResetScope.BROTHER_CARDS:
         # Both cards of a pair must get the same key whichever of them we look from.
         cards = sorted({chip.card_id} if chip.partner_card is None else {chip.card_id, chip.partner_card})
         return "cards-" + "-".join(str(c) for c in cards)

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ascend_common.chip_traits import IdScheme, traits
 from ascend_common.chips import RESOURCE_PREFIX, ChipFamily, ResourceType
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV
 from ascend_common.naming import NPU_CORE, chip_name, parse_device_id
@@ -142,7 +143,7 @@ def annotated_chips(real: Sequence[str], family: ChipFamily, name_by_logic: Mapp
     chips the container really gets. ValueError names a logic id the node does not have. Every
     other family annotates the chip names themselves.
     """
-    if family is not ChipFamily.ASCEND950:
+    if traits(family).id_scheme is not IdScheme.LOGIC:
         return list(real)
     names: list[str] = []
     for item in real:

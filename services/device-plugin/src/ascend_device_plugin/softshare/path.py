@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
-from ascend_common.chips import RESOURCE_PREFIX, ChipFamily
+from ascend_common.chip_traits import IdScheme, traits
+from ascend_common.chips import RESOURCE_PREFIX
 from ascend_common.naming import parse_device_id
 from ascend_common.softshare import VNPU_ID
 
@@ -91,7 +92,7 @@ class SoftSharePath:
             # The 950's runtime is told the chip's logic id (the one Volcano annotated), as on the
             # Volcano path; elsewhere Volcano's id passes through.
             response = self.containers.response(
-                [AllocDevice(ids[0], chip.phy_id)], volcano=chip.family is not ChipFamily.ASCEND950
+                [AllocDevice(ids[0], chip.phy_id)], volcano=traits(chip.family).id_scheme is not IdScheme.LOGIC
             )
             response.mounts.extend(
                 pb.Mount(container_path=m.container_path, host_path=m.host_path, read_only=m.read_only)

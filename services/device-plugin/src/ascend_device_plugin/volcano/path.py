@@ -8,7 +8,8 @@ import logging
 from dataclasses import dataclass
 
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
-from ascend_common.chips import RESOURCE_PREFIX, ChipFamily
+from ascend_common.chip_traits import IdScheme, traits
+from ascend_common.chips import RESOURCE_PREFIX
 
 from ascend_device_plugin.allocation.containers import Containers, alloc_devices, invalid
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
@@ -65,7 +66,7 @@ class VolcanoPath:
         # Serve the containers in order with the pod's real devices. A 950's annotated logic ids are
         # chip names by now, so the runtime's ids are derived from the chips as on the plain path
         # (`getFinalVisibleDevices`' conversion), which gives back exactly the annotated logic ids.
-        pass_through = family is not ChipFamily.ASCEND950
+        pass_through = family is None or traits(family).id_scheme is not IdScheme.LOGIC
         responses, offset = [], 0
         for ids in containers:
             responses.append(

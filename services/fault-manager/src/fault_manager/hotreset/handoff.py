@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ascend_common.chips import ChipFamily
+from ascend_common.chip_traits import ResetScope, traits
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 
@@ -125,7 +125,10 @@ def _reset_device(chip: Chip, *, failed: bool) -> ResetDevice:
         partner = chip.static.partner_card
         associated = (
             partner.value
-            if chip.family is ChipFamily.ASCEND910A3 and partner.is_ok and partner.value is not None
+            if chip.family is not None
+            and traits(chip.family).reset_scope is ResetScope.BROTHER_CARDS
+            and partner.is_ok
+            and partner.value is not None
             else NO_ID
         )
     return ResetDevice(chip.card_id, chip.device_id, associated, chip.phy_id, chip.logic_id)

@@ -14,7 +14,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 
-from ascend_common.chips import ChipFamily
+from ascend_common.chip_traits import IdScheme, SwitchInfo, traits
 from ascend_common.clock import Clock
 from ascend_common.faults import code_level, is_network_code, network_level
 from ascend_common.faults.codes import HBM_DOUBLE_BIT_CODE
@@ -59,10 +59,6 @@ POD_SETTLE_S = 0.05  # a burst of pod events (a re-list, a patch storm) becomes 
 IDLE_WAKE_S = 60.0
 
 
-# common.HasOnChipMemory: the families whose HBM size getChipMemory reads (the 310s have DDR).
-ON_CHIP_MEMORY = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
-
-
 def first_chip_hbm_mb(listing: ChipList) -> int:
     """Reference manager.go `getChipMemory`: the HBM size (MB) of the node's first chip, by logic
     id; 0 when its family has none (common.HasOnChipMemory) or it was not read."""
@@ -70,7 +66,8 @@ def first_chip_hbm_mb(listing: ChipList) -> int:
         return 0
     first = min(listing.chips, key=lambda c: c.logic_id)
     hbm = first.dynamic.hbm if first.dynamic is not None else None
-    if first.family not in ON_CHIP_MEMORY or hbm is None or not hbm.is_ok or hbm.value is None:
+    on_chip = first.family is not None and traits(first.family).on_chip_memory  # common.HasOnChipMemory
+    if not on_chip or hbm is None or not hbm.is_ok or hbm.value is None:
         return 0
     return hbm.value.total_mb
 
@@ -97,7 +94,8 @@ class Reactor:
         self.isolations = IsolationKeeper(engine, store, clock, published, events, configmap)
         self.switches = SwitchFaults()
         self.association = HbmAssociation()  # AI-core echoes of an HBM error: held, dropped or reported late
-        self._chip_ids: dict[str, tuple[int, int, bool]] = {}  # card id, device id, a 950 chip (fault Events)
+        # card id, device id, whether the chip is named by its logic id (a 950 chip's fault Events)
+        self._chip_ids: dict[str, tuple[int, int, bool]] = {}
         self.in_use_for_health = ChipsInUse(chips_in_use_for_health)
         self.free_list_use = FreeListUse()
         self.evaluations: dict[str, Evaluation] = {}
@@ -109,7 +107,7 @@ class Reactor:
         self._node_changed = False  # the node's facts (type, switch, super pod, inventory) changed
         self._inventory_known = False
         self._rtype = "Ascend910"
-        self._switch_family: ChipFamily | None = None  # A3 or 950: a node that writes SwitchInfoCfg
+        self._switch_kind = SwitchInfo.NONE  # A3 or 950: a node that writes SwitchInfoCfg
         self._super_pod = published.state.super_pod
         self._hbm_mb = 0  # the first chip's HBM size, for the soft-share quota rule; 0 until read
         self._hbm_unknown_logged = False
@@ -280,9 +278,11 @@ class Reactor:
         """A chip of the exporter's list: the node's resource type, and the chip's ids and reachability."""
         if chip.resource_type is not None:
             self._rtype = chip.resource_type.value
-        if chip.family in (ChipFamily.ASCEND910A3, ChipFamily.ASCEND950):
-            self._switch_family = chip.family
-        self._chip_ids[chip.name] = (chip.card_id, chip.device_id, chip.family is ChipFamily.ASCEND950)
+        row = traits(chip.family) if chip.family is not None else None
+        if row is not None and row.switch_info is not SwitchInfo.NONE:
+            self._switch_kind = row.switch_info
+        by_logic = row is not None and row.id_scheme is IdScheme.LOGIC
+        self._chip_ids[chip.name] = (chip.card_id, chip.device_id, by_logic)
         state = self.engine.chip(chip.name, chip.logic_id, chip.phy_id)
         state.reachable = chip.state is not ChipState.UNKNOWN
         self._dirty.add(chip.name)
@@ -437,12 +437,12 @@ class Reactor:
     def _switch_info(self, policy: Policy) -> SwitchReport | UnwatchedSwitch | None:
         """SwitchInfoCfg: an A3 node's switch faults; on a 950 node the key the reference writes with
         no switch faults watched; none elsewhere."""
-        match self._switch_family:
-            case ChipFamily.ASCEND910A3:
+        match self._switch_kind:
+            case SwitchInfo.WATCHED:
                 return self.switches.report(policy.switch)
-            case ChipFamily.ASCEND950:
+            case SwitchInfo.UNWATCHED:
                 return UNWATCHED_SWITCH
-            case _:
+            case SwitchInfo.NONE:
                 return None
 
     def _publish(self) -> None:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ascend_common.chip_traits import FamilyTraits, SuperPodFields, traits
 from ascend_common.chips import ChipAddress, ChipFamily, detect_family
 from ascend_common.schemas.exporter import (
     Assertion,
@@ -164,11 +165,10 @@ def _family(chip_name: Reading[str], board_id: Reading[int]) -> ChipFamily | Non
         return None
 
 
-# The families whose chips have a super pod to report, and the one that reports its rack too.
-SUPER_POD_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
-RACK_FAMILY = ChipFamily.ASCEND950
-DDIE_FAMILY = ChipFamily.ASCEND950  # the reference's plugin asks the DDIE of the 950 ("npu") alone
-URMA_FAMILY = ChipFamily.ASCEND950  # URMA devices: the reference's "urma device API for A5"
+def _row(family: ChipFamily | None) -> FamilyTraits | None:
+    # Which reads a chip gets is its family's row: super-pod fields (and the rack), the DDIE (the
+    # reference's plugin asks the 950's alone), URMA devices (its "urma device API for A5").
+    return traits(family) if family is not None else None
 
 
 class DcmiBackend:
@@ -313,7 +313,8 @@ class DcmiBackend:
         family = _family(chip_name, board_id)
         pod = self._super_pod(chip, family)
         # The DDIE exists on the v2 library only (the reference's v1 DcGetDieID refuses the type).
-        ask_ddie = family is DDIE_FAMILY and self._gen.by_logic_id
+        row = _row(family)
+        ask_ddie = row is not None and row.shm_die == "DDIE" and self._gen.by_logic_id
         return ChipStatic(
             chip_type=chip_type,
             chip_name=chip_name,
@@ -327,7 +328,7 @@ class DcmiBackend:
             main_board_id=_read(lambda: self._main_board_id(chip)),
             vdie_id=self._die_id(chip, DieType.VDIE),
             ddie_id=self._die_id(chip, DieType.DDIE) if ask_ddie else None,
-            urma=self._urma_devices(chip) if family is URMA_FAMILY else None,
+            urma=self._urma_devices(chip) if row is not None and row.urma else None,
             **pod,
         )
 
@@ -369,9 +370,11 @@ class DcmiBackend:
         super-pod type and size only on the 950, the one family the reference reads them of.
         """
         fields = ["super_pod_id", "server_index", "super_device_id"]
-        if family is RACK_FAMILY:
+        row = _row(family)
+        scope = row.super_pod if row is not None else SuperPodFields.NONE
+        if scope is SuperPodFields.RACK:
             fields += ["rack_id", "super_pod_type", "scale_type"]
-        if family not in SUPER_POD_FAMILIES:
+        if scope is SuperPodFields.NONE:
             return {}  # the fields' default: unsupported
         try:
             info = self._spod_info(chip)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ascend_common.chips import ChipFamily
+from ascend_common.chip_traits import Network, families_with
 from ascend_common.goconv import atoi
 from ascend_common.schemas.exporter import Chip, UbPorts
 
@@ -375,7 +375,7 @@ class HccnTraffic:
 
     async def traffic(self, chip: Chip) -> tuple[int, int] | None:
         try:
-            if chip.family is ChipFamily.ASCEND950:
+            if chip.family in UB_FAMILIES:
                 value = await self._ub_traffic(chip.logic_id)
             else:
                 value = roce_traffic(parse_stat(await self.tool.run("-i", str(chip.phy_id), "-stat", "-g")))
@@ -474,8 +474,10 @@ ROCE_STAT_KEYS = (
     "roce_qp_status_err_num",
     "roce_ecn_db_num",
 )
-# npu-exporter's RoceCollector: training cards only, and not the 950 (its ports are UB).
-ROCE_FAMILIES = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
+# npu-exporter's RoceCollector: training cards only, and not the 950 (its ports are UB, read by
+# the UB calls here).
+ROCE_FAMILIES = families_with(lambda row: row.network is Network.ROCE)
+UB_FAMILIES = families_with(lambda row: row.network is Network.UB)
 
 
 def roce_stats(stat: Mapping[str, int], out_of_range: Collection[str] = ()) -> dict[str, int | None]:
@@ -541,7 +543,7 @@ class HccnNetStats:
     async def ub_stats(self, chip: Chip) -> list[UbPortStat] | None:
         """npu-exporter's UbCollector through the tool (collectUbInfo, getUBStatInfo): udie 0 then 1,
         each of its ports in order; a port whose run fails is left out (logged at debug)."""
-        if chip.family is not ChipFamily.ASCEND950:
+        if chip.family not in UB_FAMILIES:
             return None
         logic = chip.logic_id
         try:
@@ -808,7 +810,7 @@ class HccnUbOptical:
         self.ports = ports
 
     async def ub_optical(self, chip: Chip) -> list[UbPortOptical] | None:
-        if chip.family is not ChipFamily.ASCEND950 or main_board(chip) in OPTICAL_UNSUPPORTED_950_BOARDS:
+        if chip.family not in UB_FAMILIES or main_board(chip) in OPTICAL_UNSUPPORTED_950_BOARDS:
             return None
         try:
             table = await self.ports.get(chip.logic_id)
@@ -845,7 +847,7 @@ class HccnUbLinks:
         )
 
     async def ub_links(self, chip: Chip) -> list[UbPortLink] | None:
-        if chip.family is not ChipFamily.ASCEND950 or main_board(chip) in NETWORK_UNSUPPORTED_950_BOARDS:
+        if chip.family not in UB_FAMILIES or main_board(chip) in NETWORK_UNSUPPORTED_950_BOARDS:
             return None
         logic = str(chip.logic_id)
         try:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ascend_common.chips import A3_BOARD_IDS, ChipAddress, ChipFamily, detect_family, is_910_family
+from ascend_common.chip_traits import Network, SuperPodFields, traits
+from ascend_common.chips import A3_BOARD_IDS, ChipAddress, ChipFamily, detect_family
 from ascend_common.products import ProductType
 
 from dcmi_exporter.backends.dieid import DieType
@@ -62,12 +63,13 @@ class Profile:
             raise ValueError(f"profile {self.name}: logic_to_phy must be a permutation of 0..{n - 1}")
         family = detect_family(self.chip_name, self.board_id)  # raises for an unknown chip name
         pod = (self.super_pod_id, self.server_index)
-        if pod != (None, None) and (None in pod or family not in SUPER_POD_FAMILIES):
+        fields = traits(family).super_pod
+        if pod != (None, None) and (None in pod or fields is SuperPodFields.NONE):
             raise ValueError(f"profile {self.name}: only an A3 or 950 profile has a super pod, and then both its ids")
         rack = (self.rack_id, self.super_pod_type, self.scale_type)
-        if rack != (None, None, None) and (None in rack or None in pod or family is not ChipFamily.ASCEND950):
+        if rack != (None, None, None) and (None in rack or None in pod or fields is not SuperPodFields.RACK):
             raise ValueError(f"profile {self.name}: only a 950 super pod has a rack, type and size, and then all three")
-        if self.urma is not None and family is not ChipFamily.ASCEND950:
+        if self.urma is not None and not traits(family).urma:
             raise ValueError(f"profile {self.name}: only a 950 chip has URMA devices")
         if self.library_v2 and self.product_type is not None:
             raise ValueError(f"profile {self.name}: the v2 library reports no product type")
@@ -83,12 +85,12 @@ class Profile:
     @property
     def library_v2(self) -> bool:
         """The chips answer the library's v2 calls (the 950 generation)."""
-        return self.family is ChipFamily.ASCEND950
+        return traits(self.family).library_v2
 
     @property
     def has_network(self) -> bool:
         """910 and 950 chips have a network port (network health); 310 cards have none."""
-        return is_910_family(self.family) or self.family is ChipFamily.ASCEND950
+        return traits(self.family).network is not Network.NONE
 
     def addresses(self) -> list[ChipAddress]:
         """Every chip, by logic id: logic ids follow card order, as the driver assigns them."""
@@ -155,7 +157,7 @@ class Profile:
 
     def device_ip(self, phy_id: int) -> str | None:
         """The RoCE IP of a 910 chip; the v2 library has no IP call."""
-        return f"192.168.100.{phy_id + 1}" if is_910_family(self.family) else None
+        return f"192.168.100.{phy_id + 1}" if traits(self.family).network is Network.ROCE else None
 
 
 def _shifted(n: int, by: int) -> tuple[int, ...]:
@@ -166,7 +168,6 @@ def _identity(n: int) -> tuple[int, ...]:
     return tuple(range(n))
 
 
-SUPER_POD_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
 PG_PORT = 0x3F  # the port field of a PG EID (the reference's eid.go)
 NO_CARD = -1  # the card and device id of a chip the v2 library reports
 A3_BOARD_ID = min(A3_BOARD_IDS)

@@ -10,7 +10,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from ascend_common.chips import ChipFamily
+from ascend_common.chip_traits import MetricGroup, families_with
 from ascend_common.schemas.exporter import Vnpu
 
 from dcmi_exporter.backends.base import (
@@ -86,12 +86,13 @@ def _clamp(value: float, lo: float, hi: float) -> float:
 # ---------------------------------------------------------------------- metrics (npu-exporter parity)
 
 # The families npu-exporter asks each of (its supportedHbmDevices and supportedPcieDevices).
-HBM_FAMILIES = frozenset({ChipFamily.ASCEND910, ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
-PCIE_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND950})
+HBM_FAMILIES = families_with(lambda row: MetricGroup.HBM in row.metrics)
+PCIE_FAMILIES = families_with(lambda row: MetricGroup.PCIE in row.metrics)
 # The families a driver answers HCCS counters, SIO counters, DDR memory for, as npu-exporter asks them.
-HCCS_FAMILIES = frozenset({ChipFamily.ASCEND910B, ChipFamily.ASCEND910A3})
-SIO_FAMILIES = frozenset({ChipFamily.ASCEND910A3, ChipFamily.ASCEND950})
-DDR_FAMILIES = frozenset({ChipFamily.ASCEND310, ChipFamily.ASCEND310B, ChipFamily.ASCEND310P})
+HCCS_FAMILIES = families_with(lambda row: MetricGroup.HCCS in row.metrics)
+SIO_FAMILIES = families_with(lambda row: MetricGroup.SIO in row.metrics)
+# DDR memory: the chips without on-chip memory, the 310 cards (the simulated 910A answers none).
+DDR_FAMILIES = families_with(lambda row: not row.on_chip_memory)
 
 
 def hbm_ecc(traits: ChipTraits) -> HbmEcc:
