@@ -76,14 +76,13 @@ class DevicePlugin:
     allocator: Allocator
     loops: TaskScope
     kube: KubeEdge | None  # --kube api
-    feed: PodFeed | None  # the node's pods (--kube api)
     bad_input_names: BadInputs | None  # the slow-node ConfigMap's (--kube api)
     repair: AnnotationRepair | None
     soft_share_dirs: SoftShareDirs | None
     container_metrics: ContainerMetrics | None
-    dra: DraServers | None
+    dra: DraServers | None  # --kubelet-api dra|both
     dra_driver: DraDriver | None
-    slices: SlicePublisher | None
+    slices: SlicePublisher | None  # with DRA and a cluster
 
     @classmethod
     def build(cls, settings: PluginSettings) -> DevicePlugin:
@@ -264,8 +263,8 @@ class DevicePlugin:
             kit.ready_when(lambda: None if registration.registered else "dra driver not registered with the kubelet")
         return cls(
             s, kit, metrics, manager, exporter, follower, verdicts, chips, servers, registrar, allocator, loops, kube,
-            feed, slow_node.bad_inputs if slow_node is not None else None, repair, soft_share_dirs, container_metrics,
-            dra, dra_driver, slices,
+            slow_node.bad_inputs if slow_node is not None else None, repair, soft_share_dirs, container_metrics, dra,
+            dra_driver, slices,
         )  # fmt: skip
 
     def bad_inputs(self) -> dict[str, str]:
@@ -306,9 +305,9 @@ class DevicePlugin:
                 "soft share: the npu-info directory is missing; soft-share pods are refused until it exists",
                 extra={"dir": str(self.settings.soft_share_npu_info_dir)},
             )
-        if self.soft_share_dirs is not None and self.feed is not None:
+        if self.soft_share_dirs is not None and self.kube is not None:
             # After the first pod list: the directories of pods deleted while the plugin was away.
-            self.loops.spawn(self.soft_share_dirs.sweep_when(self.feed.wait_synced), "soft-share-sweep")
+            self.loops.spawn(self.soft_share_dirs.sweep_when(self.kube.feed.wait_synced), "soft-share-sweep")
         if not self.settings.preset_virtual_device and self.kube is not None:
             self.loops.essential(self.allocator.sweep_vnpus(self.settings.vnpu_gc_period), "vnpu-gc")
         if self.container_metrics is not None:

@@ -31,15 +31,15 @@ def pod_view(pod: SlimPod) -> PodView:
 
 @dataclass
 class NodePods:
-    _views: dict[str, PodView] = field(default_factory=dict)  # by pod uid, following the cache
-    _list: list[PodView] | None = None
-    _health_chips: Counter[str] = field(default_factory=Counter)  # chip -> pods using it for health
+    _views: dict[str, PodView] = field(init=False, default_factory=dict)  # by pod uid, following the cache
+    _list: list[PodView] | None = field(init=False, default=None)
+    _health_chips: Counter[str] = field(init=False, default_factory=Counter)  # chip -> pods using it for health
     # Uids of the pods that hold what they were allocated: those in the phases whose allocations
     # ascend_common.inuse.chips_in_use_for_allocation counts, from Allocate on (before the pod's
     # kltDev/AscendReal lands, the predicate cannot name its chips yet, but its mappings must stay).
-    _holding: set[str] = field(default_factory=set)
-    _allocated: dict[str, PodView] = field(default_factory=dict)  # holders that carry kltDev (by uid)
-    _servable: dict[str, PodView] = field(default_factory=dict)  # pods the Volcano path can choose (by uid)
+    _holding: set[str] = field(init=False, default_factory=set)
+    _allocated: dict[str, PodView] = field(init=False, default_factory=dict)  # holders that carry kltDev (by uid)
+    _servable: dict[str, PodView] = field(init=False, default_factory=dict)  # pods the Volcano path can choose (by uid)
 
     def apply(self, kind: str, pod: SlimPod) -> tuple[PodView | None, PodView | None]:
         """One watch event: (the pod's view before it, its view now; None once deleted)."""
