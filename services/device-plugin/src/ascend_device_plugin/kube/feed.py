@@ -34,6 +34,7 @@ class PodFeed:
     cache: PodSource | None = field(init=False, default=None)  # once there is an ApiClient
     _pending: asyncio.TimerHandle | None = field(init=False, default=None)
 
+    # The allocation paths' PodSource (allocation.report): they read the index and re-list through here.
     def pods(self) -> list[PodView]:
         return self.index.pods()
 
