@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = (ROOT / "services", ROOT / "libs/common/src")
 KUBE_ADAPTERS = ROOT / "libs/common/src/ascend_common/adapters/kube"
-KUBE_CALLERS = (ROOT / "services/device-plugin/src/ascend_device_plugin/kube.py",)
+KUBE_CALLERS = (ROOT / "services/device-plugin/src/ascend_device_plugin/kube",)  # the plugin's kube edge
 # The adapters that talk to the apiserver, and the part of kubernetes.aio each one uses.
 AIO_USE = {
     "client.py": "kubernetes.aio.client",

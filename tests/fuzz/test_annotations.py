@@ -42,7 +42,7 @@ from ascend_device_plugin.core.volcano import (
     UINT64_MAX,
     DynamicRequest,
 )
-from ascend_device_plugin.kube import KubeBridge
+from ascend_device_plugin.kube.node import NodeFollower
 from fault_manager.deviceinfo.configmap import (
     MANUALLY_SEPARATE_KEY,
     check_code,
@@ -455,8 +455,8 @@ def test_check_code_of_a_foreign_device_info_is_a_hash_or_a_type_error(info: Any
 @FUZZ
 @given(value=st.none() | any_text | mutated_text(["-1", "0", "7", "2147483647"]) | st.integers().map(str))
 def test_super_pod_id_from_the_node_fits_go_int32(value: str | None) -> None:
-    bridge = KubeBridge(cast(Any, None), "node-a", lambda: None)
-    bridge.node = SlimNode(
+    follower = NodeFollower("node-a")
+    follower.node = SlimNode(
         name="node-a",
         uid="u",
         labels={},
@@ -464,7 +464,7 @@ def test_super_pod_id_from_the_node_fits_go_int32(value: str | None) -> None:
         addresses={"InternalIP": "10.0.0.1"},
         resource_version="1",
     )
-    facts = bridge.node_facts()
+    facts = follower.facts()
     # The rank-table annotation's super_pod_id is an int32 for Volcano and ClusterD.
     assert INT32[0] <= facts.super_pod_id <= INT32[1], value
     if value is not None and re.fullmatch(r"-?[0-9]{1,9}", value):
@@ -601,8 +601,8 @@ def test_regression_device_ids_are_ascii_and_whole(device_id: str) -> None:
 
 @pytest.mark.parametrize(("value", "super_pod_id"), [("2147483648", -1), ("-2147483649", -1), ("7", 7), ("x", -1)])
 def test_regression_super_pod_id_outside_int32_is_the_default(value: str, super_pod_id: int) -> None:
-    bridge = KubeBridge(cast(Any, None), "node-a", lambda: None)
-    bridge.node = SlimNode(
+    follower = NodeFollower("node-a")
+    follower.node = SlimNode(
         name="node-a", uid="u", labels={}, annotations={"superPodID": value}, addresses={}, resource_version="1"
     )
-    assert bridge.node_facts().super_pod_id == super_pod_id
+    assert follower.facts().super_pod_id == super_pod_id

@@ -1,7 +1,7 @@
 """The node's baseDeviceInfos levelList follows its inputs without a chip change (fake API server):
-the exporter's NodeInfo (NIC addresses: the app calls `relabel` on the follower's on_node) and the
-Node's InternalIP (seen by the bridge's watch of its Node) re-render it, and it is written only when its
-bytes differ."""
+the exporter's NodeInfo (NIC addresses: the follower's on_node calls `relabel`) and the Node's
+InternalIP (seen by the watch of its Node, kube.node) re-render it, and it is written only when its bytes
+differ."""
 
 from __future__ import annotations
 
@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, NodeInfo, UrmaDevice
-from ascend_device_plugin.kube import KubeBridge
+from ascend_device_plugin.kube.connection import ApiConnection
+from ascend_device_plugin.kube.edge import KubeEdge
+from ascend_device_plugin.kube.feed import PodFeed
+from ascend_device_plugin.kube.labels import NodeLabels
+from ascend_device_plugin.kube.node import NodeFollower
+from ascend_device_plugin.kube.pods import NodePods
+from ascend_device_plugin.kube.retire import OldResources
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.resources.levels import LevelSource
 from ascend_device_plugin.resources.manager import ResourceManager
@@ -54,7 +60,7 @@ def node_info(address: str) -> NodeInfo:
 @dataclass
 class Setup:
     server: FakeApiServer
-    bridge: KubeBridge
+    edge: KubeEdge
     manager: ResourceManager
     info: list[NodeInfo]  # the follower's node, as LevelSource reads it
 
@@ -81,35 +87,37 @@ class Setup:
 async def setup() -> AsyncIterator[Setup]:
     with FakeApiServer() as server, short_tmp_dir("lv-") as tmp:
         server.add_node(NODE, internal_ip="10.1.2.3")
-        bridge = KubeBridge(None, NODE, lambda: None, kubeconfig=write_kubeconfig(Path(tmp) / "kc", server.url))
+        # Wired as DevicePlugin.build wires them.
+        connection = ApiConnection(write_kubeconfig(Path(tmp) / "kc", server.url))
+        retire = OldResources(connection, NODE)
+        node = NodeFollower(NODE, on_change=[lambda old, new: labels.node_changed(old, new), retire.node_changed])
         info = [node_info("10.0.0.7")]
-        bridge.levels = LevelSource(
-            NODE, lambda: info[0], lambda: bridge.node.internal_ip if bridge.node is not None else ""
-        )
+        labels = NodeLabels(connection, node, LevelSource(NODE, lambda: info[0], node.internal_ip))
+        edge = KubeEdge(connection, PodFeed(NodePods(), NODE, lambda: None), node, labels, retire)
         manager = ResourceManager(ViewBoard(), default_fault_code_table(), PluginMetrics())
         manager.set_chips(server_chips())
-        await bridge.start()
+        await edge.start()
         try:
-            yield Setup(server, bridge, manager, info)
+            yield Setup(server, edge, manager, info)
         finally:
-            await bridge.stop()
+            await edge.stop()
 
 
 async def test_a_nic_address_change_rewrites_the_level_list_once(setup: Setup) -> None:
     s = setup
-    s.bridge.chips_changed(s.manager, "25.0")
+    s.edge.chips_changed(s.manager, "25.0")
     await until(lambda: s.level3_addr() == "10.0.0.7", 5.0, "the first levelList")
     assert s.level0_id() == "10.1.2.3"
     written = s.patches()
 
-    s.bridge.relabel()  # NodeInfo re-read, nothing in it changed: the same bytes, no write
+    s.edge.labels.relabel()  # NodeInfo re-read, nothing in it changed: the same bytes, no write
     s.info[0] = node_info("10.0.0.7")
-    s.bridge.relabel()
-    await until(lambda: s.bridge._label_task is not None and s.bridge._label_task.done(), 5.0, "the render")
+    s.edge.labels.relabel()
+    await until(lambda: s.edge.labels.settled(), 5.0, "the render")
     assert s.patches() == written
 
     s.info[0] = node_info("10.0.0.8")
-    s.bridge.relabel()
+    s.edge.labels.relabel()
     await until(lambda: s.level3_addr() == "10.0.0.8", 5.0, "level 3 with the new NIC address")
     assert s.patches() == written + 1
     assert s.level0_id() == "10.1.2.3"
@@ -118,11 +126,11 @@ async def test_a_nic_address_change_rewrites_the_level_list_once(setup: Setup) -
 async def test_a_change_asked_while_a_write_runs_is_rendered_after_it(setup: Setup) -> None:
     s = setup
     s.server.delay(0.5)  # the first write's PATCH is still under way when the address changes
-    s.bridge.chips_changed(s.manager, "25.0")
+    s.edge.chips_changed(s.manager, "25.0")
     await until(lambda: s.server.count("PATCH", NODE_PATCH) >= 1, 5.0, "the first write under way")
     assert s.level3_addr() is None
     s.info[0] = node_info("10.0.0.9")
-    s.bridge.relabel()
+    s.edge.labels.relabel()
     await until(lambda: s.level3_addr() == "10.0.0.7", 5.0, "the first write's render")
     s.server.delay(0)
     await until(lambda: s.level3_addr() == "10.0.0.9", 5.0, "the later address written after it")
@@ -130,7 +138,7 @@ async def test_a_change_asked_while_a_write_runs_is_rendered_after_it(setup: Set
 
 async def test_an_internal_ip_change_rewrites_level_0(setup: Setup) -> None:
     s = setup
-    s.bridge.chips_changed(s.manager, "25.0")
+    s.edge.chips_changed(s.manager, "25.0")
     await until(lambda: s.level0_id() == "10.1.2.3", 5.0, "the first levelList")
     written = s.patches()
     s.server.modify(
@@ -138,17 +146,17 @@ async def test_an_internal_ip_change_rewrites_level_0(setup: Setup) -> None:
     )
     await until(lambda: s.level0_id() == "10.9.9.9", 5.0, "level 0 named by the new InternalIP")
     assert s.level3_addr() == "10.0.0.7"
-    await until(lambda: s.bridge._label_task is not None and s.bridge._label_task.done(), 5.0, "the render")
+    await until(lambda: s.edge.labels.settled(), 5.0, "the render")
     assert s.patches() == written + 1
 
 
 async def test_the_node_is_watched_by_name_not_read_on_a_timer(setup: Setup) -> None:
     s = setup
-    s.bridge.chips_changed(s.manager, "25.0")
+    s.edge.chips_changed(s.manager, "25.0")
     await until(lambda: s.level0_id() == "10.1.2.3", 5.0, "the first levelList")
     await until(lambda: s.server.live_watches == 2, 5.0, "the pod and node watches")
     mark = len(s.server.requests)
-    # The bridge used to read its Node every 60 s; nothing in it changes here, so nothing is asked.
+    # The plugin used to read its Node every 60 s; nothing in it changes here, so nothing is asked.
     await asyncio.sleep(2.0)
     assert s.server.verb_counts(since=mark) == {}
     node_requests = [r for r in s.server.requests if r.path == "/api/v1/nodes"]

@@ -172,7 +172,8 @@ def test_the_plugin_process_loads_no_web_framework() -> None:
     """What the plugin imports to serve (the cluster bridge included) pulls in uvicorn for its ops port
     (issue 22: one ops server on a library), and neither FastAPI nor Starlette."""
     code = (
-        "import sys, ascend_device_plugin.cli, ascend_device_plugin.app, ascend_device_plugin.kube; "
+        "import sys, ascend_device_plugin.cli, ascend_device_plugin.app, ascend_device_plugin.kube.edge, "
+        "ascend_device_plugin.kube.patching, ascend_device_plugin.kube.slow_node; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'fastapi', 'starlette', 'uvicorn'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)

@@ -15,6 +15,8 @@ every path's report goes out through report.py.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
 
@@ -32,6 +34,8 @@ from ascend_device_plugin.softshare.path import SoftSharePath
 from ascend_device_plugin.vnpu.dynamic import DynamicVnpu
 from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
+
+log = logging.getLogger(__name__)
 
 MAX_DEVICES_PER_CONTAINER = 128
 MAX_CONTAINERS = 64
@@ -126,6 +130,15 @@ class Allocator:
     async def collect_vnpus(self, grace_s: float) -> list[str]:
         """Dynamic mode: destroy the vNPUs no pending or running pod holds (DynamicVnpu.collect)."""
         return await self.vnpu.collect(grace_s)
+
+    async def sweep_vnpus(self, period: float) -> None:
+        """Dynamic mode, every `period` s: collect_vnpus, with twice the period's grace."""
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await self.collect_vnpus(grace_s=2 * period)
+            except Exception:  # keep sweeping; one bad round must not end the loop
+                log.exception("vNPU sweep failed")
 
     async def stop(self, flush_s: float = 5.0) -> None:
         """Let the pending pod patches finish (bounded), then cancel what is left."""

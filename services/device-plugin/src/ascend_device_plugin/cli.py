@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ascend_device_plugin.kubelet.registrar import UnsafePath
 
     try:
-        plugin = DevicePlugin(settings)
+        plugin = DevicePlugin.build(settings)
         return run_service(serve(plugin))
     except (TokenFileError, UnsafePath, OSError, SoftShareRefused) as exc:
         log.error("cannot start", extra={"error": str(exc)})

@@ -13,9 +13,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
-from ascend_common.schemas.exporter import Chip
+from ascend_common.adapters.clients.exporter import ExporterClient
+from ascend_common.inuse import ASCEND_REAL
+from ascend_common.schemas.exporter import (
+    VDEV_ID_MAX,
+    VDEV_ID_MIN,
+    Chip,
+    ChipHolders,
+    ContainerHolder,
+    ContainerMapping,
+    VnpuHolders,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -28,6 +39,7 @@ from ascend_device_plugin.core.container_metrics import (
     container_samples,
     vnpu_holders,
 )
+from ascend_device_plugin.core.model import PodView
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -42,6 +54,47 @@ PublishHolders = Callable[
     [Mapping[int, Sequence[ContainerRef]], Mapping[int, Sequence[ContainerRef]], float], Awaitable[None]
 ]
 MAX_CALL_S = 5.0  # a source's deadline, shorter when the period is
+
+
+@dataclass
+class ExporterHolders:
+    """The exporter's side of a round: its chips, read afresh, and who holds them, told back."""
+
+    exporter: ExporterClient
+
+    async def chips(self, deadline_s: float) -> list[Chip]:
+        # Read afresh: the follower re-reads a chip on its events only, so its readings are old.
+        async with asyncio.timeout(deadline_s):
+            return (await self.exporter.chips()).chips
+
+    async def publish(
+        self,
+        holders: Mapping[int, Sequence[ContainerRef]],
+        vnpus: Mapping[int, Sequence[ContainerRef]],
+        deadline_s: float,
+    ) -> None:
+        def containers(refs: Sequence[ContainerRef]) -> list[ContainerHolder]:
+            return [ContainerHolder(namespace=r.namespace, pod=r.pod, container=r.container) for r in refs]
+
+        mapping = ContainerMapping(
+            chips=[ChipHolders(phy_id=phy, containers=containers(refs)) for phy, refs in sorted(holders.items())],
+            # Only the vdev ids the exporter accepts (npu-exporter serves no other): one the kubelet
+            # names outside them must not cost the whole mapping a 422.
+            vnpus=[
+                VnpuHolders(vdev_id=vdev, containers=containers(refs))
+                for vdev, refs in sorted(vnpus.items())
+                if VDEV_ID_MIN <= vdev <= VDEV_ID_MAX
+            ],
+        )
+        async with asyncio.timeout(deadline_s):
+            await self.exporter.put_containers(mapping)
+
+
+def real_allocations(allocated: Mapping[str, PodView]) -> dict[tuple[str, str], str]:
+    """The AscendReal annotations of the pods holding an allocation, by (namespace, name)."""
+    return {
+        (p.namespace, p.name): p.annotations[ASCEND_REAL] for p in allocated.values() if ASCEND_REAL in p.annotations
+    }
 
 
 class ContainerMetrics(Collector):

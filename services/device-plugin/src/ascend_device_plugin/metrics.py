@@ -39,6 +39,11 @@ class PluginMetrics:
             "ascend_device_plugin_dra_slice_devices", "devices in the node's ResourceSlice as last written", registry=r
         )
 
+    def dra_slice_written(self, devices: int) -> None:
+        """The DRA driver wrote a generation of the node's ResourceSlice with `devices` devices."""
+        self.dra_slice_writes.inc()
+        self.dra_slice_devices.set(devices)
+
     def devices_published(self, resource: str, devices: tuple[AdvertisedDevice, ...]) -> None:
         """The resource manager published a resource's devices (metrics listen to it)."""
         healthy = sum(d.healthy for d in devices)

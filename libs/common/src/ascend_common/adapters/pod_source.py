@@ -1,6 +1,6 @@
 """Where a service's pod cache gets the node's pods: the API server's list+watch, or the kubelet's /pods.
 
-`PodSource` is what the consumers use (the device-plugin's KubeBridge, the fault-manager's
+`PodSource` is what the consumers use (the device-plugin's PodFeed, the fault-manager's
 reactor and hot reset); `PodCache` (kube/pod_watch.py, list+watch on the API server) and
 `KubeletPodSource` (kubelet/pods.py, the kubelet's /pods polled, from a KubeletSource) both are
 one. The choice is the settings' `--pod-source` (the reference's -getPodFromKubelet);
