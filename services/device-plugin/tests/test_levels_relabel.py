@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, NodeInfo, UrmaDevice
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.kube import KubeBridge
+from ascend_device_plugin.levels.level_source import LevelSource
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.resources.levels import LevelSource
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.chips import node_950
 from tests.support.eids import mesh_eid

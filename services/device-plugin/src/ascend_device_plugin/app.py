@@ -33,34 +33,34 @@ from ascend_common.schemas.exporter import (
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.tokens import first_token
 
+from ascend_device_plugin.allocation.chip_owners import ChipOwners, ChipTaken
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.repair import AnnotationRepair
 from ascend_device_plugin.allocation.report import HostFacts, Report
 from ascend_device_plugin.allocator import Allocator
-from ascend_device_plugin.container_metrics import ContainerMetrics
-from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
-from ascend_device_plugin.core.container_metrics import ContainerRef
+from ascend_device_plugin.container_metrics.families import ContainerRef
+from ascend_device_plugin.container_metrics.sampler import ContainerMetrics
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.kubelet.podresources import find_pod, list_container_devices
 from ascend_device_plugin.kubelet.registrar import Registrar
 from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
+from ascend_device_plugin.levels.level_source import LevelSource
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.ras_topology import RasTopologyWriter
-from ascend_device_plugin.resources.levels import LevelSource
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.settings import PluginSettings, noexecute_levels
 from ascend_device_plugin.softshare.dirs import SoftShareDirs
 from ascend_device_plugin.softshare.files import HostFiles
-from ascend_device_plugin.softshare.path import SoftSharePath
+from ascend_device_plugin.softshare.softshare_path import SoftSharePath
 from ascend_device_plugin.vnpu.dynamic import DynamicVnpu
-from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
+from ascend_device_plugin.volcano.volcano_path import VolcanoPath
 
 if TYPE_CHECKING:
     from ascend_device_plugin.dra.driver import DraDriver
-    from ascend_device_plugin.dra.server import DraServers
+    from ascend_device_plugin.dra.grpc_servers import DraServers
     from ascend_device_plugin.dra.slices import SlicePublisher
     from ascend_device_plugin.kube import KubeBridge
 
@@ -186,10 +186,10 @@ class DevicePlugin:
         """The DRA driver beside (or instead of) the device plugin, on the same resource manager."""
         # Imported only when switched on: the resource API client pulls in the Kubernetes client,
         # which a device plugin without DRA (and without a cluster) must not load.
-        from ascend_device_plugin.core.dra import DRIVER
         from ascend_device_plugin.dra.driver import DraDriver
-        from ascend_device_plugin.dra.kube import ResourceApi
-        from ascend_device_plugin.dra.server import DraServers
+        from ascend_device_plugin.dra.grpc_servers import DraServers
+        from ascend_device_plugin.dra.resource_api import ResourceApi
+        from ascend_device_plugin.dra.slice_devices import DRIVER
         from ascend_device_plugin.dra.slices import SlicePublisher
 
         s = self.settings

@@ -35,13 +35,13 @@ from ascend_common.jsonin import InputError
 from ascend_common.pods import FINISHED_PHASES, SlimPod
 
 from ascend_device_plugin.allocation.report import HostFacts
-from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, parse_slow_node
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.node_labels import node_annotations, node_labels
-from ascend_device_plugin.core.volcano import may_serve
-from ascend_device_plugin.resources.inventory import InventorySource
-from ascend_device_plugin.resources.levels import LevelSource
+from ascend_device_plugin.allocation.response import SLOW_NODE_CONFIGMAP, parse_slow_node
+from ascend_device_plugin.inventory.snapshot import InventorySource
+from ascend_device_plugin.levels.level_source import LevelSource
+from ascend_device_plugin.model.chip_pod import PodView
+from ascend_device_plugin.node_labels import node_annotations, node_labels
 from ascend_device_plugin.settings import PluginSettings
+from ascend_device_plugin.volcano.annotations import may_serve
 
 log = logging.getLogger(__name__)
 RETIRE_RETRY_S = 60.0  # a failed removal of an earlier generation's resource is tried again so often
