@@ -46,13 +46,13 @@ DRIVER = "npu.huawei.com"
 RESOURCE_VERSIONS = ("v1", "v1beta1")  # what a 1.34 apiserver serves; the driver picks v1
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 PHY = 3  # the chip
-DEVICE = f"ascend910-{PHY}"  # the DRA device name (core.dra.device_name)
+DEVICE = f"ascend910-{PHY}"  # the DRA device name (dra.slice_devices.device_name)
 TARGET_S = 0.1
 WATCH_S = 300  # one watch request's server-side timeout; the watcher opens the next one from where it was
 REFERENCE = "never: the reference's DRA driver publishes no health (a faulty chip stays in its slice)"
 HEALTH_REFERENCE = "never: the reference's DRA driver serves no health stream (the kubelet shows Unknown)"
 CLAIM = "bench-claim"
-TAINT = "npu.huawei.com/unhealthy"  # the driver's taint of a chip that is not healthy (core.dra)
+TAINT = "npu.huawei.com/unhealthy"  # the driver's taint of a chip that is not healthy (dra.slice_devices)
 
 
 @dataclass(frozen=True)

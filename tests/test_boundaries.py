@@ -3,7 +3,7 @@
 The rules are import-linter contracts in pyproject.toml (`[tool.importlinter]`), checked through every
 chain of imports, function-level ones included: the exporter reaches neither the Kubernetes client nor
 gRPC, the domain layer of ascend_common reaches no I/O library and no adapter, no service imports
-another, libs/common imports none, the plugin's core is pure, and so on. Here: the contracts run (so
+another, libs/common imports none, the plugin's rules are pure, and so on. Here: the contracts run (so
 `./dev test` runs them), a contract is shown to fail on a package that breaks it, and the rules
 import-linter cannot express (each service reaches only libraries its pyproject asks for; only the
 exporter loads a shared library) are checked with grimp, import-linter's own graph.
@@ -70,6 +70,27 @@ def test_the_domain_contract_names_every_module_of_the_domain() -> None:
     domain = {f"ascend_common.{m}" for m in modules} - {ADAPTERS}
     assert set(contracts()["domain"]["source_modules"]) == domain
     assert ADAPTERS in contracts()["domain"]["forbidden_modules"]
+
+
+def test_the_plugin_purity_contract_sorts_every_module_of_the_plugin() -> None:
+    """Each module of the device-plugin is a rule (its purity checked) or I/O that no rule may
+    import: a new module lands on one side, so the contract cannot lose track of it."""
+    folder = PACKAGES["ascend_device_plugin"]
+    modules = {
+        "ascend_device_plugin." + ".".join(p.relative_to(folder).with_suffix("").parts)
+        for p in folder.rglob("*.py")
+        if p.stem != "__init__"
+    }
+    pure = contracts()["plugin-pure"]
+    rules = set(pure["source_modules"])
+    io = [m for m in pure["forbidden_modules"] if m.startswith("ascend_device_plugin.")]
+
+    def is_io(module: str) -> bool:
+        return any(module == m or module.startswith(m + ".") for m in io)
+
+    assert rules <= modules, sorted(rules - modules)
+    assert not [m for m in rules if is_io(m)]
+    assert sorted(m for m in modules if m not in rules and not is_io(m)) == []
 
 
 def test_a_contract_fails_on_a_chain_of_two_modules(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import celpy
 import pytest
 from ascend_common.adapters.settings import load_settings
-from ascend_device_plugin.core.dra import API_VERSIONS, DRIVER, resource_slice, slice_name
+from ascend_device_plugin.dra.slice_devices import API_VERSIONS, DRIVER, resource_slice, slice_name
 from ascend_device_plugin.settings import PluginSettings
 from celpy.adapter import json_to_cel
 
@@ -426,7 +426,7 @@ def policy(dra: dict[str, Path]) -> Manifest:
 
 
 def _slice(node: str, level: Level) -> dict[str, Any]:
-    """The slice the driver writes for `node` (core.dra, as the publisher sends it) in the version a
+    """The slice the driver writes for `node` (dra.slice_devices, as the publisher sends it) in the version a
     cluster of the level serves."""
     return resource_slice(node, [], 1, level.api)
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from ascend_common.gojson import go_json
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
-from ascend_device_plugin.core.eid import UrmaEids
-from ascend_device_plugin.core.ranklevels import NodeFacts, RankLevel, level_list, level_list_json, render_level_list
+from ascend_device_plugin.levels.rank_levels import NodeFacts, RankLevel, level_list, level_list_json, render_level_list
+from ascend_device_plugin.model.eid import UrmaEids
 
 from tests.e2e.stack import node_stack
 from tests.support.exporter import ExporterProc

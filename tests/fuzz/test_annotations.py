@@ -26,23 +26,18 @@ from ascend_common.naming import chip_name, parse_device_id, shared_device_id, v
 from ascend_common.pods import MAX_REQUEST, InvalidPod, SlimPod, slim_pod
 from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
 from ascend_common.vnpu import TEMPLATE_BY_SUFFIX, TEMPLATES
-from ascend_device_plugin.core import (
-    PodView,
+from ascend_device_plugin.allocation.annotations import PREDICATE_TIME, TAKEN, UINT64_MAX, real_allocation_annotations
+from ascend_device_plugin.kube.node import NodeFollower
+from ascend_device_plugin.model.chip_pod import PodView
+from ascend_device_plugin.volcano.annotations import (
+    MAX_ANNOTATED_DEVICES,
+    MAX_PHY_ID,
+    DynamicRequest,
     parse_npu_core,
     parse_predicate_time,
     parse_real_devices,
     pick_pod,
-    real_allocation_annotations,
 )
-from ascend_device_plugin.core.volcano import (
-    MAX_ANNOTATED_DEVICES,
-    MAX_PHY_ID,
-    PREDICATE_TIME,
-    TAKEN,
-    UINT64_MAX,
-    DynamicRequest,
-)
-from ascend_device_plugin.kube.node import NodeFollower
 from fault_manager.deviceinfo.configmap import (
     MANUALLY_SEPARATE_KEY,
     check_code,

@@ -1,6 +1,6 @@
 // Golden vectors for the plugin's rank configuration, the pod annotations
 // ascend.kubectl.kubernetes.io/ascend-910-configuration and ascend-npu-configuration
-// (services/device-plugin/src/ascend_device_plugin/core/annotations.py `device_configuration`).
+// (services/device-plugin/src/ascend_device_plugin/allocation/annotations.py `device_configuration`).
 //
 // Our own small program, not reference code: the structs below restate the wire format of the
 // reference Ascend Device Plugin as read from component/ascend-device-plugin/pkg/common/proto.go

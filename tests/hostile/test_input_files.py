@@ -13,10 +13,10 @@ from typing import Any, cast
 import httpx
 import pytest
 from ascend_common.jsonin import InputError
-from ascend_device_plugin.core.allocate import parse_slow_node, slow_node_envs
+from ascend_device_plugin.allocation.response import parse_slow_node, slow_node_envs
 from ascend_device_plugin.dra.state import Checkpoint, CheckpointError
+from ascend_device_plugin.levels.level_source import _read_edges
 from ascend_device_plugin.ras_topology import RasTarget, sync_once
-from ascend_device_plugin.resources.levels import _read_edges
 from dcmi_exporter.backends.dcmi import procstat
 from dcmi_exporter.tasks.hang_rule import HangConfig, HangState, Sample, step
 from fault_manager.deviceinfo.configmap import parse_upgrade_reasons

@@ -31,16 +31,16 @@ from ascend_common.adapters.kubelet import dra_v1_pb2_grpc as dra_v1_grpc
 from ascend_common.faults import FaultLevel, default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState
 from ascend_common.schemas.verdict import ChipVerdict, VerdictReason
-from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
-from ascend_device_plugin.core.dra import DRIVER, slice_name
+from ascend_device_plugin.allocation.chip_owners import ChipOwners, ChipTaken
 from ascend_device_plugin.dra.driver import ClaimRef, DraDriver, Outcome
-from ascend_device_plugin.dra.kube import NoResourceApi, ResourceApi
-from ascend_device_plugin.dra.server import DraServers
+from ascend_device_plugin.dra.grpc_servers import DraServers
+from ascend_device_plugin.dra.resource_api import NoResourceApi, ResourceApi
+from ascend_device_plugin.dra.slice_devices import DRIVER, slice_name
 from ascend_device_plugin.dra.slices import SlicePublisher
 from ascend_device_plugin.dra.state import Checkpoint, CheckpointError, PreparedDevice
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.chips import node_910b
 from tests.support.fake_apiserver import FakeApiServer

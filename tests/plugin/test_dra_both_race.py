@@ -3,7 +3,7 @@ Prepare for the same chip, raced 200 times from two kubelets (the fake device-pl
 the fake DRA kubelet, in this process) against one plugin process: exactly one of them is granted
 every time, and the chip is free again after each round's cleanup.
 
-Before the chip table (core.chip_owners), the slice kept offering a chip the device plugin had just
+Before the chip table (allocation.chip_owners), the slice kept offering a chip the device plugin had just
 handed out until the pod's annotation reached the cache, and Allocate never looked at claims: both
 were granted whenever Allocate came first.
 """

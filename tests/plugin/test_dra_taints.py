@@ -17,12 +17,12 @@ import pytest
 from ascend_common.adapters.kube.config import build_api_client
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState
-from ascend_device_plugin.core.dra import slice_name
-from ascend_device_plugin.dra.kube import ResourceApi
+from ascend_device_plugin.dra.resource_api import ResourceApi
+from ascend_device_plugin.dra.slice_devices import slice_name
 from ascend_device_plugin.dra.slices import SlicePublisher
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.chips import node_910b
 from tests.support.fake_apiserver import FakeApiServer

@@ -6,20 +6,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ascend_common.adapters.clients.exporter import ExporterClient
+from ascend_device_plugin.allocation.chip_owners import ChipOwners, ChipTaken
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.report import HostFacts, Report
 from ascend_device_plugin.allocator import Allocator
-from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.softshare.dirs import SoftShareDirs
 from ascend_device_plugin.softshare.files import HostFiles
-from ascend_device_plugin.softshare.path import SoftSharePath
+from ascend_device_plugin.softshare.softshare_path import SoftSharePath
 from ascend_device_plugin.vnpu.dynamic import DynamicVnpu
-from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
+from ascend_device_plugin.volcano.volcano_path import VolcanoPath
 
 from tests.support.pod_source import FakePods
 

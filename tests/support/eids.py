@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ascend_device_plugin.core.eid import UrmaEids
+from ascend_device_plugin.model.eid import UrmaEids
 
 PG_PORT = 0x3F  # the port field of a device's PG EID
 

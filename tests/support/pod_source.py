@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.volcano import may_serve
+from ascend_device_plugin.model.chip_pod import PodView
+from ascend_device_plugin.volcano.annotations import may_serve
 
 
 @dataclass

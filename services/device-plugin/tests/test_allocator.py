@@ -15,16 +15,16 @@ from ascend_common.adapters.clients.exporter import ExporterClient
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, ChipState, Vnpu
+from ascend_device_plugin.allocation.annotations import TAKEN
+from ascend_device_plugin.allocation.chip_owners import ChipOwners
 from ascend_device_plugin.allocation.refusals import AllocationError
 from ascend_device_plugin.allocation.report import HostFacts
 from ascend_device_plugin.allocator import Allocator
-from ascend_device_plugin.core.chip_owners import ChipOwners
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.volcano import TAKEN
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.kubelet.server import status_of
 from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.model.chip_pod import PodView
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.allocator import held_by, wired_allocator
 from tests.support.chips import exporter_chip, node_910a, node_910b

@@ -1,4 +1,4 @@
-"""One chip, one kubelet API (`--kubelet-api both`, core.chip_owners): step tables.
+"""One chip, one kubelet API (`--kubelet-api both`, allocation.chip_owners): step tables.
 
 Each case is a sequence of calls on one table, each with what it must answer: "ok", or the
 ChipTaken it raises ("dp" when the device plugin holds the chip, else the claim's uid)."""
@@ -6,7 +6,7 @@ ChipTaken it raises ("dp" when the device plugin holds the chip, else the claim'
 from __future__ import annotations
 
 import pytest
-from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
+from ascend_device_plugin.allocation.chip_owners import ChipOwners, ChipTaken
 
 C3, C4 = "Ascend910-3", "Ascend910-4"
 Step = tuple[str, str, tuple[str, ...], float, str]  # (call, claim uid, chips, now, expected)

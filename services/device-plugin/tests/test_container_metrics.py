@@ -1,5 +1,5 @@
 """npu-exporter's container families from a PodResources listing and the exporter's chips (the pure
-core), the sampling task's rules (a hung source delays no scrape), and npu-exporter's tests of the
+families), the sampling task's rules (a hung source delays no scrape), and npu-exporter's tests of the
 container map and the card labels, ported (collector/metrics/common_utils_test.go,
 collector/common/collector_for_container_test.go, collector/metrics/collector_for_hbm_test.go)."""
 
@@ -14,8 +14,7 @@ import pytest
 from ascend_common.cardlabel import NOT_DISPLAYED_FOR_MULTI_POD
 from ascend_common.schemas.exporter import Chip, ChipState, Hbm, Utilization, Vnpu
 from ascend_common.schemas.reading import Reading
-from ascend_device_plugin.container_metrics import ContainerMetrics
-from ascend_device_plugin.core.container_metrics import (
+from ascend_device_plugin.container_metrics.families import (
     CARD_LABELS,
     FAMILIES,
     INFO,
@@ -30,6 +29,7 @@ from ascend_device_plugin.core.container_metrics import (
     container_map,
     container_samples,
 )
+from ascend_device_plugin.container_metrics.sampler import ContainerMetrics
 from prometheus_client import CollectorRegistry, generate_latest
 
 from tests.support.chips import exporter_chip

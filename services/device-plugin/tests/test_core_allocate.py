@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 from ascend_common.chips import ChipFamily
-from ascend_device_plugin.core import AllocDevice, ContainerAlloc, DeviceNode, container_response, validate_request
-from ascend_device_plugin.core.allocate import slow_node_envs
+from ascend_device_plugin.allocation.response import (
+    AllocDevice,
+    ContainerAlloc,
+    DeviceNode,
+    container_response,
+    slow_node_envs,
+    validate_request,
+)
 
 ALL_NODES = frozenset({"/dev/davinci_manager", "/dev/hisi_hdc", "/dev/devmm_svm", "/dev/dvpp_cmdlist"})
 B = ChipFamily.ASCEND910B

@@ -10,14 +10,14 @@ import json
 
 import pytest
 from ascend_common.chips import ChipFamily, ResourceType
-from ascend_device_plugin.core import (
-    ChipInfo,
+from ascend_device_plugin.allocation.annotations import (
     ConfigDevice,
+    config_devices,
     configuration_key,
     device_configuration,
     real_allocation_annotations,
 )
-from ascend_device_plugin.core.annotations import config_devices
+from ascend_device_plugin.model.chip_pod import ChipInfo
 
 # --- AscendReal / kltDev ---------------------------------------------------------------------
 

@@ -7,8 +7,9 @@ import itertools
 import pytest
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.schemas.exporter import Vnpu
-from ascend_device_plugin.core import ChipInfo, DeviceEntry, chip_of, natural_sorted, physical_devices, vnpu_devices
-from ascend_device_plugin.core.ordering import natural_key
+from ascend_device_plugin.model.chip_pod import ChipInfo
+from ascend_device_plugin.model.ordering import natural_key, natural_sorted
+from ascend_device_plugin.resources.devices import DeviceEntry, chip_of, physical_devices, vnpu_devices
 from hypothesis import given
 from hypothesis import strategies as st
 

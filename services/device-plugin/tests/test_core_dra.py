@@ -1,4 +1,4 @@
-"""The ResourceSlice body and the claim checks of the DRA driver (core.dra, core.dra_claims).
+"""The ResourceSlice body and the claim checks of the DRA driver (dra.slice_devices, dra.claims).
 
 Chips come from tests/support/chips (shaped like the sim's 910b-8 and a5-superpod-8). The CEL
 selectors are evaluated with cel-python against the devices as the scheduler sees them
@@ -15,7 +15,16 @@ from ascend_common.chips import ChipFamily
 from ascend_common.schemas.exporter import Chip, Hbm
 from ascend_common.schemas.reading import Reading
 from ascend_common.superpod import NO_SUPER_POD, SuperPod, super_pod
-from ascend_device_plugin.core.dra import (
+from ascend_device_plugin.dra.claims import (
+    CDI_KIND,
+    ClaimDevice,
+    ClaimError,
+    cdi_device_id,
+    cdi_spec,
+    cdi_spec_name,
+    claim_devices,
+)
+from ascend_device_plugin.dra.slice_devices import (
     API_VERSIONS,
     DRIVER,
     DeviceTaint,
@@ -28,15 +37,6 @@ from ascend_device_plugin.core.dra import (
     slice_name,
     unhealthy_taint,
     written_taints,
-)
-from ascend_device_plugin.core.dra_claims import (
-    CDI_KIND,
-    ClaimDevice,
-    ClaimError,
-    cdi_device_id,
-    cdi_spec,
-    cdi_spec_name,
-    claim_devices,
 )
 from celpy.adapter import json_to_cel
 

@@ -15,14 +15,14 @@ from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.gojson import go_json
 from ascend_common.schemas.exporter import NodeInfo
 from ascend_common.superpod import NO_SUPER_POD, SuperPod
-from ascend_device_plugin.core.annotations import ConfigDevice, config_devices, device_configuration
-from ascend_device_plugin.core.eid import UrmaEids
-from ascend_device_plugin.core.levels import chip_levels, node_facts, rendered
-from ascend_device_plugin.core.model import ChipInfo
-from ascend_device_plugin.core.node_labels import node_annotations
-from ascend_device_plugin.core.ranklevels import level_list_json, render_level_list
-from ascend_device_plugin.resources.inventory import Inventory
-from ascend_device_plugin.resources.levels import LevelSource
+from ascend_device_plugin.allocation.annotations import ConfigDevice, config_devices, device_configuration
+from ascend_device_plugin.inventory.snapshot import Inventory
+from ascend_device_plugin.levels.level_lists import chip_levels, node_facts, rendered
+from ascend_device_plugin.levels.level_source import LevelSource
+from ascend_device_plugin.levels.rank_levels import level_list_json, render_level_list
+from ascend_device_plugin.model.chip_pod import ChipInfo
+from ascend_device_plugin.model.eid import UrmaEids
+from ascend_device_plugin.node_labels import node_annotations
 
 from tests.support.eids import POD_1D_DEVICES
 
@@ -53,7 +53,7 @@ def inventory(chips: list[ChipInfo], pod: SuperPod = POD_1D, main_board: int | N
     )  # fmt: skip
 
 
-# --- core/levels ----------------------------------------------------------------------------------
+# --- levels/level_lists ----------------------------------------------------------------------------------
 
 
 def test_node_facts_take_the_super_pod_and_leave_unread_values_none() -> None:
@@ -130,7 +130,7 @@ def test_a_vnpu_carries_no_level_list() -> None:
     assert "levelList" not in device_configuration("p", "u", "", devices, vnpu=vnpu)
 
 
-# --- resources/levels.LevelSource ------------------------------------------------------------------
+# --- levels/level_source.LevelSource ------------------------------------------------------------------
 
 
 def node_info(**update: object) -> NodeInfo:

@@ -8,7 +8,8 @@ import json
 import pytest
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.superpod import SuperPod
-from ascend_device_plugin.core import ChipInfo, node_annotations, node_labels
+from ascend_device_plugin.model.chip_pod import ChipInfo
+from ascend_device_plugin.node_labels import node_annotations, node_labels
 
 R910 = ResourceType.ASCEND910
 

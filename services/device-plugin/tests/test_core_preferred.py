@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 from ascend_common.chips import ChipFamily, ResourceType
-from ascend_device_plugin.core import ChipInfo, affinity_groups, device_groups, preferred_allocation
+from ascend_device_plugin.model.chip_pod import ChipInfo
+from ascend_device_plugin.placement.preferred import preferred_allocation
+from ascend_device_plugin.placement.topology import affinity_groups, device_groups
 from hypothesis import given
 from hypothesis import strategies as st
 

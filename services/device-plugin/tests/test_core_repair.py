@@ -1,4 +1,4 @@
-"""Annotation repair: the pure rules (core/repair.py) by table, and the pod-event shell
+"""Annotation repair: the pure rules (allocation/repair_rules.py) by table, and the pod-event shell
 (allocation/repair.py) over a recording patcher.
 
 Go's TestAddPodAnnotation1..3 (pkg/device/ascendcommon_test.go) assert only that AddPodAnnotation
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 from ascend_device_plugin.allocation.repair import AnnotationRepair
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.repair import REPAIRED_KEYS, adoptable, kept, repair_patch
+from ascend_device_plugin.allocation.repair_rules import REPAIRED_KEYS, adoptable, kept, repair_patch
+from ascend_device_plugin.model.chip_pod import PodView
 
 REAL, KLT = "huawei.com/AscendReal", "huawei.com/kltDev"
 CONFIG = "ascend.kubectl.kubernetes.io/ascend-910-configuration"

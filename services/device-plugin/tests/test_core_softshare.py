@@ -1,6 +1,6 @@
 """Soft share's switch and device ids (issue 23), and the share count by chip family.
 
-Table tests of the pure rules (core/softshare.py, core/devices.py), then the settings' start
+Table tests of the pure rules (softshare/switch.py, resources/devices.py), then the settings' start
 checks (a bad set exits 2 through `prepare`) and the resource manager's published lists.
 """
 
@@ -19,19 +19,20 @@ from ascend_common.schemas.exporter import Chip
 from ascend_device_plugin import cli
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.report import HostFacts
-from ascend_device_plugin.core import ChipInfo, physical_devices
-from ascend_device_plugin.core.softshare import (
+from ascend_device_plugin.inventory.views import ViewBoard
+from ascend_device_plugin.kubelet.server import status_of
+from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.model.chip_pod import ChipInfo
+from ascend_device_plugin.resources.devices import physical_devices
+from ascend_device_plugin.resources.manager import ResourceManager
+from ascend_device_plugin.settings import PluginSettings
+from ascend_device_plugin.softshare.switch import (
     check_switch,
     ids_per_chip,
     ignored_share_count,
     soft_share_on,
     soft_share_refusal,
 )
-from ascend_device_plugin.kubelet.server import status_of
-from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
-from ascend_device_plugin.settings import PluginSettings
 from pydantic import ValidationError
 
 from tests.support.allocator import wired_allocator

@@ -1,6 +1,6 @@
 """What one soft-share pod gets (issue 23): quotas, job name, vid, quota file, die id, mounts; and
-which directories the cleanup removes. Table tests of the pure rules (core/softshare_pod.py,
-core/softshare_cleanup.py), ported from the reference's Go tests where one exists (named after it:
+which directories the cleanup removes. Table tests of the pure rules (softshare/pod.py,
+softshare/cleanup.py), ported from the reference's Go tests where one exists (named after it:
 pkg/server/plugin_test.go, pkg/common/common_test.go) and the issue's "Must show" vectors word
 for word.
 """
@@ -14,11 +14,10 @@ import pytest
 from ascend_common.chips import ChipFamily
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV
 from ascend_common.softshare import AICORE_QUOTA, HBM_QUOTA, SCHEDULING_POLICY, VNPU_ID
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.softshare_cleanup import PodDir, held_dirs, job_of, pod_dir_of, removals
-from ascend_device_plugin.core.softshare_pod import (
+from ascend_device_plugin.model.chip_pod import PodView
+from ascend_device_plugin.softshare.cleanup import PodDir, held_dirs, job_of, pod_dir_of, removals
+from ascend_device_plugin.softshare.pod import (
     Quota,
-    atoi,
     is_job_dir,
     is_pod_dir,
     job_dir,
@@ -31,6 +30,7 @@ from ascend_device_plugin.core.softshare_pod import (
     shm_id,
     vids_of,
 )
+from ascend_device_plugin.volcano.annotations import atoi
 
 DIE = "00000001-0000ABCD-00000000-00000000-00000012"  # the issue's die words [0x1,0xABCD,0,0,0x12]
 QUOTAS = {AICORE_QUOTA: "30", HBM_QUOTA: "16384", SCHEDULING_POLICY: "elastic"}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from ascend_common.chips import ChipFamily, ResourceType
-from ascend_device_plugin.core import ChipInfo, core_health, core_ids
+from ascend_device_plugin.model.chip_pod import ChipInfo
+from ascend_device_plugin.vnpu.cores import core_health, core_ids
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -7,19 +7,19 @@ import re
 
 import pytest
 from ascend_common.chips import ChipFamily, ResourceType
-from ascend_device_plugin.core import (
-    PREDICATE_TIME,
-    TAKEN,
+from ascend_device_plugin.allocation.annotations import PREDICATE_TIME, TAKEN, taken_patch
+from ascend_device_plugin.model.chip_pod import PodView
+from ascend_device_plugin.volcano.annotations import (
     DynamicRequest,
-    PodView,
+    annotated_chips,
     annotation_key,
+    kubelet_map,
+    may_serve,
     parse_npu_core,
     parse_predicate_time,
     parse_real_devices,
     pick_pod,
-    taken_patch,
 )
-from ascend_device_plugin.core.volcano import annotated_chips, kubelet_map, may_serve
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -1,4 +1,4 @@
-"""The DRA health stream: the pure mapping (core.dra_health) and the hub that fans it out (dra.health)."""
+"""The DRA health stream: the pure mapping (dra.health_reports) and the hub that fans it out (dra.health_service)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,19 @@ from types import MappingProxyType
 
 import pytest
 from ascend_common.adapters.kubelet import dra_health_pb2 as pb
-from ascend_device_plugin.core.dra_health import (
+from ascend_device_plugin.dra.health_reports import (
     EXPORTER_LOST,
     MAX_MESSAGE,
     NOT_REPORTED,
-    ChipHealth,
     DeviceHealth,
     DeviceReport,
     PreparedChip,
     device_health,
     device_reports,
 )
-from ascend_device_plugin.dra.health import TIMEOUT_S, HealthStreams, Reports, response
-from ascend_device_plugin.resources.inventory import Inventory
+from ascend_device_plugin.dra.health_service import TIMEOUT_S, HealthStreams, Reports, response
+from ascend_device_plugin.inventory.snapshot import Inventory
+from ascend_device_plugin.model.chip_pod import ChipHealth
 
 OK = ChipHealth(True, "verdict NotHandleFault")
 BAD = ChipHealth(False, "verdict SeparateNPU, fault codes 80E01801")
@@ -153,7 +153,7 @@ async def test_close_ends_every_stream(hub: tuple[Source, HealthStreams]) -> Non
 async def test_a_quiet_stream_is_sent_the_list_again(
     hub: tuple[Source, HealthStreams], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ascend_device_plugin.dra.health.RESEND_S", 0.05)
+    monkeypatch.setattr("ascend_device_plugin.dra.health_service.RESEND_S", 0.05)
     _, streams = hub
     follow = streams.follow()
     first = await anext(follow)

@@ -9,7 +9,7 @@ Where the reference feeds a non-hex digit and expects -1 / false / an error, our
 from __future__ import annotations
 
 import pytest
-from ascend_device_plugin.core.eid import (
+from ascend_device_plugin.model.eid import (
     UrmaEids,
     card_d2d,
     card_die,

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import pytest
-from ascend_device_plugin.core.hccl_topo import topo_edges
-from ascend_device_plugin.core.ranklevels import TopoEdge
+from ascend_device_plugin.levels.hccl_topo import topo_edges
+from ascend_device_plugin.levels.rank_levels import TopoEdge
 
 FILE = b"""{"version": "1.0", "hardware_type": "Atlas 350", "peer_count": 4,
  "peer_list": [{"local_id": 0}, {"local_id": 1}],

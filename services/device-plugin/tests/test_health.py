@@ -112,7 +112,7 @@ def test_decide(
 def test_an_unhealthy_decision_says_why_in_one_word(
     c: Chip, v: ChipVerdict | None, connected: bool, fault: str
 ) -> None:
-    # The value of the chip's DRA taint (core.dra.unhealthy_taint): a label value, empty when healthy.
+    # The value of the chip's DRA taint (dra.slice_devices.unhealthy_taint): a label value, empty when healthy.
     decision = decide(c, v, connected, TABLE, False)
     assert decision.fault == fault
     assert decision.healthy == (fault == "")

@@ -8,9 +8,10 @@ from types import MappingProxyType
 
 from ascend_common.inuse import ALLOCATION_PHASES, chips_in_use_for_allocation, chips_in_use_for_health
 from ascend_common.pods import SlimPod
-from ascend_device_plugin.core.volcano import PREDICATE_TIME, TAKEN, may_serve
+from ascend_device_plugin.allocation.annotations import PREDICATE_TIME, TAKEN
 from ascend_device_plugin.kube.feed import PodFeed
 from ascend_device_plugin.kube.pods import NodePods
+from ascend_device_plugin.volcano.annotations import may_serve
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 CHIPS = [f"Ascend910-{i}" for i in range(4)]

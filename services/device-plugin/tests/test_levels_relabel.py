@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip, NodeInfo, UrmaDevice
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.kube.connection import ApiConnection
 from ascend_device_plugin.kube.edge import KubeEdge
 from ascend_device_plugin.kube.feed import PodFeed
@@ -22,10 +23,9 @@ from ascend_device_plugin.kube.labels import NodeLabels
 from ascend_device_plugin.kube.node import NodeFollower
 from ascend_device_plugin.kube.pods import NodePods
 from ascend_device_plugin.kube.retire import OldResources
+from ascend_device_plugin.levels.level_source import LevelSource
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.resources.levels import LevelSource
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.chips import node_950
 from tests.support.eids import mesh_eid

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from ascend_common.chips import ChipFamily, ResourceType
-from ascend_device_plugin.core.annotations import ConfigDevice, config_devices, device_configuration
-from ascend_device_plugin.core.model import ChipInfo
+from ascend_device_plugin.allocation.annotations import ConfigDevice, config_devices, device_configuration
+from ascend_device_plugin.model.chip_pod import ChipInfo
 
 from tests.support.golang import run_go
 

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 from ascend_common.gojson import go_json
-from ascend_device_plugin.core.eid import UrmaEids, parse_urma_devices
-from ascend_device_plugin.core.ranklevels import (
+from ascend_device_plugin.levels.rank_levels import (
     NO_LEVEL,
     ROCE,
     UB,
@@ -40,6 +39,7 @@ from ascend_device_plugin.core.ranklevels import (
     server_level1,
     server_level2,
 )
+from ascend_device_plugin.model.eid import UrmaEids, parse_urma_devices
 
 from tests.support.eids import POD_1D_DEVICES, mesh_eid
 from tests.support.golang import run_go

@@ -14,11 +14,11 @@ from ascend_common.adapters.settings import load_settings
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.faults import default_fault_code_table
 from ascend_common.naming import MIXED_310P_RESOURCES, mixed_device_id, parse_device_id
-from ascend_device_plugin.core.mixed import card_usage_refusal, check_flags, mixed_devices
-from ascend_device_plugin.core.model import ChipInfo
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.model.chip_pod import ChipInfo
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
+from ascend_device_plugin.resources.mixed import card_usage_refusal, check_flags, mixed_devices
 from ascend_device_plugin.settings import PluginSettings
 
 from tests.support.chips import exporter_chip

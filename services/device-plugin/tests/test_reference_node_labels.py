@@ -22,8 +22,8 @@ from ascend_common.products import card_type
 from ascend_common.schemas.exporter import ChipStatic
 from ascend_common.schemas.reading import Reading
 from ascend_common.superpod import NO_SUPER_POD, SuperPod, main_board_id, super_device_id, super_pod
-from ascend_device_plugin.core import ChipInfo
-from ascend_device_plugin.core.node_labels import (
+from ascend_device_plugin.model.chip_pod import ChipInfo
+from ascend_device_plugin.node_labels import (
     all_300i_duo,
     node_annotations,
     node_labels,

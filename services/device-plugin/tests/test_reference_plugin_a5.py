@@ -5,7 +5,7 @@ TestAllocateUBDevice, TestAddDevicesInDir) and pkg/server/plugin_v2_test.go
 (TestSetHcclTopoFilePathEnv_RealCardTypeNotA5, TestSetHcclTopoFilePathEnv_AllDevsEmpty,
 TestSetServerHcclTopoFilePathEnv, TestSetCardHcclTopoFilePathEnv). One test per Go test, one
 parameter row per table entry or convey case; the Go tests set `RealCardType` (our chip family) and
-mock the device manager, here those facts are arguments of the pure rules of core.allocate.
+mock the device manager, here those facts are arguments of the pure rules of allocation.response.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from ascend_common.faults import default_fault_code_table
 from ascend_common.products import HCCL_TOPO_FILES, ProductType
 from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.reading import Reading
+from ascend_device_plugin.allocation.annotations import TAKEN
 from ascend_device_plugin.allocation.refusals import AllocationError
 from ascend_device_plugin.allocation.report import HostFacts
-from ascend_device_plugin.allocator import Allocator
-from ascend_device_plugin.core.allocate import (
+from ascend_device_plugin.allocation.response import (
     AllocDevice,
     DeviceNode,
     container_response,
@@ -32,11 +32,11 @@ from ascend_device_plugin.core.allocate import (
     final_visible_devices,
     hccl_topo_path,
 )
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.volcano import TAKEN
+from ascend_device_plugin.allocator import Allocator
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.model.chip_pod import PodView
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.allocator import wired_allocator
 from tests.support.chips import A5_SERVER_BOARD, A5_SERVER_MAIN_BOARD, node_910b, node_950

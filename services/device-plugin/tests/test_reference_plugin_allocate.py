@@ -3,7 +3,7 @@ pkg/common/common_test.go), then the visible-device order and the rank configura
 super_device_id.
 
 The reference tests PluginServer.Allocate and common.SetAscendRuntimeEnv; ours are the pure
-rules of core.allocate (validate_request, container_response) and, for the one rule that lives
+rules of allocation.response (validate_request, container_response) and, for the one rule that lives
 in the request check of the allocator (how many containers a request may have), the in-process
 Allocator. Test names are the Go test's, then the convey case.
 """
@@ -19,21 +19,21 @@ from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 from ascend_common.chips import ChipFamily, ResourceType
 from ascend_common.faults import default_fault_code_table
 from ascend_common.schemas.exporter import Chip
-from ascend_device_plugin.allocation.refusals import AllocationError
-from ascend_device_plugin.allocation.report import HostFacts
-from ascend_device_plugin.allocator import MAX_CONTAINERS, MAX_DEVICES_PER_CONTAINER, Allocator
-from ascend_device_plugin.core.allocate import AllocDevice, DeviceNode, container_response, validate_request
-from ascend_device_plugin.core.annotations import (
+from ascend_device_plugin.allocation.annotations import (
     SDID_NOT_LISTED,
     SDID_UNREAD,
     config_devices,
     device_configuration,
 )
-from ascend_device_plugin.core.model import ChipInfo, PodView
+from ascend_device_plugin.allocation.refusals import AllocationError
+from ascend_device_plugin.allocation.report import HostFacts
+from ascend_device_plugin.allocation.response import AllocDevice, DeviceNode, container_response, validate_request
+from ascend_device_plugin.allocator import MAX_CONTAINERS, MAX_DEVICES_PER_CONTAINER, Allocator
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.kubelet.server import status_of
 from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.model.chip_pod import ChipInfo, PodView
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.allocator import wired_allocator
 from tests.support.chips import exporter_chip, node_910b

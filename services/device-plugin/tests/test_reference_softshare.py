@@ -3,7 +3,7 @@ TestAddSoftShareDev, TestGenerateAllDeviceMap's soft-share cases).
 
 The reference builds the ListAndWatch answer in `responseToKubelet`: under soft share each real
 chip becomes ShareCount ids (`addSoftShareDev`) and the Volcano map is real -> real
-(`generateAllDeviceMap`), so an id always reports its own chip. Ours: core.devices.physical_devices
+(`generateAllDeviceMap`), so an id always reports its own chip. Ours: resources.devices.physical_devices
 makes the ids and the resource manager skips the Volcano health remap under soft share; these
 tests go through the manager, as the kubelet sees its lists. Test names are the Go test's, then
 the case.
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pytest
 from ascend_common.faults import default_fault_code_table
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 
 from tests.support.chips import exporter_chip
 

@@ -23,19 +23,19 @@ from ascend_common.faults import default_fault_code_table
 from ascend_common.inuse import ASCEND_REAL, KLT_DEV
 from ascend_common.schemas.exporter import Chip
 from ascend_common.softshare import AICORE_QUOTA, HBM_QUOTA, SCHEDULING_POLICY, VNPU_ID
+from ascend_device_plugin.allocation.annotations import CONFIG_910_KEY, TAKEN
+from ascend_device_plugin.allocation.chip_owners import ChipOwners
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.report import HostFacts
 from ascend_device_plugin.allocator import Allocator
-from ascend_device_plugin.core.annotations import CONFIG_910_KEY
-from ascend_device_plugin.core.chip_owners import ChipOwners
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.volcano import TAKEN, kubelet_map, pick_pod
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.kubelet.server import status_of
 from ascend_device_plugin.metrics import PluginMetrics
+from ascend_device_plugin.model.chip_pod import PodView
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.softshare.dirs import SoftShareDirs
 from ascend_device_plugin.softshare.files import HostFiles
+from ascend_device_plugin.volcano.annotations import kubelet_map, pick_pod
 
 from tests.support.allocator import held_by, wired_allocator
 from tests.support.chips import exporter_chip

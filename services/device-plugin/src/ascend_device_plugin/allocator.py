@@ -9,7 +9,7 @@ come from the pod cache. The Volcano path writes the pod twice: marked taken ins
 kubelet has its answer; the other paths write only the report, after the answer.
 
 This class validates a request and sends it down its path: the plain one here (what each container
-gets: containers.py; its report: plain.py), Volcano's (volcano/path.py), the dynamic vNPU's (vnpu.py);
+gets: containers.py; its report: plain.py), Volcano's (volcano/volcano_path.py), the dynamic vNPU's (vnpu.py);
 every path's report goes out through report.py.
 """
 
@@ -26,14 +26,14 @@ from ascend_common.naming import NPU_CORE
 from ascend_device_plugin.allocation.containers import Containers, alloc_devices, invalid
 from ascend_device_plugin.allocation.plain import PlainReport
 from ascend_device_plugin.allocation.report import Report, physical
-from ascend_device_plugin.core.allocate import validate_request
-from ascend_device_plugin.core.preferred import preferred_allocation
-from ascend_device_plugin.core.topology import affinity_groups, device_groups
-from ascend_device_plugin.resources.views import ViewBoard
-from ascend_device_plugin.softshare.path import SoftSharePath
+from ascend_device_plugin.allocation.response import validate_request
+from ascend_device_plugin.inventory.views import ViewBoard
+from ascend_device_plugin.placement.preferred import preferred_allocation
+from ascend_device_plugin.placement.topology import affinity_groups, device_groups
+from ascend_device_plugin.softshare.softshare_path import SoftSharePath
 from ascend_device_plugin.vnpu.dynamic import DynamicVnpu
-from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
+from ascend_device_plugin.volcano.volcano_path import VolcanoPath
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Wires the device-plugin together and runs it until SIGTERM: `DevicePlugin.build` constructs and
-connects the parts; what each input's change does is theirs (inputs.py, kube/, dra/handover.py)."""
+connects the parts; what each input's change does is theirs (inputs.py, kube/, handover.py)."""
 
 from __future__ import annotations
 
@@ -20,38 +20,38 @@ from ascend_common.adapters.settings import parse_host_port
 from ascend_common.faults import default_fault_code_table
 from ascend_common.tokens import first_token
 
+from ascend_device_plugin.allocation.chip_owners import ChipOwners
 from ascend_device_plugin.allocation.containers import Containers
 from ascend_device_plugin.allocation.plain import PlainReport
 from ascend_device_plugin.allocation.repair import AnnotationRepair
 from ascend_device_plugin.allocation.report import HostFacts, Report
 from ascend_device_plugin.allocator import Allocator
-from ascend_device_plugin.container_metrics import ContainerMetrics, ExporterHolders, real_allocations
-from ascend_device_plugin.core.chip_owners import ChipOwners
+from ascend_device_plugin.container_metrics.sampler import ContainerMetrics, ExporterHolders, real_allocations
 from ascend_device_plugin.inputs import ChipInputs, PodInputs, SoftShareRefused
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.kube.pods import NodePods
 from ascend_device_plugin.kubelet.podresources import find_pod, list_container_devices
 from ascend_device_plugin.kubelet.registrar import Registrar
 from ascend_device_plugin.kubelet.servers import ResourceServers
+from ascend_device_plugin.levels.level_source import LevelSource
 from ascend_device_plugin.metrics import PluginMetrics
 from ascend_device_plugin.ras_topology import RasTopologyWriter
-from ascend_device_plugin.resources.levels import LevelSource
 from ascend_device_plugin.resources.manager import ResourceManager
-from ascend_device_plugin.resources.views import ViewBoard
 from ascend_device_plugin.settings import PluginSettings, noexecute_levels
 from ascend_device_plugin.softshare.dirs import SoftShareDirs
 from ascend_device_plugin.softshare.files import HostFiles
-from ascend_device_plugin.softshare.path import SoftSharePath
+from ascend_device_plugin.softshare.softshare_path import SoftSharePath
 from ascend_device_plugin.vnpu.dynamic import DynamicVnpu
-from ascend_device_plugin.volcano.path import VolcanoPath
 from ascend_device_plugin.volcano.pods import VolcanoPods
+from ascend_device_plugin.volcano.volcano_path import VolcanoPath
 
 if TYPE_CHECKING:
     from ascend_common.adapters.inputs import BadInputs
 
     from ascend_device_plugin.dra.driver import DraDriver
-    from ascend_device_plugin.dra.handover import DraHandover
-    from ascend_device_plugin.dra.server import DraServers
+    from ascend_device_plugin.dra.grpc_servers import DraServers
     from ascend_device_plugin.dra.slices import SlicePublisher
+    from ascend_device_plugin.handover import DraHandover
     from ascend_device_plugin.kube.edge import KubeEdge
     from ascend_device_plugin.kube.feed import PodFeed
     from ascend_device_plugin.kube.patching import PodPatcher
@@ -160,12 +160,12 @@ class DevicePlugin:
         dra_driver: DraDriver | None = None
         slices: SlicePublisher | None = None
         if s.kubelet_api != "device-plugin":
-            from ascend_device_plugin.core.dra import DRIVER
             from ascend_device_plugin.dra.driver import DraDriver
-            from ascend_device_plugin.dra.handover import DraHandover
-            from ascend_device_plugin.dra.kube import ResourceApi
-            from ascend_device_plugin.dra.server import DraServers
+            from ascend_device_plugin.dra.grpc_servers import DraServers
+            from ascend_device_plugin.dra.resource_api import ResourceApi
+            from ascend_device_plugin.dra.slice_devices import DRIVER
             from ascend_device_plugin.dra.slices import SlicePublisher
+            from ascend_device_plugin.handover import DraHandover
 
             api = ResourceApi(lambda: kube.connection.api if kube is not None else None)
             # Which API holds each chip (`both`): Allocate and Prepare take chips through this one table.

@@ -18,7 +18,7 @@ from ascend_device_plugin.softshare.dirs import SoftShareDirs
 
 if TYPE_CHECKING:
     # Only with a cluster (the Kubernetes client is most of an offline plugin's memory) or DRA.
-    from ascend_device_plugin.dra.handover import DraHandover
+    from ascend_device_plugin.handover import DraHandover
     from ascend_device_plugin.kube.edge import KubeEdge
     from ascend_device_plugin.kube.pods import NodePods
 
@@ -26,8 +26,8 @@ GRACE_CHECK_S = 0.5
 
 
 class SoftShareRefused(ValueError):
-    """The node's chips cannot take a mode that is on: soft share (core/softshare.soft_share_refusal)
-    or 310P mixed insert (core/mixed.card_usage_refusal)."""
+    """The node's chips cannot take a mode that is on: soft share (softshare/switch.soft_share_refusal)
+    or 310P mixed insert (resources/mixed.card_usage_refusal)."""
 
 
 @dataclass

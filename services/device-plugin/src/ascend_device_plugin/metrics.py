@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from ascend_device_plugin.resources.views import AdvertisedDevice
+from ascend_device_plugin.inventory.views import AdvertisedDevice
 
 
 class PluginMetrics:

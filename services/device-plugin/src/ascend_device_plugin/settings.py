@@ -20,9 +20,9 @@ from ascend_common.adapters.settings import HostPort, service_config
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import CliImplicitFlag
 
-from ascend_device_plugin.core.mixed import check_flags
-from ascend_device_plugin.core.softshare import check_switch, soft_share_on
 from ascend_device_plugin.resources.health import FAULTS
+from ascend_device_plugin.resources.mixed import check_flags
+from ascend_device_plugin.softshare.switch import check_switch, soft_share_on
 
 
 class PluginSettings(PodSourceSettings):

@@ -1,5 +1,5 @@
 """What one container gets for its devices: the DeviceSpecs and envs of a ContainerAllocateResponse
-(core.allocate's rules over the node's inventory and device nodes). Every path ends here."""
+(allocation.response's rules over the node's inventory and device nodes). Every path ends here."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from ascend_common.chips import ChipFamily
 from ascend_common.naming import parse_device_id
 
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
-from ascend_device_plugin.core.allocate import (
+from ascend_device_plugin.allocation.response import (
     UB_DEVICE_DIRS,
     AllocDevice,
     ContainerAlloc,
     container_response,
     hccl_topo_path,
 )
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.resources.inventory import Resources
+from ascend_device_plugin.inventory.snapshot import Resources
+from ascend_device_plugin.model.chip_pod import PodView
 
 HOST_DEV_NODES = ("/dev/davinci_manager", "/dev/davinci_manager_docker", "/dev/hisi_hdc", "/dev/devmm_svm",
                   "/dev/dvpp_cmdlist")  # fmt: skip
@@ -46,7 +46,7 @@ class Containers:
     runtime_mode: bool = True  # --use-ascend-docker: the runtime mounts; else device nodes
     dev_root: Path = Path("/")
     # `--kubelet-api both`: takes the chips an Allocate hands out away from the DRA driver before the
-    # answer (core.chip_owners); raises AllocationError when a claim holds one.
+    # answer (allocation.chip_owners); raises AllocationError when a claim holds one.
     hold: Callable[[list[str]], None] | None = None
 
     def take(self, device_ids: Iterable[str]) -> None:

@@ -12,7 +12,7 @@ from ascend_common.chips import RESOURCE_PREFIX
 from ascend_common.naming import parse_device_id
 
 from ascend_device_plugin.allocation.report import PodSource, Report, whole_chips
-from ascend_device_plugin.core.model import PodView
+from ascend_device_plugin.model.chip_pod import PodView
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Annotation repair, driven by the pod cache: the report the plugin wrote on a pod is written back
-when a pod event shows it edited or lost (core/repair.py has the rules).
+when a pod event shows it edited or lost (allocation/repair_rules.py has the rules).
 
 What we wrote is kept in memory per pod uid: recorded when the allocation report's patch succeeds
 (`Report.write`), dropped when the pod is deleted or finishes. A restarted plugin has no record: it
@@ -20,8 +20,8 @@ from typing import Protocol
 
 from ascend_common.pods import FINISHED_PHASES
 
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.repair import adoptable, kept, repair_patch
+from ascend_device_plugin.allocation.repair_rules import adoptable, kept, repair_patch
+from ascend_device_plugin.model.chip_pod import PodView
 
 log = logging.getLogger(__name__)
 

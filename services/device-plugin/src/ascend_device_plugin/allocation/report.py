@@ -13,17 +13,17 @@ from typing import Any, Protocol
 from ascend_common.chips import ResourceType
 from ascend_common.naming import MIXED_310P_RESOURCES, NPU_CORE
 
-from ascend_device_plugin.allocation.repair import AnnotationRepair, Patcher
-from ascend_device_plugin.core.annotations import (
+from ascend_device_plugin.allocation.annotations import (
     config_devices,
     configuration_key,
     device_configuration,
     real_allocation_annotations,
+    taken_patch,
 )
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.volcano import taken_patch
-from ascend_device_plugin.resources.inventory import Resources
-from ascend_device_plugin.resources.levels import LevelSource
+from ascend_device_plugin.allocation.repair import AnnotationRepair, Patcher
+from ascend_device_plugin.inventory.snapshot import Resources
+from ascend_device_plugin.levels.level_source import LevelSource
+from ascend_device_plugin.model.chip_pod import PodView
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class PodSource(Protocol):
     def pods(self) -> list[PodView]: ...
 
     def servable(self) -> list[PodView]:
-        """The cached pods that pass core.volcano.may_serve: the only ones the Volcano path can choose."""
+        """The cached pods that pass volcano.annotations.may_serve: the only ones the Volcano path can choose."""
 
     async def refresh(self) -> None:
         """Re-list now (a cold cache may not have the pod an Allocate is for yet)."""

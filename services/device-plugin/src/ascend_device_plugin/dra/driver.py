@@ -1,13 +1,13 @@
 """NodePrepareResources / NodeUnprepareResources: claims in, CDI specs and the checkpoint out.
 
-The rules are core.dra_claims'; this is their shell: it reads the claim from the apiserver, the
+The rules are dra.claims'; this is their shell: it reads the claim from the apiserver, the
 chips from the resource manager, and writes through `state` (in a thread: file I/O and fsync have
 no place on the event loop). Calls are serialized: the kubelet sends one batch per pod, and two
 batches that raced over the checkpoint could lose a claim.
 
 A bad claim gets its own error and writes nothing; the other claims of the batch go on.
 
-A claim's chips are reserved in the chip table (core.chip_owners, shared with the device plugin's
+A claim's chips are reserved in the chip table (allocation.chip_owners, shared with the device plugin's
 Allocate under `--kubelet-api both`) before its CDI spec is written, and released if the Prepare
 fails or when the claim is unprepared: a chip goes to one claim, or to one container.
 """
@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ascend_device_plugin.allocation.chip_owners import ChipOwners, ChipTaken
 from ascend_device_plugin.allocation.containers import HOST_DEV_NODES
-from ascend_device_plugin.core.allocate import UB_DEVICE_DIRS, hccl_topo_path
-from ascend_device_plugin.core.chip_owners import ChipOwners, ChipTaken
-from ascend_device_plugin.core.dra import chip_name, device_name
-from ascend_device_plugin.core.dra_claims import (
+from ascend_device_plugin.allocation.response import UB_DEVICE_DIRS, hccl_topo_path
+from ascend_device_plugin.dra.claims import (
     ClaimDevice,
     ClaimError,
     cdi_device_id,
@@ -34,9 +33,10 @@ from ascend_device_plugin.core.dra_claims import (
     cdi_spec_name,
     claim_devices,
 )
-from ascend_device_plugin.core.dra_health import PreparedChip
+from ascend_device_plugin.dra.health_reports import PreparedChip
+from ascend_device_plugin.dra.slice_devices import chip_name, device_name
 from ascend_device_plugin.dra.state import CdiSpecs, Checkpoint, PreparedClaims, PreparedDevice
-from ascend_device_plugin.resources.inventory import InventorySource
+from ascend_device_plugin.inventory.snapshot import InventorySource
 
 log = logging.getLogger(__name__)
 

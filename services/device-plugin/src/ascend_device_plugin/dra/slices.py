@@ -3,7 +3,7 @@
 Woken by the same ViewBoard change that wakes the device plugin's ListAndWatch streams (the
 resource manager publishes the physical resource's devices with their health), and by the driver
 when the chips the other API holds change (`--kubelet-api both`); the list-watch period bounds a
-wait otherwise. Each wake renders the pool (core.dra) and writes it only when it differs from
+wait otherwise. Each wake renders the pool (dra.slice_devices) and writes it only when it differs from
 what was written: a new generation, replacing the slice at the resourceVersion read (a 409 reads
 it again). The slice is this node's only: its name, nodeName and pool are the node's.
 
@@ -33,7 +33,8 @@ from typing import Any
 from ascend_common.adapters.clients.backoff import Backoff
 from ascend_common.adapters.kube.client import KubeApiError
 
-from ascend_device_plugin.core.dra import (
+from ascend_device_plugin.dra.resource_api import ResourceApi, SliceConflict
+from ascend_device_plugin.dra.slice_devices import (
     DeviceTaint,
     DraDevice,
     dra_devices,
@@ -42,9 +43,8 @@ from ascend_device_plugin.core.dra import (
     slice_name,
     written_taints,
 )
-from ascend_device_plugin.dra.kube import ResourceApi, SliceConflict
-from ascend_device_plugin.resources.inventory import InventorySource
-from ascend_device_plugin.resources.views import ViewBoard
+from ascend_device_plugin.inventory.snapshot import InventorySource
+from ascend_device_plugin.inventory.views import ViewBoard
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from typing import Any
 from ascend_common.adapters import hostfs
 from ascend_common.jsonin import loads_bounded
 
-from ascend_device_plugin.core.dra import device_name
+from ascend_device_plugin.dra.slice_devices import device_name
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.json"  # the reference's DriverPluginCheckpointFile

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ascend_device_plugin.inventory.snapshot import InventorySource
 from ascend_device_plugin.kube.connection import ApiConnection
 from ascend_device_plugin.kube.feed import PodFeed
 from ascend_device_plugin.kube.labels import NodeLabels
 from ascend_device_plugin.kube.node import NodeFollower
 from ascend_device_plugin.kube.retire import OldResources
-from ascend_device_plugin.resources.inventory import InventorySource
 
 
 @dataclass

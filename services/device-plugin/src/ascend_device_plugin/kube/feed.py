@@ -13,8 +13,8 @@ from ascend_common.adapters.kubelet.source import KubeletSource
 from ascend_common.adapters.pod_source import PodSource, build_pod_source
 from ascend_common.pods import FINISHED_PHASES, SlimPod
 
-from ascend_device_plugin.core.model import PodView
 from ascend_device_plugin.kube.pods import NodePods, pod_view
+from ascend_device_plugin.model.chip_pod import PodView
 
 POD_DEBOUNCE_S = 0.01
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from ascend_common.adapters.kube.client import KubeApiError
 from ascend_common.adapters.kube.patch import SlimNode, patch_node
 
-from ascend_device_plugin.core.node_labels import node_annotations, node_labels
+from ascend_device_plugin.inventory.snapshot import InventorySource
 from ascend_device_plugin.kube.connection import ApiConnection
 from ascend_device_plugin.kube.node import NodeFollower
-from ascend_device_plugin.resources.inventory import InventorySource
-from ascend_device_plugin.resources.levels import LevelSource
+from ascend_device_plugin.levels.level_source import LevelSource
+from ascend_device_plugin.node_labels import node_annotations, node_labels
 
 log = logging.getLogger(__name__)
 NODE_FIRST_LIST_S = 5.0  # how long the first labels wait for the Node's watch to list it

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from ascend_common.inuse import ALLOCATION_PHASES, KLT_DEV, health_share
 from ascend_common.pods import SlimPod
 
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.volcano import may_serve
+from ascend_device_plugin.model.chip_pod import PodView
+from ascend_device_plugin.volcano.annotations import may_serve
 
 
 def pod_view(pod: SlimPod) -> PodView:

@@ -10,7 +10,7 @@ from ascend_common.adapters.inputs import BadInputs
 from ascend_common.adapters.kube.client import core_v1, json_of
 from ascend_common.jsonin import InputError
 
-from ascend_device_plugin.core.allocate import SLOW_NODE_CONFIGMAP, parse_slow_node
+from ascend_device_plugin.allocation.response import SLOW_NODE_CONFIGMAP, parse_slow_node
 from ascend_device_plugin.kube.connection import ApiConnection
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from ascend_common.adapters.kubelet import podresources_pb2 as pr
 from ascend_common.adapters.kubelet import podresources_pb2_grpc as pr_grpc
 from grpc import aio
 
-from ascend_device_plugin.core.container_metrics import ContainerDevices
+from ascend_device_plugin.container_metrics.families import ContainerDevices
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from grpc import aio
 
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocator import Allocator
+from ascend_device_plugin.inventory.views import ResourceView, ViewBoard
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.resources.views import ResourceView, ViewBoard
 
 log = logging.getLogger(__name__)
 Ctx = aio.ServicerContext[Any, Any]

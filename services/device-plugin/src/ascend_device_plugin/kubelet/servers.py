@@ -9,9 +9,9 @@ from pathlib import Path
 from ascend_common.adapters.kubelet import deviceplugin_pb2 as pb
 
 from ascend_device_plugin.allocator import Allocator
+from ascend_device_plugin.inventory.views import ViewBoard
 from ascend_device_plugin.kubelet.server import DevicePluginService, ResourceServer
 from ascend_device_plugin.metrics import PluginMetrics
-from ascend_device_plugin.resources.views import ViewBoard
 
 
 @dataclass

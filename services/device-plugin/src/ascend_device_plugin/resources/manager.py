@@ -2,8 +2,9 @@
 
 Kept apart from the gRPC servers (as NVIDIA's plugin keeps its resource manager apart from
 its server): its inputs are methods, it turns them into `ChipInfo`s with a final health, then
-into device lists through the pure rules of `core`, and publishes them on the ViewBoard, which
-wakes the ListAndWatch streams of exactly the resources that changed. Readers get a frozen
+into device lists through the pure rules (devices, mixed, vnpu.cores, softshare.switch,
+volcano.annotations), and publishes them on the ViewBoard, which wakes the ListAndWatch streams of
+exactly the resources that changed. Readers get a frozen
 `Inventory`; listeners (the metrics) are told what was published. It alone writes its state.
 """
 
@@ -22,17 +23,16 @@ from ascend_common.schemas.exporter import Chip
 from ascend_common.schemas.verdict import ChipVerdict
 from ascend_common.superpod import NO_SUPER_POD, SuperPod, main_board_id, super_device_id, super_pod
 
-from ascend_device_plugin.core.devices import DeviceEntry, physical_devices, vnpu_devices
-from ascend_device_plugin.core.dra_health import ChipHealth
-from ascend_device_plugin.core.eid import UrmaEids
-from ascend_device_plugin.core.mixed import card_usage_refusal, mixed_devices
-from ascend_device_plugin.core.model import ChipInfo, PodView
-from ascend_device_plugin.core.softshare import ignored_share_count, soft_share_refusal
-from ascend_device_plugin.core.vnpu_cores import core_health, core_ids
-from ascend_device_plugin.core.volcano import kubelet_map
+from ascend_device_plugin.inventory.snapshot import Inventory, InventoryListener
+from ascend_device_plugin.inventory.views import AdvertisedDevice, ViewBoard
+from ascend_device_plugin.model.chip_pod import ChipHealth, ChipInfo, PodView
+from ascend_device_plugin.model.eid import UrmaEids
+from ascend_device_plugin.resources.devices import DeviceEntry, physical_devices, vnpu_devices
 from ascend_device_plugin.resources.health import EXPORTER_LOST, HealthDecision, HealthSource, decide
-from ascend_device_plugin.resources.inventory import Inventory, InventoryListener
-from ascend_device_plugin.resources.views import AdvertisedDevice, ViewBoard
+from ascend_device_plugin.resources.mixed import card_usage_refusal, mixed_devices
+from ascend_device_plugin.softshare.switch import ignored_share_count, soft_share_refusal
+from ascend_device_plugin.vnpu.cores import core_health, core_ids
+from ascend_device_plugin.volcano.annotations import kubelet_map
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class ResourceManager:
         return self._inventory
 
     def soft_share_refusal(self) -> str | None:
-        """Why soft share cannot run on the chips known so far (core/softshare), or None."""
+        """Why soft share cannot run on the chips known so far (softshare/switch), or None."""
         return soft_share_refusal((c.family for c in self._inventory.chips.values()), self._soft_share)
 
     def start_refusal(self) -> str | None:

@@ -1,5 +1,5 @@
 """Soft share's per-pod directories over time: made by Allocate (a fresh vid per chip), removed
-with their pods (core/softshare_cleanup.py's rule), swept once the first pod list is in.
+with their pods (softshare/cleanup.py's rule), swept once the first pod list is in.
 
 One lock orders every step that lists and then writes or removes: two Allocates for one chip
 must not take the same vid, and a cleanup must not list a directory an Allocate has just made
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ascend_device_plugin.core.model import PodView
-from ascend_device_plugin.core.softshare_cleanup import PodDir, active, held_dirs, job_of, removals
-from ascend_device_plugin.core.softshare_pod import is_job_dir, is_pod_dir, next_vid, pod_dir_name, vids_of
+from ascend_device_plugin.model.chip_pod import PodView
+from ascend_device_plugin.softshare.cleanup import PodDir, active, held_dirs, job_of, removals
 from ascend_device_plugin.softshare.files import SoftShareFiles
+from ascend_device_plugin.softshare.pod import is_job_dir, is_pod_dir, next_vid, pod_dir_name, vids_of
 
 log = logging.getLogger(__name__)
 

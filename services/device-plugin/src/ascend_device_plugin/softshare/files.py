@@ -22,8 +22,8 @@ from typing import Protocol
 
 from ascend_common.adapters.hostfs import HostDir, UnsafePath
 
-from ascend_device_plugin.core.softshare_cleanup import Listing, PodDir
-from ascend_device_plugin.core.softshare_pod import NPU_INFO_FILE, shm_host_path
+from ascend_device_plugin.softshare.cleanup import Listing, PodDir
+from ascend_device_plugin.softshare.pod import NPU_INFO_FILE, shm_host_path
 
 DIR_MODE = 0o755  # api.DefaultSoftShareDeviceConfigDirPerm
 FILE_MODE = 0o644  # api.DefaultSoftShareDeviceConfigPerm

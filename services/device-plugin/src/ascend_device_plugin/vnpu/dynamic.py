@@ -14,13 +14,12 @@ from ascend_common.chips import RESOURCE_PREFIX
 from ascend_common.inuse import ALLOCATION_PHASES, ASCEND_REAL
 from ascend_common.naming import NPU_CORE, vnpu_device_id
 
+from ascend_device_plugin.allocation.annotations import real_allocation_annotations, taken_patch
 from ascend_device_plugin.allocation.containers import Containers, invalid
 from ascend_device_plugin.allocation.refusals import AllocationError, Refusal
 from ascend_device_plugin.allocation.report import Report
-from ascend_device_plugin.core.allocate import AllocDevice
-from ascend_device_plugin.core.annotations import real_allocation_annotations
-from ascend_device_plugin.core.model import ChipInfo
-from ascend_device_plugin.core.volcano import taken_patch
+from ascend_device_plugin.allocation.response import AllocDevice
+from ascend_device_plugin.model.chip_pod import ChipInfo
 from ascend_device_plugin.volcano.pods import VolcanoPods
 
 log = logging.getLogger(__name__)

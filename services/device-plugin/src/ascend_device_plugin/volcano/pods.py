@@ -7,7 +7,7 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 
 from ascend_device_plugin.allocation.report import PodSource
-from ascend_device_plugin.core.volcano import VolcanoChoice, pick_pod
+from ascend_device_plugin.volcano.annotations import VolcanoChoice, pick_pod
 
 
 @dataclass

@@ -1,0 +1,2 @@
+"""GetPreferredAllocation: the affinity groups a request should stay inside (topology) and the
+pick among the available ids (preferred). Pure."""
