@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from ascend_common.cardlabel import NOT_DISPLAYED_FOR_MULTI_POD
-from ascend_common.schemas.exporter import Chip, ChipState, Hbm, Utilization, Vnpu
+from ascend_common.schemas.exporter import Chip, ChipState, ContainerMapping, Hbm, Utilization, Vnpu
 from ascend_common.schemas.reading import Reading
 from ascend_device_plugin.container_metrics.families import (
     CARD_LABELS,
@@ -29,7 +29,7 @@ from ascend_device_plugin.container_metrics.families import (
     container_map,
     container_samples,
 )
-from ascend_device_plugin.container_metrics.sampler import ContainerMetrics
+from ascend_device_plugin.container_metrics.sampler import ContainerMetrics, ExporterHolders
 from prometheus_client import CollectorRegistry, generate_latest
 
 from tests.support.chips import exporter_chip
@@ -512,3 +512,26 @@ async def test_each_round_tells_the_exporter_who_holds_each_chip_and_a_failure_c
     assert metrics.rounds == 3 and len(sent) == 2
     assert any(r.__dict__.get("source") == "exporter containers" for r in caplog.records)
     assert "npu_container_info{" in scrape(metrics)
+
+
+class _Exporter:
+    """Takes what the plugin PUTs to the exporter's /v1/containers."""
+
+    def __init__(self) -> None:
+        self.mappings: list[ContainerMapping] = []
+
+    async def put_containers(self, mapping: ContainerMapping) -> None:
+        self.mappings.append(mapping)
+
+
+async def test_holders_leave_out_the_vdev_ids_the_exporter_refuses() -> None:
+    """npu-exporter serves vNPUs 100..1123 only, and the exporter answers 422 to any other: one id
+    the kubelet names outside them must not cost the whole mapping (the chips' holders with it)."""
+    exporter = _Exporter()
+    ref = [ContainerRef("ns", "pod", "c")]
+    vnpus = {99: ref, 100: ref, 1123: ref, 1124: ref, 65535: ref}
+    await ExporterHolders(exporter).publish({3: ref}, vnpus, deadline_s=1.0)  # type: ignore[arg-type]
+    (mapping,) = exporter.mappings
+    assert [v.vdev_id for v in mapping.vnpus] == [100, 1123]
+    assert [c.phy_id for c in mapping.chips] == [3]
+    assert [(h.namespace, h.pod, h.container) for h in mapping.vnpus[0].containers] == [("ns", "pod", "c")]
