@@ -20,13 +20,14 @@ from dcmi_exporter.backends.base import HangProbe
 from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.node.poller import ChipPoller
 from dcmi_exporter.tasks.hang_rule import HangConfig, HangState, Sample, Transition, step
-from dcmi_exporter.tasks.periodic import PeriodicTask, Round, read_chips, round_deadline
+from dcmi_exporter.tasks.periodic import ChipRounds, read_chips
 
 log = logging.getLogger(__name__)
 
 
-class HangTask(PeriodicTask):
+class HangTask(ChipRounds):
     name = "hang-detection"
+    failed = "hang detection round failed"
 
     def __init__(
         self,
@@ -38,21 +39,14 @@ class HangTask(PeriodicTask):
         tasks: TaskScope,
         deadline_s: float | None = None,
     ) -> None:
-        super().__init__(tasks)
-        self.poller = poller
+        # The first round one interval after start, as in the reference.
+        super().__init__(poller, interval_s, clock, tasks, deadline_s)
         self.probe = probe
         self.config = config
-        self.interval_s = interval_s
-        self.deadline_s = deadline_s if deadline_s is not None else round_deadline(interval_s)
-        self.clock = clock
         self._states: dict[int, HangState] = {}
         self._late = FailingChips(
             log, "hang detection sample abandoned at the round's deadline", "hang detection samples in time again"
         )
-
-    def schedule(self) -> list[Round]:
-        # The first round one interval after start, as in the reference.
-        return [Round(self.name, self.interval_s, self.tick, "hang detection round failed")]
 
     def state(self, logic: int) -> HangState:
         return self._states.get(logic, HangState())

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
 from ascend_common.adapters.lifecycle import TaskScope
+from ascend_common.clock import Clock
 from ascend_common.schemas.exporter import Chip
 
 from dcmi_exporter.backends.failing import FailingChips
-from dcmi_exporter.node.poller import next_tick
+from dcmi_exporter.node.poller import ChipPoller, next_tick
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -81,6 +82,28 @@ class PeriodicTask:
         if not await self.begin():
             return
         await asyncio.gather(*(every_round(r) for r in self.schedule()))
+
+
+class ChipRounds(PeriodicTask):
+    """A task of one round over the node's chips every `interval_s` (`tick`), whose reads share the
+    round's deadline (default: `round_deadline` of the interval)."""
+
+    failed: ClassVar[str]  # the log line of a round that raised
+
+    def __init__(
+        self, poller: ChipPoller, interval_s: float, clock: Clock, tasks: TaskScope, deadline_s: float | None = None
+    ) -> None:
+        super().__init__(tasks)
+        self.poller = poller
+        self.interval_s = interval_s
+        self.clock = clock
+        self.deadline_s = deadline_s if deadline_s is not None else round_deadline(interval_s)
+
+    def schedule(self) -> list[Round]:
+        return [Round(self.name, self.interval_s, self.tick, self.failed)]
+
+    async def tick(self) -> None:
+        raise NotImplementedError
 
 
 async def every_round(round_: Round) -> None:

@@ -24,13 +24,14 @@ from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.node.poller import ChipPoller
 from dcmi_exporter.node.snapshot import RoceChipInput, codes_of, roce_codes
 from dcmi_exporter.tasks.lost_events import DerivedCodes, LostEventRule
-from dcmi_exporter.tasks.periodic import PeriodicTask, Round, read_chips, round_deadline
+from dcmi_exporter.tasks.periodic import ChipRounds, read_chips
 
 log = logging.getLogger(__name__)
 
 
-class RoceLinkTask(PeriodicTask):
+class RoceLinkTask(ChipRounds):
     name = "roce-link"
+    failed = "RoCE link round failed"
 
     def __init__(
         self,
@@ -41,21 +42,14 @@ class RoceLinkTask(PeriodicTask):
         tasks: TaskScope,
         deadline_s: float | None = None,
     ) -> None:
-        super().__init__(tasks)
-        self.poller = poller
+        super().__init__(poller, interval_s, clock, tasks, deadline_s)
         self.probe = probe
-        self.interval_s = interval_s
-        self.deadline_s = deadline_s if deadline_s is not None else round_deadline(interval_s)
-        self.clock = clock
         self._link: dict[int, str | None] = {}  # the latest read; None: it failed
         self._rule = LostEventRule(poller)
         self._codes = DerivedCodes(poller, clock, EventSource.ROCE, frozenset({LINK_DOWN_CODE}), "RoCE code")
         self._failing = FailingChips(
             log, "RoCE link state unreadable; its lost events cannot be found", "RoCE link state readable again"
         )
-
-    def schedule(self) -> list[Round]:
-        return [Round(self.name, self.interval_s, self.tick, "RoCE link round failed")]
 
     async def tick(self) -> None:
         snap = self.poller.snapshot

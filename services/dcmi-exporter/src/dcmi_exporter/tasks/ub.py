@@ -31,7 +31,7 @@ from dcmi_exporter.backends.failing import FailingChips
 from dcmi_exporter.node.poller import ChipPoller
 from dcmi_exporter.node.snapshot import UB_DERIVED_CODES, UbChipInput, codes_of, ub_codes
 from dcmi_exporter.tasks.lost_events import QUERY_PERIOD_S, DerivedCodes, LostEventRule
-from dcmi_exporter.tasks.periodic import PeriodicTask, Round, read_chips, round_deadline
+from dcmi_exporter.tasks.periodic import ChipRounds, read_chips
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +39,9 @@ __all__ = ["QUERY_PERIOD_S", "UbCodesTask"]
 PLANE_CODES = frozenset({UB_PORT_DOWN_CODE, UBOE_PORT_DOWN_CODE})
 
 
-class UbCodesTask(PeriodicTask):
+class UbCodesTask(ChipRounds):
     name = "ub-codes"
+    failed = "UB codes round failed"
 
     def __init__(
         self,
@@ -51,12 +52,8 @@ class UbCodesTask(PeriodicTask):
         tasks: TaskScope,
         deadline_s: float | None = None,
     ) -> None:
-        super().__init__(tasks)
-        self.poller = poller
+        super().__init__(poller, interval_s, clock, tasks, deadline_s)
         self.probe = probe
-        self.interval_s = interval_s
-        self.deadline_s = deadline_s if deadline_s is not None else round_deadline(interval_s)
-        self.clock = clock
         self._listed: dict[int, frozenset[str]] = {}  # the chip's UB/UBoE codes after our last round
         self._ports: dict[int, UbPorts | None] = {}  # the latest snapshot; None: the last read failed
         self._rule = LostEventRule(poller)
@@ -64,9 +61,6 @@ class UbCodesTask(PeriodicTask):
         self._failing = FailingChips(
             log, "950 port state unreadable; UB codes stay as they are", "950 port state readable again"
         )
-
-    def schedule(self) -> list[Round]:
-        return [Round(self.name, self.interval_s, self.tick, "UB codes round failed")]
 
     async def tick(self) -> None:
         snap = self.poller.snapshot
