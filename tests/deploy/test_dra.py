@@ -44,7 +44,7 @@ from tests.deploy.test_kustomize import (
 )
 
 COMPONENTS = KUSTOMIZE / "components"
-DRIVER_KUBE = ROOT / "services" / "device-plugin" / "src" / "ascend_device_plugin" / "dra" / "kube.py"
+DRIVER_KUBE = ROOT / "services" / "device-plugin" / "src" / "ascend_device_plugin" / "dra" / "resource_api.py"
 DOCS = ROOT / "docs" / "dra.md"
 # The resource.k8s.io versions an apiserver serves with DRA switched on as docs/dra.md says. The
 # schemas cannot tell: each release's OpenAPI documents every version it has, served or not (1.36's
