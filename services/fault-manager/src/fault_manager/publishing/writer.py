@@ -120,12 +120,11 @@ class DeviceInfoWriter:
         return max(0.0, self.refresh_period - (time.monotonic() - self._last_write))
 
     async def _sync_forever(self, wanted: asyncio.Event) -> None:
-        wanted.set()  # then at once: an administrator's edit is honoured only after our first write
+        # The first sync at once, with no burst to wait for: an administrator's edit is honoured
+        # only after our first write, and readers wait for it.
+        woken = False
         while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.idle_wait()):
-                    await wanted.wait()
-            wait = sync_wait(time.monotonic() - self._last_sync, self.write_interval, woken=wanted.is_set())
+            wait = sync_wait(time.monotonic() - self._last_sync, self.write_interval, woken=woken)
             wanted.clear()
             if wait > 0:
                 await asyncio.sleep(wait)
@@ -136,6 +135,10 @@ class DeviceInfoWriter:
             except Exception as exc:  # keep writing later; the next change or refresh retries
                 self._failed = True
                 log.error("device-info ConfigMap not written", extra={"configmap": self.name, "error": str(exc)})
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.idle_wait()):
+                    await wanted.wait()
+            woken = wanted.is_set()
 
     async def sync(self) -> bool:
         """Honour an administrator's ManuallySeparateNPU edits, then write if anything changed."""
